@@ -1,0 +1,25 @@
+"""attnviz: watch a translation model decode, and see every layer and head of its attention.
+
+The small public API lives here and imports nothing heavy until it is used::
+
+    from attnviz import load_translator
+    tr = load_translator("models/de-en-multi30k.safetensors")
+    t = tr.translate("Ein Mann fährt Fahrrad.")
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+__version__ = "0.1.0"
+__all__ = ["__version__", "load_translator"]
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
+
+
+def load_translator(path) -> Translator:
+    """Load a checkpoint into a ``Translator`` (raises ``CheckpointError`` with a clear message on a bad file)."""
+    from attnviz.engine.translator import load_translator as _load
+
+    return _load(path)

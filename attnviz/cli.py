@@ -1,0 +1,137 @@
+"""The ``attnviz`` command line: argparse sub-commands that drive the same engine as the GUI.
+
+Errors a user can cause (``AttnvizError``) are printed as one line on stderr with exit status 1, or 2 for bad
+input; they never show a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from attnviz import __version__
+from attnviz.engine.errors import AttnvizError, InputError
+
+
+def _add_translate(sub) -> None:
+    p = sub.add_parser("translate", help="translate sentences with a checkpoint",
+                       description="Translate the SENTENCEs, or one sentence per line of standard input.")
+    p.add_argument("-m", "--model", required=True, help="checkpoint file (.safetensors)")
+    p.add_argument("sentences", nargs="*", metavar="SENTENCE")
+    p.add_argument("--json", action="store_true", help="print one JSON object per sentence")
+    p.add_argument("--attention", metavar="OUT.npz", help="save every attention matrix with token labels")
+    p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy, the default)")
+    p.add_argument("--length-penalty", type=float, default=1.0, help="GNMT length penalty alpha for beam search")
+    p.add_argument("--max-len", type=int, default=50, help="most output tokens per sentence (default 50)")
+    p.set_defaults(func=cmd_translate)
+
+
+def _add_info(sub) -> None:
+    p = sub.add_parser("info", help="describe a checkpoint: languages, model, metrics")
+    p.add_argument("checkpoint")
+    p.add_argument("--json", action="store_true", help="print the description as JSON")
+    p.set_defaults(func=cmd_info)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="attnviz", description="See what attention does inside a translation model.")
+    parser.add_argument("--version", action="version", version=f"attnviz {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_translate(sub)
+    _add_info(sub)
+    return parser
+
+
+def _read_sentences(args) -> list[str]:
+    if args.sentences:
+        if any(not s.strip() for s in args.sentences):
+            raise InputError("an empty sentence was given; pass text to translate, e.g. "
+                             "attnviz translate -m MODEL \"Ein Hund rennt.\"")
+        return list(args.sentences)
+    if sys.stdin is None or sys.stdin.isatty():
+        raise InputError("no sentences: pass them as arguments or one per line on standard input")
+    lines = [line.rstrip("\n") for line in sys.stdin]
+    if not any(line.strip() for line in lines):
+        raise InputError("standard input has no text to translate (it is empty or only whitespace)")
+    return lines
+
+
+def cmd_translate(args) -> int:
+    from attnviz.config import DecodeConfig
+    from attnviz.engine.export import save_attention
+    from attnviz.engine.translator import load_translator
+
+    decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty)
+    sentences = _read_sentences(args)
+    translator = load_translator(args.model)
+    if args.attention:  # full matrices need one greedy pass per sentence
+        done = [translator.translate(s, decode.max_len) if s.strip() else None for s in sentences]
+        found = [t for t in done if t is not None]
+        save_attention(args.attention, found, translator.info)
+        print(f"attention of {len(found)} sentence(s) saved to {args.attention}", file=sys.stderr)
+        outputs = [(list(t.src_tokens), list(t.words), t.text, list(t.warnings)) if t else ([], [], "", [])
+                   for t in done]
+    else:
+        token_lists = translator.translate_batch_tokens(sentences, decode)
+        outputs = []
+        for s, toks in zip(sentences, token_lists):
+            src, _, warnings = translator.prepare_source(s) if s.strip() else ([], [], [])
+            outputs.append((src, toks, translator.detokenize(toks), warnings))
+    for sentence, (src, toks, text, warnings) in zip(sentences, outputs):
+        for w in warnings:
+            print(f"warning: {w}", file=sys.stderr)
+        if not sentence.strip():
+            print("warning: empty line left untranslated", file=sys.stderr)
+        if args.json:
+            print(json.dumps({"source": sentence, "src_tokens": src, "tokens": toks, "text": text,
+                              "warnings": warnings}, ensure_ascii=False))
+        else:
+            print(text)
+    return 0
+
+
+def _format_info(info: dict) -> str:
+    m = info["model"]
+    lines = [
+        f"{info.get('name') or info.get('path')}: {info['languages']}",
+        f"  model      {m['kind']}, d_model {m['d_model']}, {m['enc_layers']}+{m['dec_layers']} layers, "
+        f"{m['heads']} heads, ff {m['ff_dim']}, {m['positions']} positions ({m['max_positions']}), {m['norm']}-LN",
+        f"  parameters {info['parameters']:,}  (stored as {info['dtype']})",
+        f"  vocab      {info['src_vocab_size']:,} {info['src_lang']} / {info['tgt_vocab_size']:,} {info['tgt_lang']}",
+    ]
+    if info.get("preset"):
+        lines.append(f"  preset     {info['preset']}")
+    for split, values in (info.get("metrics") or {}).items():
+        shown = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items()
+                          if not isinstance(v, (dict, list)))
+        lines.append(f"  {split:<10} {shown}")
+    return "\n".join(lines)
+
+
+def cmd_info(args) -> int:
+    from attnviz.engine.translator import load_translator
+
+    info = load_translator(args.checkpoint).info
+    print(json.dumps(info, indent=2, ensure_ascii=False) if args.json else _format_info(info))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 0
+    try:
+        return args.func(args)
+    except InputError as exc:
+        print(f"attnviz: error: {exc}", file=sys.stderr)
+        return 2
+    except AttnvizError as exc:
+        print(f"attnviz: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("attnviz: interrupted", file=sys.stderr)
+        return 130

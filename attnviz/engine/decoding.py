@@ -1,0 +1,171 @@
+"""Search: step-by-step greedy decoding as a generator of events, and batched greedy and beam search.
+
+Every function drives a model through the incremental protocol (``encode``, ``start``, ``step``), so any model kind
+that implements it (Transformer, RNN, language model) decodes here without special cases. ``recompute=True``
+decodes the whole prefix again at every step instead of using the cache: the slow reference that tests and
+benchmarks compare against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from attnviz.engine.events import DecodeStep, EncoderPass
+from attnviz.engine.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
+
+
+def step_limit(model, max_len: int) -> int:
+    """Output tokens a search may produce: ``max_len``, capped by the model's target position table."""
+    return max(1, min(max_len, getattr(model, "max_target_len", max_len)))
+
+
+def _recomputed_step(model, prefix: list[int], enc, need_weights: bool):
+    out = model.decode(torch.tensor([prefix]), enc, need_weights)
+    logits = model.project(out.hidden[:, -1])
+    if not need_weights:
+        return logits, None, None
+    return (logits, torch.stack([w[:, :, -1] for w in out.self_attention], 1),
+            torch.stack([w[:, :, -1] for w in out.cross_attention], 1))  # [B, L, H, t], [B, L, H, S]
+
+
+def allowed_logits(logits: Tensor) -> Tensor:
+    """Float logits with ``<pad>`` and ``<sos>`` ruled out: a search may never choose them."""
+    logits = logits.float().clone()
+    logits[..., PAD_ID] = float("-inf")
+    logits[..., SOS_ID] = float("-inf")
+    return logits
+
+
+def _numpy_or_none(rows: Tensor | None) -> np.ndarray | None:
+    return None if rows is None else rows[0].float().numpy().copy()
+
+
+@torch.inference_mode()
+def greedy_steps(model, src_ids: Sequence[int], src_tokens: Sequence[str], tgt_vocab: Vocab, max_len: int = 50,
+                 topk: int = 10, warnings: Sequence[str] = (), recompute: bool = False) -> Iterator[EncoderPass | DecodeStep]:
+    """Translate one sentence greedily, yielding an ``EncoderPass`` and then one ``DecodeStep`` per token.
+
+    ``src_ids`` are the ids the model reads (with ``<sos>``/``<eos>``); ``src_tokens`` label them one to one.
+    """
+    model.eval()
+    enc = model.encode(torch.tensor([list(src_ids)]), need_weights=True)
+    enc_attn = torch.stack(enc.attention, 1)[0].numpy().copy() if enc.attention else None  # L x [1,H,S,S] -> [L,H,S,S]
+    yield EncoderPass(tuple(src_tokens), enc_attn, tuple(warnings))
+    cache = model.start(enc)
+    prefix, k = [SOS_ID], min(topk, len(tgt_vocab))
+    for t in range(step_limit(model, max_len)):
+        if recompute:
+            logits, self_rows, cross_rows = _recomputed_step(model, prefix, enc, True)
+        else:
+            logits, self_rows, cross_rows = model.step(torch.tensor([prefix[-1]]), cache, True)
+        logp = allowed_logits(logits[0]).log_softmax(-1)
+        probs = logp.exp()
+        top_p, top_i = probs.topk(k)
+        token_id = int(top_i[0])
+        yield DecodeStep(
+            index=t,
+            token=tgt_vocab.token(token_id),
+            token_id=token_id,
+            probability=float(top_p[0]),
+            topk=tuple((tgt_vocab.token(int(i)), float(p)) for p, i in zip(top_p, top_i)),
+            entropy=float(-(probs * logp).nan_to_num().sum()),
+            self_attention=_numpy_or_none(self_rows),
+            cross_attention=_numpy_or_none(cross_rows),
+            src_len=len(src_ids),
+        )
+        if token_id == EOS_ID:
+            return
+        prefix.append(token_id)
+
+
+def pad_batch(sequences: Sequence[Sequence[int]]) -> Tensor:
+    """Right-pad id lists with PAD_ID into a [B, S] tensor."""
+    width = max(len(s) for s in sequences)
+    return torch.tensor([list(s) + [PAD_ID] * (width - len(s)) for s in sequences], dtype=torch.long)
+
+
+@torch.inference_mode()
+def greedy_batch(model, src: Tensor, max_len: int = 50) -> list[list[int]]:
+    """Greedy search for a padded batch [B, S]; returns each sentence's ids up to (without) ``<eos>``.
+
+    Finished sentences leave the batch, so a long straggler does not keep the rest computing.
+    """
+    model.eval()
+    enc = model.encode(src)
+    cache = model.start(enc)
+    b = src.size(0)
+    outputs: list[list[int]] = [[] for _ in range(b)]
+    alive = torch.arange(b)  # original index of each row still decoding
+    tokens = torch.full((b,), SOS_ID, dtype=torch.long)
+    for _ in range(step_limit(model, max_len)):
+        logits, _, _ = model.step(tokens, cache, False)
+        tokens = allowed_logits(logits).argmax(-1)
+        finished = tokens == EOS_ID
+        for row, tok in zip(alive.tolist(), tokens.tolist()):
+            if tok != EOS_ID:
+                outputs[row].append(tok)
+        if finished.all():
+            break
+        if finished.any():
+            keep = (~finished).nonzero().squeeze(1)
+            alive, tokens, cache = alive[keep], tokens[keep], cache.select(keep)
+    return outputs
+
+
+@torch.inference_mode()
+def beam_batch(model, src: Tensor, beam: int = 5, max_len: int = 50, length_penalty: float = 1.0) -> list[list[int]]:
+    """Beam search for a padded batch [B, S]; hypotheses are ranked by log-probability / GNMT length penalty.
+
+    Returns each sentence's best ids without ``<eos>``. Runs all B x beam hypotheses as one batch with the cache.
+    """
+    model.eval()
+    b = src.size(0)
+    cache = model.start(model.encode(src)).select(torch.arange(b).repeat_interleave(beam))  # B -> B * beam rows
+    scores = torch.zeros(b, beam)
+    scores[:, 1:] = float("-inf")  # all beams start identical: keep one alive at first
+    tokens = torch.full((b * beam,), SOS_ID, dtype=torch.long)
+    history = torch.empty(b * beam, 0, dtype=torch.long)
+    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
+    steps = step_limit(model, max_len)
+
+    def penalty(length: int) -> float:
+        return ((5 + length) / 6) ** length_penalty if length_penalty else 1.0
+
+    for t in range(steps):
+        logits, _, _ = model.step(tokens, cache, False)
+        logp = allowed_logits(logits).log_softmax(-1)  # [B * beam, V]
+        vocab = logp.size(-1)
+        total = (scores.view(-1, 1) + logp).view(b, beam * vocab)
+        top_scores, top_idx = total.topk(2 * beam, dim=-1)  # 2 x beam: eos endings still leave beam to extend
+        origin, token = top_idx // vocab, top_idx % vocab  # [B, 2 * beam]
+        new_scores = torch.full((b, beam), float("-inf"))
+        pick_rows, pick_tokens = [], []
+        for i in range(b):
+            kept = 0
+            for rank, (score, o, tok) in enumerate(zip(top_scores[i].tolist(), origin[i].tolist(), token[i].tolist())):
+                if score == float("-inf") or kept == beam:
+                    break
+                if tok == EOS_ID or t == steps - 1:
+                    if rank < beam:  # an ending only counts when it is among the beam best
+                        ids = history[i * beam + o].tolist() + ([] if tok == EOS_ID else [tok])
+                        finished[i].append((score / penalty(t + 1), ids))
+                    continue
+                new_scores[i, kept] = score
+                pick_rows.append(i * beam + o)
+                pick_tokens.append(tok)
+                kept += 1
+            for _ in range(kept, beam):  # dead slots copy a live row with score -inf
+                pick_rows.append(i * beam)
+                pick_tokens.append(EOS_ID)
+        best_alive = new_scores.max(dim=1).values / penalty(t + 1)
+        if t == steps - 1 or all(len(f) >= beam and max(s for s, _ in f) >= best_alive[i].item() or
+                                 best_alive[i].item() == float("-inf") for i, f in enumerate(finished)):
+            break
+        rows = torch.tensor(pick_rows)
+        history = torch.cat([history[rows], torch.tensor(pick_tokens)[:, None]], dim=1)
+        tokens, scores, cache = torch.tensor(pick_tokens), new_scores, cache.select(rows)
+    return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]

@@ -1,0 +1,138 @@
+"""Typed events that leave the engine: frozen dataclasses of CPU numpy arrays, safe to pass between threads.
+
+Every long-running engine function is a generator of these events; the CLI, the GUI and the tests consume the same
+streams. Each event checks its array shapes against its token counts on creation, so a consumer can trust them.
+
+Attention kinds are described once, in ``ATTENTION_KINDS``: which tokens label the rows (queries) and the columns
+(keys). A model lacks a kind by leaving it out (an RNN has only ``cross``; a language model only ``decoder``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+
+class AttentionKind(NamedTuple):
+    key: str
+    label: str
+    query_axis: str
+    key_axis: str
+
+
+ATTENTION_KINDS: dict[str, AttentionKind] = {
+    "encoder": AttentionKind("encoder", "Encoder self-attention", "source token (query)", "source token (key)"),
+    "decoder": AttentionKind("decoder", "Decoder self-attention", "output step (query)", "decoder input (key)"),
+    "cross": AttentionKind("cross", "Cross-attention", "output step (query)", "source token (key)"),
+}
+
+
+def _check(array: np.ndarray | None, name: str, trailing: tuple[int, ...]) -> None:
+    if array is None:
+        return
+    if array.ndim != 2 + len(trailing) or array.shape[2:] != trailing:
+        raise ValueError(f"{name} has shape {array.shape}, expected [L, H, {', '.join(map(str, trailing))}]")
+
+
+@dataclass(frozen=True)
+class EncoderPass:
+    """The source as the model sees it, and the encoder self-attention [L, H, S, S] (None if the model has none)."""
+
+    src_tokens: tuple[str, ...]  # with <sos>/<eos> when the model adds them
+    encoder_attention: np.ndarray | None
+    warnings: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        s = len(self.src_tokens)
+        _check(self.encoder_attention, "encoder_attention", (s, s))
+
+
+@dataclass(frozen=True)
+class DecodeStep:
+    """One decoding step: the chosen token, its distribution summary and this step's attention rows.
+
+    ``index`` t counts from 0. The decoder input at step t is ``<sos>`` (t = 0) or the token chosen at step t - 1,
+    so ``self_attention`` [L, H, t + 1] looks at those t + 1 inputs and ``cross_attention`` [L, H, S] at the source.
+    """
+
+    index: int
+    token: str
+    token_id: int
+    probability: float
+    topk: tuple[tuple[str, float], ...]
+    entropy: float  # of the full next-token distribution, in nats
+    self_attention: np.ndarray | None
+    cross_attention: np.ndarray | None
+    src_len: int = 0
+
+    def __post_init__(self) -> None:
+        _check(self.self_attention, "self_attention", (self.index + 1,))
+        _check(self.cross_attention, "cross_attention", (self.src_len,))
+
+
+@dataclass(frozen=True)
+class Translation:
+    """A finished translation with every attention matrix.
+
+    ``tokens`` are the T chosen tokens (ending in ``<eos>`` when the model stopped by itself); ``attention`` maps
+    kind to an array: encoder [L, H, S, S], decoder [L, H, T, T], cross [L, H, T, S].
+    """
+
+    src_tokens: tuple[str, ...]
+    tokens: tuple[str, ...]
+    text: str
+    attention: dict[str, np.ndarray]
+    probabilities: tuple[float, ...] = ()
+    warnings: tuple[str, ...] = ()
+    steps: tuple[DecodeStep, ...] = field(default=(), repr=False)
+
+    @property
+    def words(self) -> tuple[str, ...]:
+        """The output tokens without the closing ``<eos>``."""
+        return self.tokens[:-1] if self.tokens and self.tokens[-1] == "<eos>" else self.tokens
+
+    @property
+    def decoder_inputs(self) -> tuple[str, ...]:
+        """Column labels of decoder self-attention: ``<sos>`` then every chosen token but the last."""
+        return ("<sos>",) + self.tokens[:-1]
+
+    def axis_labels(self, kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(row labels, column labels) of one attention kind."""
+        rows = self.src_tokens if kind == "encoder" else self.tokens
+        cols = self.decoder_inputs if kind == "decoder" else self.src_tokens
+        return rows, cols
+
+    def __post_init__(self) -> None:
+        s, t = len(self.src_tokens), len(self.tokens)
+        expected = {"encoder": (s, s), "decoder": (t, t), "cross": (t, s)}
+        for kind, array in self.attention.items():
+            if kind not in expected:
+                raise ValueError(f"unknown attention kind {kind!r}")
+            _check(array, f"{kind} attention", expected[kind])
+
+
+def assemble(first: EncoderPass, steps: list[DecodeStep], text: str) -> Translation:
+    """Build the full matrices of a Translation from an encoder pass and its steps (rows padded with zeros)."""
+    t = len(steps)
+    attention: dict[str, np.ndarray] = {}
+    if first.encoder_attention is not None:
+        attention["encoder"] = first.encoder_attention
+    if steps and steps[0].self_attention is not None:
+        lay, heads = steps[0].self_attention.shape[:2]
+        dec = np.zeros((lay, heads, t, t), dtype=np.float32)
+        for step in steps:
+            dec[:, :, step.index, : step.index + 1] = step.self_attention
+        attention["decoder"] = dec
+    if steps and steps[0].cross_attention is not None:
+        attention["cross"] = np.stack([s.cross_attention for s in steps], axis=2)  # T x [L, H, S] -> [L, H, T, S]
+    return Translation(
+        src_tokens=first.src_tokens,
+        tokens=tuple(s.token for s in steps),
+        text=text,
+        attention=attention,
+        probabilities=tuple(s.probability for s in steps),
+        warnings=first.warnings,
+        steps=tuple(steps),
+    )

@@ -1,0 +1,55 @@
+"""Export of attention tensors: an NPZ of plain numeric and string arrays plus a JSON sidecar describing it.
+
+Both files load without pickle (``np.load(path)`` with the default ``allow_pickle=False``). Keys are
+``<prefix><kind>`` for the matrices and ``<prefix>src_tokens`` / ``<prefix>tokens`` for the labels, with prefix
+``s0_``, ``s1_``... when several translations share one file.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from attnviz.engine.checkpoint import atomic_write
+from attnviz.engine.events import ATTENTION_KINDS, Translation
+
+
+def attention_arrays(translations: Sequence[Translation]) -> dict[str, np.ndarray]:
+    arrays: dict[str, np.ndarray] = {}
+    for i, tr in enumerate(translations):
+        prefix = f"s{i}_" if len(translations) > 1 else ""
+        arrays[prefix + "src_tokens"] = np.array(tr.src_tokens, dtype=str)
+        arrays[prefix + "tokens"] = np.array(tr.tokens, dtype=str)
+        for kind, matrix in tr.attention.items():
+            arrays[prefix + kind] = matrix.astype(np.float32)
+    return arrays
+
+
+def save_attention(path: str | os.PathLike, translations: Sequence[Translation], model_info: dict[str, Any]) -> Path:
+    """Write ``path`` (.npz) and ``path`` with suffix .json; returns the sidecar's path."""
+    path = Path(path)
+    arrays = attention_arrays(translations)
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)
+    atomic_write(path, buffer.getvalue())
+    sidecar = {
+        "model": {k: model_info.get(k) for k in ("name", "path", "languages", "src_lang", "tgt_lang", "model")},
+        "kinds": {k: {"label": v.label, "rows": v.query_axis, "columns": v.key_axis}
+                  for k, v in ATTENTION_KINDS.items()},
+        "layout": "each matrix is [layers, heads, rows, columns]; rows are queries, columns keys",
+        "translations": [
+            {"prefix": f"s{i}_" if len(translations) > 1 else "", "src_tokens": list(tr.src_tokens),
+             "tokens": list(tr.tokens), "text": tr.text, "warnings": list(tr.warnings),
+             "shapes": {k: list(m.shape) for k, m in tr.attention.items()}}
+            for i, tr in enumerate(translations)
+        ],
+    }
+    json_path = path.with_suffix(".json")
+    atomic_write(json_path, json.dumps(sidecar, indent=2, ensure_ascii=False).encode("utf-8"))
+    return json_path

@@ -1,0 +1,280 @@
+"""The encoder-decoder Transformer, written out so that every attention returns its per-head weights.
+
+The model exposes ``encode`` / ``decode`` / ``project`` (training and full recomputation) and the incremental
+protocol that search uses: ``start`` builds a ``DecoderCache`` (cross-attention keys and values computed once) and
+``step`` feeds one token per sentence, reusing cached self-attention keys and values. Search itself lives in
+``decoding.py``. Names: B batch, H heads, L layers, S source length, T target length, D model width.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnviz.config import ModelConfig
+from attnviz.engine.vocab import PAD_ID
+
+
+def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, need_weights: bool):
+    """Scaled dot-product attention over [B, H, T, dh] tensors; ``mask`` is bool, True where a key may be seen.
+
+    With ``need_weights`` the softmax is explicit and its weights [B, H, Tq, Tk] (before dropout) are returned;
+    otherwise the fused kernel runs and the weights are None.
+    """
+    if not need_weights:
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=dropout_p), None
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [B, H, Tq, Tk]
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    weights = scores.softmax(dim=-1)
+    return F.dropout(weights, dropout_p) @ v, weights
+
+
+class MultiHeadAttention(nn.Module):
+    def __init__(self, d_model: int, heads: int, dropout: float):
+        super().__init__()
+        self.heads, self.dropout = heads, dropout
+        self.q_proj = nn.Linear(d_model, d_model)
+        self.k_proj = nn.Linear(d_model, d_model)
+        self.v_proj = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def split(self, x: Tensor) -> Tensor:
+        b, t, d = x.shape
+        return x.view(b, t, self.heads, d // self.heads).transpose(1, 2)  # [B, T, D] -> [B, H, T, dh]
+
+    def keys_values(self, x: Tensor) -> tuple[Tensor, Tensor]:
+        return self.split(self.k_proj(x)), self.split(self.v_proj(x))
+
+    def forward(self, x: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool):
+        q = self.split(self.q_proj(x))
+        out, weights = attention(q, k, v, mask, self.dropout if self.training else 0.0, need_weights)
+        b, _, t, _ = out.shape
+        return self.out_proj(out.transpose(1, 2).reshape(b, t, -1)), weights  # [B, H, T, dh] -> [B, T, D]
+
+
+class FeedForward(nn.Sequential):
+    def __init__(self, d_model: int, ff_dim: int, dropout: float):
+        super().__init__(nn.Linear(d_model, ff_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ff_dim, d_model))
+
+
+class Residual(nn.Module):
+    """One sublayer's residual connection and LayerNorm, post-LN ``LN(x + f(x))`` or pre-LN ``x + f(LN(x))``."""
+
+    def __init__(self, d_model: int, dropout: float, eps: float, pre_norm: bool):
+        super().__init__()
+        self.norm = nn.LayerNorm(d_model, eps=eps)
+        self.drop = nn.Dropout(dropout)
+        self.pre_norm = pre_norm
+
+    def forward(self, x: Tensor, sublayer) -> tuple[Tensor, Tensor | None]:
+        out, weights = sublayer(self.norm(x) if self.pre_norm else x)
+        x = x + self.drop(out)
+        return (x if self.pre_norm else self.norm(x)), weights
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        pre = cfg.norm == "pre"
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.dropout)
+        self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.dropout)
+        self.res_attn = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
+        self.res_ff = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
+
+    def forward(self, x: Tensor, mask: Tensor, need_weights: bool):
+        def attend(h):
+            return self.self_attn(h, *self.self_attn.keys_values(h), mask, need_weights)
+
+        x, weights = self.res_attn(x, attend)
+        x, _ = self.res_ff(x, lambda h: (self.ff(h), None))
+        return x, weights
+
+
+@dataclass
+class LayerCache:
+    """Keys and values one decoder layer has seen: self-attention grows by a step, cross-attention is fixed."""
+
+    cross_k: Tensor  # [B, H, S, dh]
+    cross_v: Tensor
+    self_k: Tensor | None = None  # [B, H, t, dh]
+    self_v: Tensor | None = None
+
+
+@dataclass
+class DecoderCache:
+    memory_mask: Tensor  # [B, 1, 1, S], True at real source tokens
+    layers: list[LayerCache]
+    length: int = 0  # target positions fed so far
+
+    def select(self, index: Tensor) -> DecoderCache:
+        """Reorder or subset the batch (beam search)."""
+        pick = lambda t: None if t is None else t.index_select(0, index)  # noqa: E731
+        layers = [LayerCache(pick(c.cross_k), pick(c.cross_v), pick(c.self_k), pick(c.self_v)) for c in self.layers]
+        return DecoderCache(self.memory_mask.index_select(0, index), layers, self.length)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        pre = cfg.norm == "pre"
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.dropout)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.dropout)
+        self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.dropout)
+        self.res_self = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
+        self.res_cross = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
+        self.res_ff = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
+
+    def forward(self, x: Tensor, self_mask: Tensor | None, cache: LayerCache, memory_mask: Tensor, need_weights: bool,
+                keep: bool):
+        """``keep``: append this call's keys/values to the cache (incremental decoding) instead of using them once."""
+
+        def attend_self(h):
+            k, v = self.self_attn.keys_values(h)
+            if cache.self_k is not None:
+                k, v = torch.cat([cache.self_k, k], dim=2), torch.cat([cache.self_v, v], dim=2)  # [B, H, t, dh]
+            if keep:
+                cache.self_k, cache.self_v = k, v
+            return self.self_attn(h, k, v, self_mask, need_weights)
+
+        x, self_w = self.res_self(x, attend_self)
+        x, cross_w = self.res_cross(x, lambda h: self.cross_attn(h, cache.cross_k, cache.cross_v, memory_mask, need_weights))
+        x, _ = self.res_ff(x, lambda h: (self.ff(h), None))
+        return x, self_w, cross_w
+
+
+class Embedding(nn.Module):
+    """Token embedding scaled by sqrt(D) plus a learned or sinusoidal position, then dropout."""
+
+    def __init__(self, vocab_size: int, cfg: ModelConfig):
+        super().__init__()
+        self.tokens = nn.Embedding(vocab_size, cfg.d_model)
+        self.scale = math.sqrt(cfg.d_model)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.max_positions = cfg.max_positions
+        if cfg.positions == "learned":
+            self.positions = nn.Embedding(cfg.max_positions, cfg.d_model)
+        else:
+            self.positions = None
+            self.register_buffer("table", sinusoid_table(cfg.max_positions, cfg.d_model), persistent=False)
+
+    def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
+        if offset + ids.size(1) > self.max_positions:
+            raise ValueError(f"sequence length {offset + ids.size(1)} exceeds the model's {self.max_positions} positions")
+        pos = torch.arange(offset, offset + ids.size(1), device=ids.device)
+        pos_emb = self.positions(pos) if self.positions is not None else self.table[pos]
+        return self.drop(self.tokens(ids) * self.scale + pos_emb)  # [B, T, D]
+
+
+def sinusoid_table(n: int, d: int) -> Tensor:
+    pos = torch.arange(n, dtype=torch.float32).unsqueeze(1)
+    freq = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))
+    table = torch.zeros(n, d)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq[: d // 2])
+    return table
+
+
+@dataclass
+class Encoded:
+    memory: Tensor  # [B, S, D]
+    mask: Tensor  # [B, 1, 1, S], True at real (non-pad) source tokens
+    attention: list[Tensor] = field(default_factory=list)  # per layer [B, H, S, S] when asked
+
+
+@dataclass
+class Decoded:
+    hidden: Tensor  # [B, T, D]
+    self_attention: list[Tensor]  # per layer [B, H, T, t]
+    cross_attention: list[Tensor]  # per layer [B, H, T, S]
+
+
+class Transformer(nn.Module):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.src_embed = Embedding(cfg.src_vocab_size, cfg)
+        self.tgt_embed = Embedding(cfg.tgt_vocab_size, cfg)
+        self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.enc_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
+        pre = cfg.norm == "pre"
+        self.enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if pre else nn.Identity()
+        self.dec_norm = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if pre else nn.Identity()
+        self.out_proj = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
+        for p in self.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+        if cfg.tie_output:
+            self.out_proj.weight = self.tgt_embed.tokens.weight
+
+    @property
+    def layer_counts(self) -> dict[str, int]:
+        return {"encoder": self.cfg.enc_layers, "decoder": self.cfg.dec_layers, "cross": self.cfg.dec_layers}
+
+    def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
+        """``src`` [B, S] ids (pad = PAD_ID) -> memory [B, S, D] and, if asked, encoder self-attention."""
+        mask = (src != PAD_ID)[:, None, None, :]  # [B, 1, 1, S]
+        x, weights = self.src_embed(src), []
+        for layer in self.encoder:
+            x, w = layer(x, mask, need_weights)
+            weights.append(w)
+        return Encoded(self.enc_norm(x), mask, weights if need_weights else [])
+
+    def start(self, enc: Encoded) -> DecoderCache:
+        layers = [LayerCache(*layer.cross_attn.keys_values(enc.memory)) for layer in self.decoder]
+        return DecoderCache(enc.mask, layers)
+
+    def decode(self, tgt: Tensor, enc: Encoded | None, need_weights: bool = False,
+               cache: DecoderCache | None = None) -> Decoded:
+        """Decode ``tgt`` [B, T]: the whole prefix of ``enc`` (no cache), or the tokens after ``cache.length``."""
+        offset = cache.length if cache is not None else 0
+        t_new = tgt.size(1)
+        keep = cache is not None
+        cache = cache or self.start(enc)
+        causal = None
+        if t_new > 1:  # a single new query may see every earlier key
+            causal = torch.ones(t_new, offset + t_new, dtype=torch.bool, device=tgt.device).tril(offset)  # [T, t]
+        x, self_ws, cross_ws = self.tgt_embed(tgt, offset), [], []
+        for layer, layer_cache in zip(self.decoder, cache.layers):
+            x, sw, cw = layer(x, causal, layer_cache, cache.memory_mask, need_weights, keep)
+            self_ws.append(sw)
+            cross_ws.append(cw)
+        if keep:
+            cache.length += t_new
+        return Decoded(self.dec_norm(x), self_ws if need_weights else [], cross_ws if need_weights else [])
+
+    def project(self, hidden: Tensor) -> Tensor:
+        return self.out_proj(hidden)  # [B, T, D] -> [B, T, V]
+
+    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
+        """Teacher-forced logits [B, T, V] for training."""
+        return self.project(self.decode(tgt_in, self.encode(src)).hidden)
+
+    @property
+    def max_target_len(self) -> int:
+        return self.cfg.max_positions
+
+    @property
+    def max_source_len(self) -> int:
+        return self.cfg.max_positions
+
+    def step(self, tokens: Tensor, cache: DecoderCache, need_weights: bool):
+        """Feed one token per sentence ([B]); return logits [B, V] and this step's attention rows.
+
+        The rows are [B, L, H, t] (decoder self) and [B, L, H, S] (cross), or None without ``need_weights``.
+        """
+        out = self.decode(tokens[:, None], None, need_weights, cache)
+        logits = self.project(out.hidden[:, -1])
+        if not need_weights:
+            return logits, None, None
+        self_rows = torch.stack([w[:, :, -1] for w in out.self_attention], dim=1)  # L x [B, H, t] -> [B, L, H, t]
+        cross_rows = torch.stack([w[:, :, -1] for w in out.cross_attention], dim=1)
+        return logits, self_rows, cross_rows
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())

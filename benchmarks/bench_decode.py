@@ -1,0 +1,101 @@
+"""Decoding speed on CPU, printed as JSON (never asserted in tests: machines are shared and noisy).
+
+Measures, in one run, on a reference-A-sized Transformer (random weights unless --model is given):
+- step-by-step greedy decoding of one sentence with full attention capture, exactly ``--tokens`` output tokens,
+  cached keys/values versus recomputing the whole prefix each step (median of ``--repeats`` runs, and the ratio);
+- batched translation of 1,000 sentences (Multi30k test sources when ATTNVIZ_DATA is set, else synthetic).
+
+With random weights ``<eos>`` is suppressed so every sentence decodes the full ``--tokens`` steps: a harder case
+than real translation, whose outputs average about 13 tokens.
+
+    python benchmarks/bench_decode.py [--model CKPT] [--tokens 30] [--repeats 7] [--threads 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from attnviz.config import DecodeConfig, ModelConfig
+from attnviz.engine.model import Transformer
+from attnviz.engine.tokenize import TokenizerSpec
+from attnviz.engine.translator import Translator, load_translator
+from attnviz.engine.vocab import EOS_ID, Vocab
+
+SENTENCE = "Ein kleines Mädchen in einem rosa Kleid klettert eine Treppe zu einem Spielhaus hinauf ."
+
+
+def random_translator() -> Translator:
+    torch.manual_seed(0)
+    words = [f"w{i}" for i in range(8000)]
+    src_words = SENTENCE.lower().split() + words
+    src_vocab, tgt_vocab = Vocab.build([src_words[:7849]]), Vocab.build([words[:5889]])
+    model = Transformer(ModelConfig(len(src_vocab), len(tgt_vocab)))
+    with torch.no_grad():
+        model.out_proj.bias[EOS_ID] = -1e4  # never stop early: every sentence decodes all its steps
+    return Translator(model, src_vocab, tgt_vocab, TokenizerSpec("de"), TokenizerSpec("en"))
+
+
+def sources(n: int) -> tuple[list[str], str]:
+    data = os.environ.get("ATTNVIZ_DATA")
+    path = Path(data or ".") / "multi30k_test_2016_flickr.de.gz"
+    if data and path.exists():
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return [line.strip() for line in f][:n], "multi30k test_2016_flickr (de)"
+    rng = random.Random(0)
+    vocab = SENTENCE.lower().split()
+    return [" ".join(rng.choices(vocab, k=rng.randint(6, 20))) for _ in range(n)], "synthetic"
+
+
+def time_steps(translator: Translator, tokens: int, recompute: bool) -> float:
+    start = time.perf_counter()
+    steps = sum(1 for _ in translator.steps(SENTENCE, max_len=tokens, recompute=recompute)) - 1
+    elapsed = (time.perf_counter() - start) * 1000
+    assert steps == tokens or not translator.metadata.get("random"), steps
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model", help="checkpoint to measure instead of random reference-A weights")
+    parser.add_argument("--tokens", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--sentences", type=int, default=1000)
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    translator = load_translator(args.model) if args.model else random_translator()
+    translator.metadata.setdefault("random", not args.model)
+    translator.src_spec.prepare()
+    time_steps(translator, args.tokens, False)  # warm-up
+    cached = [time_steps(translator, args.tokens, False) for _ in range(args.repeats)]
+    recomputed = [time_steps(translator, args.tokens, True) for _ in range(args.repeats)]
+    texts, origin = sources(args.sentences)
+    start = time.perf_counter()
+    outputs = translator.translate_batch_tokens(texts, DecodeConfig(max_len=args.tokens if not args.model else 50))
+    batch_s = time.perf_counter() - start
+    print(json.dumps({
+        "model": args.model or "random reference-A weights (9,038,341 parameters), <eos> suppressed",
+        "threads": args.threads,
+        "output_tokens": args.tokens,
+        "steps_cached_ms_median": round(statistics.median(cached), 1),
+        "steps_recompute_ms_median": round(statistics.median(recomputed), 1),
+        "speedup_cached_vs_recompute": round(statistics.median(recomputed) / statistics.median(cached), 2),
+        "batch_sentences": len(texts),
+        "batch_source": origin,
+        "batch_output_tokens_mean": round(sum(map(len, outputs)) / len(outputs), 1),
+        "batch_seconds": round(batch_s, 2),
+        "targets": {"speedup_at_least": 1.5, "batch_seconds_under": 5.0},
+    }, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,22 @@
+"""Architecture rule 1: the engine and the package root import without Qt (and without matplotlib)."""
+
+import subprocess
+import sys
+
+
+def modules_after_import(statement: str) -> set[str]:
+    code = f"import sys; {statement}; print(' '.join(sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    return set(out.stdout.split())
+
+
+def test_engine_never_imports_qt_or_matplotlib():
+    loaded = modules_after_import(
+        "import attnviz.engine.translator, attnviz.engine.decoding, attnviz.engine.checkpoint, attnviz.cli")
+    assert "torch" in loaded
+    assert not {m for m in loaded if m.startswith(("PySide6", "matplotlib"))}
+
+
+def test_package_root_is_light():
+    loaded = modules_after_import("import attnviz")
+    assert not {"torch", "spacy", "PySide6"} & loaded
