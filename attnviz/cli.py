@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from attnviz import __version__
+from attnviz.cli_train import add_commands
 from attnviz.engine.errors import AttnvizError, InputError
 
 
@@ -41,6 +42,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_translate(sub)
     _add_info(sub)
+    add_commands(sub)
     return parser
 
 

@@ -85,3 +85,49 @@ class DecodeConfig(_DictMixin):
         _require(self.beam >= 1, f"beam must be at least 1, not {self.beam}")
         _require(self.length_penalty >= 0, f"length_penalty must be >= 0, not {self.length_penalty}")
         _require(self.topk >= 1, f"topk must be at least 1, not {self.topk}")
+
+
+SCHEDULES = ("constant", "noam", "inverse_sqrt")
+DEVICES = ("auto", "cpu", "cuda")
+
+
+@dataclass(frozen=True)
+class TrainConfig(_DictMixin):
+    """How to train: optimiser, schedule, batching, evaluation and checkpoint selection."""
+
+    epochs: int = 10
+    batch_size: int = 128  # sentence pairs per batch (used when max_tokens is 0)
+    max_tokens: int = 0  # token budget per batch (padded source + target tokens); 0 = batch by sentences
+    bucket: bool = True  # group sentences of similar length into batches
+    lr: float = 5e-4  # constant rate, or the peak of inverse_sqrt, or the factor of noam
+    schedule: str = "constant"  # "constant"; "noam": lr * D^-0.5 * min(s^-0.5, s * w^-1.5); "inverse_sqrt"
+    warmup: int = 4000  # steps of linear warm-up for noam / inverse_sqrt
+    betas: tuple[float, float] = (0.9, 0.999)
+    adam_eps: float = 1e-8
+    weight_decay: float = 0.0
+    clip_norm: float = 1.0  # 0 disables gradient-norm clipping
+    label_smoothing: float = 0.0
+    seed: int = 1234
+    device: str = "auto"
+    threads: int = 0  # CPU threads for torch; 0 keeps torch's default
+    eval_every: int = 0  # steps between evaluations; 0 = at the end of every epoch
+    bleu_sentences: int = 0  # validation sentences decoded for BLEU at each evaluation; 0 = all
+    keep_metric: str = "val_loss"  # "val_loss" (lower is better), "bleu" or "accuracy" (higher is better)
+    average_last: int = 0  # at the end, average the weights of the last N epochs (0 = off)
+    save_epochs: bool = False  # keep every epoch's weights next to the checkpoint (needed for averaging)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "betas", tuple(self.betas))
+        for name in ("epochs", "batch_size"):
+            _require(getattr(self, name) >= 1, f"{name} must be at least 1, not {getattr(self, name)}")
+        for name in ("max_tokens", "warmup", "eval_every", "bleu_sentences", "average_last", "threads"):
+            _require(getattr(self, name) >= 0, f"{name} must be >= 0, not {getattr(self, name)}")
+        _require(self.lr > 0, f"lr must be positive, not {self.lr}")
+        _require(self.schedule in SCHEDULES, f"schedule must be one of {SCHEDULES}, not {self.schedule!r}")
+        _require(self.schedule == "constant" or self.warmup >= 1, "warmup must be at least 1 for a warm-up schedule")
+        _require(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), f"betas must be two numbers in [0, 1), not {self.betas}")
+        _require(0 <= self.label_smoothing < 1, f"label_smoothing must be in [0, 1), not {self.label_smoothing}")
+        _require(self.clip_norm >= 0, f"clip_norm must be >= 0, not {self.clip_norm}")
+        _require(self.device in DEVICES, f"device must be one of {DEVICES}, not {self.device!r}")
+        _require(self.keep_metric in ("val_loss", "bleu", "accuracy"),
+                 f"keep_metric must be val_loss, bleu or accuracy, not {self.keep_metric!r}")

@@ -18,13 +18,17 @@ from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
 
 
+def device_of(model) -> torch.device:
+    return next(model.parameters()).device
+
+
 def step_limit(model, max_len: int) -> int:
     """Output tokens a search may produce: ``max_len``, capped by the model's target position table."""
     return max(1, min(max_len, getattr(model, "max_target_len", max_len)))
 
 
 def _recomputed_step(model, prefix: list[int], enc, need_weights: bool):
-    out = model.decode(torch.tensor([prefix]), enc, need_weights)
+    out = model.decode(torch.tensor([prefix], device=device_of(model)), enc, need_weights)
     logits = model.project(out.hidden[:, -1])
     if not need_weights:
         return logits, None, None
@@ -41,7 +45,7 @@ def allowed_logits(logits: Tensor) -> Tensor:
 
 
 def _numpy_or_none(rows: Tensor | None) -> np.ndarray | None:
-    return None if rows is None else rows[0].float().numpy().copy()
+    return None if rows is None else rows[0].float().cpu().numpy().copy()
 
 
 @torch.inference_mode()
@@ -52,8 +56,9 @@ def greedy_steps(model, src_ids: Sequence[int], src_tokens: Sequence[str], tgt_v
     ``src_ids`` are the ids the model reads (with ``<sos>``/``<eos>``); ``src_tokens`` label them one to one.
     """
     model.eval()
-    enc = model.encode(torch.tensor([list(src_ids)]), need_weights=True)
-    enc_attn = torch.stack(enc.attention, 1)[0].numpy().copy() if enc.attention else None  # L x [1,H,S,S] -> [L,H,S,S]
+    device = device_of(model)
+    enc = model.encode(torch.tensor([list(src_ids)], device=device), need_weights=True)
+    enc_attn = torch.stack(enc.attention, 1)[0].cpu().numpy().copy() if enc.attention else None  # L x [1,H,S,S] -> [L,H,S,S]
     yield EncoderPass(tuple(src_tokens), enc_attn, tuple(warnings))
     cache = model.start(enc)
     prefix, k = [SOS_ID], min(topk, len(tgt_vocab))
@@ -61,7 +66,7 @@ def greedy_steps(model, src_ids: Sequence[int], src_tokens: Sequence[str], tgt_v
         if recompute:
             logits, self_rows, cross_rows = _recomputed_step(model, prefix, enc, True)
         else:
-            logits, self_rows, cross_rows = model.step(torch.tensor([prefix[-1]]), cache, True)
+            logits, self_rows, cross_rows = model.step(torch.tensor([prefix[-1]], device=device), cache, True)
         logp = allowed_logits(logits[0]).log_softmax(-1)
         probs = logp.exp()
         top_p, top_i = probs.topk(k)
@@ -95,12 +100,12 @@ def greedy_batch(model, src: Tensor, max_len: int = 50) -> list[list[int]]:
     Finished sentences leave the batch, so a long straggler does not keep the rest computing.
     """
     model.eval()
-    enc = model.encode(src)
-    cache = model.start(enc)
+    src = src.to(device_of(model))
+    cache = model.start(model.encode(src))
     b = src.size(0)
     outputs: list[list[int]] = [[] for _ in range(b)]
     alive = torch.arange(b)  # original index of each row still decoding
-    tokens = torch.full((b,), SOS_ID, dtype=torch.long)
+    tokens = torch.full((b,), SOS_ID, dtype=torch.long, device=src.device)
     for _ in range(step_limit(model, max_len)):
         logits, _, _ = model.step(tokens, cache, False)
         tokens = allowed_logits(logits).argmax(-1)
@@ -112,7 +117,7 @@ def greedy_batch(model, src: Tensor, max_len: int = 50) -> list[list[int]]:
             break
         if finished.any():
             keep = (~finished).nonzero().squeeze(1)
-            alive, tokens, cache = alive[keep], tokens[keep], cache.select(keep)
+            alive, tokens, cache = alive[keep.cpu()], tokens[keep], cache.select(keep)
     return outputs
 
 
@@ -123,11 +128,11 @@ def beam_batch(model, src: Tensor, beam: int = 5, max_len: int = 50, length_pena
     Returns each sentence's best ids without ``<eos>``. Runs all B x beam hypotheses as one batch with the cache.
     """
     model.eval()
-    b = src.size(0)
-    cache = model.start(model.encode(src)).select(torch.arange(b).repeat_interleave(beam))  # B -> B * beam rows
-    scores = torch.zeros(b, beam)
+    device, b = device_of(model), src.size(0)
+    cache = model.start(model.encode(src.to(device))).select(torch.arange(b, device=device).repeat_interleave(beam))  # B -> B * beam rows
+    scores = torch.zeros(b, beam, device=device)
     scores[:, 1:] = float("-inf")  # all beams start identical: keep one alive at first
-    tokens = torch.full((b * beam,), SOS_ID, dtype=torch.long)
+    tokens = torch.full((b * beam,), SOS_ID, dtype=torch.long, device=device)
     history = torch.empty(b * beam, 0, dtype=torch.long)
     finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
     steps = step_limit(model, max_len)
@@ -141,6 +146,7 @@ def beam_batch(model, src: Tensor, beam: int = 5, max_len: int = 50, length_pena
         vocab = logp.size(-1)
         total = (scores.view(-1, 1) + logp).view(b, beam * vocab)
         top_scores, top_idx = total.topk(2 * beam, dim=-1)  # 2 x beam: eos endings still leave beam to extend
+        top_scores, top_idx = top_scores.cpu(), top_idx.cpu()
         origin, token = top_idx // vocab, top_idx % vocab  # [B, 2 * beam]
         new_scores = torch.full((b, beam), float("-inf"))
         pick_rows, pick_tokens = [], []
@@ -167,5 +173,6 @@ def beam_batch(model, src: Tensor, beam: int = 5, max_len: int = 50, length_pena
             break
         rows = torch.tensor(pick_rows)
         history = torch.cat([history[rows], torch.tensor(pick_tokens)[:, None]], dim=1)
-        tokens, scores, cache = torch.tensor(pick_tokens), new_scores, cache.select(rows)
+        tokens, scores = torch.tensor(pick_tokens, device=device), new_scores.to(device)
+        cache = cache.select(rows.to(device))
     return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]

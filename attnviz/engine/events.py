@@ -136,3 +136,67 @@ def assemble(first: EncoderPass, steps: list[DecodeStep], text: str) -> Translat
         warnings=first.warnings,
         steps=tuple(steps),
     )
+
+
+# -- training -------------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainStarted:
+    total_steps: int
+    epochs: int
+    parameters: int
+    train_pairs: int
+    val_pairs: int
+    device: str
+    resumed_from_step: int = 0
+
+
+@dataclass(frozen=True)
+class TrainStep:
+    step: int  # optimizer steps done so far (1-based)
+    epoch: int  # 1-based
+    loss: float  # this batch's training loss (label-smoothed when smoothing is on)
+    lr: float
+    tokens_per_s: float  # non-pad target tokens per second, averaged since the last evaluation
+    progress: float  # 0..1 of the whole run
+    eta_s: float
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    step: int
+    epoch: int
+    val_loss: float
+    ppl: float
+    accuracy: float
+    bleu: float  # bleu_tok on the first ``bleu_sentences`` validation pairs
+    samples: tuple[tuple[str, str, str], ...]  # (source, reference, hypothesis)
+    probe: Translation | None  # the fixed probe sentence with all its attention at this point of training
+    elapsed_s: float
+
+
+@dataclass(frozen=True)
+class CheckpointSaved:
+    path: str
+    role: str  # "best", "last", "epoch" or "average"
+    step: int
+
+
+@dataclass(frozen=True)
+class TrainFinished:
+    best_path: str
+    last_path: str
+    metrics: dict
+
+
+@dataclass(frozen=True)
+class TrainStopped:
+    step: int
+    last_path: str  # the checkpoint written on stopping; resume from its training-state file
+
+
+@dataclass(frozen=True)
+class TrainFailed:
+    message: str
+    last_good: str | None  # the newest intact checkpoint, if any

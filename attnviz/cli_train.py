@@ -1,0 +1,152 @@
+"""Command-line sub-commands for training and measuring: ``train``, ``evaluate`` and ``presets``.
+
+They consume the engine's event generators and print a progress line and one summary line per evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+from attnviz.engine.errors import ConfigError
+
+TRAIN_FLAGS = {  # flag -> recipe setting
+    "epochs": "train.epochs", "lr": "train.lr", "batch_size": "train.batch_size", "max_tokens": "train.max_tokens",
+    "seed": "train.seed", "device": "train.device", "label_smoothing": "train.label_smoothing",
+    "warmup": "train.warmup", "schedule": "train.schedule", "threads": "train.threads",
+    "eval_every": "train.eval_every",
+}
+
+
+def add_commands(sub) -> None:
+    p = sub.add_parser("train", help="train a model from a preset recipe",
+                       description="Train a preset (see `attnviz presets`); any recipe setting can be changed with "
+                                   "its flag or --set SECTION.FIELD=VALUE (e.g. --set model.d_model=128).")
+    p.add_argument("--preset", help="recipe name (not needed with --resume)")
+    p.add_argument("--out", help="best checkpoint path (default: runs/PRESET.safetensors)")
+    p.add_argument("--resume", metavar="CKPT", help="continue the run whose checkpoint is CKPT")
+    p.add_argument("--data-dir", help="folder with the corpora (default: $ATTNVIZ_DATA or the user data folder)")
+    p.add_argument("--max-steps", type=int, default=0, help="stop after this many optimizer steps in total")
+    for flag, setting in TRAIN_FLAGS.items():
+        p.add_argument("--" + flag.replace("_", "-"), dest=flag, help=f"sets {setting}")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override any recipe setting")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("presets", help="list the training recipes")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_presets)
+
+    p = sub.add_parser("evaluate", help="measure a checkpoint: BLEU, chrF, PPL")
+    p.add_argument("-m", "--model", required=True)
+    p.add_argument("--preset", help="use this recipe's corpus (default: the one stored in the checkpoint)")
+    p.add_argument("--split", default="test", choices=["val", "test"])
+    p.add_argument("--src", help="source file (plain or .gz), one sentence per line")
+    p.add_argument("--ref", help="reference file aligned with --src")
+    p.add_argument("--data-dir")
+    p.add_argument("--beam", type=int, default=1)
+    p.add_argument("--length-penalty", type=float, default=1.0)
+    p.add_argument("--max-len", type=int, default=50)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.set_defaults(func=cmd_evaluate)
+
+
+def _overrides(args) -> dict[str, str]:
+    settings = {setting: getattr(args, flag) for flag, setting in TRAIN_FLAGS.items() if getattr(args, flag) is not None}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+def _bar(fraction: float, width: int = 24) -> str:
+    done = int(fraction * width)
+    return "#" * done + "." * (width - done)
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def cmd_train(args) -> int:
+    from attnviz.engine.events import (CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStarted,
+                                       TrainStep, TrainStopped)
+    from attnviz.engine.presets import get_preset
+    from attnviz.engine.training import recipe_of_run, train
+
+    if args.resume:
+        recipe, out = recipe_of_run(args.resume).override(_overrides(args)), args.resume
+    elif args.preset:
+        recipe = get_preset(args.preset).override(_overrides(args))
+        out = args.out or str(Path("runs") / f"{recipe.name}.safetensors")
+    else:
+        raise ConfigError("say what to train: --preset NAME (see `attnviz presets`) or --resume CHECKPOINT")
+    tty, last_print = sys.stderr.isatty(), 0.0
+    for event in train(recipe, out, args.data_dir, resume=bool(args.resume), max_steps=args.max_steps):
+        if isinstance(event, TrainStarted):
+            print(f"training {recipe.name}: {event.parameters:,} parameters, {event.train_pairs:,} train / "
+                  f"{event.val_pairs:,} val pairs, {event.total_steps:,} steps on {event.device}"
+                  + (f", resuming at step {event.resumed_from_step}" if event.resumed_from_step else ""), flush=True)
+        elif isinstance(event, TrainStep):
+            now = time.monotonic()
+            if now - last_print >= (0.5 if tty else 30):
+                last_print = now
+                line = (f"epoch {event.epoch} [{_bar(event.progress)}] {event.progress:6.1%} step {event.step} "
+                        f"loss {event.loss:.3f} lr {event.lr:.2e} {event.tokens_per_s:,.0f} tok/s "
+                        f"ETA {_clock(event.eta_s)}")
+                print(("\r" + line) if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
+        elif isinstance(event, EvalResult):
+            print(("\n" if tty else "") + f"eval step {event.step} epoch {event.epoch}: val loss {event.val_loss:.3f} "
+                  f"ppl {event.ppl:.2f} acc {event.accuracy:.3f} bleu_tok {event.bleu:.2f} "
+                  f"({_clock(event.elapsed_s)})", flush=True)
+        elif isinstance(event, CheckpointSaved) and event.role in ("best", "average"):
+            print(f"  saved {event.role}: {event.path}", flush=True)
+        elif isinstance(event, TrainFinished):
+            print(f"finished: best {event.best_path}, last {event.last_path}", flush=True)
+        elif isinstance(event, TrainStopped):
+            print(f"stopped at step {event.step}; resume with --resume {out}", flush=True)
+        elif isinstance(event, TrainFailed):
+            print(f"attnviz: error: {event.message}" + (f" Last good checkpoint: {event.last_good}"
+                                                       if event.last_good else ""), file=sys.stderr)
+            return 1
+    return 0
+
+
+def cmd_presets(args) -> int:
+    from attnviz.engine.presets import PRESETS
+
+    if args.json:
+        print(json.dumps({name: r.to_dict() for name, r in PRESETS.items()}, indent=2))
+        return 0
+    for name, recipe in PRESETS.items():
+        print(f"{name}\n    {recipe.description}")
+    return 0
+
+
+def cmd_evaluate(args) -> int:
+    from attnviz.config import DecodeConfig
+    from attnviz.engine.evaluation import evaluate_files, evaluate_split
+    from attnviz.engine.translator import load_translator
+
+    translator = load_translator(args.model)
+    decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty)
+    if args.src or args.ref:
+        if not (args.src and args.ref):
+            raise ConfigError("--src and --ref go together: give both files")
+        report = evaluate_files(translator, args.src, args.ref, decode)
+    else:
+        report = evaluate_split(translator, args.split, decode, args.preset, args.data_dir)
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False))
+    else:
+        print(f"{report['sentences']} sentences ({report['source']}), {report['decode']}, {report['seconds']:.1f} s")
+        print(f"  bleu_tok  {report['bleu_tok']:.2f}  ({report['bleu_tok_signature']})")
+        print(f"  sacrebleu {report['sacrebleu']:.2f}  ({report['sacrebleu_signature']})")
+        print(f"  chrF      {report['chrf']:.2f}  ({report['chrf_signature']})")
+        if report.get("ppl") is not None:
+            print(f"  loss {report['loss']:.3f}  ppl {report['ppl']:.2f}  accuracy {report['accuracy']:.3f}")
+    return 0

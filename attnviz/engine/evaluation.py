@@ -1,0 +1,65 @@
+"""Measuring a translator on a corpus split or on two files: BLEU (both flavours), chrF, loss, PPL, accuracy."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from attnviz.config import DecodeConfig, TrainConfig
+from attnviz.engine.batching import batch_tensors, make_batches
+from attnviz.engine.data import Pair, load_splits, read_parallel, resolve_data_dir
+from attnviz.engine.decoding import device_of
+from attnviz.engine.errors import ConfigError
+from attnviz.engine.metrics import bleu_tok, chrf, sacrebleu_detok, teacher_forced_stats
+from attnviz.engine.presets import Recipe, get_preset
+from attnviz.engine.translator import Translator
+
+
+def evaluate_pairs(translator: Translator, pairs: Sequence[Pair], decode: DecodeConfig, source: str) -> dict[str, Any]:
+    start = time.perf_counter()
+    hyps = translator.translate_batch_tokens([s for s, _ in pairs], decode)
+    seconds = time.perf_counter() - start
+    refs_tok = [translator.tgt_spec.tokenize(r) for _, r in pairs]
+    hyp_text = [translator.detokenize(h) for h in hyps]
+    refs_raw = [r for _, r in pairs]
+    report: dict[str, Any] = {"source": source, "sentences": len(pairs), "seconds": round(seconds, 2),
+                              "decode": f"beam {decode.beam}" if decode.beam > 1 else "greedy"}
+    report["bleu_tok"], report["bleu_tok_signature"] = bleu_tok(hyps, refs_tok)
+    report["sacrebleu"], report["sacrebleu_signature"] = sacrebleu_detok(hyp_text, refs_raw)
+    report["chrf"], report["chrf_signature"] = chrf(hyp_text, refs_raw)
+    encoded = [(translator.prepare_source(s)[1], translator.tgt_vocab.encode(r[: translator.config.max_positions - 2],
+                                                                             True)) for (s, _), r in zip(pairs, refs_tok)]
+    batches = make_batches([(len(s), len(t)) for s, t in encoded], TrainConfig(batch_size=128), 0, shuffle=False)
+    stats = teacher_forced_stats(translator.model, (batch_tensors([encoded[i] for i in b]) for b in batches),
+                                 device_of(translator.model))
+    report.update(loss=stats.loss, ppl=stats.ppl, accuracy=stats.accuracy)
+    return report
+
+
+def recipe_for(translator: Translator, preset: str | None) -> Recipe:
+    if preset:
+        return get_preset(preset)
+    if "recipe" in translator.metadata:
+        return Recipe.from_dict(translator.metadata["recipe"])
+    raise ConfigError("this checkpoint does not say which corpus it was trained on; pass --preset NAME or "
+                      "--src FILE --ref FILE")
+
+
+def evaluate_split(translator: Translator, split: str, decode: DecodeConfig, preset: str | None = None,
+                   data_dir=None) -> dict[str, Any]:
+    recipe = recipe_for(translator, preset)
+    splits = load_splits(recipe.corpus, resolve_data_dir(data_dir))
+    pairs = splits.get(split)
+    if not pairs:
+        raise ConfigError(f"the {recipe.name} corpus has no {split} split; use --split val or --src/--ref files")
+    report = evaluate_pairs(translator, pairs, decode, f"{recipe.name} {split}")
+    report["preset"], report["split"] = recipe.name, split
+    return report
+
+
+def evaluate_files(translator: Translator, src: str, ref: str, decode: DecodeConfig) -> dict[str, Any]:
+    pairs, dropped = read_parallel(src, ref)
+    report = evaluate_pairs(translator, pairs, decode, f"{src} / {ref}")
+    report["dropped_empty"] = dropped
+    return report
