@@ -21,6 +21,7 @@ TRAIN_FLAGS = {  # flag -> recipe setting
 
 
 def add_commands(sub) -> None:
+    add_data_command(sub)
     p = sub.add_parser("train", help="train a model from a preset recipe",
                        description="Train a preset (see `attnviz presets`); any recipe setting can be changed with "
                                    "its flag or --set SECTION.FIELD=VALUE (e.g. --set model.d_model=128).")
@@ -50,6 +51,43 @@ def add_commands(sub) -> None:
     p.add_argument("--max-len", type=int, default=50)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_evaluate)
+
+
+def add_data_command(sub) -> None:
+    p = sub.add_parser("data", help="fetch the public corpora")
+    data_sub = p.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+    d = data_sub.add_parser("download", help="download a corpus into the data folder (resumable, checksummed)")
+    d.add_argument("name", help="multi30k, tatoeba-fra, tatoeba-deu or names")
+    d.add_argument("--data-dir", help="target folder (default: $ATTNVIZ_DATA or the user data folder)")
+    d.add_argument("--mirror", help="fetch every file from MIRROR/<file name> instead of its origin")
+    d.set_defaults(func=cmd_data_download)
+    data_sub.add_parser("list", help="list the corpora that can be downloaded").set_defaults(func=cmd_data_list)
+
+
+def cmd_data_list(args) -> int:
+    from attnviz.engine.download import SOURCES
+
+    for name, (description, files) in SOURCES.items():
+        print(f"{name}\n    {description}\n    files: {', '.join(f.local for f in files)}")
+    return 0
+
+
+def cmd_data_download(args) -> int:
+    from attnviz.engine.data import resolve_data_dir
+    from attnviz.engine.download import download
+
+    target = resolve_data_dir(args.data_dir)
+    tty = sys.stderr.isatty()
+    for p in download(args.name, target, args.mirror):
+        if p.skipped:
+            print(f"{p.file}: already present and verified", file=sys.stderr)
+        elif p.finished:
+            print(("\r" if tty else "") + f"{p.file}: {p.done:,} bytes, checksum verified" + " " * 20, file=sys.stderr)
+        elif tty:
+            fraction = p.done / p.total if p.total else 0.0
+            print(f"\r{p.file} [{_bar(fraction)}] {p.done / 1e6:6.1f} MB", end="", file=sys.stderr, flush=True)
+    print(f"{args.name} is in {target}")
+    return 0
 
 
 def _overrides(args) -> dict[str, str]:

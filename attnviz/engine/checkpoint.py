@@ -88,13 +88,14 @@ def read_header(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]
     size = path.stat().st_size
     with open(path, "rb") as f:
         head = f.read(8)
+        n = int.from_bytes(head, "little")
+        raw = f.read(min(n, _MAX_HEADER)) if len(head) == 8 and 2 <= n <= _MAX_HEADER else b""
+    if not raw.startswith(b"{"):
         _sniff_foreign(path, head)
         if len(head) < 8:
             raise CheckpointError(f"{path} is not a safetensors file (it is only {size} bytes long).")
-        n = int.from_bytes(head, "little")
-        if n > _MAX_HEADER or n < 2:
+        if not (2 <= n <= _MAX_HEADER) or (raw and len(raw) == n):
             raise CheckpointError(f"{path} is not a safetensors file (its first bytes are not a safetensors header).")
-        raw = f.read(n)
     if len(raw) < n:
         raise CheckpointError(f"{path} is truncated: the file ends inside its header ({size} bytes). "
                               "It was probably cut off while copying; copy or download it again.")

@@ -110,6 +110,7 @@ class CorpusSpec:
     val_fraction: float = 0.2
     split_seed: int = 1234
     test_split: str = "test_2016_flickr"
+    limit: int = 0  # keep only the first N pairs of every split (quick experiments and tests); 0 = all
     paths: dict[str, list[str]] = field(default_factory=dict)  # files: split -> [src path, tgt path] or [tsv]
 
     def to_dict(self) -> dict[str, Any]:
@@ -153,7 +154,13 @@ def _multi30k_file(data_dir: Path, split: str, lang: str) -> Path:
 
 def load_splits(spec: CorpusSpec, data_dir: str | os.PathLike) -> Splits:
     """Read, filter and split a corpus; a missing file names every file expected and how to get them."""
-    data_dir = Path(data_dir)
+    splits = _load_all(spec, Path(data_dir))
+    if spec.limit:
+        splits.train, splits.val, splits.test = (s[: spec.limit] for s in (splits.train, splits.val, splits.test))
+    return splits
+
+
+def _load_all(spec: CorpusSpec, data_dir: Path) -> Splits:
     if spec.kind == "multi30k":
         files = {s: (_multi30k_file(data_dir, s, spec.src_lang), _multi30k_file(data_dir, s, spec.tgt_lang))
                  for s in ("train", "val", spec.test_split)}

@@ -76,7 +76,8 @@ def test_a_truncated_file_gives_the_specific_error(saved):
 @pytest.mark.parametrize("content,message", [
     (b"hello world, this is text", "not a safetensors file"),
     (b"\x05", "only 1 bytes"),
-    (len(b"[1,2]").to_bytes(8, "little") + b"[1,2]", "not a JSON object"),
+    (len(b"[1,2]").to_bytes(8, "little") + b"[1,2]", "not a safetensors file"),
+    (len(b"{oops").to_bytes(8, "little") + b"{oops", "header is not valid JSON"),
 ])
 def test_foreign_files_are_named_as_such(tmp_path, content, message):
     path = tmp_path / "x.safetensors"
@@ -84,6 +85,16 @@ def test_foreign_files_are_named_as_such(tmp_path, content, message):
     with pytest.raises(CheckpointError, match=message) as err:
         load_translator(path)
     assert str(path) in str(err.value)
+
+
+def test_a_header_length_that_starts_like_a_pickle_is_still_read(tmp_path, trained_translator):
+    path = tmp_path / "m.safetensors"
+    for pad in range(300):  # find a metadata size whose header length's first byte is 0x80
+        trained_translator.save(path, note="x" * pad)
+        if path.read_bytes()[0] == 0x80:
+            break
+    assert path.read_bytes()[0] == 0x80
+    assert load_translator(path).info["parameters"] > 0
 
 
 def test_missing_file_and_folder(tmp_path):

@@ -1,0 +1,190 @@
+"""The training loop: it learns, it resumes exactly, it fails safely, and its schedule and loss are right."""
+
+import math
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+import torch
+
+from attnviz.config import TrainConfig
+from attnviz.engine.checkpoint import read_header
+from attnviz.engine.data import CorpusSpec
+from attnviz.engine.events import CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStep, TrainStopped
+from attnviz.engine.metrics import smoothed_loss
+from attnviz.engine.presets import Recipe, get_preset
+from attnviz.engine.tokenize import TokenizerSpec
+from attnviz.engine.training import learning_rate, train
+from attnviz.engine.translator import load_translator
+
+TINY_MODEL = {"model.d_model": "32", "model.ff_dim": "64", "model.heads": "4", "model.enc_layers": "1",
+              "model.dec_layers": "1", "model.max_positions": "64"}
+
+
+def tiny_multi30k(limit: int = 600, **train_settings) -> Recipe:
+    settings = TINY_MODEL | {"corpus.limit": str(limit), "train.batch_size": "32", "train.bleu_sentences": "20",
+                             "train.lr": "2e-3"}
+    return get_preset("multi30k-de-en").override(settings | {f"train.{k}": str(v) for k, v in train_settings.items()})
+
+
+def events_of(recipe, out, data_dir, **kwargs):
+    return list(train(recipe, out, data_dir, **kwargs))
+
+
+def test_noam_and_inverse_sqrt_schedules_match_hand_computed_values():
+    noam = TrainConfig(lr=1.0, schedule="noam", warmup=4000)
+    assert learning_rate(1, noam, 128) == pytest.approx(128 ** -0.5 * 1 * 4000 ** -1.5)
+    assert learning_rate(4000, noam, 128) == pytest.approx(128 ** -0.5 * 4000 ** -0.5)
+    assert learning_rate(16000, noam, 128) == pytest.approx(0.0884 * 16000 ** -0.5, rel=1e-3)
+    inv = TrainConfig(lr=1e-3, schedule="inverse_sqrt", warmup=100)
+    assert [learning_rate(s, inv, 256) for s in (50, 100, 400)] == pytest.approx([5e-4, 1e-3, 5e-4])
+    assert learning_rate(7, TrainConfig(lr=5e-4), 256) == 5e-4
+
+
+def test_label_smoothing_matches_hand_computed_value():
+    logits = torch.tensor([[[2.0, 0.0, 1.0, 0.0]]])  # one token, four classes; gold class 0
+    gold = torch.tensor([[0]])
+    logp = logits.log_softmax(-1)[0, 0]
+    expected = -(0.9 * logp[0] + 0.1 * logp.mean())  # (1 - eps) * nll + eps * mean over all classes
+    assert smoothed_loss(logits, gold, 0.1).item() == pytest.approx(expected.item(), rel=1e-6)
+    pad_only = torch.tensor([[1]])
+    assert torch.isnan(smoothed_loss(logits, pad_only, 0.0))  # all-pad batches are never formed by batching
+
+
+@pytest.mark.data
+def test_tiny_model_on_real_multi30k_lowers_its_loss(data_dir, tmp_path):
+    events = events_of(tiny_multi30k(epochs=2), tmp_path / "m.safetensors", data_dir)
+    losses = [e.loss for e in events if isinstance(e, TrainStep)]
+    evals = [e for e in events if isinstance(e, EvalResult)]
+    assert len(losses) == 2 * math.ceil(600 / 32)
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 1.0
+    assert len(evals) == 2 and evals[1].val_loss < evals[0].val_loss
+    assert evals[0].probe is not None and evals[0].probe.attention["cross"].shape[:2] == (1, 4)
+    assert len(evals[0].samples) == 3 and all(len(s) == 3 for s in evals[0].samples)
+    assert isinstance(events[-1], TrainFinished)
+    best = load_translator(tmp_path / "m.safetensors")
+    assert best.info["preset"] == "multi30k-de-en" and best.info["metrics"]["val"]["loss"] == pytest.approx(
+        min(e.val_loss for e in evals))
+
+
+def overfit_recipe(tmp_path, pairs) -> Recipe:
+    tsv = tmp_path / "pairs.tsv"
+    tsv.write_text("".join(f"{s}\t{t}\n" for s, t in pairs), encoding="utf-8")
+    corpus = CorpusSpec("files", "de", "en", paths={"train": [str(tsv)], "val": [str(tsv)]})
+    ws = TokenizerSpec("de", mode="whitespace")
+    return Recipe("overfit", "64 pairs", corpus, ws, TokenizerSpec("en", mode="whitespace"), 1,
+                  dict(d_model=64, ff_dim=128, heads=4, enc_layers=2, dec_layers=2, dropout=0.0, max_positions=32),
+                  TrainConfig(epochs=120, batch_size=64, lr=3e-3, eval_every=120, bleu_sentences=16))
+
+
+def test_overfits_64_pairs_to_95_percent_token_accuracy(tmp_path):
+    import random
+
+    rng = random.Random(5)
+    words = [f"wort{i}" for i in range(40)]
+    pairs = []
+    for _ in range(64):
+        src = rng.sample(words, rng.randint(3, 7))
+        pairs.append((" ".join(src), " ".join(w.replace("wort", "word") for w in sorted(src))))
+    events = events_of(overfit_recipe(tmp_path, pairs), tmp_path / "o.safetensors", None)
+    final = [e for e in events if isinstance(e, EvalResult)][-1]
+    assert final.accuracy >= 0.95, final.accuracy
+
+
+def test_resuming_equals_training_straight_through(tmp_path):
+    pairs = [(f"a{i} b{i % 5} c{i % 3}", f"x{i % 7} y{i % 5}") for i in range(90)]
+    recipe = overfit_recipe(tmp_path, pairs).override({"train.batch_size": "16", "model.dropout": "0.3",
+                                                       "train.eval_every": "0", "train.epochs": "3"})
+    straight = [e.loss for e in events_of(recipe, tmp_path / "a.safetensors", None, max_steps=10)
+                if isinstance(e, TrainStep)]
+    first = events_of(recipe, tmp_path / "b.safetensors", None, max_steps=5)
+    assert isinstance(first[-1], TrainFinished)
+    second = events_of(recipe, tmp_path / "b.safetensors", None, resume=True, max_steps=10)
+    resumed = [e.loss for e in first + second if isinstance(e, TrainStep)]
+    assert len(straight) == 10 and resumed == straight  # same batches, same dropout masks, same Adam state
+    a, b = load_translator(tmp_path / "a.last.safetensors"), load_translator(tmp_path / "b.last.safetensors")
+    for name, tensor in a.model.state_dict().items():
+        assert torch.equal(tensor, b.model.state_dict()[name]), name
+
+
+def test_stop_flag_saves_a_resumable_checkpoint(tmp_path):
+    pairs = [(f"a{i} b{i % 5}", f"x{i % 7}") for i in range(64)]
+    recipe = overfit_recipe(tmp_path, pairs).override({"train.batch_size": "8"})
+    stop = threading.Event()
+    events = []
+    for event in train(recipe, tmp_path / "s.safetensors", None, stop=stop):
+        events.append(event)
+        if isinstance(event, TrainStep) and event.step == 3:
+            stop.set()
+    assert isinstance(events[-1], TrainStopped) and events[-1].step == 3
+    assert any(isinstance(e, CheckpointSaved) and e.role == "last" for e in events)
+    meta, _ = read_header(tmp_path / "s.state.safetensors")
+    assert (meta["step"], meta["epoch"], meta["batch_index"]) == (3, 1, 3)
+
+
+def test_a_nan_loss_stops_with_a_message_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
+    pairs = [(f"a{i}", f"x{i}") for i in range(32)]
+    recipe = overfit_recipe(tmp_path, pairs).override({"train.batch_size": "8", "train.eval_every": "2"})
+    import attnviz.engine.training as training
+
+    real = training.smoothed_loss
+    calls = {"n": 0}
+
+    def poisoned(*args):
+        calls["n"] += 1
+        return real(*args) * (float("nan") if calls["n"] == 5 else 1.0)
+
+    monkeypatch.setattr(training, "smoothed_loss", poisoned)
+    events = events_of(recipe, tmp_path / "n.safetensors", None)
+    failure = events[-1]
+    assert isinstance(failure, TrainFailed) and "nan at step 5" in failure.message
+    assert failure.last_good == str(tmp_path / "n.last.safetensors")
+    assert load_translator(failure.last_good).metadata["step"] == 4
+
+
+def test_unknown_preset_and_bad_override_are_refused():
+    from attnviz.engine.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="available: multi30k-de-en"):
+        get_preset("wmt14")
+    with pytest.raises(ConfigError, match="heads"):
+        get_preset("multi30k-de-en").override({"model.heads": "7"})
+    with pytest.raises(ConfigError, match="unknown setting 'train.speed'"):
+        get_preset("multi30k-de-en").override({"train.speed": "2"})
+
+
+KILL_SCRIPT = """
+import sys
+from attnviz.engine.presets import Recipe
+from attnviz.engine.training import train
+import json
+recipe = Recipe.from_dict(json.loads(sys.argv[1]))
+for event in train(recipe, sys.argv[2], None):
+    print(type(event).__name__, flush=True)
+"""
+
+
+def test_sigkill_during_training_never_corrupts_checkpoints(tmp_path):
+    import json
+
+    pairs = [(f"a{i} b{i % 5} c{i % 4}", f"x{i % 7} y{i % 3}") for i in range(200)]
+    recipe = overfit_recipe(tmp_path, pairs).override({"train.batch_size": "8", "train.eval_every": "3",
+                                                       "train.epochs": "50"})
+    out = tmp_path / "k.safetensors"
+    for delay in (2.5, 3.5, 4.5):
+        proc = subprocess.Popen([sys.executable, "-c", KILL_SCRIPT, json.dumps(recipe.to_dict()), str(out)],
+                                stdout=subprocess.PIPE, text=True)
+        deadline = time.time() + 60
+        while not out.exists() and time.time() < deadline:
+            time.sleep(0.05)
+        time.sleep(delay - 2.5 + 0.3)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+        for path in (out, tmp_path / "k.last.safetensors"):
+            assert load_translator(path).translate("a1 b1").tokens  # every file on disk is whole
+        leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+        for name in leftovers:  # a killed save may leave its temporary file, never a damaged target
+            (tmp_path / name).unlink()

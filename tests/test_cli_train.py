@@ -1,0 +1,73 @@
+"""``attnviz train | evaluate | presets | data`` through the real entry point."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from attnviz.cli import main
+from attnviz.engine.metrics import bleu_tok
+
+
+def run(*args, env=None):
+    return subprocess.run([sys.executable, "-m", "attnviz", *args], capture_output=True, text=True, timeout=300,
+                          env=env)
+
+
+def test_presets_lists_every_recipe(capsys):
+    assert main(["presets"]) == 0
+    out = capsys.readouterr().out
+    for name in ("multi30k-de-en", "tatoeba-fr-en-small", "multi30k-fr-en", "tatoeba-fr-en", "tatoeba-de-en",
+                 "multi30k-de-en-plus"):
+        assert f"\n{name}\n" in "\n" + out
+    assert main(["presets", "--json"]) == 0
+    recipes = json.loads(capsys.readouterr().out)
+    assert recipes["tatoeba-fr-en-small"]["train"]["schedule"] == "noam"
+    assert recipes["multi30k-de-en"]["train"]["lr"] == 5e-4
+
+
+def test_evaluate_files_json(tmp_path, trained_translator, capsys):
+    model = tmp_path / "toy.safetensors"
+    trained_translator.save(model)
+    (tmp_path / "src.txt").write_text("q1 q2 q3 q4 q5\nq6 q7 q8 q9\n")
+    (tmp_path / "ref.txt").write_text("w5 w4 w3 w2 w1\nw9 w8 w7 w6\n")
+    assert main(["evaluate", "-m", str(model), "--src", str(tmp_path / "src.txt"), "--ref",
+                 str(tmp_path / "ref.txt"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    hyps = trained_translator.translate_batch_tokens(["q1 q2 q3 q4 q5", "q6 q7 q8 q9"])
+    expected = bleu_tok(hyps, [["w5", "w4", "w3", "w2", "w1"], ["w9", "w8", "w7", "w6"]])[0]
+    assert report["bleu_tok"] == pytest.approx(expected) and expected > 50 and report["sentences"] == 2
+    assert {"sacrebleu", "chrf", "ppl", "seconds", "bleu_tok_signature"} <= set(report)
+    assert report["accuracy"] > 0.9
+
+
+def test_train_refuses_bad_settings_before_starting(tmp_path):
+    out = run("train", "--preset", "multi30k-de-en", "--lr", "-1", "--out", str(tmp_path / "x.safetensors"))
+    assert out.returncode == 1 and "lr must be positive" in out.stderr and "Traceback" not in out.stderr
+    out = run("train", "--out", str(tmp_path / "x.safetensors"))
+    assert out.returncode == 1 and "--preset NAME" in out.stderr
+
+
+@pytest.mark.data
+def test_train_then_resume_then_evaluate(tmp_path, data_dir):
+    ckpt = str(tmp_path / "m.safetensors")
+    common = ["--set", "corpus.limit=200", "--set", "model.d_model=32", "--set", "model.ff_dim=64",
+              "--set", "model.heads=4", "--set", "model.enc_layers=1", "--set", "model.dec_layers=1",
+              "--batch-size", "50", "--set", "train.bleu_sentences=10"]
+    out = run("train", "--preset", "multi30k-de-en", "--out", ckpt, "--max-steps", "3", *common)
+    assert out.returncode == 0, out.stderr
+    assert "training multi30k-de-en" in out.stdout and "eval step" not in out.stdout  # 4 steps make an epoch
+    out = run("train", "--resume", ckpt, "--max-steps", "8")
+    assert out.returncode == 0, out.stderr
+    assert "resuming at step 3" in out.stdout
+    assert "eval step 4 epoch 1" in out.stdout and "eval step 8 epoch 2" in out.stdout
+    out = run("evaluate", "-m", ckpt, "--split", "val", "--json", "--data-dir", str(data_dir))
+    report = json.loads(out.stdout)
+    assert report["sentences"] == 200 and report["preset"] == "multi30k-de-en" and report["ppl"] > 1
+
+
+def test_data_list_names_the_sources(capsys):
+    assert main(["data", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "multi30k" in out and "tatoeba-fra" in out and "eng-fra.txt" in out
