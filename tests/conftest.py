@@ -9,6 +9,10 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+import torch  # noqa: E402
+
+torch.set_num_threads(1)  # tiny models run fastest on one thread, and CI machines are shared
+
 from tests.helpers import make_toy_translator, train_toy  # noqa: E402
 
 
