@@ -36,10 +36,23 @@ def _add_info(sub) -> None:
     p.set_defaults(func=cmd_info)
 
 
+def _add_gui(sub) -> None:
+    p = sub.add_parser("gui", help="open the desktop app (the default when no command is given)")
+    p.add_argument("checkpoint", nargs="?", help="checkpoint to open instead of the default model")
+    p.set_defaults(func=cmd_gui)
+
+
+def cmd_gui(args) -> int:
+    from attnviz.gui.app import run_gui
+
+    return run_gui(getattr(args, "checkpoint", None))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attnviz", description="See what attention does inside a translation model.")
     parser.add_argument("--version", action="version", version=f"attnviz {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    _add_gui(sub)
     _add_translate(sub)
     _add_info(sub)
     add_commands(sub)
@@ -124,8 +137,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
-        parser.print_help()
-        return 0
+        args.func = cmd_gui
     try:
         return args.func(args)
     except InputError as exc:

@@ -1,0 +1,45 @@
+"""Starting the desktop app: the QApplication, the main window painted first, then the model in the background."""
+
+from __future__ import annotations
+
+import sys
+
+from PySide6.QtCore import QSettings, QTimer
+from PySide6.QtGui import QIcon
+from PySide6.QtWidgets import QApplication
+
+from attnviz.gui.main_window import MainWindow
+from attnviz.gui.model_list import default_model_path
+from attnviz.gui.paths import resources_dir
+
+
+def make_app(argv: list[str] | None = None) -> QApplication:
+    app = QApplication.instance() or QApplication(argv or sys.argv[:1])
+    app.setOrganizationName("attnviz")
+    app.setApplicationName("attnviz")
+    icon = resources_dir() / "attnviz.svg"
+    if icon.exists():
+        app.setWindowIcon(QIcon(str(icon)))
+    return app
+
+
+def initial_model(window: MainWindow, checkpoint: str | None) -> str | None:
+    """The model to open first: the one asked for, else the last one used, else the default bundled model."""
+    if checkpoint:
+        return checkpoint
+    from pathlib import Path
+
+    last = window.settings.value("models/last", "")
+    return last if last and Path(last).exists() else default_model_path()
+
+
+def run_gui(checkpoint: str | None = None) -> int:
+    app = make_app()
+    window = MainWindow(QSettings())
+    window.show()
+    path = initial_model(window, checkpoint)
+    if path:
+        QTimer.singleShot(0, lambda: window.load_model(path))
+    else:
+        window.statusBar().showMessage("No bundled model found: open a checkpoint with File > Open (Ctrl+O).")
+    return app.exec()

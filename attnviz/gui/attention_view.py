@@ -1,0 +1,168 @@
+"""AttentionPanel: kind / layer / head selectors over the large heatmap and the grid of every layer x head.
+
+It shows a ``DecodeSession`` as of one step (``show(session, step)``) and redraws when a selector changes. Only the
+kinds the model has are offered, so an RNN (cross only) or a language model (decoder only) needs no special case.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+
+from attnviz.engine.events import ATTENTION_KINDS
+from attnviz.gui.heatmap import HeadGrid, HeatmapData, HeatmapView
+from attnviz.gui.session import DecodeSession
+
+MEAN = "Mean of heads"
+
+
+def _combo(name: str, tip: str) -> QComboBox:
+    combo = QComboBox()
+    combo.setObjectName(name)
+    combo.setAccessibleName(tip)
+    combo.setToolTip(tip)
+    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+    return combo
+
+
+class AttentionPanel(QWidget):
+    selection_changed = Signal()  # layer/head/kind changed: token shading follows
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._session: DecodeSession | None = None
+        self._step = -1
+        self.kind_combo = _combo("attentionKindCombo", "Attention kind")
+        self.layer_combo = _combo("layerCombo", "Layer")
+        self.head_combo = _combo("headCombo", "Head, or the mean of all heads")
+        self.scale_combo = _combo("scaleCombo", "Colour scale")
+        self.scale_combo.addItems(["Fixed scale 0..1", "Per-map scale"])
+        self.heatmap = HeatmapView()
+        self.grid = HeadGrid()
+        self.caption = QLabel()
+        self.caption.setWordWrap(True)
+
+        controls = QHBoxLayout()
+        for label, widget in (("&Kind", self.kind_combo), ("&Layer", self.layer_combo), ("H&ead", self.head_combo)):
+            text = QLabel(label)
+            text.setBuddy(widget)
+            controls.addWidget(text)
+            controls.addWidget(widget)
+        controls.addWidget(self.scale_combo)
+        controls.addStretch(1)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.heatmap)
+        splitter.addWidget(self.grid)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(controls)
+        layout.addWidget(splitter, 1)
+        layout.addWidget(self.caption)
+
+        self.kind_combo.currentIndexChanged.connect(self._on_kind_changed)
+        self.layer_combo.currentIndexChanged.connect(self._on_selector_changed)
+        self.head_combo.currentIndexChanged.connect(self._on_selector_changed)
+        self.scale_combo.currentIndexChanged.connect(self._on_selector_changed)
+        self.grid.selected.connect(self._on_grid_selected)
+
+    # -- state -------------------------------------------------------------------------------------------------------
+
+    @property
+    def kind(self) -> str | None:
+        return self.kind_combo.currentData()
+
+    @property
+    def layer(self) -> int:
+        return max(self.layer_combo.currentIndex(), 0)
+
+    @property
+    def head(self) -> int | None:
+        """Selected head, or None for the mean of heads."""
+        index = self.head_combo.currentIndex()
+        return None if index <= 0 else index - 1
+
+    @property
+    def per_map(self) -> bool:
+        return self.scale_combo.currentIndex() == 1
+
+    def display(self, session: DecodeSession | None, step: int) -> None:
+        """Display ``session`` as of ``step`` (-1: the encoder pass only)."""
+        self._session, self._step = session, step
+        self._sync_kinds()
+        self.redraw()
+
+    def _sync_kinds(self) -> None:
+        kinds = self._session.kinds() if self._session else []
+        current = [self.kind_combo.itemData(i) for i in range(self.kind_combo.count())]
+        if kinds != current:
+            keep = self.kind
+            self.kind_combo.blockSignals(True)
+            self.kind_combo.clear()
+            for k in kinds:
+                self.kind_combo.addItem(ATTENTION_KINDS[k].label, k)
+            if keep in kinds:
+                self.kind_combo.setCurrentIndex(kinds.index(keep))
+            self.kind_combo.blockSignals(False)
+            self._sync_layers_heads()
+
+    def _sync_layers_heads(self) -> None:
+        maps = self._session.maps(self.kind, self._step) if self._session and self.kind else None
+        layers, heads = (maps.shape[0], maps.shape[1]) if maps is not None else (0, 0)
+        for combo, items in ((self.layer_combo, [f"Layer {i + 1}" for i in range(layers)]),
+                             (self.head_combo, [MEAN] + [f"Head {i + 1}" for i in range(heads)])):
+            if [combo.itemText(i) for i in range(combo.count())] != items:
+                keep = combo.currentIndex()
+                combo.blockSignals(True)
+                combo.clear()
+                combo.addItems(items)
+                combo.setCurrentIndex(min(max(keep, 0), len(items) - 1))
+                combo.blockSignals(False)
+        if layers and self.layer_combo.currentIndex() < 0:
+            self.layer_combo.setCurrentIndex(layers - 1)
+
+    def select(self, kind: str | None = None, layer: int | None = None, head: int | None | str = "keep") -> None:
+        """Programmatic selection (tests, the grid, saved settings); ``head=None`` means the mean."""
+        if kind is not None and self.kind_combo.findData(kind) >= 0:
+            self.kind_combo.setCurrentIndex(self.kind_combo.findData(kind))
+        if layer is not None:
+            self.layer_combo.setCurrentIndex(layer)
+        if head != "keep":
+            self.head_combo.setCurrentIndex(0 if head is None else head + 1)
+
+    # -- drawing -----------------------------------------------------------------------------------------------------
+
+    def redraw(self) -> None:
+        session, kind = self._session, self.kind
+        view = session.heatmap(kind, self.layer, self.head, self._step) if session and kind else None
+        if view is None:
+            self.heatmap.set_data(None)
+            self.grid.set_maps(None)
+            self.caption.clear()
+            return
+        matrix, rows, cols, highlight = view
+        info = ATTENTION_KINDS[kind]
+        head_text = "mean of heads" if self.head is None else f"head {self.head + 1}"
+        title = f"{info.label} · layer {self.layer + 1} · {head_text}"
+        self.heatmap.set_data(HeatmapData(matrix, tuple(rows), tuple(cols), info.query_axis, info.key_axis, title,
+                                          highlight, self.per_map))
+        self.grid.set_maps(session.maps(kind, self._step), self.per_map,
+                           None if self.head is None else (self.layer, self.head))
+        self.caption.setText(f"{title}. Rows: {info.query_axis}; columns: {info.key_axis}; each row sums to 1. "
+                             "Hover a cell for its exact weight; click a small map to open it.")
+
+    @Slot(int)
+    def _on_kind_changed(self, index: int) -> None:
+        self._sync_layers_heads()
+        self.redraw()
+        self.selection_changed.emit()
+
+    @Slot(int)
+    def _on_selector_changed(self, index: int) -> None:
+        self.redraw()
+        self.selection_changed.emit()
+
+    @Slot(int, int)
+    def _on_grid_selected(self, layer: int, head: int) -> None:
+        self.select(layer=layer, head=head)

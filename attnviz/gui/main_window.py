@@ -1,0 +1,233 @@
+"""MainWindow: assembles the tabs, the model picker, menus, status bar, drag and drop and remembered settings.
+
+Models load in the background through the generic worker; a bad file shows the engine's message in a dialog and
+the window keeps the model it had.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import QSettings, Qt, Slot
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QToolBar
+
+from attnviz import __version__
+from attnviz.gui.model_list import bundled_models, describe
+from attnviz.gui.translate_tab import TranslateTab
+from attnviz.gui.worker import Worker
+
+OPEN_OTHER = "__open__"
+MAX_RECENT = 8
+
+
+def _load_model(path: str):
+    """Worker job: load a checkpoint and warm its tokenizer (both slow: off the GUI thread)."""
+    from attnviz.engine.translator import load_translator
+
+    translator = load_translator(path)
+    translator.src_spec.prepare()
+    yield translator
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, settings: QSettings | None = None):
+        super().__init__()
+        self.setWindowTitle("attnviz")
+        self.setAcceptDrops(True)
+        self.settings = settings or QSettings()
+        self.translator = None
+        self.loader = Worker(self)
+        self.loading_path: str | None = None
+        self.translate_tab = TranslateTab()
+        self.tabs = QTabWidget()
+        self.tabs.addTab(self.translate_tab, "&Translate")
+        self.setCentralWidget(self.tabs)
+        self.model_combo = QComboBox()
+        self.model_combo.setObjectName("modelCombo")
+        self.model_combo.setAccessibleName("Model")
+        self.model_combo.setToolTip("Choose a bundled model or a recently opened checkpoint")
+        self.model_combo.setMinimumContentsLength(40)
+        self.model_label = QLabel("No model")
+        self._build_toolbar()
+        self._build_menus()
+        self.statusBar().addPermanentWidget(self.model_label)
+        self.loader.event.connect(self._on_loader_event)
+        self.loader.failed.connect(self._on_loader_failed)
+        self.translate_tab.status.connect(self._on_tab_status)
+        self.model_combo.activated.connect(self._on_model_combo_activated)
+        self.refresh_models()
+        self.resize(1280, 860)
+        geometry = self.settings.value("window/geometry")
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        self.translate_tab.restore_settings(self.settings)
+
+    # -- construction ------------------------------------------------------------------------------------------------
+
+    def _build_toolbar(self) -> None:
+        bar = QToolBar("Model")
+        bar.setObjectName("modelToolbar")
+        bar.setMovable(False)
+        label = QLabel("&Model: ")
+        label.setBuddy(self.model_combo)
+        bar.addWidget(label)
+        bar.addWidget(self.model_combo)
+        self.addToolBar(bar)
+
+    def _action(self, menu, text: str, slot, shortcut=None, tip: str = "") -> QAction:
+        action = QAction(text, self)
+        if shortcut is not None:
+            action.setShortcut(QKeySequence(shortcut))
+        action.setStatusTip(tip or text.replace("&", ""))
+        action.triggered.connect(slot)
+        menu.addAction(action)
+        return action
+
+    def _build_menus(self) -> None:
+        tab = self.translate_tab
+        file_menu = self.menuBar().addMenu("&File")
+        self._action(file_menu, "&Open checkpoint...", self.open_dialog, QKeySequence.StandardKey.Open,
+                     "Open an attnviz .safetensors checkpoint")
+        self.recent_menu = file_menu.addMenu("Open &recent")
+        file_menu.addSeparator()
+        self._action(file_menu, "Export view as &PNG...", lambda: self.export_view("png"), "Ctrl+E")
+        self._action(file_menu, "Export view as &SVG...", lambda: self.export_view("svg"), "Ctrl+Shift+S")
+        self._action(file_menu, "Export &attention (NPZ + JSON)...", self.export_attention, "Ctrl+Shift+E")
+        file_menu.addSeparator()
+        self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        play = self.menuBar().addMenu("&Playback")
+        self._action(play, "&Translate", tab.translate, "Ctrl+Return")
+        self._action(play, "&Play / pause", tab.toggle_play, "Ctrl+Space")
+        self._action(play, "Step &back", tab.step_back, "PgUp")
+        self._action(play, "Step &forward", tab.step_forward, "PgDown")
+        self._action(play, "F&irst step", lambda: tab.go_to(0), "Ctrl+Home")
+        self._action(play, "&Last step", lambda: tab.go_to(1 << 30), "Ctrl+End")
+        help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "&About attnviz", self.about)
+
+    # -- models ------------------------------------------------------------------------------------------------------
+
+    def recent_files(self) -> list[str]:
+        value = self.settings.value("models/recent", [])
+        return [v for v in ([value] if isinstance(value, str) else list(value or [])) if v]
+
+    def refresh_models(self) -> None:
+        self.model_combo.blockSignals(True)
+        self.model_combo.clear()
+        for entry in bundled_models():
+            self.model_combo.addItem(entry.label, entry.path)
+            self.model_combo.setItemData(self.model_combo.count() - 1, entry.tooltip, Qt.ItemDataRole.ToolTipRole)
+        bundled = {self.model_combo.itemData(i) for i in range(self.model_combo.count())}
+        for path in self.recent_files():
+            if path not in bundled and Path(path).exists():
+                entry = describe(Path(path), False)
+                self.model_combo.addItem("Recent: " + entry.label, path)
+        self.model_combo.addItem("Open checkpoint...", OPEN_OTHER)
+        current = self.translator.metadata.get("path") if self.translator else self.loading_path
+        index = self.model_combo.findData(current) if current else -1
+        self.model_combo.setCurrentIndex(index)
+        self.model_combo.blockSignals(False)
+        self.recent_menu.clear()
+        for path in self.recent_files():
+            self._action(self.recent_menu, path, lambda checked=False, p=path: self.load_model(p))
+        self.recent_menu.setEnabled(bool(self.recent_files()))
+
+    def load_model(self, path: str) -> None:
+        self.loading_path = path
+        self.statusBar().showMessage(f"Loading model {Path(path).name}...")
+        self.loader.start(lambda stop: _load_model(path))
+
+    @Slot(object)
+    def _on_loader_event(self, translator) -> None:
+        self.translator, self.loading_path = translator, None
+        path = translator.metadata.get("path", "")
+        self.translate_tab.set_translator(translator)
+        info = translator.info
+        self.model_label.setText(f"{info['languages']} · {info['parameters']:,} parameters")
+        self.statusBar().showMessage(f"Model ready: {Path(path).name}", 5000)
+        self.settings.setValue("models/last", path)
+        if not any(path == e.path for e in bundled_models()):
+            recent = [path] + [p for p in self.recent_files() if p != path]
+            self.settings.setValue("models/recent", recent[:MAX_RECENT])
+        self.refresh_models()
+
+    @Slot(str)
+    def _on_loader_failed(self, message: str) -> None:
+        self.loading_path = None
+        self.refresh_models()
+        self.statusBar().showMessage("The model could not be loaded", 5000)
+        QMessageBox.warning(self, "Cannot open this model", message +
+                            ("\n\nThe current model stays loaded." if self.translator else ""))
+
+    @Slot(int)
+    def _on_model_combo_activated(self, index: int) -> None:
+        path = self.model_combo.itemData(index)
+        if path == OPEN_OTHER:
+            self.open_dialog()
+        elif path and (self.translator is None or path != self.translator.metadata.get("path")):
+            self.load_model(path)
+
+    @Slot()
+    def open_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open checkpoint", self.settings.value("models/dir", ""),
+                                              "attnviz checkpoints (*.safetensors);;All files (*)")
+        self.refresh_models()
+        if path:
+            self.settings.setValue("models/dir", str(Path(path).parent))
+            self.load_model(path)
+
+    def dragEnterEvent(self, event) -> None:  # noqa: N802
+        if event.mimeData().hasUrls() and len(event.mimeData().urls()) == 1:
+            event.acceptProposedAction()
+
+    def dropEvent(self, event) -> None:  # noqa: N802
+        url = event.mimeData().urls()[0]
+        if url.isLocalFile():
+            self.load_model(url.toLocalFile())
+
+    # -- export ------------------------------------------------------------------------------------------------------
+
+    def export_view(self, fmt: str) -> None:
+        data = self.translate_tab.attention.heatmap.data()
+        if data is None:
+            self.statusBar().showMessage("Nothing to export yet: translate a sentence first.", 5000)
+            return
+        path, _ = QFileDialog.getSaveFileName(self, f"Export view as {fmt.upper()}", f"attention.{fmt}",
+                                              f"{fmt.upper()} (*.{fmt})")
+        if path:
+            from attnviz.plots.heatmap import save_heatmap
+
+            save_heatmap(path, data.matrix, data.rows, data.cols, data.row_axis, data.col_axis, data.title,
+                         data.highlight_row, data.per_map)
+            self.statusBar().showMessage(f"Saved {path}", 5000)
+
+    def export_attention(self) -> None:
+        translation = self.translate_tab.current_translation()
+        if translation is None or self.translator is None:
+            self.statusBar().showMessage("Nothing to export yet: translate a sentence first.", 5000)
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export attention", "attention.npz", "NumPy archive (*.npz)")
+        if path:
+            from attnviz.engine.export import save_attention
+
+            sidecar = save_attention(path, [translation], self.translator.info)
+            self.statusBar().showMessage(f"Saved {path} and {sidecar.name}", 5000)
+
+    # -- misc --------------------------------------------------------------------------------------------------------
+
+    @Slot(str)
+    def _on_tab_status(self, text: str) -> None:
+        self.statusBar().showMessage(text, 8000)
+
+    def about(self) -> None:
+        QMessageBox.about(self, "About attnviz", f"<b>attnviz {__version__}</b><p>See what attention does inside a "
+                          "translation model: every layer, every head, every step.</p>")
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        self.settings.setValue("window/geometry", self.saveGeometry())
+        self.translate_tab.save_settings(self.settings)
+        for worker in (self.loader, self.translate_tab.worker):
+            worker.cancel()
+            worker.wait(3000)
+        super().closeEvent(event)

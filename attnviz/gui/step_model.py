@@ -1,0 +1,49 @@
+"""StepTableModel: the decoded steps as a table (step, token, probability, entropy, runner-up)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+
+from attnviz.engine.events import DecodeStep
+
+COLUMNS = ("Step", "Token", "Probability", "Entropy (nats)", "Runner-up")
+
+
+class StepTableModel(QAbstractTableModel):
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._steps: list[DecodeStep] = []
+
+    def set_steps(self, steps: list[DecodeStep]) -> None:
+        self.beginResetModel()
+        self._steps = list(steps)
+        self.endResetModel()
+
+    def append(self, step: DecodeStep) -> None:
+        row = len(self._steps)
+        self.beginInsertRows(QModelIndex(), row, row)
+        self._steps.append(step)
+        self.endInsertRows()
+
+    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(self._steps)
+
+    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+        return 0 if parent.isValid() else len(COLUMNS)
+
+    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section]
+        return None
+
+    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+        if not index.isValid():
+            return None
+        step = self._steps[index.row()]
+        if role == Qt.ItemDataRole.DisplayRole:
+            runner = f"{step.topk[1][0]} ({step.topk[1][1]:.3f})" if len(step.topk) > 1 else ""
+            return (str(step.index + 1), step.token, f"{step.probability:.4f}", f"{step.entropy:.3f}",
+                    runner)[index.column()]
+        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() in (0, 2, 3):
+            return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+        return None

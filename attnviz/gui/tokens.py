@@ -1,0 +1,141 @@
+"""Token strips (source and output tokens as chips, shaded by attention, hoverable) and the top-k chart."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from PySide6.QtCore import QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPalette, QPen
+from PySide6.QtWidgets import QSizePolicy, QWidget
+
+from attnviz.gui.colormap import color_at
+
+
+class TokenStrip(QWidget):
+    """A wrapped row of tokens. ``hovered(index)`` (-1 on leave); ``clicked(index)``. Shading comes from outside."""
+
+    hovered = Signal(int)
+    clicked = Signal(int)
+
+    def __init__(self, placeholder: str, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setMouseTracking(True)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum)
+        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self._placeholder = placeholder
+        self._tokens: list[str] = []
+        self._weights: list[float] | None = None
+        self._current = -1
+        self._rects: list[QRect] = []
+
+    def set_tokens(self, tokens: Sequence[str], current: int = -1) -> None:
+        self._tokens, self._current, self._weights = list(tokens), current, None
+        self.updateGeometry()
+        self.update()
+
+    def set_weights(self, weights: Sequence[float] | None) -> None:
+        """Shade each token by a weight in 0..1 (None clears the shading)."""
+        self._weights = None if weights is None else [float(w) for w in weights]
+        self.update()
+
+    def tokens(self) -> list[str]:
+        return list(self._tokens)
+
+    def _flow(self) -> list[QRect]:
+        metrics, x, y, rects = self.fontMetrics(), 4, 4, []
+        h = metrics.height() + 8
+        for tok in self._tokens:
+            w = metrics.horizontalAdvance(tok) + 14
+            if x + w > self.width() - 4 and x > 4:
+                x, y = 4, y + h + 4
+            rects.append(QRect(x, y, w, h))
+            x += w + 4
+        return rects
+
+    def sizeHint(self) -> QSize:
+        rects = self._flow()
+        return QSize(400, (rects[-1].bottom() + 6) if rects else self.fontMetrics().height() + 16)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(100, self.sizeHint().height())
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        self.updateGeometry()
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+        pal = self.palette()
+        if not self._tokens:
+            painter.setPen(pal.color(QPalette.ColorRole.PlaceholderText))
+            painter.drawText(self.rect().adjusted(6, 0, 0, 0), Qt.AlignmentFlag.AlignVCenter, self._placeholder)
+            return
+        self._rects = self._flow()
+        for i, (tok, rect) in enumerate(zip(self._tokens, self._rects)):
+            fill = pal.color(QPalette.ColorRole.AlternateBase)
+            text = pal.color(QPalette.ColorRole.Text)
+            if self._weights is not None and i < len(self._weights):
+                fill = color_at(self._weights[i])
+                text = QColor("black") if self._weights[i] > 0.55 else QColor("white")
+            painter.setBrush(fill)
+            painter.setPen(QPen(QColor(255, 80, 80), 2) if i == self._current else QPen(pal.color(QPalette.ColorRole.Mid)))
+            painter.drawRoundedRect(QRectF(rect), 6, 6)
+            painter.setPen(text)
+            painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, tok)
+
+    def index_at(self, event: QMouseEvent) -> int:
+        pos = event.position().toPoint()
+        return next((i for i, r in enumerate(self._rects) if r.contains(pos)), -1)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        self.hovered.emit(self.index_at(event))
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        index = self.index_at(event)
+        if index >= 0:
+            self.clicked.emit(index)
+
+    def leaveEvent(self, event) -> None:  # noqa: N802
+        self.hovered.emit(-1)
+
+
+class TopKView(QWidget):
+    """The best candidates of one step as horizontal bars with exact probabilities; the chosen one first."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("topkView")
+        self.setAccessibleName("Best next-token candidates")
+        self._items: list[tuple[str, float]] = []
+        self._entropy: float | None = None
+        self.setMinimumSize(220, 120)
+
+    def set_candidates(self, items: Sequence[tuple[str, float]], entropy: float | None) -> None:
+        self._items, self._entropy = list(items), entropy
+        self.setToolTip("\n".join(f"{t}: {p:.4f}" for t, p in self._items))
+        self.update()
+
+    def sizeHint(self) -> QSize:
+        return QSize(260, 230)
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        painter = QPainter(self)
+        pal = self.palette()
+        painter.setPen(pal.color(QPalette.ColorRole.WindowText))
+        if not self._items:
+            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "Top candidates appear here")
+            return
+        header = f"Top {len(self._items)} candidates" + (f" · entropy {self._entropy:.3f} nats"
+                                                          if self._entropy is not None else "")
+        row_h = max(14, (self.height() - 22) // len(self._items))
+        painter.drawText(QRect(4, 0, self.width() - 8, 18), Qt.AlignmentFlag.AlignLeft, header)
+        label_w, value_w = 90, 56
+        bar_w = max(10, self.width() - label_w - value_w - 12)
+        for i, (tok, p) in enumerate(self._items):
+            y = 20 + i * row_h
+            painter.setPen(pal.color(QPalette.ColorRole.WindowText))
+            painter.drawText(QRect(4, y, label_w - 6, row_h), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+                             tok)
+            painter.fillRect(QRect(label_w, y + 2, int(bar_w * p), row_h - 4),
+                             pal.color(QPalette.ColorRole.Highlight) if i == 0 else color_at(0.35 + 0.5 * p))
+            painter.drawText(QRect(label_w + bar_w + 4, y, value_w, row_h), Qt.AlignmentFlag.AlignVCenter, f"{p:.3f}")

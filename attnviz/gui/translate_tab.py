@@ -1,0 +1,353 @@
+"""The Translate tab: type a sentence, watch it decode token by token, scrub through steps, explore attention.
+
+Decoding runs in the generic worker; each engine event lands in a ``DecodeSession`` (every step is kept, so
+scrubbing back is instant). Playback reveals the kept steps at the chosen speed, or all at once with "Instant".
+"""
+
+from __future__ import annotations
+
+import json
+
+from PySide6.QtCore import QSettings, Qt, QTimer, Signal, Slot
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
+                               QSizePolicy, QSlider, QSplitter, QStyle, QTableView, QVBoxLayout, QWidget)
+
+from attnviz.engine.events import DecodeStep, EncoderPass
+from attnviz.engine.tokenize import LANGUAGE_NAMES
+from attnviz.gui.attention_view import AttentionPanel
+from attnviz.gui.paths import resources_dir
+from attnviz.gui.session import DecodeSession
+from attnviz.gui.step_model import StepTableModel
+from attnviz.gui.tokens import TokenStrip, TopKView
+from attnviz.gui.worker import Worker
+
+SPEEDS = {"Slow": 700, "Normal": 350, "Fast": 120, "Very fast": 40}  # milliseconds per token
+
+
+def load_examples() -> dict[str, list[str]]:
+    try:
+        return json.loads((resources_dir() / "examples.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+
+
+def _named(widget: QWidget, name: str, accessible: str, tip: str = "") -> QWidget:
+    widget.setObjectName(name)
+    widget.setAccessibleName(accessible)
+    widget.setToolTip(tip or accessible)
+    return widget
+
+
+class TranslateTab(QWidget):
+    status = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.translator = None
+        self.session: DecodeSession | None = None
+        self.current = -1  # the step shown; -1 = only the encoder pass
+        self.worker = Worker(self)
+        self.step_model = StepTableModel(self)
+        self.timer = QTimer(self)
+        self.examples = load_examples()
+        self._build()
+        self._connect()
+        self.set_translator(None)
+
+    # -- construction ------------------------------------------------------------------------------------------------
+
+    def _build(self) -> None:
+        style = self.style()
+        self.lang_label = QLabel("Source")
+        self.source_edit = _named(QLineEdit(), "sourceEdit", "Sentence to translate",
+                                  "Type a sentence and press Enter")
+        self.source_edit.setClearButtonEnabled(True)
+        self.lang_label.setBuddy(self.source_edit)
+        self.examples_combo = _named(QComboBox(), "examplesCombo", "Example sentences")
+        self.translate_button = _named(QPushButton("&Translate"), "translateButton", "Translate",
+                                       "Translate the sentence (Enter)")
+        self.message = QLabel()
+        self.message.setObjectName("messageLabel")
+        self.message.setStyleSheet("color: #d9534f;")
+        self.message.hide()
+        self.source_view = _named(TokenStrip("Source tokens appear here"), "sourceView", "Source tokens",
+                                  "Source tokens as the model reads them; hover one to see which outputs attended to it")
+        self.output_view = _named(TokenStrip("The translation appears here, token by token"), "outputView",
+                                  "Output tokens", "Output tokens; hover one to see its cross-attention on the source")
+        self.back_button = _named(QPushButton(), "backButton", "Step back", "Step back (Page Up)")
+        self.back_button.setIcon(style.standardIcon(QStyle.StandardPixmap.SP_MediaSeekBackward))
+        self.play_button = _named(QPushButton(), "playButton", "Play or pause", "Play / pause (Ctrl+Space)")
+        self.forward_button = _named(QPushButton(), "forwardButton", "Step forward", "Step forward (Page Down)")
+        self.forward_button.setIcon(style.standardIcon(QStyle.StandardPixmap.SP_MediaSeekForward))
+        self.slider = _named(QSlider(Qt.Orientation.Horizontal), "stepSlider", "Decoding step",
+                             "Scrub through the decoding steps")
+        self.slider.setRange(0, 0)
+        self.speed_combo = _named(QComboBox(), "speedCombo", "Playback speed")
+        self.speed_combo.addItems(list(SPEEDS))
+        self.instant_check = _named(QCheckBox("&Instant"), "instantCheck", "Instant",
+                                    "Show every step as soon as it is decoded")
+        self.step_label = QLabel("step 0 / 0")
+        self.topk_view = TopKView()
+        self.step_table = _named(QTableView(), "stepTable", "Decoded steps")
+        self.step_table.setModel(self.step_model)
+        self.step_table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.step_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.step_table.verticalHeader().hide()
+        self.attention = AttentionPanel()
+
+        entry = QHBoxLayout()
+        for w in (self.lang_label, self.source_edit, self.examples_combo, self.translate_button):
+            entry.addWidget(w)
+        entry.setStretch(1, 1)
+        controls = QHBoxLayout()
+        for w in (self.back_button, self.play_button, self.forward_button, self.slider, self.step_label,
+                  QLabel("Speed"), self.speed_combo, self.instant_check):
+            controls.addWidget(w)
+        controls.setStretch(3, 1)
+        tokens = QVBoxLayout()
+        for title, view in (("Source", self.source_view), ("Translation", self.output_view)):
+            tokens.addWidget(QLabel(f"<b>{title}</b>"))
+            tokens.addWidget(view)
+        tokens.addLayout(controls)
+        tokens.addStretch(1)
+        top = QWidget()
+        top_layout = QHBoxLayout(top)
+        top_layout.setContentsMargins(0, 0, 0, 0)
+        top_layout.addLayout(tokens, 3)
+        top_layout.addWidget(self.topk_view, 1)
+        top_layout.addWidget(self.step_table, 1)
+        self.step_table.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
+        splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.addWidget(top)
+        splitter.addWidget(self.attention)
+        splitter.setStretchFactor(1, 3)
+        layout = QVBoxLayout(self)
+        layout.addLayout(entry)
+        layout.addWidget(self.message)
+        layout.addWidget(splitter, 1)
+
+    def _connect(self) -> None:
+        self.source_edit.returnPressed.connect(self.translate)
+        self.translate_button.clicked.connect(self.translate)
+        self.examples_combo.activated.connect(self._on_examples_activated)
+        self.worker.event.connect(self._on_worker_event)
+        self.worker.failed.connect(self._on_worker_failed)
+        self.worker.finished.connect(self._on_worker_finished)
+        self.timer.timeout.connect(self._on_timer_timeout)
+        self.play_button.clicked.connect(self.toggle_play)
+        self.back_button.clicked.connect(self.step_back)
+        self.forward_button.clicked.connect(self.step_forward)
+        self.slider.valueChanged.connect(self._on_slider_value_changed)
+        self.speed_combo.currentTextChanged.connect(self._on_speed_changed)
+        self.output_view.hovered.connect(self._on_output_hovered)
+        self.output_view.clicked.connect(self.go_to)
+        self.source_view.hovered.connect(self._on_source_hovered)
+        self.attention.selection_changed.connect(self._on_attention_selection_changed)
+        self.step_table.clicked.connect(self._on_step_table_clicked)
+        self._on_speed_changed(self.speed_combo.currentText())
+        self._set_playing(False)
+
+    # -- model and settings ------------------------------------------------------------------------------------------
+
+    def set_translator(self, translator) -> None:
+        self.worker.cancel()
+        self.translator = translator
+        lang = translator.src_spec.lang if translator else ""
+        self.lang_label.setText(f"&{LANGUAGE_NAMES.get(lang, lang or 'Source')}:")
+        self.source_edit.setPlaceholderText(
+            f"Type a {LANGUAGE_NAMES.get(lang, lang)} sentence and press Enter" if translator else "Loading model...")
+        self.examples_combo.clear()
+        self.examples_combo.addItem("Examples...")
+        self.examples_combo.addItems(self.examples.get(lang, []))
+        for w in (self.translate_button, self.source_edit, self.examples_combo):
+            w.setEnabled(translator is not None)
+        self._reset()
+
+    def save_settings(self, settings: QSettings) -> None:
+        settings.setValue("translate/speed", self.speed_combo.currentText())
+        settings.setValue("translate/instant", self.instant_check.isChecked())
+        settings.setValue("translate/kind", self.attention.kind or "")
+
+    def restore_settings(self, settings: QSettings) -> None:
+        speed = settings.value("translate/speed", "Normal")
+        if speed in SPEEDS:
+            self.speed_combo.setCurrentText(speed)
+        self.instant_check.setChecked(settings.value("translate/instant", False, type=bool))
+
+    # -- decoding ----------------------------------------------------------------------------------------------------
+
+    @Slot()
+    def translate(self) -> None:
+        text = self.source_edit.text()
+        if self.translator is None:
+            self._show_message("No model is loaded yet: wait for it, or open a checkpoint (File > Open).")
+            return
+        if not text.strip():
+            self._show_message("Type a sentence to translate first.")
+            return
+        self._show_message("")
+        self._reset()
+        translator = self.translator
+        self.session = DecodeSession(translator.detokenize)
+        self.worker.start(lambda stop: translator.steps(text))
+        self._set_playing(not self.instant_check.isChecked())
+        self.status.emit("Translating...")
+
+    @Slot(object)
+    def _on_worker_event(self, event) -> None:
+        if self.session is None:
+            return
+        self.session.add(event)
+        if isinstance(event, EncoderPass):
+            self.source_view.set_tokens(event.src_tokens)
+            for warning in event.warnings:
+                self._show_message(warning)
+            self.render()
+        elif isinstance(event, DecodeStep):
+            self.step_model.append(event)
+            self.slider.blockSignals(True)
+            self.slider.setRange(0, len(self.session.steps) - 1)
+            self.slider.blockSignals(False)
+            if self.instant_check.isChecked() or (self.current < 0 and not self.timer.isActive()):
+                self.go_to(len(self.session.steps) - 1)
+            else:
+                self._update_step_label()
+
+    @Slot(str)
+    def _on_worker_failed(self, message: str) -> None:
+        self._set_playing(False)
+        self._show_message(message)
+        self.status.emit("Translation failed")
+
+    @Slot()
+    def _on_worker_finished(self) -> None:
+        if self.session is not None:
+            self.session.finished = True
+            self.status.emit(f"Translated: {len(self.session.steps)} tokens. Scrub or hover to explore.")
+            self._update_step_label()
+
+    # -- playback ----------------------------------------------------------------------------------------------------
+
+    @Slot()
+    def toggle_play(self) -> None:
+        if not self.session or not self.session.steps:
+            return
+        if not self.timer.isActive() and self.current >= len(self.session.steps) - 1:
+            self.go_to(0)  # replay from the start
+        self._set_playing(not self.timer.isActive())
+
+    def _set_playing(self, playing: bool) -> None:
+        (self.timer.start if playing else self.timer.stop)()
+        icon = QStyle.StandardPixmap.SP_MediaPause if playing else QStyle.StandardPixmap.SP_MediaPlay
+        self.play_button.setIcon(self.style().standardIcon(icon))
+        self.play_button.setAccessibleDescription("playing" if playing else "paused")
+
+    @Slot()
+    def _on_timer_timeout(self) -> None:
+        if self.session is None:
+            self._set_playing(False)
+        elif self.current < len(self.session.steps) - 1:
+            self.go_to(self.current + 1)
+        elif self.session.finished:
+            self._set_playing(False)
+
+    @Slot()
+    def step_back(self) -> None:
+        self._set_playing(False)
+        self.go_to(max(self.current - 1, 0))
+
+    @Slot()
+    def step_forward(self) -> None:
+        self._set_playing(False)
+        if self.session:
+            self.go_to(min(self.current + 1, len(self.session.steps) - 1))
+
+    @Slot(int)
+    def go_to(self, step: int) -> None:
+        if self.session is None or not self.session.steps:
+            return
+        self.current = max(0, min(step, len(self.session.steps) - 1))
+        self.render()
+
+    @Slot(int)
+    def _on_slider_value_changed(self, value: int) -> None:
+        self._set_playing(False)
+        self.go_to(value)
+
+    @Slot(str)
+    def _on_speed_changed(self, name: str) -> None:
+        self.timer.setInterval(SPEEDS.get(name, 350))
+
+    # -- rendering ---------------------------------------------------------------------------------------------------
+
+    def render(self) -> None:
+        session = self.session
+        if session is None or session.encoder is None:
+            return
+        steps = session.steps[: self.current + 1] if self.current >= 0 else []
+        self.output_view.set_tokens([s.token for s in steps], self.current)
+        self.source_view.set_weights(None)
+        step = steps[-1] if steps else None
+        self.topk_view.set_candidates(step.topk if step else [], step.entropy if step else None)
+        self.slider.blockSignals(True)
+        self.slider.setValue(max(self.current, 0))
+        self.slider.blockSignals(False)
+        if 0 <= self.current < self.step_model.rowCount():
+            self.step_table.selectRow(self.current)
+        self._update_step_label()
+        self.attention.display(session, self.current)
+        self._shade_source_by(self.current)
+
+    def _update_step_label(self) -> None:
+        total = len(self.session.steps) if self.session else 0
+        self.step_label.setText(f"step {self.current + 1} / {total}" + ("" if not self.session or
+                                                                          self.session.finished else " ..."))
+
+    def _shade_source_by(self, step: int) -> None:
+        row = self.session.cross_row(step, self.attention.layer, self.attention.head) if self.session else None
+        self.source_view.set_weights(None if row is None else row / max(float(row.max()), 1e-9))
+
+    @Slot(int)
+    def _on_output_hovered(self, index: int) -> None:
+        self._shade_source_by(index if index >= 0 else self.current)
+
+    @Slot(int)
+    def _on_source_hovered(self, index: int) -> None:
+        column = self.session.cross_column(index, self.current, self.attention.layer, self.attention.head) \
+            if self.session and index >= 0 else None
+        self.output_view.set_weights(None if column is None else column / max(float(column.max()), 1e-9))
+
+    @Slot()
+    def _on_attention_selection_changed(self) -> None:
+        self._shade_source_by(self.current)
+
+    @Slot(object)
+    def _on_step_table_clicked(self, index) -> None:
+        self._set_playing(False)
+        self.go_to(index.row())
+
+    @Slot(int)
+    def _on_examples_activated(self, index: int) -> None:
+        if index > 0:
+            self.source_edit.setText(self.examples_combo.itemText(index))
+            self.examples_combo.setCurrentIndex(0)
+            self.translate()
+
+    def _reset(self) -> None:
+        self._set_playing(False)
+        self.session, self.current = None, -1
+        self.step_model.set_steps([])
+        self.slider.setRange(0, 0)
+        self.source_view.set_tokens([])
+        self.output_view.set_tokens([])
+        self.topk_view.set_candidates([], None)
+        self.attention.display(None, -1)
+        self.step_label.setText("step 0 / 0")
+
+    def _show_message(self, text: str) -> None:
+        self.message.setText(text)
+        self.message.setVisible(bool(text))
+
+    def current_translation(self):
+        """The whole translation decoded so far (for export), or None."""
+        return self.session.translation(-1) if self.session and self.session.steps else None
