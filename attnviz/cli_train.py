@@ -6,7 +6,9 @@ They consume the engine's event generators and print a progress line and one sum
 from __future__ import annotations
 
 import json
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -124,7 +126,10 @@ def cmd_train(args) -> int:
     else:
         raise ConfigError("say what to train: --preset NAME (see `attnviz presets`) or --resume CHECKPOINT")
     tty, last_print = sys.stderr.isatty(), 0.0
-    for event in train(recipe, out, args.data_dir, resume=bool(args.resume), max_steps=args.max_steps):
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl+C or kill: save a resumable checkpoint, then exit
+        signal.signal(sig, lambda *_: stop.set())
+    for event in train(recipe, out, args.data_dir, resume=bool(args.resume), stop=stop, max_steps=args.max_steps):
         if isinstance(event, TrainStarted):
             print(f"training {recipe.name}: {event.parameters:,} parameters, {event.train_pairs:,} train / "
                   f"{event.val_pairs:,} val pairs, {event.total_steps:,} steps on {event.device}"
@@ -147,6 +152,7 @@ def cmd_train(args) -> int:
             print(f"finished: best {event.best_path}, last {event.last_path}", flush=True)
         elif isinstance(event, TrainStopped):
             print(f"stopped at step {event.step}; resume with --resume {out}", flush=True)
+            return 130
         elif isinstance(event, TrainFailed):
             print(f"attnviz: error: {event.message}" + (f" Last good checkpoint: {event.last_good}"
                                                        if event.last_good else ""), file=sys.stderr)

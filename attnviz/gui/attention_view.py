@@ -32,6 +32,7 @@ class AttentionPanel(QWidget):
         super().__init__(parent)
         self._session: DecodeSession | None = None
         self._step = -1
+        self._chosen_kind: str | None = None  # the kind the user picked; kept across translations
         self.kind_combo = _combo("attentionKindCombo", "Attention kind")
         self.layer_combo = _combo("layerCombo", "Layer")
         self.head_combo = _combo("headCombo", "Head, or the mean of all heads")
@@ -97,13 +98,13 @@ class AttentionPanel(QWidget):
         kinds = self._session.kinds() if self._session else []
         current = [self.kind_combo.itemData(i) for i in range(self.kind_combo.count())]
         if kinds != current:
-            keep = self.kind
             self.kind_combo.blockSignals(True)
             self.kind_combo.clear()
             for k in kinds:
                 self.kind_combo.addItem(ATTENTION_KINDS[k].label, k)
-            if keep in kinds:
-                self.kind_combo.setCurrentIndex(kinds.index(keep))
+            preferred = self._chosen_kind if self._chosen_kind in kinds else "cross" if "cross" in kinds else None
+            if preferred is not None:
+                self.kind_combo.setCurrentIndex(kinds.index(preferred))
             self.kind_combo.blockSignals(False)
             self._sync_layers_heads()
 
@@ -154,6 +155,7 @@ class AttentionPanel(QWidget):
 
     @Slot(int)
     def _on_kind_changed(self, index: int) -> None:
+        self._chosen_kind = self.kind
         self._sync_layers_heads()
         self.redraw()
         self.selection_changed.emit()

@@ -46,6 +46,7 @@ class TranslateTab(QWidget):
         self.translator = None
         self.session: DecodeSession | None = None
         self.current = -1  # the step shown; -1 = only the encoder pass
+        self.max_len = 50  # output tokens per translation
         self.worker = Worker(self)
         self.step_model = StepTableModel(self)
         self.timer = QTimer(self)
@@ -187,9 +188,9 @@ class TranslateTab(QWidget):
             return
         self._show_message("")
         self._reset()
-        translator = self.translator
+        translator, max_len = self.translator, self.max_len
         self.session = DecodeSession(translator.detokenize)
-        self.worker.start(lambda stop: translator.steps(text))
+        self.worker.start(lambda stop: translator.steps(text, max_len=max_len))
         self._set_playing(not self.instant_check.isChecked())
         self.status.emit("Translating...")
 
@@ -223,6 +224,7 @@ class TranslateTab(QWidget):
     def _on_worker_finished(self) -> None:
         if self.session is not None:
             self.session.finished = True
+            self._stop_at_end()
             self.status.emit(f"Translated: {len(self.session.steps)} tokens. Scrub or hover to explore.")
             self._update_step_label()
 
@@ -244,11 +246,12 @@ class TranslateTab(QWidget):
 
     @Slot()
     def _on_timer_timeout(self) -> None:
-        if self.session is None:
-            self._set_playing(False)
-        elif self.current < len(self.session.steps) - 1:
+        if self.session is not None and self.current < len(self.session.steps) - 1:
             self.go_to(self.current + 1)
-        elif self.session.finished:
+        self._stop_at_end()
+
+    def _stop_at_end(self) -> None:
+        if self.session is None or (self.session.finished and self.current >= len(self.session.steps) - 1):
             self._set_playing(False)
 
     @Slot()

@@ -1,0 +1,127 @@
+"""GUI responsiveness, offscreen, printed as JSON (measured, never asserted in tests).
+
+With a reference-A-sized model (3 decoder layers x 8 heads; random weights with <eos> suppressed unless --model is
+given) the script translates a sentence to exactly ``--tokens`` output tokens with the 24-map head grid visible,
+then steps through every step. It reports:
+- the longest stall of the GUI event loop, seen by a 10 ms heartbeat timer, over the whole run;
+- the time to redraw the attention panel (large map + 24-map grid) for one step, median and max;
+- the time from pressing Enter to the first output token on screen (model already loaded).
+Targets: stall < 100 ms, grid redraw < 150 ms, first token < 300 ms.
+
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_gui.py [--model CKPT] [--tokens 20]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+sys.path.insert(0, str(Path(__file__).parent))
+
+from PySide6.QtCore import QElapsedTimer, QSettings, Qt, QTimer  # noqa: E402
+from PySide6.QtTest import QTest  # noqa: E402
+
+from attnviz.gui.app import make_app  # noqa: E402
+from attnviz.gui.main_window import MainWindow  # noqa: E402
+
+SENTENCE = "Ein kleines Mädchen in einem rosa Kleid klettert eine Treppe zu einem Spielhaus hinauf ."
+
+
+class Heartbeat:
+    """A 10 ms timer; the longest gap between its ticks, minus 10 ms, is the longest stall."""
+
+    def __init__(self):
+        self.clock = QElapsedTimer()
+        self.timer = QTimer()
+        self.timer.setTimerType(Qt.TimerType.PreciseTimer)
+        self.timer.setInterval(10)
+        self.timer.timeout.connect(self.tick)
+        self.last = 0
+        self.longest = 0
+
+    def start(self) -> None:
+        self.clock.start()
+        self.last = 0
+        self.timer.start()
+
+    def tick(self) -> None:
+        now = self.clock.elapsed()
+        self.longest = max(self.longest, now - self.last - 10)
+        self.last = now
+
+
+def wait_until(app, condition, timeout_s: float = 60) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            raise TimeoutError("the GUI did not reach the expected state")
+        app.processEvents()
+        time.sleep(0.001)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--model")
+    parser.add_argument("--tokens", type=int, default=20)
+    args = parser.parse_args()
+    app = make_app()
+    window = MainWindow(QSettings(str(Path("/tmp") / "attnviz-bench.ini"), QSettings.Format.IniFormat))
+    window.resize(1400, 900)
+    window.show()
+    if args.model:
+        window.load_model(args.model)
+        wait_until(app, lambda: window.translator is not None)
+    else:
+        from bench_decode import random_translator
+
+        translator = random_translator()
+        translator.src_spec.prepare()
+        translator.metadata["path"] = "random reference-A weights"
+        window._on_loader_event(translator)
+    tab = window.translate_tab
+    tab.max_len = args.tokens
+    tab.instant_check.setChecked(True)
+    tab.source_edit.setText(SENTENCE)
+    tab.attention.select(kind="cross")
+    app.processEvents()
+    beat = Heartbeat()
+    beat.start()
+    start = time.perf_counter()
+    QTest.keyClick(tab.source_edit, Qt.Key.Key_Return)
+    wait_until(app, lambda: tab.session is not None and len(tab.output_view.tokens()) >= 1)
+    tab.output_view.repaint()
+    first_token_ms = (time.perf_counter() - start) * 1000
+    wait_until(app, lambda: tab.session.finished)
+    redraws = []
+    for step in range(len(tab.session.steps)):
+        t0 = time.perf_counter()
+        tab.go_to(step)
+        tab.attention.heatmap.repaint()
+        tab.attention.grid.repaint()
+        redraws.append((time.perf_counter() - t0) * 1000)
+        app.processEvents()
+    for _ in range(20):
+        app.processEvents()
+        time.sleep(0.005)
+    layers, heads = tab.session.maps("cross", -1).shape[:2]
+    print(json.dumps({
+        "model": args.model or "random reference-A weights, <eos> suppressed",
+        "output_tokens": len(tab.session.steps),
+        "grid_maps": layers * heads,
+        "longest_stall_ms": beat.longest,
+        "grid_redraw_ms_median": round(statistics.median(redraws), 1),
+        "grid_redraw_ms_max": round(max(redraws), 1),
+        "enter_to_first_token_ms": round(first_token_ms, 1),
+        "targets": {"longest_stall_ms_under": 100, "grid_redraw_ms_under": 150, "first_token_ms_under": 300},
+    }, indent=2))
+    window.close()
+
+
+if __name__ == "__main__":
+    main()

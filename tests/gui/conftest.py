@@ -1,0 +1,42 @@
+"""GUI fixtures: a main window with private settings and the trained toy model on disk."""
+
+import pytest
+from PySide6.QtCore import QSettings
+
+from attnviz.gui.main_window import MainWindow
+
+
+@pytest.fixture()
+def toy_checkpoint(tmp_path, trained_translator):
+    path = tmp_path / "toy.safetensors"
+    trained_translator.save(path, name="toy")
+    return str(path)
+
+
+@pytest.fixture()
+def settings(tmp_path):
+    return QSettings(str(tmp_path / "settings.ini"), QSettings.Format.IniFormat)
+
+
+@pytest.fixture()
+def window(qtbot, settings):
+    win = MainWindow(settings)
+    qtbot.addWidget(win)
+    win.show()
+    return win
+
+
+@pytest.fixture()
+def loaded(qtbot, window, toy_checkpoint):
+    window.load_model(toy_checkpoint)
+    qtbot.waitUntil(lambda: window.translator is not None, timeout=20000)
+    return window
+
+
+def translate(qtbot, window, text: str, instant: bool = True):
+    tab = window.translate_tab
+    tab.instant_check.setChecked(instant)
+    tab.source_edit.setText(text)
+    qtbot.keyClick(tab.source_edit, "\r")
+    qtbot.waitUntil(lambda: tab.session is not None and tab.session.finished, timeout=20000)
+    return tab
