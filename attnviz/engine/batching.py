@@ -9,7 +9,6 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
-import torch
 from torch import Tensor
 
 from attnviz.config import TrainConfig
@@ -47,6 +46,3 @@ def batch_tensors(examples: Sequence[tuple[Sequence[int], Sequence[int]]]) -> tu
     """(source ids, target ids) pairs -> padded [B, S] and [B, T] tensors."""
     return pad_batch([s for s, _ in examples]), pad_batch([t for _, t in examples])
 
-
-def padded_tokens(batch: tuple[Tensor, Tensor]) -> int:
-    return int(torch.tensor(batch[0].shape).prod() + torch.tensor(batch[1].shape).prod())
