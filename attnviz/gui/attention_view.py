@@ -115,13 +115,13 @@ class AttentionPanel(QWidget):
                              (self.head_combo, [MEAN] + [f"Head {i + 1}" for i in range(heads)])):
             if [combo.itemText(i) for i in range(combo.count())] != items:
                 keep = combo.currentIndex()
+                if keep < 0 and combo is self.layer_combo:
+                    keep = len(items) - 1  # first time: the last layer, the one the references show
                 combo.blockSignals(True)
                 combo.clear()
                 combo.addItems(items)
                 combo.setCurrentIndex(min(max(keep, 0), len(items) - 1))
                 combo.blockSignals(False)
-        if layers and self.layer_combo.currentIndex() < 0:
-            self.layer_combo.setCurrentIndex(layers - 1)
 
     def select(self, kind: str | None = None, layer: int | None = None, head: int | None | str = "keep") -> None:
         """Programmatic selection (tests, the grid, saved settings); ``head=None`` means the mean."""

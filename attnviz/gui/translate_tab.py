@@ -162,6 +162,8 @@ class TranslateTab(QWidget):
         self.examples_combo.addItems(self.examples.get(lang, []))
         for w in (self.translate_button, self.source_edit, self.examples_combo):
             w.setEnabled(translator is not None)
+        if translator is not None:
+            self.source_edit.setFocus()
         self._reset()
 
     def save_settings(self, settings: QSettings) -> None:
