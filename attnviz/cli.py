@@ -107,6 +107,10 @@ def cmd_translate(args) -> int:
     return 0
 
 
+INFO_FIGURES = ("bleu_tok", "sacrebleu", "chrf", "ppl", "accuracy", "loss", "sentences", "decode",
+                "bleu_tok_float32", "bleu_tok_float16", "stored_as_float16")
+
+
 def _format_info(info: dict) -> str:
     m = info["model"]
     lines = [
@@ -119,9 +123,9 @@ def _format_info(info: dict) -> str:
     if info.get("preset"):
         lines.append(f"  preset     {info['preset']}")
     for split, values in (info.get("metrics") or {}).items():
-        shown = ", ".join(f"{k} {v:.4g}" if isinstance(v, float) else f"{k} {v}" for k, v in values.items()
-                          if not isinstance(v, (dict, list)))
-        lines.append(f"  {split:<10} {shown}")
+        shown = ", ".join(f"{k} {values[k]:.4g}" if isinstance(values[k], float) else f"{k} {values[k]}"
+                          for k in INFO_FIGURES if k in values)
+        lines.append(f"  {split:<12} {shown}")
     return "\n".join(lines)
 
 

@@ -37,6 +37,16 @@ def add_commands(sub) -> None:
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override any recipe setting")
     p.set_defaults(func=cmd_train)
 
+    p = sub.add_parser("release", help="measure a trained checkpoint and write it for bundling, metrics inside")
+    p.add_argument("checkpoint")
+    p.add_argument("--out", required=True, help="the file to write (e.g. models/de-en-multi30k.safetensors)")
+    p.add_argument("--name", help="display name stored in the file")
+    p.add_argument("--beam", type=int, default=5, help="beam width measured beside greedy (default 5)")
+    p.add_argument("--half", choices=["auto", "yes", "no"], default="auto",
+                   help="store float16 weights; auto: only if test bleu_tok moves by at most 0.1")
+    p.add_argument("--data-dir")
+    p.set_defaults(func=cmd_release)
+
     p = sub.add_parser("presets", help="list the training recipes")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_presets)
@@ -157,6 +167,14 @@ def cmd_train(args) -> int:
             print(f"attnviz: error: {event.message}" + (f" Last good checkpoint: {event.last_good}"
                                                        if event.last_good else ""), file=sys.stderr)
             return 1
+    return 0
+
+
+def cmd_release(args) -> int:
+    from attnviz.engine.release import release
+
+    metrics = release(args.checkpoint, args.out, args.name, args.beam, args.half, args.data_dir)
+    print(json.dumps(metrics, indent=2, ensure_ascii=False))
     return 0
 
 

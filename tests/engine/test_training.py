@@ -188,3 +188,18 @@ def test_sigkill_during_training_never_corrupts_checkpoints(tmp_path):
         leftovers = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
         for name in leftovers:  # a killed save may leave its temporary file, never a damaged target
             (tmp_path / name).unlink()
+
+
+def test_release_stores_measured_metrics_and_picks_float16_only_when_lossless(tmp_path):
+    from attnviz.engine.release import release
+
+    pairs = [(f"a{i % 9} b{i % 5} c{i % 4}", f"x{i % 9} y{i % 5} z{i % 4}") for i in range(64)]
+    recipe = overfit_recipe(tmp_path, pairs).override({"train.epochs": "40", "train.eval_every": "40"})
+    events_of(recipe, tmp_path / "r.safetensors", None)
+    metrics = release(tmp_path / "r.safetensors", tmp_path / "bundle.safetensors", name="tiny", beam=3)
+    assert {"val", "val_beam3", "float16_check"} <= set(metrics)
+    check = metrics["float16_check"]
+    assert check["stored_as_float16"] == (abs(check["bleu_tok_float16"] - check["bleu_tok_float32"]) <= 0.1)
+    bundled = load_translator(tmp_path / "bundle.safetensors")
+    assert bundled.info["name"] == "tiny" and bundled.info["metrics"]["val"]["bleu_tok"] == metrics["val"]["bleu_tok"]
+    assert bundled.info["dtype"] == ("float16" if check["stored_as_float16"] else "float32")
