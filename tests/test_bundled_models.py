@@ -1,0 +1,57 @@
+"""The bundled models translate sentences written for this test into sensible English, and describe themselves."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnviz import load_translator
+
+MODELS = Path(__file__).resolve().parents[1] / "models"
+
+CASES = {
+    "de-en-multi30k.safetensors": [
+        ("Ein Mann fährt mit seinem Fahrrad durch die Stadt.", {"man", "bike"}),
+        ("Zwei Kinder spielen Fußball auf einer grünen Wiese.", {"two", "children", "soccer", "green"}),
+        ("Eine Frau trinkt Kaffee in einem Café.", {"woman", "coffee"}),
+        ("Drei Musiker spielen Gitarre auf einer Bühne.", {"three", "guitar", "stage"}),
+        ("Ein schwarzer Hund schwimmt im See.", {"black", "dog", "lake"}),
+    ],
+}
+TARGETS = {"de-en-multi30k.safetensors": 38.0}
+
+
+@pytest.fixture(scope="module", params=sorted(CASES))
+def bundled(request):
+    path = MODELS / request.param
+    assert path.exists(), f"bundled model {path} is missing"
+    return request.param, load_translator(path)
+
+
+def test_translations_contain_the_content_words(bundled):
+    name, translator = bundled
+    sentences = [s for s, _ in CASES[name]]
+    outputs = translator.translate_batch(sentences)
+    for (sentence, words), text in zip(CASES[name], outputs):
+        tokens = {t.rstrip("s") for t in translator.tgt_spec.tokenize(text)}
+        missing = {w for w in words if w.rstrip("s") not in tokens}
+        assert not missing, f"{sentence!r} -> {text!r} lacks {missing}"
+
+
+def test_attention_of_a_bundled_model_is_complete(bundled):
+    _, translator = bundled
+    t = translator.translate("Ein Hund rennt.")
+    layers, heads = translator.config.dec_layers, translator.config.heads
+    assert t.attention["cross"].shape == (layers, heads, len(t.tokens), len(t.src_tokens))
+
+
+def test_info_json_shows_the_stored_metrics(bundled):
+    name, _ = bundled
+    out = subprocess.run([sys.executable, "-m", "attnviz", "info", str(MODELS / name), "--json"],
+                         capture_output=True, text=True, timeout=120)
+    info = json.loads(out.stdout)
+    assert info["metrics"]["test"]["bleu_tok"] >= TARGETS[name]
+    assert info["parameters"] <= 9_100_000 and info["dtype"] in ("float16", "float32")
+    assert {"val", "test", "test_beam5"} <= set(info["metrics"])
