@@ -42,6 +42,13 @@ def make_batches(lengths: Sequence[tuple[int, int]], cfg: TrainConfig, seed: int
     return batches
 
 
+def eval_batches(examples: Sequence[tuple[Sequence[int], Sequence[int]]], batch_size: int = 128):
+    """Padded (source, target) tensors over ``examples`` in length order, for evaluation (no shuffling)."""
+    lengths = [(len(s), len(t)) for s, t in examples]
+    for batch in make_batches(lengths, TrainConfig(batch_size=batch_size), seed=0, shuffle=False):
+        yield batch_tensors([examples[i] for i in batch])
+
+
 def batch_tensors(examples: Sequence[tuple[Sequence[int], Sequence[int]]]) -> tuple[Tensor, Tensor]:
     """(source ids, target ids) pairs -> padded [B, S] and [B, T] tensors."""
     return pad_batch([s for s, _ in examples]), pad_batch([t for _, t in examples])

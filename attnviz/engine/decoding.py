@@ -32,8 +32,7 @@ def _recomputed_step(model, prefix: list[int], enc, need_weights: bool):
     logits = model.project(out.hidden[:, -1])
     if not need_weights:
         return logits, None, None
-    return (logits, torch.stack([w[:, :, -1] for w in out.self_attention], 1),
-            torch.stack([w[:, :, -1] for w in out.cross_attention], 1))  # [B, L, H, t], [B, L, H, S]
+    return (logits, *out.last_rows())
 
 
 def allowed_logits(logits: Tensor) -> Tensor:

@@ -6,8 +6,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from attnviz.config import DecodeConfig, TrainConfig
-from attnviz.engine.batching import batch_tensors, make_batches
+from attnviz.config import DecodeConfig
+from attnviz.engine.batching import eval_batches
 from attnviz.engine.data import Pair, load_splits, read_parallel, resolve_data_dir
 from attnviz.engine.decoding import device_of
 from attnviz.engine.errors import ConfigError
@@ -30,9 +30,7 @@ def evaluate_pairs(translator: Translator, pairs: Sequence[Pair], decode: Decode
     report["chrf"], report["chrf_signature"] = chrf(hyp_text, refs_raw)
     encoded = [(translator.prepare_source(s)[1], translator.tgt_vocab.encode(r[: translator.config.max_positions - 2],
                                                                              True)) for (s, _), r in zip(pairs, refs_tok)]
-    batches = make_batches([(len(s), len(t)) for s, t in encoded], TrainConfig(batch_size=128), 0, shuffle=False)
-    stats = teacher_forced_stats(translator.model, (batch_tensors([encoded[i] for i in b]) for b in batches),
-                                 device_of(translator.model))
+    stats = teacher_forced_stats(translator.model, eval_batches(encoded), device_of(translator.model))
     report.update(loss=stats.loss, ppl=stats.ppl, accuracy=stats.accuracy)
     return report
 

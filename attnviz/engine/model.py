@@ -192,6 +192,11 @@ class Decoded:
     self_attention: list[Tensor]  # per layer [B, H, T, t]
     cross_attention: list[Tensor]  # per layer [B, H, T, S]
 
+    def last_rows(self) -> tuple[Tensor, Tensor]:
+        """The last query's attention of every layer: [B, L, H, t] (decoder self) and [B, L, H, S] (cross)."""
+        return (torch.stack([w[:, :, -1] for w in self.self_attention], dim=1),  # L x [B, H, t] -> [B, L, H, t]
+                torch.stack([w[:, :, -1] for w in self.cross_attention], dim=1))
+
 
 class Transformer(nn.Module):
     def __init__(self, cfg: ModelConfig):
@@ -271,9 +276,7 @@ class Transformer(nn.Module):
         logits = self.project(out.hidden[:, -1])
         if not need_weights:
             return logits, None, None
-        self_rows = torch.stack([w[:, :, -1] for w in out.self_attention], dim=1)  # L x [B, H, t] -> [B, L, H, t]
-        cross_rows = torch.stack([w[:, :, -1] for w in out.cross_attention], dim=1)
-        return logits, self_rows, cross_rows
+        return (logits, *out.last_rows())
 
 
 def count_parameters(model: nn.Module) -> int:

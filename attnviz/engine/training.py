@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 
 from attnviz.config import TrainConfig
-from attnviz.engine.batching import batch_tensors, make_batches
+from attnviz.engine.batching import batch_tensors, eval_batches, make_batches
 from attnviz.engine.checkpoint import load_tensors, read_header, save_tensors
 from attnviz.engine.data import Pair, load_splits, resolve_data_dir
 from attnviz.engine.errors import CheckpointError, ConfigError
@@ -31,7 +31,7 @@ from attnviz.engine.metrics import bleu_tok, smoothed_loss, teacher_forced_stats
 from attnviz.engine.model import count_parameters
 from attnviz.engine.presets import Recipe
 from attnviz.engine.translator import Translator, build_model, load_translator
-from attnviz.engine.vocab import Vocab
+from attnviz.engine.vocab import PAD_ID, Vocab
 
 STATE_VERSION = 1
 
@@ -197,10 +197,7 @@ class _Trainer:
         return saved
 
     def evaluate(self, elapsed: float) -> EvalResult:
-        val_batches = (batch_tensors([self.data.val[i] for i in b]) for b in
-                       make_batches([(len(s), len(t)) for s, t in self.data.val], TrainConfig(batch_size=128), 0,
-                                    shuffle=False))
-        stats = teacher_forced_stats(self.model, val_batches, self.device)
+        stats = teacher_forced_stats(self.model, eval_batches(self.data.val), self.device)
         n = self.cfg.bleu_sentences or len(self.data.val_pairs)
         hyps = self.translator.translate_batch_tokens([s for s, _ in self.data.val_pairs[:n]])
         bleu, _ = bleu_tok(hyps, self.data.val_refs[:n])
@@ -270,7 +267,7 @@ def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = 
                 torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
             run.opt.step()
             run.step += 1
-            window_tokens += int((tgt[:, 1:] != 1).sum())
+            window_tokens += int((tgt[:, 1:] != PAD_ID).sum())
             now = time.perf_counter()
             per_step = (now - started) / max(run.step - first_step, 1)
             yield TrainStep(run.step, epoch, loss.item(), lr, window_tokens / max(now - window_start, 1e-9),
