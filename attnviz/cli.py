@@ -51,6 +51,9 @@ def cmd_gui(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="attnviz", description="See what attention does inside a translation model.")
     parser.add_argument("--version", action="version", version=f"attnviz {__version__}")
+    parser.add_argument("--self-test", action="store_true",
+                        help="check this installation without showing a window: load the default model, translate "
+                             "a sentence, check the attention shapes, print a JSON line (exit 0 when all is well)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_gui(sub)
     _add_translate(sub)
@@ -140,6 +143,10 @@ def cmd_info(args) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.self_test:
+        from attnviz.selftest import run_self_test
+
+        return run_self_test()
     if args.command is None:
         args.func = cmd_gui
     try:

@@ -164,12 +164,12 @@ def _load_all(spec: CorpusSpec, data_dir: Path) -> Splits:
     if spec.kind == "multi30k":
         files = {s: (_multi30k_file(data_dir, s, spec.src_lang), _multi30k_file(data_dir, s, spec.tgt_lang))
                  for s in ("train", "val", spec.test_split)}
-        _require_files(data_dir, [p for pair in files.values() for p in pair], "multi30k")
+        _require_files(data_dir, [p for pair in files.values() for p in pair], download_name(spec))
         read = {s: read_parallel(*paths) for s, paths in files.items()}
         return Splits(read["train"][0], read["val"][0], read[spec.test_split][0], sum(d for _, d in read.values()))
     if spec.kind == "tatoeba":
         path = data_dir / spec.file
-        _require_files(data_dir, [path], "tatoeba-" + spec.file.split("-")[-1].split(".")[0])
+        _require_files(data_dir, [path], download_name(spec))
         pairs, dropped = read_tsv(path)  # English first
         pairs = [(other, eng) for eng, other in pairs if _keep_tatoeba(eng, other, spec)]
         if spec.src_lang == "en":
@@ -188,7 +188,25 @@ def _load_all(spec: CorpusSpec, data_dir: Path) -> Splits:
     raise DataError(f"unknown corpus kind {spec.kind!r}; use one of {CORPUS_KINDS}")
 
 
-def _require_files(data_dir: Path, paths: list[Path], name: str) -> None:
+def download_name(spec: CorpusSpec) -> str | None:
+    """The ``attnviz data download`` name that provides a corpus, or None for the user's own files."""
+    if spec.kind == "multi30k":
+        return "multi30k"
+    if spec.kind == "tatoeba":
+        return "tatoeba-" + spec.file.split("-")[-1].split(".")[0]  # eng-fra.txt -> fra, deu.txt -> deu
+    return None
+
+
+def missing_files(spec: CorpusSpec, data_dir: str | os.PathLike) -> list[str]:
+    """The files of ``spec`` not found in ``data_dir`` (custom files: their own paths)."""
+    data_dir = Path(data_dir)
+    if spec.kind == "multi30k":
+        return [f"multi30k_{s}.{lang}.gz" for s in ("train", "val", spec.test_split) for lang in (spec.src_lang, spec.tgt_lang)
+                if not _multi30k_file(data_dir, s, lang).exists()]
+    return [name for name in spec.expected_files() if not (data_dir / name).exists()]
+
+
+def _require_files(data_dir: Path, paths: list[Path], name: str | None) -> None:
     missing = [p.name for p in paths if not p.exists()]
     if missing:
         raise DataError(f"missing data in {data_dir}: {', '.join(missing)}. " + DOWNLOAD_HINT.format(name=name))

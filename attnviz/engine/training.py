@@ -313,3 +313,25 @@ def _average(run: _Trainer) -> Iterator:
         yield run.save(run.paths.best, "average")
     else:
         run.history.append(record | {"kept": False})
+
+
+def run_checkpoint(path: str | os.PathLike) -> Path:
+    """The run (its best checkpoint's path) that any of its files belongs to: best, last, state or an epoch."""
+    path = Path(path)
+    name = path.name
+    for marker in (".last.safetensors", ".state.safetensors"):
+        if name.endswith(marker):
+            return path.with_name(name[: -len(marker)] + ".safetensors")
+    stem, dot, rest = name.rpartition(".epoch")
+    if dot and rest.removesuffix(".safetensors").isdigit():
+        return path.with_name(stem + ".safetensors")
+    return path
+
+
+def run_history(out: str | os.PathLike) -> list[dict]:
+    """The evaluations recorded so far in a run's training-state file (empty when there is none)."""
+    paths = RunPaths(Path(out))
+    if not paths.state.exists():
+        return []
+    meta, _ = read_header(paths.state)
+    return list(meta.get("history", []))

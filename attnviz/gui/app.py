@@ -20,7 +20,16 @@ def make_app(argv: list[str] | None = None) -> QApplication:
     icon = resources_dir() / "attnviz.svg"
     if icon.exists():
         app.setWindowIcon(QIcon(str(icon)))
+    app.setStyleSheet(load_stylesheet())
     return app
+
+
+def load_stylesheet() -> str:
+    """The app's stylesheet from resources/, or none (the platform style) when it cannot be read."""
+    try:
+        return (resources_dir() / "style.qss").read_text(encoding="utf-8")
+    except OSError:
+        return ""
 
 
 def initial_model(window: MainWindow, checkpoint: str | None) -> str | None:

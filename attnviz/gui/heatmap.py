@@ -44,6 +44,7 @@ class HeatmapView(QWidget):
         self._data: HeatmapData | None = None
         self._image: QImage | None = None
         self._cells = QRect()
+        self.placeholder = "Translate a sentence to see its attention"
 
     def set_data(self, data: HeatmapData | None) -> None:
         self._data = data
@@ -74,7 +75,7 @@ class HeatmapView(QWidget):
         text_color = self.palette().color(QPalette.ColorRole.WindowText)
         if self._data is None or self._image is None:
             painter.setPen(text_color)
-            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "Translate a sentence to see its attention")
+            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.placeholder)
             return
         d = self._data
         cells = self._cells = self._layout(painter)
@@ -113,7 +114,7 @@ class HeatmapView(QWidget):
         font = QFont(painter.font())
         font.setItalic(True)
         painter.setFont(font)
-        painter.drawText(QRect(cells.left(), cells.bottom() + label_depth + 10, cells.width(), 18),
+        painter.drawText(QRect(cells.center().x() - 200, cells.bottom() + label_depth + 10, 400, 18),
                          Qt.AlignmentFlag.AlignCenter, f"columns: {d.col_axis}")
         painter.save()
         painter.translate(12, cells.center().y())

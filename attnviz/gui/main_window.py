@@ -14,6 +14,7 @@ from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QMainWindow, QMess
 
 from attnviz import __version__
 from attnviz.gui.model_list import bundled_models, describe
+from attnviz.gui.train_tab import TrainTab
 from attnviz.gui.translate_tab import TranslateTab
 from attnviz.gui.worker import Worker
 
@@ -41,7 +42,9 @@ class MainWindow(QMainWindow):
         self.loading_path: str | None = None
         self.translate_tab = TranslateTab()
         self.tabs = QTabWidget()
+        self.train_tab = TrainTab()
         self.tabs.addTab(self.translate_tab, "&Translate")
+        self.tabs.addTab(self.train_tab, "T&rain")
         self.setCentralWidget(self.tabs)
         self.model_combo = QComboBox()
         self.model_combo.setObjectName("modelCombo")
@@ -55,6 +58,8 @@ class MainWindow(QMainWindow):
         self.loader.event.connect(self._on_loader_event)
         self.loader.failed.connect(self._on_loader_failed)
         self.translate_tab.status.connect(self._on_tab_status)
+        self.train_tab.status.connect(self._on_tab_status)
+        self.train_tab.open_checkpoint.connect(self._on_open_trained)
         self.model_combo.activated.connect(self._on_model_combo_activated)
         self.refresh_models()
         self.resize(1280, 860)
@@ -62,6 +67,7 @@ class MainWindow(QMainWindow):
         if geometry is not None:
             self.restoreGeometry(geometry)
         self.translate_tab.restore_settings(self.settings)
+        self.train_tab.restore_settings(self.settings)
 
     # -- construction ------------------------------------------------------------------------------------------------
 
@@ -103,6 +109,11 @@ class MainWindow(QMainWindow):
         self._action(play, "Step &forward", tab.step_forward, "PgDown")
         self._action(play, "F&irst step", lambda: tab.go_to(0), "Ctrl+Home")
         self._action(play, "&Last step", lambda: tab.go_to(1 << 30), "Ctrl+End")
+        train = self.menuBar().addMenu("T&raining")
+        self._action(train, "&Start training", self._start_training, "Ctrl+R")
+        self._action(train, "&Pause / resume training", self.train_tab.toggle_pause, "Ctrl+P")
+        self._action(train, "S&top training (saves a checkpoint)", self.train_tab.stop, "Ctrl+.")
+        self._action(train, "&Resume a run...", self.train_tab.resume_dialog)
         help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "&About attnviz", self.about)
 
@@ -220,14 +231,38 @@ class MainWindow(QMainWindow):
     def _on_tab_status(self, text: str) -> None:
         self.statusBar().showMessage(text, 8000)
 
+    def _start_training(self) -> None:
+        self.tabs.setCurrentWidget(self.train_tab)
+        self.train_tab.start()
+
+    @Slot(str)
+    def _on_open_trained(self, path: str) -> None:
+        self.tabs.setCurrentWidget(self.translate_tab)
+        self.load_model(path)
+
     def about(self) -> None:
         QMessageBox.about(self, "About attnviz", f"<b>attnviz {__version__}</b><p>See what attention does inside a "
                           "translation model: every layer, every head, every step.</p>")
 
     def closeEvent(self, event) -> None:  # noqa: N802
+        if self.train_tab.is_running():
+            answer = QMessageBox.question(
+                self, "Training is running", "A model is still training. Stop it and quit? A checkpoint is saved "
+                "first, so the run can be resumed later.",
+                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
+            if answer != QMessageBox.StandardButton.Yes:
+                event.ignore()
+                return
+            self.statusBar().showMessage("Stopping training and saving a checkpoint...")
+            if not self.train_tab.stop_and_wait():
+                QMessageBox.warning(self, "Training did not stop", "Training did not stop in time; the last saved "
+                                    "checkpoint is intact. The window stays open.")
+                event.ignore()
+                return
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.translate_tab.save_settings(self.settings)
-        for worker in (self.loader, self.translate_tab.worker):
+        self.train_tab.save_settings(self.settings)
+        for worker in (self.loader, self.translate_tab.worker, self.train_tab.downloader):
             worker.cancel()
             worker.wait(3000)
         super().closeEvent(event)

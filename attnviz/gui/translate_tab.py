@@ -69,7 +69,6 @@ class TranslateTab(QWidget):
                                        "Translate the sentence (Enter)")
         self.message = QLabel()
         self.message.setObjectName("messageLabel")
-        self.message.setStyleSheet("color: #d9534f;")
         self.message.hide()
         self.source_view = _named(TokenStrip("Source tokens appear here"), "sourceView", "Source tokens",
                                   "Source tokens as the model reads them; hover one to see which outputs attended to it")

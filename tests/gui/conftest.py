@@ -21,7 +21,8 @@ def settings(tmp_path):
 @pytest.fixture()
 def window(qtbot, settings):
     win = MainWindow(settings)
-    qtbot.addWidget(win)
+    # pytest-qt closes widgets before fixtures tear down: stop any training first, so closing asks nothing
+    qtbot.addWidget(win, before_close_func=lambda w: w.train_tab.stop_and_wait(30000))
     win.show()
     return win
 

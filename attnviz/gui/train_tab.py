@@ -1,0 +1,469 @@
+"""The Train tab: pick a recipe, press Start, and watch a model learn.
+
+Training runs in the generic worker as the engine's ``train`` generator. Steps arrive faster than anyone can read,
+so they are buffered and the curves redrawn on a timer (four times a second); evaluations add a table row, their
+sample translations and a frame of the probe sentence's cross-attention to the "attention forming" view.
+Stop asks the engine to save a resumable checkpoint; Pause blocks the worker between steps.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from PySide6.QtCore import QEventLoop, QSettings, Qt, QTimer, Signal, Slot
+from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
+                               QMessageBox, QProgressBar, QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
+                               QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
+
+from attnviz.engine.data import download_name, missing_files
+from attnviz.engine.errors import AttnvizError, ConfigError
+from attnviz.engine.events import (CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStarted, TrainStep,
+                                   TrainStopped)
+from attnviz.gui.curves import CurvesPanel
+from attnviz.gui.forming import FormingPanel, Snapshot
+from attnviz.gui.recipe_form import RecipeForm
+from attnviz.gui.worker import Worker
+
+EVAL_COLUMNS = ("Epoch", "Step", "Val loss", "PPL", "Accuracy", "BLEU", "Time (s)")
+REDRAW_MS = 250
+
+
+class TrainJob:
+    """Worker job: the engine's training generator (it saves a checkpoint itself when asked to stop)."""
+
+    handles_stop = True
+
+    def __init__(self, recipe, out: str, data_dir: str, resume: bool):
+        self.recipe, self.out, self.data_dir, self.resume = recipe, out, data_dir, resume
+
+    def __call__(self, stop: threading.Event):
+        from attnviz.engine.training import train
+
+        return train(self.recipe, self.out, self.data_dir, resume=self.resume, stop=stop)
+
+
+def _download_job(name: str, data_dir: str):
+    def job(stop: threading.Event):
+        from attnviz.engine.download import download
+
+        return download(name, data_dir)
+
+    return job
+
+
+def format_eta(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def _button(text: str, name: str, tip: str) -> QPushButton:
+    button = QPushButton(text)
+    button.setObjectName(name)
+    button.setAccessibleName(text.replace("&", ""))
+    button.setToolTip(tip)
+    return button
+
+
+class TrainTab(QWidget):
+    open_checkpoint = Signal(str)
+    status = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.worker = Worker(self)
+        self.downloader = Worker(self)
+        self.form = RecipeForm()
+        self.start_button = _button("&Start", "startButton", "Start training this recipe (Ctrl+R)")
+        self.pause_button = _button("&Pause", "pauseButton", "Pause or resume training")
+        self.stop_button = _button("S&top", "stopButton", "Stop: a checkpoint is saved and the run can be resumed")
+        self.resume_button = _button("Resume r&un...", "resumeButton",
+                                     "Continue a stopped or interrupted run from its training-state file")
+        self.download_button = _button("&Download data", "downloadButton", "Download the corpus this recipe needs")
+        self.download_button.hide()
+        self.open_best_button = _button("Open &best in Translate", "openBestButton",
+                                        "Open the best checkpoint so far in the Translate tab")
+        self.open_last_button = _button("Open &latest in Translate", "openLastButton",
+                                        "Open the latest checkpoint in the Translate tab")
+        self.progress = QProgressBar()
+        self.progress.setObjectName("trainProgress")
+        self.progress.setRange(0, 1000)
+        self.progress.setTextVisible(True)
+        self.progress_label = QLabel("Choose a recipe and press Start.")
+        self.progress_label.setObjectName("progressLabel")
+        self.message = QLabel()
+        self.message.setObjectName("trainMessage")
+        self.message.setWordWrap(True)
+        self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.message.hide()
+        self.curves = CurvesPanel()
+        self.log_check = QCheckBox("&Log scale")
+        self.log_check.setObjectName("logScaleCheck")
+        self.export_button = _button("E&xport curves...", "exportCurvesButton", "Save the curves as PNG, SVG or CSV")
+        self.eval_table = QTableWidget(0, len(EVAL_COLUMNS))
+        self.eval_table.setObjectName("evalTable")
+        self.eval_table.setAccessibleName("Evaluations")
+        self.eval_table.setHorizontalHeaderLabels(EVAL_COLUMNS)
+        self.eval_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
+        self.eval_table.verticalHeader().hide()
+        self.eval_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.eval_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.eval_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.samples_view = QTextBrowser()
+        self.samples_view.setObjectName("samplesView")
+        self.samples_view.setPlaceholderText("Select an evaluation to see its sample translations")
+        self.forming = FormingPanel()
+
+        self.samples: list[tuple[tuple[str, str, str], ...]] = []
+        self.paths: dict[str, str] = {}
+        self.total_steps = 0
+        self.last_step: TrainStep | None = None
+        self.curve_updates = 0
+        self._pending: list[TrainStep] = []
+        self._paused = False
+        self._stopping = False
+        self._run_out = ""
+        self._redraw = QTimer(self)
+        self._redraw.setInterval(REDRAW_MS)
+        self._build_layout()
+        self._connect()
+        self._update_buttons()
+
+    # -- construction ------------------------------------------------------------------------------------------------
+
+    def _build_layout(self) -> None:
+        buttons = QHBoxLayout()
+        for b in (self.start_button, self.pause_button, self.stop_button):
+            buttons.addWidget(b)
+        more = QHBoxLayout()
+        for b in (self.resume_button, self.download_button):
+            more.addWidget(b)
+        opens = QHBoxLayout()
+        for b in (self.open_best_button, self.open_last_button):
+            opens.addWidget(b)
+        left = QWidget()
+        left_layout = QVBoxLayout(left)
+        left_layout.addWidget(self.form, 1)
+        left_layout.addLayout(buttons)
+        left_layout.addLayout(more)
+        left_layout.addLayout(opens)
+
+        curve_bar = QHBoxLayout()
+        curve_bar.addWidget(self.progress, 1)
+        curve_bar.addWidget(self.log_check)
+        curve_bar.addWidget(self.export_button)
+        evaluations = QSplitter(Qt.Orientation.Vertical)
+        evaluations.addWidget(self.eval_table)
+        evaluations.addWidget(self.samples_view)
+        self.lower_tabs = QTabWidget()
+        self.lower_tabs.setObjectName("trainLowerTabs")
+        self.lower_tabs.addTab(self.forming, "Attention &forming")
+        self.lower_tabs.addTab(evaluations, "&Evaluations")
+        upper = QWidget()
+        upper_layout = QVBoxLayout(upper)
+        upper_layout.setContentsMargins(0, 0, 0, 0)
+        upper_layout.addLayout(curve_bar)
+        upper_layout.addWidget(self.progress_label)
+        upper_layout.addWidget(self.message)
+        upper_layout.addWidget(self.curves, 1)
+        right = QSplitter(Qt.Orientation.Vertical)
+        right.addWidget(upper)
+        right.addWidget(self.lower_tabs)
+        right.setStretchFactor(0, 1)
+        right.setStretchFactor(1, 1)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(left)
+        splitter.addWidget(right)
+        splitter.setStretchFactor(0, 0)
+        splitter.setStretchFactor(1, 1)
+        splitter.setSizes([400, 880])
+        layout = QVBoxLayout(self)
+        layout.addWidget(splitter)
+
+    def _connect(self) -> None:
+        self.start_button.clicked.connect(self.start)
+        self.pause_button.clicked.connect(self.toggle_pause)
+        self.stop_button.clicked.connect(self.stop)
+        self.resume_button.clicked.connect(self.resume_dialog)
+        self.download_button.clicked.connect(self.download)
+        self.open_best_button.clicked.connect(lambda: self._open("best"))
+        self.open_last_button.clicked.connect(lambda: self._open("last"))
+        self.log_check.toggled.connect(self.curves.set_log_y)
+        self.export_button.clicked.connect(self.export_curves)
+        self.eval_table.itemSelectionChanged.connect(self._on_eval_selected)
+        self.form.changed.connect(self._update_buttons)
+        self.worker.event.connect(self._on_event)
+        self.worker.failed.connect(self._on_failed)
+        self.worker.finished.connect(self._on_finished)
+        self.downloader.event.connect(self._on_download_event)
+        self.downloader.failed.connect(self._on_download_failed)
+        self.downloader.finished.connect(self._on_download_finished)
+        self._redraw.timeout.connect(self._flush)
+
+    # -- state -------------------------------------------------------------------------------------------------------
+
+    def is_running(self) -> bool:
+        return self.worker.is_running()
+
+    def _update_buttons(self) -> None:
+        running, downloading = self.is_running(), self.downloader.is_running()
+        self.start_button.setEnabled(not running and not downloading and self.form.is_valid())
+        self.resume_button.setEnabled(not running and not downloading)
+        self.pause_button.setEnabled(running and not self._stopping)
+        self.stop_button.setEnabled(running and not self._stopping)
+        self.pause_button.setText("Res&ume" if self._paused else "&Pause")
+        self.form.set_enabled_for_run(running)
+        self.open_best_button.setEnabled("best" in self.paths)
+        self.open_last_button.setEnabled("last" in self.paths)
+
+    def _show_message(self, text: str) -> None:
+        self.message.setText(text)
+        self.message.setVisible(bool(text))
+
+    # -- actions -----------------------------------------------------------------------------------------------------
+
+    @Slot()
+    def start(self) -> None:
+        if self.is_running():
+            return
+        try:
+            recipe = self.form.recipe()
+        except ConfigError as exc:
+            self._show_message(f"Cannot start: {exc}")
+            return
+        out, data_dir = self.form.output_path(), self.form.data_dir()
+        if not out.endswith(".safetensors"):
+            self._show_message("Cannot start: the checkpoint path must end in .safetensors.")
+            return
+        missing = missing_files(recipe.corpus, data_dir)
+        if missing:
+            name = download_name(recipe.corpus)
+            self._show_message(f"The data for {recipe.name} is missing from {data_dir}: {', '.join(missing)}. " +
+                               (f"Press Download data to fetch it (attnviz data download {name}), or choose the "
+                                "folder that has it." if name else "Check the file paths."))
+            self.download_button.setVisible(bool(name))
+            return
+        self.download_button.hide()
+        self._launch(TrainJob(recipe, out, data_dir, resume=False), out, history=[])
+
+    @Slot()
+    def resume_dialog(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Resume a training run", str(Path(self.form.output_path()).parent),
+                                              "attnviz run files (*.safetensors)")
+        if path:
+            self.resume_run(path)
+
+    def resume_run(self, path: str) -> None:
+        """Continue the run that ``path`` (its best, last, state or epoch file) belongs to."""
+        from attnviz.engine.training import recipe_of_run, run_checkpoint, run_history
+
+        out = str(run_checkpoint(path))
+        try:
+            recipe = recipe_of_run(out)
+            history = run_history(out)
+        except AttnvizError as exc:
+            self._show_message(f"Cannot resume: {exc}")
+            return
+        self._launch(TrainJob(recipe, out, self.form.data_dir(), resume=True), out, history)
+
+    def _launch(self, job: TrainJob, out: str, history: list[dict]) -> None:
+        self._run_out, self._paused, self._stopping = out, False, False
+        self.paths, self.samples, self._pending, self.last_step = {}, [], [], None
+        self.curves.clear()
+        self.forming.clear()
+        self.eval_table.setRowCount(0)
+        self.samples_view.clear()
+        for record in history:
+            self._add_eval_row(record["epoch"], record["step"], record["loss"], record["ppl"], record["accuracy"],
+                               record["bleu_tok"], record.get("seconds", 0.0), ())
+        self._show_message("")
+        self.progress.setValue(0)
+        self.progress_label.setText(f"Preparing {job.recipe.name}: reading and tokenizing the data...")
+        self.worker.start(job)
+        self._redraw.start()
+        self._update_buttons()
+        self.status.emit(f"Training {job.recipe.name} into {out}")
+
+    @Slot()
+    def toggle_pause(self) -> None:
+        if not self.is_running():
+            return
+        self._paused = not self._paused
+        self.worker.pause(self._paused)
+        self.progress_label.setText("Paused: press Resume to continue." if self._paused else "Resuming...")
+        self._update_buttons()
+
+    @Slot()
+    def stop(self) -> None:
+        if not self.is_running() or self._stopping:
+            return
+        self._stopping, self._paused = True, False
+        self.worker.request_stop()
+        self.progress_label.setText("Stopping: saving a checkpoint...")
+        self._update_buttons()
+
+    def stop_and_wait(self, timeout_ms: int = 20000) -> bool:
+        """Stop, let the engine save, and wait (processing events) until the worker has ended."""
+        if not self.is_running():
+            return True
+        self.stop()
+        loop = QEventLoop()
+        self.worker.finished.connect(loop.quit)
+        QTimer.singleShot(timeout_ms, loop.quit)
+        if self.is_running():
+            loop.exec()
+        return not self.is_running()
+
+    @Slot()
+    def download(self) -> None:
+        try:
+            name = download_name(self.form.recipe().corpus)
+        except ConfigError as exc:
+            self._show_message(str(exc))
+            return
+        if not name:
+            return
+        self._show_message("")
+        self.progress_label.setText(f"Downloading {name} into {self.form.data_dir()}...")
+        self.downloader.start(_download_job(name, self.form.data_dir()))
+        self._update_buttons()
+
+    def _open(self, role: str) -> None:
+        if role in self.paths:
+            self.open_checkpoint.emit(self.paths[role])
+
+    @Slot()
+    def export_curves(self) -> None:
+        path, chosen = QFileDialog.getSaveFileName(self, "Export curves", "training-curves.png",
+                                                   "PNG image (*.png);;SVG drawing (*.svg);;CSV data (*.csv)")
+        if not path:
+            return
+        if not Path(path).suffix:
+            path += "." + chosen.split("*.")[-1].rstrip(")")
+        try:
+            self.curves.export(path)
+        except OSError as exc:
+            QMessageBox.warning(self, "Export failed", f"Could not save {path}: {exc}")
+            return
+        self.status.emit(f"Saved {path}")
+
+    # -- events ------------------------------------------------------------------------------------------------------
+
+    @Slot(object)
+    def _on_event(self, item) -> None:
+        if isinstance(item, TrainStep):
+            self._pending.append(item)
+        elif isinstance(item, EvalResult):
+            self._flush()
+            self._add_eval_row(item.epoch, item.step, item.val_loss, item.ppl, item.accuracy, item.bleu,
+                               item.elapsed_s, item.samples)
+            if item.probe is not None:
+                self.forming.add(Snapshot(item.step, item.epoch, item.bleu, item.probe))
+        elif isinstance(item, TrainStarted):
+            self.total_steps = item.total_steps
+            resumed = f", resumed at step {item.resumed_from_step:,}" if item.resumed_from_step else ""
+            self.progress_label.setText(f"{item.parameters:,} parameters, {item.train_pairs:,} training pairs, "
+                                        f"{item.total_steps:,} steps on {item.device}{resumed}")
+        elif isinstance(item, CheckpointSaved):
+            self.paths["last" if item.role in ("last", "epoch") else "best"] = item.path
+            if item.role == "average":
+                self.paths["best"] = item.path
+            self._update_buttons()
+        elif isinstance(item, TrainFinished):
+            self._flush()
+            self.paths.setdefault("best", item.best_path)
+            self.progress.setValue(1000)
+            self.progress_label.setText(f"Finished. Best checkpoint: {item.best_path}")
+            self.status.emit("Training finished")
+        elif isinstance(item, TrainStopped):
+            self._flush()
+            self.paths["last"] = item.last_path
+            self.progress_label.setText(f"Stopped at step {item.step:,}; saved {item.last_path}. Resume run continues "
+                                        "from there.")
+        elif isinstance(item, TrainFailed):
+            good = (f" The last good checkpoint is {item.last_good}." if item.last_good else
+                    " No checkpoint had been saved yet.")
+            self._show_message(item.message + good)
+
+    @Slot()
+    def _flush(self) -> None:
+        if not self._pending:
+            return
+        steps, self._pending = self._pending, []
+        self.curves.add_steps(steps)
+        self.curve_updates += 1
+        s = self.last_step = steps[-1]
+        self.progress.setValue(int(s.progress * 1000))
+        if not self._paused and not self._stopping:
+            self.progress_label.setText(f"Epoch {s.epoch} · step {s.step:,} of {self.total_steps:,} · loss {s.loss:.3f}"
+                                        f" · {s.tokens_per_s:,.0f} tokens/s · ETA {format_eta(s.eta_s)}")
+
+    def _add_eval_row(self, epoch, step, loss, ppl, accuracy, bleu, seconds, samples) -> None:
+        row = self.eval_table.rowCount()
+        self.eval_table.insertRow(row)
+        values = (str(epoch), f"{step:,}", f"{loss:.4f}", f"{ppl:.2f}", f"{accuracy:.4f}", f"{bleu:.2f}",
+                  f"{seconds:.0f}")
+        for col, text in enumerate(values):
+            item = QTableWidgetItem(text)
+            item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
+            self.eval_table.setItem(row, col, item)
+        self.samples.append(tuple(samples))
+        self.curves.add_evaluation(step, loss, bleu)
+        self.eval_table.scrollToBottom()
+
+    @Slot()
+    def _on_eval_selected(self) -> None:
+        rows = self.eval_table.selectionModel().selectedRows()
+        if not rows:
+            return
+        samples = self.samples[rows[0].row()]
+        if not samples:
+            self.samples_view.setPlainText("No samples were kept for this evaluation (it happened before resuming).")
+            return
+        from html import escape
+
+        cells = "".join(f"<tr><td>{escape(s)}</td><td>{escape(r)}</td><td><b>{escape(h)}</b></td></tr>"
+                        for s, r, h in samples)
+        self.samples_view.setHtml("<table cellpadding='4'><tr><th align='left'>Source</th><th align='left'>Reference"
+                                  f"</th><th align='left'>Model then</th></tr>{cells}</table>")
+
+    @Slot(str)
+    def _on_failed(self, message: str) -> None:
+        last = self.paths.get("last") or self.paths.get("best")
+        self._show_message(f"Training failed: {message}" + (f" The last good checkpoint is {last}." if last else ""))
+
+    @Slot()
+    def _on_finished(self) -> None:
+        self._flush()
+        self._redraw.stop()
+        self._paused = self._stopping = False
+        self._update_buttons()
+
+    @Slot(object)
+    def _on_download_event(self, progress) -> None:
+        fraction = progress.done / progress.total if progress.total else 0.0
+        self.progress.setValue(int(fraction * 1000))
+        self.progress_label.setText(f"Downloading {progress.file}: {progress.done / 1e6:.1f} MB"
+                                    + (f" of {progress.total / 1e6:.1f} MB" if progress.total else ""))
+
+    @Slot(str)
+    def _on_download_failed(self, message: str) -> None:
+        self._show_message(f"Download failed: {message}")
+
+    @Slot()
+    def _on_download_finished(self) -> None:
+        if not self.message.isVisible():
+            self.progress_label.setText("Download complete: press Start.")
+            self.download_button.hide()
+        self._update_buttons()
+
+    # -- settings ----------------------------------------------------------------------------------------------------
+
+    def save_settings(self, settings: QSettings) -> None:
+        self.form.save_settings(settings)
+        settings.setValue("train/log_scale", self.log_check.isChecked())
+
+    def restore_settings(self, settings: QSettings) -> None:
+        self.form.restore_settings(settings)
+        self.log_check.setChecked(str(settings.value("train/log_scale", "false")).lower() == "true")
+
