@@ -159,7 +159,7 @@ class CurvePlot(QWidget):
             painter.drawLine(QPointF(px, p.top()), QPointF(px, p.bottom()))
             painter.setPen(text)
             painter.drawText(QRectF(px - 40, p.bottom() + 2, 80, 16), Qt.AlignmentFlag.AlignCenter, format_value(x))
-        for ty in nice_ticks(y0, y1, max(3, int(p.height() / 30))):
+        for ty in nice_ticks(y0, y1, max(4, int(p.height() / 25))):
             value = 10 ** ty if self.log_y else ty
             py = p.bottom() - (ty - y0) / (y1 - y0) * p.height()
             painter.setPen(QPen(grid, 1))
