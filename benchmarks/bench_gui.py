@@ -151,13 +151,15 @@ def main() -> None:
         app.processEvents()
         time.sleep(0.005)
     layers, heads = tab.session.maps("cross", -1).shape[:2]
+    beat.timer.stop()
+    translate_stall = beat.longest
     training = bench_training(app, window, args.train_seconds) if os.environ.get("ATTNVIZ_DATA") else {
         "skipped": "set ATTNVIZ_DATA to the folder with the Multi30k files to measure the Train tab"}
     print(json.dumps({
         "model": args.model or "random reference-A weights, <eos> suppressed",
         "output_tokens": len(tab.session.steps),
         "grid_maps": layers * heads,
-        "longest_stall_ms": beat.longest,
+        "longest_stall_ms": translate_stall,
         "grid_redraw_ms_median": round(statistics.median(redraws), 1),
         "grid_redraw_ms_max": round(max(redraws), 1),
         "enter_to_first_token_ms": round(first_token_ms, 1),
