@@ -235,7 +235,13 @@ def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = 
 
     ``max_steps`` ends the run after that many optimizer steps in total (resumed steps included).
     """
-    run = _Trainer(recipe, out, data_dir, resume)
+    try:
+        yield from _train(_Trainer(recipe, out, data_dir, resume), max_steps, stop)
+    finally:
+        gc.unfreeze()  # the run's objects become collectable again (a GUI may train many runs in one process)
+
+
+def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Iterator:
     cfg, model = run.cfg, run.model
     steps_per_epoch = len(run.batches(1))
     total = min(steps_per_epoch * cfg.epochs, max_steps or 1 << 62)
