@@ -126,7 +126,8 @@ def cmd_train(args) -> int:
     from attnviz.engine.events import (CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStarted,
                                        TrainStep, TrainStopped)
     from attnviz.engine.presets import get_preset
-    from attnviz.engine.training import recipe_of_run, train
+    from attnviz.engine.runs import recipe_of_run
+    from attnviz.engine.training import train
 
     if args.resume:
         recipe, out = recipe_of_run(args.resume).override(_overrides(args)), args.resume

@@ -23,7 +23,7 @@ import torch
 
 from attnviz.config import TrainConfig
 from attnviz.engine.batching import batch_tensors, eval_batches, make_batches
-from attnviz.engine.checkpoint import load_tensors, read_header, save_tensors
+from attnviz.engine.checkpoint import load_tensors, save_tensors
 from attnviz.engine.data import Pair, load_splits, resolve_data_dir
 from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.events import (CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStarted, TrainStep,
@@ -31,6 +31,7 @@ from attnviz.engine.events import (CheckpointSaved, EvalResult, TrainFailed, Tra
 from attnviz.engine.metrics import bleu_tok, smoothed_loss, teacher_forced_stats
 from attnviz.engine.model import count_parameters
 from attnviz.engine.presets import Recipe
+from attnviz.engine.runs import RunPaths
 from attnviz.engine.translator import Translator, build_model, load_translator
 from attnviz.engine.vocab import PAD_ID, Vocab
 
@@ -53,26 +54,6 @@ def learning_rate(step: int, cfg: TrainConfig, d_model: int) -> float:
     if cfg.schedule == "inverse_sqrt":
         return cfg.lr * min(step / cfg.warmup, math.sqrt(cfg.warmup / step))
     return cfg.lr
-
-
-@dataclass
-class RunPaths:
-    best: Path
-
-    @property
-    def stem(self) -> Path:
-        return self.best.with_suffix("")
-
-    @property
-    def last(self) -> Path:
-        return self.stem.with_suffix(".last.safetensors")
-
-    @property
-    def state(self) -> Path:
-        return self.stem.with_suffix(".state.safetensors")
-
-    def epoch(self, n: int) -> Path:
-        return self.stem.with_suffix(f".epoch{n}.safetensors")
 
 
 @dataclass
@@ -220,15 +201,6 @@ def _record(result: EvalResult) -> dict:
             "accuracy": result.accuracy, "bleu_tok": result.bleu, "seconds": round(result.elapsed_s, 1)}
 
 
-def recipe_of_run(out: str | os.PathLike) -> Recipe:
-    """The recipe a run was started with, read from its training-state file (for resuming)."""
-    paths = RunPaths(Path(out))
-    if not paths.state.exists():
-        raise CheckpointError(f"cannot resume {out}: its training-state file {paths.state} does not exist.")
-    meta, _ = read_header(paths.state)
-    return Recipe.from_dict(meta["recipe"])
-
-
 def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = False,
           stop: threading.Event | None = None, max_steps: int = 0) -> Iterator:
     """Train ``recipe`` and write its checkpoints next to ``out``; see the module docstring for the events.
@@ -323,25 +295,3 @@ def _average(run: _Trainer) -> Iterator:
         yield run.save(run.paths.best, "average")
     else:
         run.history.append(record | {"kept": False})
-
-
-def run_checkpoint(path: str | os.PathLike) -> Path:
-    """The run (its best checkpoint's path) that any of its files belongs to: best, last, state or an epoch."""
-    path = Path(path)
-    name = path.name
-    for marker in (".last.safetensors", ".state.safetensors"):
-        if name.endswith(marker):
-            return path.with_name(name[: -len(marker)] + ".safetensors")
-    stem, dot, rest = name.rpartition(".epoch")
-    if dot and rest.removesuffix(".safetensors").isdigit():
-        return path.with_name(stem + ".safetensors")
-    return path
-
-
-def run_history(out: str | os.PathLike) -> list[dict]:
-    """The evaluations recorded so far in a run's training-state file (empty when there is none)."""
-    paths = RunPaths(Path(out))
-    if not paths.state.exists():
-        return []
-    meta, _ = read_header(paths.state)
-    return list(meta.get("history", []))

@@ -17,10 +17,11 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPushButton, QSiz
                                QWidget)
 
 from attnviz.engine.events import Translation
+from attnviz.gui.attention_view import MEAN
 from attnviz.gui.colormap import to_image
 from attnviz.gui.heatmap import HeatmapData, HeatmapView
+from attnviz.gui.widgets import named
 
-MEAN = "Mean of heads"
 
 
 @dataclass(frozen=True)
@@ -108,22 +109,15 @@ class FormingPanel(QWidget):
         super().__init__(parent)
         self.snapshots: list[Snapshot] = []
         self._follow_latest = True
-        self.layer_combo = QComboBox()
-        self.layer_combo.setObjectName("formingLayerCombo")
-        self.layer_combo.setAccessibleName("Layer of the probe's cross-attention")
-        self.head_combo = QComboBox()
-        self.head_combo.setObjectName("formingHeadCombo")
-        self.head_combo.setAccessibleName("Head, or the mean of all heads")
+        self.layer_combo = named(QComboBox(), "formingLayerCombo", "Layer of the probe's cross-attention")
+        self.head_combo = named(QComboBox(), "formingHeadCombo", "Head, or the mean of all heads")
         for combo in (self.layer_combo, self.head_combo):
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
-        self.slider = QSlider(Qt.Orientation.Horizontal)
-        self.slider.setObjectName("formingSlider")
-        self.slider.setAccessibleName("Evaluation")
-        self.slider.setToolTip("Move through the evaluations so far")
+        self.slider = named(QSlider(Qt.Orientation.Horizontal), "formingSlider", "Evaluation",
+                            "Move through the evaluations so far")
         self.slider.setEnabled(False)
-        self.replay_button = QPushButton("Replay")
-        self.replay_button.setObjectName("formingReplay")
-        self.replay_button.setToolTip("Play the evaluations from the first to the latest")
+        self.replay_button = named(QPushButton("Replay"), "formingReplay", "Replay",
+                                   "Play the evaluations from the first to the latest")
         self.position_label = QLabel("No evaluation yet")
         self.translation_label = QLabel()
         self.translation_label.setObjectName("formingTranslation")

@@ -21,6 +21,7 @@ from attnviz.engine.data import CorpusSpec, resolve_data_dir
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.presets import PRESETS, Recipe
 from attnviz.engine.tokenize import TokenizerSpec
+from attnviz.gui.widgets import named
 
 CUSTOM = "__custom__"
 EDITABLE = (
@@ -100,9 +101,7 @@ class RecipeForm(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self.preset_combo = QComboBox()
-        self.preset_combo.setObjectName("presetCombo")
-        self.preset_combo.setAccessibleName("Recipe")
+        self.preset_combo = named(QComboBox(), "presetCombo", "Recipe")
         for name, recipe in PRESETS.items():
             self.preset_combo.addItem(name, name)
             self.preset_combo.setItemData(self.preset_combo.count() - 1, recipe.description, Qt.ItemDataRole.ToolTipRole)
@@ -111,9 +110,7 @@ class RecipeForm(QWidget):
         self.description.setWordWrap(True)
         self.description.setObjectName("presetDescription")
         self.custom = self._build_custom()
-        self.table = QTableWidget(0, 2)
-        self.table.setObjectName("settingsTable")
-        self.table.setAccessibleName("Hyperparameters")
+        self.table = named(QTableWidget(0, 2), "settingsTable", "Hyperparameters")
         self.table.setHorizontalHeaderLabels(["Setting", "Value"])
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
@@ -125,7 +122,7 @@ class RecipeForm(QWidget):
         self.out_edit = QLineEdit()
         self.out_edit.setObjectName("outputEdit")
         self.error_label = QLabel()
-        self.error_label.setObjectName("trainMessage")
+        self.error_label.setObjectName("recipeError")
         self.error_label.setWordWrap(True)
         self.error_label.hide()
 

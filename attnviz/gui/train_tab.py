@@ -20,9 +20,11 @@ from attnviz.engine.data import download_name, missing_files
 from attnviz.engine.errors import AttnvizError, ConfigError
 from attnviz.engine.events import (CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStarted, TrainStep,
                                    TrainStopped)
+from attnviz.engine.runs import read_run_state, run_checkpoint
 from attnviz.gui.curves import CurvesPanel
 from attnviz.gui.forming import FormingPanel, Snapshot
 from attnviz.gui.recipe_form import RecipeForm
+from attnviz.gui.widgets import named
 from attnviz.gui.worker import Worker
 
 EVAL_COLUMNS = ("Epoch", "Step", "Val loss", "PPL", "Accuracy", "BLEU", "Time (s)")
@@ -58,11 +60,7 @@ def format_eta(seconds: float) -> str:
 
 
 def _button(text: str, name: str, tip: str) -> QPushButton:
-    button = QPushButton(text)
-    button.setObjectName(name)
-    button.setAccessibleName(text.replace("&", ""))
-    button.setToolTip(tip)
-    return button
+    return named(QPushButton(text), name, text.replace("&", ""), tip)
 
 
 class TrainTab(QWidget):
@@ -85,8 +83,7 @@ class TrainTab(QWidget):
                                         "Open the best checkpoint so far in the Translate tab")
         self.open_last_button = _button("Open &latest in Translate", "openLastButton",
                                         "Open the latest checkpoint in the Translate tab")
-        self.progress = QProgressBar()
-        self.progress.setObjectName("trainProgress")
+        self.progress = named(QProgressBar(), "trainProgress", "Training progress")
         self.progress.setRange(0, 1000)
         self.progress.setTextVisible(True)
         self.progress_label = QLabel("Choose a recipe and press Start.")
@@ -97,12 +94,9 @@ class TrainTab(QWidget):
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message.hide()
         self.curves = CurvesPanel()
-        self.log_check = QCheckBox("&Log scale")
-        self.log_check.setObjectName("logScaleCheck")
+        self.log_check = named(QCheckBox("&Log scale"), "logScaleCheck", "Log scale for the loss and rate plots")
         self.export_button = _button("E&xport curves...", "exportCurvesButton", "Save the curves as PNG, SVG or CSV")
-        self.eval_table = QTableWidget(0, len(EVAL_COLUMNS))
-        self.eval_table.setObjectName("evalTable")
-        self.eval_table.setAccessibleName("Evaluations")
+        self.eval_table = named(QTableWidget(0, len(EVAL_COLUMNS)), "evalTable", "Evaluations")
         self.eval_table.setHorizontalHeaderLabels(EVAL_COLUMNS)
         self.eval_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
         self.eval_table.verticalHeader().hide()
@@ -255,16 +249,13 @@ class TrainTab(QWidget):
 
     def resume_run(self, path: str) -> None:
         """Continue the run that ``path`` (its best, last, state or epoch file) belongs to."""
-        from attnviz.engine.training import recipe_of_run, run_checkpoint, run_history
-
         out = str(run_checkpoint(path))
         try:
-            recipe = recipe_of_run(out)
-            history = run_history(out)
+            state = read_run_state(out)
         except AttnvizError as exc:
             self._show_message(f"Cannot resume: {exc}")
             return
-        self._launch(TrainJob(recipe, out, self.form.data_dir(), resume=True), out, history)
+        self._launch(TrainJob(state.recipe, out, self.form.data_dir(), resume=True), out, state.history)
 
     def _launch(self, job: TrainJob, out: str, history: list[dict]) -> None:
         self._run_out, self._paused, self._stopping = out, False, False
@@ -365,9 +356,7 @@ class TrainTab(QWidget):
             self.progress_label.setText(f"{item.parameters:,} parameters, {item.train_pairs:,} training pairs, "
                                         f"{item.total_steps:,} steps on {item.device}{resumed}")
         elif isinstance(item, CheckpointSaved):
-            self.paths["last" if item.role in ("last", "epoch") else "best"] = item.path
-            if item.role == "average":
-                self.paths["best"] = item.path
+            self.paths["best" if item.role in ("best", "average") else "last"] = item.path
             self._update_buttons()
         elif isinstance(item, TrainFinished):
             self._flush()

@@ -19,6 +19,7 @@ from attnviz.gui.paths import resources_dir
 from attnviz.gui.session import DecodeSession
 from attnviz.gui.step_model import StepTableModel
 from attnviz.gui.tokens import TokenStrip, TopKView
+from attnviz.gui.widgets import named
 from attnviz.gui.worker import Worker
 
 SPEEDS = {"Slow": 700, "Normal": 350, "Fast": 120, "Very fast": 40}  # milliseconds per token
@@ -29,13 +30,6 @@ def load_examples() -> dict[str, list[str]]:
         return json.loads((resources_dir() / "examples.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return {}
-
-
-def _named(widget: QWidget, name: str, accessible: str, tip: str = "") -> QWidget:
-    widget.setObjectName(name)
-    widget.setAccessibleName(accessible)
-    widget.setToolTip(tip or accessible)
-    return widget
 
 
 class TranslateTab(QWidget):
@@ -60,35 +54,35 @@ class TranslateTab(QWidget):
     def _build(self) -> None:
         style = self.style()
         self.lang_label = QLabel("Source")
-        self.source_edit = _named(QLineEdit(), "sourceEdit", "Sentence to translate",
+        self.source_edit = named(QLineEdit(), "sourceEdit", "Sentence to translate",
                                   "Type a sentence and press Enter")
         self.source_edit.setClearButtonEnabled(True)
         self.lang_label.setBuddy(self.source_edit)
-        self.examples_combo = _named(QComboBox(), "examplesCombo", "Example sentences")
-        self.translate_button = _named(QPushButton("&Translate"), "translateButton", "Translate",
+        self.examples_combo = named(QComboBox(), "examplesCombo", "Example sentences")
+        self.translate_button = named(QPushButton("&Translate"), "translateButton", "Translate",
                                        "Translate the sentence (Enter)")
         self.message = QLabel()
         self.message.setObjectName("messageLabel")
         self.message.hide()
-        self.source_view = _named(TokenStrip("Source tokens appear here"), "sourceView", "Source tokens",
+        self.source_view = named(TokenStrip("Source tokens appear here"), "sourceView", "Source tokens",
                                   "Source tokens as the model reads them; hover one to see which outputs attended to it")
-        self.output_view = _named(TokenStrip("The translation appears here, token by token"), "outputView",
+        self.output_view = named(TokenStrip("The translation appears here, token by token"), "outputView",
                                   "Output tokens", "Output tokens; hover one to see its cross-attention on the source")
-        self.back_button = _named(QPushButton(), "backButton", "Step back", "Step back (Page Up)")
+        self.back_button = named(QPushButton(), "backButton", "Step back", "Step back (Page Up)")
         self.back_button.setIcon(style.standardIcon(QStyle.StandardPixmap.SP_MediaSeekBackward))
-        self.play_button = _named(QPushButton(), "playButton", "Play or pause", "Play / pause (Ctrl+Space)")
-        self.forward_button = _named(QPushButton(), "forwardButton", "Step forward", "Step forward (Page Down)")
+        self.play_button = named(QPushButton(), "playButton", "Play or pause", "Play / pause (Ctrl+Space)")
+        self.forward_button = named(QPushButton(), "forwardButton", "Step forward", "Step forward (Page Down)")
         self.forward_button.setIcon(style.standardIcon(QStyle.StandardPixmap.SP_MediaSeekForward))
-        self.slider = _named(QSlider(Qt.Orientation.Horizontal), "stepSlider", "Decoding step",
+        self.slider = named(QSlider(Qt.Orientation.Horizontal), "stepSlider", "Decoding step",
                              "Scrub through the decoding steps")
         self.slider.setRange(0, 0)
-        self.speed_combo = _named(QComboBox(), "speedCombo", "Playback speed")
+        self.speed_combo = named(QComboBox(), "speedCombo", "Playback speed")
         self.speed_combo.addItems(list(SPEEDS))
-        self.instant_check = _named(QCheckBox("&Instant"), "instantCheck", "Instant",
+        self.instant_check = named(QCheckBox("&Instant"), "instantCheck", "Instant",
                                     "Show every step as soon as it is decoded")
         self.step_label = QLabel("step 0 / 0")
         self.topk_view = TopKView()
-        self.step_table = _named(QTableView(), "stepTable", "Decoded steps")
+        self.step_table = named(QTableView(), "stepTable", "Decoded steps")
         self.step_table.setModel(self.step_model)
         self.step_table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.step_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
