@@ -155,8 +155,10 @@ def cmd_train(args) -> int:
                 print(("\r" + line) if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
         elif isinstance(event, EvalResult):
             print(("\n" if tty else "") + f"eval step {event.step} epoch {event.epoch}: val loss {event.val_loss:.3f} "
-                  f"ppl {event.ppl:.2f} acc {event.accuracy:.3f} bleu_tok {event.bleu:.2f} "
-                  f"({_clock(event.elapsed_s)})", flush=True)
+                  f"ppl {event.ppl:.2f} acc {event.accuracy:.3f}"
+                  + (f" bleu_tok {event.bleu:.2f}" if event.bleu is not None else
+                     f" samples {', '.join(s for _, _, s in event.samples)}")
+                  + f" ({_clock(event.elapsed_s)})", flush=True)
         elif isinstance(event, CheckpointSaved) and event.role in ("best", "average"):
             print(f"  saved {event.role}: {event.path}", flush=True)
         elif isinstance(event, TrainFinished):
@@ -207,9 +209,10 @@ def cmd_evaluate(args) -> int:
         print(json.dumps(report, ensure_ascii=False))
     else:
         print(f"{report['sentences']} sentences ({report['source']}), {report['decode']}, {report['seconds']:.1f} s")
-        print(f"  bleu_tok  {report['bleu_tok']:.2f}  ({report['bleu_tok_signature']})")
-        print(f"  sacrebleu {report['sacrebleu']:.2f}  ({report['sacrebleu_signature']})")
-        print(f"  chrF      {report['chrf']:.2f}  ({report['chrf_signature']})")
+        if "bleu_tok" in report:
+            print(f"  bleu_tok  {report['bleu_tok']:.2f}  ({report['bleu_tok_signature']})")
+            print(f"  sacrebleu {report['sacrebleu']:.2f}  ({report['sacrebleu_signature']})")
+            print(f"  chrF      {report['chrf']:.2f}  ({report['chrf_signature']})")
         if report.get("ppl") is not None:
             print(f"  loss {report['loss']:.3f}  ppl {report['ppl']:.2f}  accuracy {report['accuracy']:.3f}")
     return 0

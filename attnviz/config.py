@@ -36,12 +36,23 @@ def _require(condition: bool, message: str) -> None:
         raise ConfigError(message)
 
 
-MODEL_KINDS = ("transformer",)
+MODEL_KINDS = ("transformer", "rnn-attention", "char-lm")
+SCORES = ("dot", "general", "concat")
 
 
 @dataclass(frozen=True)
 class ModelConfig(_DictMixin):
-    """Architecture of an encoder-decoder Transformer (reference A's settings are the defaults)."""
+    """Architecture of one model ``kind`` (reference A's Transformer settings are the defaults).
+
+    - ``transformer``: encoder-decoder Transformer (every field but ``hidden`` and ``score``).
+    - ``rnn-attention``: LSTM encoder-decoder with Luong global attention (reference C): ``d_model`` is the
+      embedding width, ``hidden`` the LSTM width, ``enc_layers``/``dec_layers`` the LSTM depths, ``score`` the
+      attention score; with ``tie_output`` the attentional state has width ``d_model`` and shares the target
+      embedding.
+    - ``char-lm``: decoder-only Transformer language model (reference D): no encoder and no cross-attention;
+      ``tgt_vocab_size`` is the character vocabulary (``src_vocab_size`` is kept equal), ``max_positions`` the
+      context.
+    """
 
     src_vocab_size: int
     tgt_vocab_size: int
@@ -57,10 +68,12 @@ class ModelConfig(_DictMixin):
     norm: str = "post"  # "post": LN(x + f(x)) as the references; "pre": x + f(LN(x)) with a final LN
     ln_eps: float = 1e-5
     tie_output: bool = False  # share the target embedding with the output projection
+    hidden: int = 512  # rnn-attention: LSTM state width
+    score: str = "general"  # rnn-attention: "dot" h_t.h_s, "general" h_t.W h_s, "concat" v.tanh(W[h_t; h_s])
 
     def __post_init__(self) -> None:
         _require(self.kind in MODEL_KINDS, f"kind must be one of {MODEL_KINDS}, not {self.kind!r}")
-        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "heads", "ff_dim", "max_positions"):
+        for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "heads", "ff_dim", "max_positions", "hidden"):
             _require(int(getattr(self, name)) >= 1, f"{name} must be a positive integer, not {getattr(self, name)!r}")
         _require(self.enc_layers >= 0 and self.dec_layers >= 1, "need enc_layers >= 0 and dec_layers >= 1")
         _require(self.d_model % self.heads == 0, f"d_model ({self.d_model}) must be divisible by heads ({self.heads})")
@@ -69,6 +82,21 @@ class ModelConfig(_DictMixin):
         _require(self.norm in ("post", "pre"), f"norm must be 'post' or 'pre', not {self.norm!r}")
         _require(self.max_positions >= 3, "max_positions must be at least 3 (<sos>, one token, <eos>)")
         _require(self.ln_eps > 0, "ln_eps must be positive")
+        _require(self.score in SCORES, f"score must be one of {SCORES}, not {self.score!r}")
+        _require(self.kind != "rnn-attention" or self.enc_layers == self.dec_layers,
+                 "an rnn-attention model starts its decoder from the encoder's final states, so it needs "
+                 f"enc_layers == dec_layers (got {self.enc_layers} and {self.dec_layers})")
+
+    @property
+    def has_source(self) -> bool:
+        """False for a language model, which reads no source sentence."""
+        return self.kind != "char-lm"
+
+    @property
+    def attention_kinds(self) -> tuple[str, ...]:
+        """The attention kinds this model produces (see ``engine.events.ATTENTION_KINDS``)."""
+        return {"transformer": ("encoder", "decoder", "cross"), "rnn-attention": ("cross",),
+                "char-lm": ("decoder",)}[self.kind]
 
 
 @dataclass(frozen=True)
@@ -79,15 +107,18 @@ class DecodeConfig(_DictMixin):
     beam: int = 1  # 1 = greedy
     length_penalty: float = 1.0  # GNMT alpha for beam search; 0 disables
     topk: int = 10  # candidates reported per step
+    temperature: float = 0.0  # step-by-step decoding: 0 = greedy, > 0 = sample from softmax(logits / temperature)
+    seed: int = 0  # of the sampling generator, so a sampled output can be reproduced
 
     def __post_init__(self) -> None:
+        _require(self.temperature >= 0, f"temperature must be >= 0 (0 = greedy), not {self.temperature}")
         _require(self.max_len >= 1, f"max_len must be at least 1, not {self.max_len}")
         _require(self.beam >= 1, f"beam must be at least 1, not {self.beam}")
         _require(self.length_penalty >= 0, f"length_penalty must be >= 0, not {self.length_penalty}")
         _require(self.topk >= 1, f"topk must be at least 1, not {self.topk}")
 
 
-SCHEDULES = ("constant", "noam", "inverse_sqrt")
+SCHEDULES = ("constant", "noam", "inverse_sqrt", "one_cycle")
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -100,13 +131,16 @@ class TrainConfig(_DictMixin):
     max_tokens: int = 0  # token budget per batch (padded source + target tokens); 0 = batch by sentences
     bucket: bool = True  # group sentences of similar length into batches
     lr: float = 5e-4  # constant rate, or the peak of inverse_sqrt, or the factor of noam
-    schedule: str = "constant"  # "constant"; "noam": lr * D^-0.5 * min(s^-0.5, s * w^-1.5); "inverse_sqrt"
+    # "constant"; "noam": lr * D^-0.5 * min(s^-0.5, s * w^-1.5); "inverse_sqrt"; "one_cycle": cosine rise from
+    # lr/25 to lr over the first 30% of the run, then cosine decay to lr/25e4 (torch's OneCycleLR)
+    schedule: str = "constant"
     warmup: int = 4000  # steps of linear warm-up for noam / inverse_sqrt
     betas: tuple[float, float] = (0.9, 0.999)
     adam_eps: float = 1e-8
     weight_decay: float = 0.0
     clip_norm: float = 1.0  # 0 disables gradient-norm clipping
     label_smoothing: float = 0.0
+    teacher_forcing: float = 1.0  # chance that each decoder step is fed the gold token (< 1: recurrent models only)
     seed: int = 1234
     device: str = "auto"
     threads: int = 0  # CPU threads for torch; 0 keeps torch's default
@@ -127,7 +161,16 @@ class TrainConfig(_DictMixin):
         _require(self.schedule == "constant" or self.warmup >= 1, "warmup must be at least 1 for a warm-up schedule")
         _require(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), f"betas must be two numbers in [0, 1), not {self.betas}")
         _require(0 <= self.label_smoothing < 1, f"label_smoothing must be in [0, 1), not {self.label_smoothing}")
+        _require(0 <= self.teacher_forcing <= 1, f"teacher_forcing must be in [0, 1], not {self.teacher_forcing}")
         _require(self.clip_norm >= 0, f"clip_norm must be >= 0, not {self.clip_norm}")
         _require(self.device in DEVICES, f"device must be one of {DEVICES}, not {self.device!r}")
         _require(self.keep_metric in ("val_loss", "bleu", "accuracy"),
                  f"keep_metric must be val_loss, bleu or accuracy, not {self.keep_metric!r}")
+
+
+def check_training(model: ModelConfig, train: TrainConfig) -> None:
+    """Settings that are valid alone but not together (raises ``ConfigError``)."""
+    _require(train.teacher_forcing == 1.0 or model.kind == "rnn-attention",
+             f"teacher_forcing below 1 needs a recurrent model (kind rnn-attention), not kind {model.kind!r}")
+    _require(train.keep_metric != "bleu" or model.has_source,
+             "keep_metric bleu needs a translation model; a language model keeps val_loss or accuracy")

@@ -1,4 +1,5 @@
-"""Tiny models for tests: a toy German-like -> English-like word mapping that a 2-layer model learns in seconds."""
+"""Tiny models for tests: a toy German-like -> English-like word mapping that a 2-layer model learns in seconds,
+in each translation kind (Transformer, LSTM with attention), and a toy character language model."""
 
 from __future__ import annotations
 
@@ -8,9 +9,8 @@ import torch
 
 from attnviz.config import ModelConfig
 from attnviz.engine.decoding import pad_batch
-from attnviz.engine.model import Transformer
 from attnviz.engine.tokenize import TokenizerSpec
-from attnviz.engine.translator import Translator
+from attnviz.engine.translator import Translator, build_model
 from attnviz.engine.vocab import PAD_ID, Vocab
 
 SRC_WORDS = [f"q{i}" for i in range(12)]
@@ -24,13 +24,45 @@ def toy_pair(rng: random.Random) -> tuple[list[str], list[str]]:
 
 
 def make_toy_translator(seed: int = 0, **overrides) -> Translator:
+    """A toy-task Transformer, or with ``kind="rnn-attention"`` an LSTM with Luong attention."""
     torch.manual_seed(seed)
     src_vocab, tgt_vocab = Vocab.build([SRC_WORDS]), Vocab.build([TGT_WORDS])
     settings = dict(d_model=32, enc_layers=2, dec_layers=2, heads=4, ff_dim=64, dropout=0.1, max_positions=24)
+    if overrides.get("kind") == "rnn-attention":
+        settings.update(hidden=64, dropout=0.0)
     settings.update(overrides)
     cfg = ModelConfig(len(src_vocab), len(tgt_vocab), **settings)
     spec = TokenizerSpec("de", mode="whitespace")
-    return Translator(Transformer(cfg), src_vocab, tgt_vocab, spec, TokenizerSpec("en", mode="whitespace"))
+    return Translator(build_model(cfg), src_vocab, tgt_vocab, spec, TokenizerSpec("en", mode="whitespace"))
+
+
+LETTERS = "abcdefghij"
+
+
+def toy_word(rng: random.Random) -> str:
+    """A run of consecutive letters ("cdef"): after its first letter every character is predictable."""
+    start = rng.randrange(len(LETTERS) - 1)
+    return LETTERS[start:start + rng.randint(2, 5)]
+
+
+def make_toy_lm(seed: int = 0, **overrides) -> Translator:
+    """A tiny character language model (kind ``char-lm``) over ``LETTERS``."""
+    torch.manual_seed(seed)
+    vocab = Vocab.build([list(LETTERS)])
+    settings = dict(kind="char-lm", d_model=32, enc_layers=0, dec_layers=2, heads=4, ff_dim=64, dropout=0.0,
+                    norm="pre", max_positions=12) | overrides
+    cfg = ModelConfig(len(vocab), len(vocab), **settings)
+    spec = TokenizerSpec("en", mode="chars")
+    return Translator(build_model(cfg), vocab, vocab, spec, spec)
+
+
+def toy_lm_batch(translator: Translator, rng: random.Random, size: int = 32):
+    tgt = pad_batch([translator.tgt_vocab.encode(toy_word(rng), add_sos_eos=True) for _ in range(size)])
+    return tgt[:, :0], tgt  # a language model reads no source: [B, 0]
+
+
+def train_toy_lm(translator: Translator, steps: int = 300, seed: int = 0) -> list[float]:
+    return _fit(translator, toy_lm_batch, steps, seed)
 
 
 def toy_batch(translator: Translator, rng: random.Random, size: int = 32):
@@ -40,14 +72,18 @@ def toy_batch(translator: Translator, rng: random.Random, size: int = 32):
     return src, tgt
 
 
-def train_toy(translator: Translator, steps: int = 300, seed: int = 0) -> list[float]:
-    """Teacher-forced cross-entropy training; returns the loss of every step."""
+def train_toy(translator: Translator, steps: int = 300, seed: int = 0, lr: float = 3e-3) -> list[float]:
+    return _fit(translator, toy_batch, steps, seed, lr)
+
+
+def _fit(translator: Translator, make_batch, steps: int, seed: int, lr: float = 3e-3) -> list[float]:
+    """Teacher-forced cross-entropy training on ``make_batch(translator, rng)``; returns every step's loss."""
     rng = random.Random(seed)
     model = translator.model.train()
-    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
     for _ in range(steps):
-        src, tgt = toy_batch(translator, rng)
+        src, tgt = make_batch(translator, rng)
         logits = model(src, tgt[:, :-1])
         loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), tgt[:, 1:].flatten(), ignore_index=PAD_ID)
         opt.zero_grad()

@@ -21,7 +21,7 @@ from attnviz.engine.tokenize import clean_text, normalize_tatoeba
 Pair = tuple[str, str]
 ENG_PREFIXES = ("i am ", "i m ", "he is", "he s ", "she is", "she s ", "you are", "you re ", "we are", "we re ",
                 "they are", "they re ")
-CORPUS_KINDS = ("multi30k", "tatoeba", "files")
+CORPUS_KINDS = ("multi30k", "tatoeba", "lines", "files")
 DOWNLOAD_HINT = "Get it with `attnviz data download {name}`, or point --data-dir / ATTNVIZ_DATA at a folder that has it."
 
 
@@ -101,10 +101,12 @@ def _drop_empty(pairs) -> tuple[list[Pair], int]:
 class CorpusSpec:
     """Where a recipe's sentence pairs come from and how they are filtered and split."""
 
-    kind: str  # "multi30k" (given splits), "tatoeba" (one TSV, random split) or "files" (explicit paths)
+    # "multi30k" (given splits), "tatoeba" (one TSV, random split), "lines" (one text per line for a language
+    # model, random split; pairs have an empty source) or "files" (explicit paths)
+    kind: str
     src_lang: str
     tgt_lang: str
-    file: str = ""  # tatoeba: the TSV in the data folder, English first ("eng-fra.txt", "deu.txt")
+    file: str = ""  # tatoeba: the TSV in the data folder, English first ("eng-fra.txt", "deu.txt"); lines: the text
     eng_prefixes: bool = False  # reference B's filter: English starts with "i am", "he is", ...
     max_words: int = 0  # keep pairs with fewer words than this on both sides (0 = no limit)
     val_fraction: float = 0.2
@@ -120,7 +122,7 @@ class CorpusSpec:
         if self.kind == "multi30k":
             return [f"multi30k_{split}.{lang}.gz" for split in ("train", "val", self.test_split)
                     for lang in (self.src_lang, self.tgt_lang)]
-        if self.kind == "tatoeba":
+        if self.kind in ("tatoeba", "lines"):
             return [self.file]
         return [p for paths in self.paths.values() for p in paths]
 
@@ -174,10 +176,12 @@ def _load_all(spec: CorpusSpec, data_dir: Path) -> Splits:
         pairs = [(other, eng) for eng, other in pairs if _keep_tatoeba(eng, other, spec)]
         if spec.src_lang == "en":
             pairs = [(eng, other) for other, eng in pairs]
-        order = list(range(len(pairs)))
-        random.Random(spec.split_seed).shuffle(order)
-        n_train = int(len(pairs) * (1 - spec.val_fraction))
-        return Splits([pairs[i] for i in order[:n_train]], [pairs[i] for i in order[n_train:]], [], dropped)
+        return _random_split(pairs, spec, dropped)
+    if spec.kind == "lines":
+        path = data_dir / spec.file
+        _require_files(data_dir, [path], download_name(spec))
+        lines = [clean_text(line) for line in read_lines(path)]
+        return _random_split([("", line) for line in lines if line], spec, sum(1 for line in lines if not line))
     if spec.kind == "files":
         read = {}
         for split, paths in spec.paths.items():
@@ -188,12 +192,21 @@ def _load_all(spec: CorpusSpec, data_dir: Path) -> Splits:
     raise DataError(f"unknown corpus kind {spec.kind!r}; use one of {CORPUS_KINDS}")
 
 
+def _random_split(pairs: list[Pair], spec: CorpusSpec, dropped: int) -> Splits:
+    order = list(range(len(pairs)))
+    random.Random(spec.split_seed).shuffle(order)
+    n_train = int(len(pairs) * (1 - spec.val_fraction))
+    return Splits([pairs[i] for i in order[:n_train]], [pairs[i] for i in order[n_train:]], [], dropped)
+
+
 def download_name(spec: CorpusSpec) -> str | None:
     """The ``attnviz data download`` name that provides a corpus, or None for the user's own files."""
     if spec.kind == "multi30k":
         return "multi30k"
     if spec.kind == "tatoeba":
         return "tatoeba-" + spec.file.split("-")[-1].split(".")[0]  # eng-fra.txt -> fra, deu.txt -> deu
+    if spec.kind == "lines" and spec.file == "names.txt":
+        return "names"
     return None
 
 

@@ -1,4 +1,4 @@
-"""Search: step-by-step greedy decoding as a generator of events, and batched greedy and beam search.
+"""Search: step-by-step decoding (greedy or sampled) as a generator of events, and batched greedy and beam search.
 
 Every function drives a model through the incremental protocol (``encode``, ``start``, ``step``), so any model kind
 that implements it (Transformer, RNN, language model) decodes here without special cases. ``recompute=True``
@@ -47,16 +47,29 @@ def _numpy_or_none(rows: Tensor | None) -> np.ndarray | None:
     return None if rows is None else rows[0].float().cpu().numpy().copy()
 
 
-@torch.inference_mode()
-def greedy_steps(model, src_ids: Sequence[int], src_tokens: Sequence[str], tgt_vocab: Vocab, max_len: int = 50,
-                 topk: int = 10, warnings: Sequence[str] = (), recompute: bool = False) -> Iterator[EncoderPass | DecodeStep]:
-    """Translate one sentence greedily, yielding an ``EncoderPass`` and then one ``DecodeStep`` per token.
+def _choose(logits: Tensor, temperature: float, generator: torch.Generator | None) -> int:
+    """Greedy (``temperature`` 0) or a draw from softmax(logits / temperature)."""
+    if temperature <= 0:
+        return int(allowed_logits(logits).argmax())
+    probs = (allowed_logits(logits) / temperature).softmax(-1)
+    return int(torch.multinomial(probs.cpu(), 1, generator=generator))
 
-    ``src_ids`` are the ids the model reads (with ``<sos>``/``<eos>``); ``src_tokens`` label them one to one.
+
+@torch.inference_mode()
+def decode_steps(model, src_ids: Sequence[int], src_tokens: Sequence[str], tgt_vocab: Vocab, max_len: int = 50,
+                 topk: int = 10, warnings: Sequence[str] = (), recompute: bool = False, forced: Sequence[int] = (),
+                 temperature: float = 0.0, generator: torch.Generator | None = None
+                 ) -> Iterator[EncoderPass | DecodeStep]:
+    """Decode one sentence, yielding an ``EncoderPass`` and then one ``DecodeStep`` per token.
+
+    ``src_ids`` are the ids the model reads (with ``<sos>``/``<eos>``; empty for a language model); ``src_tokens``
+    label them one to one. The first steps take the ``forced`` ids (a language model's prefix: their steps say
+    ``forced`` and report what the model would have predicted); then each token is the most probable one
+    (``temperature`` 0) or drawn from the softmax at ``temperature`` with ``generator``.
     """
     model.eval()
     device = device_of(model)
-    enc = model.encode(torch.tensor([list(src_ids)], device=device), need_weights=True)
+    enc = model.encode(torch.tensor([list(src_ids)], dtype=torch.long, device=device), need_weights=True)
     enc_attn = torch.stack(enc.attention, 1)[0].cpu().numpy().copy() if enc.attention else None  # L x [1,H,S,S] -> [L,H,S,S]
     yield EncoderPass(tuple(src_tokens), enc_attn, tuple(warnings))
     cache = model.start(enc)
@@ -69,17 +82,19 @@ def greedy_steps(model, src_ids: Sequence[int], src_tokens: Sequence[str], tgt_v
         logp = allowed_logits(logits[0]).log_softmax(-1)
         probs = logp.exp()
         top_p, top_i = probs.topk(k)
-        token_id = int(top_i[0])
+        is_forced = t < len(forced)
+        token_id = int(forced[t]) if is_forced else _choose(logits[0], temperature, generator)
         yield DecodeStep(
             index=t,
             token=tgt_vocab.token(token_id),
             token_id=token_id,
-            probability=float(top_p[0]),
+            probability=float(probs[token_id]),
             topk=tuple((tgt_vocab.token(int(i)), float(p)) for p, i in zip(top_p, top_i)),
             entropy=float(-(probs * logp).nan_to_num().sum()),
             self_attention=_numpy_or_none(self_rows),
             cross_attention=_numpy_or_none(cross_rows),
             src_len=len(src_ids),
+            forced=is_forced,
         )
         if token_id == EOS_ID:
             return

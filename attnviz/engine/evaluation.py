@@ -17,6 +17,9 @@ from attnviz.engine.translator import Translator
 
 
 def evaluate_pairs(translator: Translator, pairs: Sequence[Pair], decode: DecodeConfig, source: str) -> dict[str, Any]:
+    """BLEU, chrF, loss, PPL and accuracy of a translation model; a language model gets loss, PPL and accuracy."""
+    if not translator.has_source:
+        return _language_model_report(translator, [t for _, t in pairs], source)
     start = time.perf_counter()
     hyps = translator.translate_batch_tokens([s for s, _ in pairs], decode)
     seconds = time.perf_counter() - start
@@ -33,6 +36,18 @@ def evaluate_pairs(translator: Translator, pairs: Sequence[Pair], decode: Decode
     stats = teacher_forced_stats(translator.model, eval_batches(encoded), device_of(translator.model))
     report.update(loss=stats.loss, ppl=stats.ppl, accuracy=stats.accuracy)
     return report
+
+
+def _language_model_report(translator: Translator, texts: Sequence[str], source: str) -> dict[str, Any]:
+    """Loss (nats per token, the closing ``<eos>`` included), PPL and next-token accuracy over ``texts``."""
+    start = time.perf_counter()
+    limit = translator.config.max_positions - 2
+    encoded = [([], translator.tgt_vocab.encode(translator.tgt_spec.tokenize(t)[:limit], True)) for t in texts]
+    stats = teacher_forced_stats(translator.model, eval_batches(encoded),
+                                 device_of(translator.model))
+    return {"source": source, "sentences": len(texts), "seconds": round(time.perf_counter() - start, 2),
+            "decode": "teacher forced", "loss": stats.loss, "ppl": stats.ppl, "accuracy": stats.accuracy,
+            "tokens": stats.tokens}
 
 
 def recipe_for(translator: Translator, preset: str | None) -> Recipe:

@@ -66,6 +66,7 @@ class DecodeStep:
     self_attention: np.ndarray | None
     cross_attention: np.ndarray | None
     src_len: int = 0
+    forced: bool = False  # the token was given (a language model's prefix), not chosen by the model
 
     def __post_init__(self) -> None:
         _check(self.self_attention, "self_attention", (self.index + 1,))
@@ -170,8 +171,8 @@ class EvalResult:
     val_loss: float
     ppl: float
     accuracy: float
-    bleu: float  # bleu_tok on the first ``bleu_sentences`` validation pairs
-    samples: tuple[tuple[str, str, str], ...]  # (source, reference, hypothesis)
+    bleu: float | None  # bleu_tok on the first ``bleu_sentences`` validation pairs; None for a language model
+    samples: tuple[tuple[str, str, str], ...]  # (source, reference, hypothesis); a language model's: ("", "", sample)
     probe: Translation | None  # the fixed probe sentence with all its attention at this point of training
     elapsed_s: float
 

@@ -1,6 +1,8 @@
-"""The encoder-decoder Transformer, written out so that every attention returns its per-head weights.
+"""The Transformer, written out so that every attention returns its per-head weights.
 
-The model exposes ``encode`` / ``decode`` / ``project`` (training and full recomputation) and the incremental
+One class serves two kinds: the encoder-decoder translation model (``transformer``) and, without encoder and
+cross-attention, the decoder-only language model (``char-lm``, reference D), whose ``encode`` returns an empty
+source so search drives both the same way. The model exposes ``encode`` / ``decode`` / ``project`` (training and full recomputation) and the incremental
 protocol that search uses: ``start`` builds a ``DecoderCache`` (cross-attention keys and values computed once) and
 ``step`` feeds one token per sentence, reusing cached self-attention keys and values. Search itself lives in
 ``decoding.py``. Names: B batch, H heads, L layers, S source length, T target length, D model width.
@@ -16,6 +18,7 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnviz.config import ModelConfig
+from attnviz.engine.errors import ConfigError
 from attnviz.engine.vocab import PAD_ID
 
 
@@ -99,8 +102,8 @@ class EncoderLayer(nn.Module):
 class LayerCache:
     """Keys and values one decoder layer has seen: self-attention grows by a step, cross-attention is fixed."""
 
-    cross_k: Tensor  # [B, H, S, dh]
-    cross_v: Tensor
+    cross_k: Tensor | None  # [B, H, S, dh]; None in a decoder-only model
+    cross_v: Tensor | None
     self_k: Tensor | None = None  # [B, H, t, dh]
     self_v: Tensor | None = None
 
@@ -122,11 +125,14 @@ class DecoderLayer(nn.Module):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         pre = cfg.norm == "pre"
+        # Creation order fixes the parameter order, which a training-state file's optimizer slots follow.
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.dropout)
-        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.dropout)
+        if cfg.has_source:
+            self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.dropout)
         self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.dropout)
         self.res_self = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
-        self.res_cross = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
+        if cfg.has_source:
+            self.res_cross = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
         self.res_ff = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
 
     def forward(self, x: Tensor, self_mask: Tensor | None, cache: LayerCache, memory_mask: Tensor, need_weights: bool,
@@ -142,7 +148,10 @@ class DecoderLayer(nn.Module):
             return self.self_attn(h, k, v, self_mask, need_weights)
 
         x, self_w = self.res_self(x, attend_self)
-        x, cross_w = self.res_cross(x, lambda h: self.cross_attn(h, cache.cross_k, cache.cross_v, memory_mask, need_weights))
+        cross_w = None
+        if cache.cross_k is not None:
+            x, cross_w = self.res_cross(x, lambda h: self.cross_attn(h, cache.cross_k, cache.cross_v, memory_mask,
+                                                                     need_weights))
         x, _ = self.res_ff(x, lambda h: (self.ff(h), None))
         return x, self_w, cross_w
 
@@ -189,25 +198,60 @@ class Encoded:
 @dataclass
 class Decoded:
     hidden: Tensor  # [B, T, D]
-    self_attention: list[Tensor]  # per layer [B, H, T, t]
-    cross_attention: list[Tensor]  # per layer [B, H, T, S]
+    self_attention: list[Tensor]  # per layer [B, H, T, t]; empty when the model has none
+    cross_attention: list[Tensor]  # per layer [B, H, T, S]; empty when the model has none
 
-    def last_rows(self) -> tuple[Tensor, Tensor]:
+    def last_rows(self) -> tuple[Tensor | None, Tensor | None]:
         """The last query's attention of every layer: [B, L, H, t] (decoder self) and [B, L, H, S] (cross)."""
-        return (torch.stack([w[:, :, -1] for w in self.self_attention], dim=1),  # L x [B, H, t] -> [B, L, H, t]
-                torch.stack([w[:, :, -1] for w in self.cross_attention], dim=1))
+        def rows(weights: list[Tensor]) -> Tensor | None:
+            return torch.stack([w[:, :, -1] for w in weights], dim=1) if weights else None  # L x [B, H, t] -> [B, L, H, t]
+
+        return rows(self.self_attention), rows(self.cross_attention)
 
 
-class Transformer(nn.Module):
+class IncrementalModel(nn.Module):
+    """The protocol search drives, shared by every model kind.
+
+    A subclass provides ``encode(src, need_weights)``, ``start(encoded) -> cache``, ``decode(tgt, encoded,
+    need_weights, cache)`` returning ``Decoded``, ``project(hidden)``, ``layer_counts`` and the length limits;
+    ``step`` is written once here.
+    """
+
+    cfg: ModelConfig
+
+    def step(self, tokens: Tensor, cache, need_weights: bool):
+        """Feed one token per sentence ([B]); return logits [B, V] and this step's attention rows.
+
+        The rows are [B, L, H, t] (decoder self) and [B, L, H, S] (cross); None without ``need_weights`` or when
+        the model has no such attention.
+        """
+        out = self.decode(tokens[:, None], None, need_weights, cache)
+        logits = self.project(out.hidden[:, -1])
+        if not need_weights:
+            return logits, None, None
+        return (logits, *out.last_rows())
+
+    @property
+    def max_target_len(self) -> int:
+        return self.cfg.max_positions
+
+    @property
+    def max_source_len(self) -> int:
+        return self.cfg.max_positions if self.cfg.has_source else 0
+
+
+class Transformer(IncrementalModel):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
         self.cfg = cfg
-        self.src_embed = Embedding(cfg.src_vocab_size, cfg)
+        if cfg.has_source:
+            self.src_embed = Embedding(cfg.src_vocab_size, cfg)
         self.tgt_embed = Embedding(cfg.tgt_vocab_size, cfg)
-        self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.enc_layers))
+        if cfg.has_source:
+            self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.enc_layers))
         self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
         pre = cfg.norm == "pre"
-        self.enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if pre else nn.Identity()
+        self.enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if pre and cfg.has_source else nn.Identity()
         self.dec_norm = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if pre else nn.Identity()
         self.out_proj = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
         for p in self.parameters():
@@ -218,11 +262,17 @@ class Transformer(nn.Module):
 
     @property
     def layer_counts(self) -> dict[str, int]:
-        return {"encoder": self.cfg.enc_layers, "decoder": self.cfg.dec_layers, "cross": self.cfg.dec_layers}
+        counts = {"encoder": self.cfg.enc_layers, "decoder": self.cfg.dec_layers, "cross": self.cfg.dec_layers}
+        return {kind: counts[kind] for kind in self.cfg.attention_kinds}
 
     def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
-        """``src`` [B, S] ids (pad = PAD_ID) -> memory [B, S, D] and, if asked, encoder self-attention."""
+        """``src`` [B, S] ids (pad = PAD_ID) -> memory [B, S, D] and, if asked, encoder self-attention.
+
+        A decoder-only model reads no source: its memory is empty ([B, 0, D]) whatever ``src`` holds.
+        """
         mask = (src != PAD_ID)[:, None, None, :]  # [B, 1, 1, S]
+        if not self.cfg.has_source:
+            return Encoded(src.new_zeros(src.size(0), 0, self.cfg.d_model, dtype=torch.float), mask[..., :0])
         x, weights = self.src_embed(src), []
         for layer in self.encoder:
             x, w = layer(x, mask, need_weights)
@@ -230,6 +280,8 @@ class Transformer(nn.Module):
         return Encoded(self.enc_norm(x), mask, weights if need_weights else [])
 
     def start(self, enc: Encoded) -> DecoderCache:
+        if not self.cfg.has_source:
+            return DecoderCache(enc.mask, [LayerCache(None, None) for _ in self.decoder])
         layers = [LayerCache(*layer.cross_attn.keys_values(enc.memory)) for layer in self.decoder]
         return DecoderCache(enc.mask, layers)
 
@@ -247,7 +299,8 @@ class Transformer(nn.Module):
         for layer, layer_cache in zip(self.decoder, cache.layers):
             x, sw, cw = layer(x, causal, layer_cache, cache.memory_mask, need_weights, keep)
             self_ws.append(sw)
-            cross_ws.append(cw)
+            if cw is not None:
+                cross_ws.append(cw)
         if keep:
             cache.length += t_new
         return Decoded(self.dec_norm(x), self_ws if need_weights else [], cross_ws if need_weights else [])
@@ -255,28 +308,11 @@ class Transformer(nn.Module):
     def project(self, hidden: Tensor) -> Tensor:
         return self.out_proj(hidden)  # [B, T, D] -> [B, T, V]
 
-    def forward(self, src: Tensor, tgt_in: Tensor) -> Tensor:
-        """Teacher-forced logits [B, T, V] for training."""
+    def forward(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
+        """Teacher-forced logits [B, T, V] for training (a Transformer always sees the gold prefix)."""
+        if teacher_forcing < 1.0:
+            raise ConfigError("teacher_forcing below 1 needs a recurrent model (kind rnn-attention)")
         return self.project(self.decode(tgt_in, self.encode(src)).hidden)
-
-    @property
-    def max_target_len(self) -> int:
-        return self.cfg.max_positions
-
-    @property
-    def max_source_len(self) -> int:
-        return self.cfg.max_positions
-
-    def step(self, tokens: Tensor, cache: DecoderCache, need_weights: bool):
-        """Feed one token per sentence ([B]); return logits [B, V] and this step's attention rows.
-
-        The rows are [B, L, H, t] (decoder self) and [B, L, H, S] (cross), or None without ``need_weights``.
-        """
-        out = self.decode(tokens[:, None], None, need_weights, cache)
-        logits = self.project(out.hidden[:, -1])
-        if not need_weights:
-            return logits, None, None
-        return (logits, *out.last_rows())
 
 
 def count_parameters(model: nn.Module) -> int:

@@ -12,7 +12,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnviz.config import DecodeConfig, ModelConfig, TrainConfig
+from attnviz.config import DecodeConfig, ModelConfig, TrainConfig, check_training
 from attnviz.engine.data import CorpusSpec
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.tokenize import TokenizerSpec
@@ -33,6 +33,11 @@ class Recipe:
 
     def model_config(self, src_vocab_size: int, tgt_vocab_size: int) -> ModelConfig:
         return ModelConfig(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, **self.model)
+
+    @property
+    def has_source(self) -> bool:
+        """False when the recipe trains a language model (no source side)."""
+        return self.model_config(10, 10).has_source
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -62,7 +67,7 @@ class Recipe:
             target[name] = _parse(raw)
         try:
             recipe = Recipe.from_dict(data)
-            recipe.model_config(10, 10)  # validate the model settings now, not after loading the data
+            check_training(recipe.model_config(10, 10), recipe.train)  # validate now, not after loading the data
         except TypeError as exc:
             raise ConfigError(f"invalid override: {exc}") from None
         return recipe
@@ -118,12 +123,38 @@ def _tatoeba(name: str, src: str, description: str, prefixes: bool) -> Recipe:
                   probe={"fr": "Je pars en vacances pour quelques jours.", "de": "Ich bin sehr müde."}[src])
 
 
+_REF_C_MODEL = dict(kind="rnn-attention", d_model=256, hidden=512, enc_layers=2, dec_layers=2, dropout=0.2,
+                    score="general")
+
+
+def _names_char() -> Recipe:
+    chars = TokenizerSpec("en", mode="chars")
+    return Recipe(
+        name="names-char",
+        description="Reference D: character language model on names.txt (10% held out for validation): decoder-only "
+                    "pre-LN Transformer, embedding 64, 4 heads, 4 blocks, context 32, Adam with a one-cycle "
+                    "schedule to 1e-2, batch 16, 30 epochs; <sos>/<eos> mark the name boundaries.",
+        corpus=CorpusSpec("lines", "en", "en", file="names.txt", val_fraction=0.1),
+        src_tokenizer=chars, tgt_tokenizer=chars, min_freq=1,
+        model=dict(kind="char-lm", d_model=64, heads=4, enc_layers=0, dec_layers=4, ff_dim=256, dropout=0.0,
+                   norm="pre", positions="learned", max_positions=32),
+        train=TrainConfig(epochs=30, batch_size=16, lr=1e-2, schedule="one_cycle", clip_norm=1.0),
+        decode=DecodeConfig(temperature=1.0),
+        probe="mar")
+
+
 PRESETS: dict[str, Recipe] = {r.name: r for r in [
     _multi30k("multi30k-de-en", "de",
               "Reference A: German->English Transformer on Multi30k (d 256, 3+3 layers, 8 heads, 9.04M parameters), "
               "Adam 5e-4, batch 128, 10 epochs, best validation loss."),
     _multi30k("multi30k-fr-en", "fr", "Reference A's architecture and training for French->English on Multi30k."),
     _multi30k_plus("multi30k-de-en-plus", "de", "German"),
+    _multi30k("multi30k-de-en-lstm", "de",
+              "Reference C: German->English LSTM encoder-decoder with Luong global attention (2 layers, embedding "
+              "256, hidden 512, 'general' score, dropout 0.2), Adam 1e-3, clip 1, batch 128, teacher forcing 0.5, "
+              "10 epochs, best validation loss.",
+              model=dict(_REF_C_MODEL), train=TrainConfig(epochs=10, batch_size=128, lr=1e-3, clip_norm=1.0,
+                                                          teacher_forcing=0.5)),
     _multi30k_plus("multi30k-fr-en-plus", "fr", "French"),
     _tatoeba("tatoeba-fr-en-small", "fr",
              "Reference B: French->English on the Tatoeba 'I am / he is' subset (10,599 pairs, 80/20 split seed "
@@ -132,6 +163,7 @@ PRESETS: dict[str, Recipe] = {r.name: r for r in [
              False),
     _tatoeba("tatoeba-de-en", "de", "Reference B's architecture on all Tatoeba German->English pairs under 10 words.",
              False),
+    _names_char(),
 ]}
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from attnviz.config import TrainConfig
+from attnviz.config import TrainConfig, check_training
 from attnviz.engine.batching import batch_tensors, eval_batches, make_batches
 from attnviz.engine.checkpoint import load_tensors, save_tensors
 from attnviz.engine.data import Pair, load_splits, resolve_data_dir
@@ -46,14 +46,27 @@ def pick_device(name: str) -> torch.device:
     return torch.device(name)
 
 
-def learning_rate(step: int, cfg: TrainConfig, d_model: int) -> float:
-    """The rate for optimizer step ``step`` (1-based)."""
+def learning_rate(step: int, cfg: TrainConfig, d_model: int, total_steps: int = 0) -> float:
+    """The rate for optimizer step ``step`` (1-based); ``one_cycle`` needs the run's ``total_steps``."""
     step = max(step, 1)
     if cfg.schedule == "noam":
         return cfg.lr * d_model ** -0.5 * min(step ** -0.5, step * cfg.warmup ** -1.5)
     if cfg.schedule == "inverse_sqrt":
         return cfg.lr * min(step / cfg.warmup, math.sqrt(cfg.warmup / step))
+    if cfg.schedule == "one_cycle":
+        return _one_cycle(step, max(total_steps, step), cfg.lr)
     return cfg.lr
+
+
+def _one_cycle(step: int, total: int, peak: float, rise: float = 0.3) -> float:
+    """torch's OneCycleLR (cosine annealing): peak/25 -> peak over ``rise`` of the run, then -> peak/25e4."""
+    start, end = peak / 25, peak / 25 / 1e4
+    top = max(rise * total - 1, 1)
+    if step - 1 <= top:
+        frac, low, high = (step - 1) / top, start, peak
+    else:
+        frac, low, high = (step - 1 - top) / max(total - 1 - top, 1), peak, end
+    return high + (low - high) * (1 + math.cos(math.pi * min(frac, 1.0))) / 2
 
 
 @dataclass
@@ -75,13 +88,16 @@ def prepare(recipe: Recipe, data_dir=None, vocabs: tuple[Vocab, Vocab] | None = 
     src_spec, tgt_spec = recipe.src_tokenizer, recipe.tgt_tokenizer
     train_tok = [(src_spec.tokenize(s), tgt_spec.tokenize(t)) for s, t in splits.train]
     val_tok = [(src_spec.tokenize(s), tgt_spec.tokenize(t)) for s, t in splits.val]
-    if vocabs is None:
-        vocabs = (Vocab.build((s for s, _ in train_tok), recipe.min_freq),
-                  Vocab.build((t for _, t in train_tok), recipe.min_freq))
+    has_source = recipe.has_source
+    if vocabs is None:  # a language model's one vocabulary serves as both sides
+        tgt_vocab = Vocab.build((t for _, t in train_tok), recipe.min_freq)
+        vocabs = (Vocab.build((s for s, _ in train_tok), recipe.min_freq) if has_source else tgt_vocab, tgt_vocab)
     limit = (max_positions or recipe.model.get("max_positions", 100)) - 2
 
-    def encode(pairs):
-        return [(vocabs[0].encode(s[:limit], True), vocabs[1].encode(t[:limit], True)) for s, t in pairs if s and t]
+
+    def encode(pairs):  # a language model reads no source: its source ids stay empty
+        return [(vocabs[0].encode(s[:limit], True) if has_source else [], vocabs[1].encode(t[:limit], True))
+                for s, t in pairs if t and (s or not has_source)]
 
     return Prepared(vocabs[0], vocabs[1], encode(train_tok), encode(val_tok), splits.val, [t for _, t in val_tok])
 
@@ -103,10 +119,14 @@ def _save_state(path: Path, opt, step: int, epoch: int, batch_index: int, extra:
     save_tensors(path, tensors, meta)
 
 
-def _load_state(path: Path, opt) -> dict:
+def _load_state(path: Path, opt, names: list[str]) -> dict:
+    """Restore the optimizer (its slots follow the model's parameter ``names``, in order) and the RNG."""
     meta, tensors = load_tensors(path)
     if meta.get("kind") != "training-state" or meta.get("state_version") != STATE_VERSION:
         raise CheckpointError(f"{path} is not an attnviz training-state file of version {STATE_VERSION}.")
+    if meta.get("param_names", names) != names:
+        raise CheckpointError(f"{path} was written for a model whose parameters differ or come in another order; "
+                              "it cannot be resumed. Start a new run, or fine-tune from the run's checkpoint.")
     state: dict[int, dict] = {}
     for name, value in tensors.items():
         if name.startswith("opt."):
@@ -139,6 +159,7 @@ class _Trainer:
             cfg = recipe.model_config(len(self.data.src_vocab), len(self.data.tgt_vocab))
             self.model = build_model(cfg).to(self.device)
             self.opt = _optimizer(self.model, self.cfg)
+        check_training(self.model.cfg, self.cfg)
         self.translator = Translator(self.model, self.data.src_vocab, self.data.tgt_vocab, recipe.src_tokenizer,
                                      recipe.tgt_tokenizer)
         # The corpus, vocabularies and model live for the whole run: take them out of the cyclic garbage
@@ -153,7 +174,7 @@ class _Trainer:
         self.model = last.model.to(self.device)
         self.data = prepare(self.recipe, data_dir, (last.src_vocab, last.tgt_vocab), last.config.max_positions)
         self.opt = _optimizer(self.model, self.cfg)
-        meta = _load_state(self.paths.state, self.opt)
+        meta = _load_state(self.paths.state, self.opt, [n for n, _ in self.model.named_parameters()])
         if meta["step"] != last.metadata.get("step"):
             raise CheckpointError(f"{self.paths.state.name} (step {meta['step']}) does not belong to "
                                   f"{self.paths.last.name} (step {last.metadata.get('step')}).")
@@ -177,19 +198,29 @@ class _Trainer:
             return CheckpointSaved(self.last_good, "last", self.step)
         saved = self.save(self.paths.last, "last")  # weights first: a state file always has its checkpoint
         _save_state(self.paths.state, self.opt, self.step, epoch, batch_index,
-                    {"history": self.history, "best_score": self.best_score, "recipe": self.recipe.to_dict()})
+                    {"history": self.history, "best_score": self.best_score, "recipe": self.recipe.to_dict(),
+                     "param_names": [n for n, _ in self.model.named_parameters()]})
         self.last_good, self.last_saved_step = saved.path, self.step
         return saved
 
     def evaluate(self, elapsed: float) -> EvalResult:
         stats = teacher_forced_stats(self.model, eval_batches(self.data.val), self.device)
-        n = self.cfg.bleu_sentences or len(self.data.val_pairs)
-        hyps = self.translator.translate_batch_tokens([s for s, _ in self.data.val_pairs[:n]])
-        bleu, _ = bleu_tok(hyps, self.data.val_refs[:n])
-        samples = tuple((s, r, self.translator.detokenize(h)) for (s, r), h in zip(self.data.val_pairs[:3], hyps))
+        bleu, samples = self._translation_quality() if self.translator.has_source else (None, self._generated())
         probe = self.translator.translate(self.recipe.probe) if self.recipe.probe else None
         self.model.train()
         return EvalResult(self.step, self.epoch, stats.loss, stats.ppl, stats.accuracy, bleu, samples, probe, elapsed)
+
+    def _translation_quality(self) -> tuple[float, tuple[tuple[str, str, str], ...]]:
+        """bleu_tok on the first ``bleu_sentences`` validation pairs, and three (source, reference, output)."""
+        n = self.cfg.bleu_sentences or len(self.data.val_pairs)
+        hyps = self.translator.translate_batch_tokens([s for s, _ in self.data.val_pairs[:n]])
+        bleu, _ = bleu_tok(hyps, self.data.val_refs[:n])
+        return bleu, tuple((s, r, self.translator.detokenize(h)) for (s, r), h in zip(self.data.val_pairs[:3], hyps))
+
+    def _generated(self) -> tuple[tuple[str, str, str], ...]:
+        """A language model's samples: three sequences drawn at temperature 1 (seeded by the step)."""
+        drawn = self.translator.generate("", n=3, temperature=1.0, seed=self.step)
+        return tuple(("", "", t.text) for t in drawn)
 
     def score(self, result: EvalResult) -> float:
         """Higher is better."""
@@ -216,7 +247,8 @@ def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = 
 def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Iterator:
     cfg, model = run.cfg, run.model
     steps_per_epoch = len(run.batches(1))
-    total = min(steps_per_epoch * cfg.epochs, max_steps or 1 << 62)
+    planned = steps_per_epoch * cfg.epochs  # what the schedule spans, even when max_steps ends the run sooner
+    total = min(planned, max_steps or 1 << 62)
     yield TrainStarted(total, cfg.epochs, count_parameters(model), len(run.data.train), len(run.data.val),
                        str(run.device), run.step)
     started, window_tokens, window_start, first_step = time.perf_counter(), 0, time.perf_counter(), run.step
@@ -234,10 +266,10 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
                     yield TrainStopped(run.step, str(run.paths.last))
                 return
             src, tgt = (t.to(run.device) for t in batch_tensors([run.data.train[i] for i in batches[index]]))
-            lr = learning_rate(run.step + 1, cfg, model.cfg.d_model)
+            lr = learning_rate(run.step + 1, cfg, model.cfg.d_model, planned)
             for group in run.opt.param_groups:
                 group["lr"] = lr
-            loss = smoothed_loss(model(src, tgt[:, :-1]), tgt[:, 1:], cfg.label_smoothing)
+            loss = smoothed_loss(model(src, tgt[:, :-1], cfg.teacher_forcing), tgt[:, 1:], cfg.label_smoothing)
             if not torch.isfinite(loss):
                 yield TrainFailed(f"the training loss became {loss.item()} at step {run.step + 1} (learning rate "
                                   f"{lr:.3g}); training stopped. Lower the learning rate or raise the warm-up, then "

@@ -1,5 +1,8 @@
 """Translator: a model with its vocabularies and tokenizers, the object outside code works with.
 
+A language model (``has_source`` False) is a Translator without a source: the text given to ``steps`` is the
+prefix it continues, and ``generate`` samples whole sequences.
+
 ``load_translator(path)`` reads a checkpoint; ``Translator.steps`` streams one sentence's decoding as events;
 ``translate`` returns a whole ``Translation``; ``translate_batch`` decodes many sentences in padded, length-sorted
 batches (greedy or beam). ``save`` writes the translator back as a self-describing checkpoint.
@@ -15,18 +18,21 @@ import torch
 
 from attnviz.config import DecodeConfig, ModelConfig
 from attnviz.engine.checkpoint import load_tensors, save_tensors
-from attnviz.engine.decoding import beam_batch, greedy_batch, greedy_steps, pad_batch
+from attnviz.engine.decoding import beam_batch, decode_steps, greedy_batch, pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import DecodeStep, EncoderPass, Translation, assemble
 from attnviz.engine.model import Transformer, count_parameters
+from attnviz.engine.rnn import RNNAttention
 from attnviz.engine.tokenize import LANGUAGE_NAMES, TokenizerSpec, detokenize
 from attnviz.engine.vocab import EOS, SOS, Vocab
 
 
 def build_model(cfg: ModelConfig) -> torch.nn.Module:
     """The model class for a config's ``kind``."""
-    if cfg.kind == "transformer":
+    if cfg.kind in ("transformer", "char-lm"):
         return Transformer(cfg)
+    if cfg.kind == "rnn-attention":
+        return RNNAttention(cfg)
     raise ConfigError(f"unknown model kind {cfg.kind!r}")
 
 
@@ -49,14 +55,24 @@ class Translator:
         return self.model.cfg
 
     @property
+    def has_source(self) -> bool:
+        """False for a language model: it continues a prefix instead of translating a sentence."""
+        return self.config.has_source
+
+    def _languages(self) -> str:
+        src, tgt = (LANGUAGE_NAMES.get(s.lang, s.lang) for s in (self.src_spec, self.tgt_spec))
+        return f"{src} -> {tgt}" if self.has_source else f"{tgt} {self.tgt_spec.mode} (language model)"
+
+    @property
     def info(self) -> dict[str, Any]:
         meta = self.metadata
         return {
             "src_lang": self.src_spec.lang,
             "tgt_lang": self.tgt_spec.lang,
-            "languages": f"{LANGUAGE_NAMES.get(self.src_spec.lang, self.src_spec.lang)} -> "
-                         f"{LANGUAGE_NAMES.get(self.tgt_spec.lang, self.tgt_spec.lang)}",
+            "languages": self._languages(),
             "name": meta.get("name", ""),
+            "kind": self.config.kind,
+            "attention_kinds": list(self.config.attention_kinds),
             "model": self.config.to_dict(),
             "parameters": count_parameters(self.model),
             "src_vocab_size": len(self.src_vocab),
@@ -94,21 +110,54 @@ class Translator:
             warnings.append(f"Not in the model's vocabulary (read as <unk>): {shown}")
         return [SOS, *tokens, EOS], self.src_vocab.encode(tokens, add_sos_eos=True), warnings
 
+    def prepare_prefix(self, text: str) -> tuple[list[int], list[str]]:
+        """A language model's prefix (possibly empty) as target ids, and warnings."""
+        tokens = self.tgt_spec.tokenize(text or "")
+        warnings = []
+        limit = self.model.max_target_len - 1
+        if len(tokens) > limit:
+            warnings.append(f"The prefix has {len(tokens)} tokens but the model's context holds {limit}; "
+                            f"only the first {limit} were kept.")
+            tokens = tokens[:limit]
+        unknown = sorted({t for t in tokens if t not in self.tgt_vocab})
+        if unknown:
+            warnings.append(f"Not in the model's vocabulary (read as <unk>): {' '.join(unknown[:8])}")
+        return self.tgt_vocab.encode(tokens), warnings
+
     def detokenize(self, tokens: Sequence[str]) -> str:
         return detokenize([t for t in tokens if t != EOS], self.tgt_spec.mode)
 
     # -- decoding ---------------------------------------------------------------------------------------------------
 
-    def steps(self, text: str, max_len: int = 50, topk: int = 10, recompute: bool = False
+    def steps(self, text: str, max_len: int = 50, topk: int = 10, recompute: bool = False,
+              temperature: float = 0.0, seed: int = 0, generator: torch.Generator | None = None
               ) -> Iterator[EncoderPass | DecodeStep]:
-        """Greedy decoding of one sentence as events: an ``EncoderPass``, then a ``DecodeStep`` per token."""
-        labels, ids, warnings = self.prepare_source(text)
-        yield from greedy_steps(self.model, ids, labels, self.tgt_vocab, max_len, topk, warnings, recompute)
+        """Decoding of one sentence (or a language model's prefix) as events: an ``EncoderPass``, then a
+        ``DecodeStep`` per token; greedy, or sampled at ``temperature`` (from ``generator`` or one seeded with
+        ``seed``)."""
+        if self.has_source:
+            labels, ids, warnings = self.prepare_source(text)
+            forced: list[int] = []
+        else:
+            labels, ids = [], []
+            forced, warnings = self.prepare_prefix(text)
+        if temperature > 0 and generator is None:
+            generator = torch.Generator().manual_seed(seed)
+        yield from decode_steps(self.model, ids, labels, self.tgt_vocab, max_len, topk, warnings, recompute, forced,
+                                temperature, generator)
 
-    def translate(self, text: str, max_len: int = 50, topk: int = 10) -> Translation:
-        events = list(self.steps(text, max_len, topk))
+    def translate(self, text: str, max_len: int = 50, topk: int = 10, temperature: float = 0.0, seed: int = 0,
+                  generator: torch.Generator | None = None) -> Translation:
+        events = list(self.steps(text, max_len, topk, temperature=temperature, seed=seed, generator=generator))
         steps = [e for e in events if isinstance(e, DecodeStep)]
         return assemble(events[0], steps, self.detokenize([s.token for s in steps]))
+
+    def generate(self, prefix: str = "", n: int = 1, temperature: float = 1.0, seed: int = 0,
+                 max_len: int = 50) -> list[Translation]:
+        """``n`` continuations of ``prefix`` drawn one after another from one generator seeded with ``seed``
+        (greedy when ``temperature`` is 0, so all ``n`` are then the same)."""
+        generator = torch.Generator().manual_seed(seed)
+        return [self.translate(prefix, max_len, temperature=temperature, generator=generator) for _ in range(n)]
 
     def translate_batch_tokens(self, texts: Sequence[str], decode: DecodeConfig | None = None,
                                batch_size: int = 128) -> list[list[str]]:

@@ -58,6 +58,7 @@ class MainWindow(QMainWindow):
         self.loader.event.connect(self._on_loader_event)
         self.loader.failed.connect(self._on_loader_failed)
         self.translate_tab.status.connect(self._on_tab_status)
+        self.translate_tab.mode_changed.connect(self._on_translate_mode_changed)
         self.train_tab.status.connect(self._on_tab_status)
         self.train_tab.open_checkpoint.connect(self._on_open_trained)
         self.model_combo.activated.connect(self._on_model_combo_activated)
@@ -148,6 +149,10 @@ class MainWindow(QMainWindow):
         self.loading_path = path
         self.statusBar().showMessage(f"Loading model {Path(path).name}...")
         self.loader.start(lambda stop: _load_model(path))
+
+    @Slot(str)
+    def _on_translate_mode_changed(self, mode: str) -> None:
+        self.tabs.setTabText(self.tabs.indexOf(self.translate_tab), f"&{mode}")
 
     @Slot(object)
     def _on_loader_event(self, translator) -> None:

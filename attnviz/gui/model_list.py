@@ -29,9 +29,16 @@ def describe(path: Path, bundled: bool) -> ModelEntry:
         return ModelEntry(str(path), f"{path.name} (unreadable)", str(exc), bundled)
     src = meta.get("src_tokenizer", {}).get("lang", "?")
     tgt = meta.get("tgt_tokenizer", {}).get("lang", "?")
-    langs = f"{LANGUAGE_NAMES.get(src, src)} \u2192 {LANGUAGE_NAMES.get(tgt, tgt)}"
-    test = (meta.get("metrics") or {}).get("test") or {}
-    headline = f" · test BLEU {test['bleu_tok']:.1f}" if "bleu_tok" in test else ""
+    kind = (meta.get("model") or {}).get("kind", "transformer")
+    if kind == "char-lm":
+        langs = f"{LANGUAGE_NAMES.get(tgt, tgt)} characters (language model)"
+    else:
+        langs = f"{LANGUAGE_NAMES.get(src, src)} \u2192 {LANGUAGE_NAMES.get(tgt, tgt)}"
+        langs += " (LSTM)" if kind == "rnn-attention" else ""
+    metrics = meta.get("metrics") or {}
+    test, val = metrics.get("test") or {}, metrics.get("val") or {}
+    headline = (f" · test BLEU {test['bleu_tok']:.1f}" if "bleu_tok" in test else
+                f" · val loss {val['loss']:.3f}" if "loss" in val else "")
     label = f"{langs} · {meta.get('name') or path.stem}{headline}"
     tip = f"{path}\n{langs}" + "".join(f"\n{split}: " + ", ".join(f"{k} {v:.3g}" for k, v in values.items()
                                                                      if isinstance(v, (int, float)))

@@ -42,8 +42,11 @@ class StepTableModel(QAbstractTableModel):
         step = self._steps[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
             runner = f"{step.topk[1][0]} ({step.topk[1][1]:.3f})" if len(step.topk) > 1 else ""
-            return (str(step.index + 1), step.token, f"{step.probability:.4f}", f"{step.entropy:.3f}",
+            token = f"{step.token} (prefix)" if step.forced else step.token  # typed, not chosen by the model
+            return (str(step.index + 1), token, f"{step.probability:.4f}", f"{step.entropy:.3f}",
                     runner)[index.column()]
+        if role == Qt.ItemDataRole.ToolTipRole and step.forced:
+            return "Part of the typed prefix: the probability is what the model gave this character."
         if role == Qt.ItemDataRole.TextAlignmentRole and index.column() in (0, 2, 3):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None

@@ -28,6 +28,10 @@ class TokenStrip(QWidget):
         self._current = -1
         self._rects: list[QRect] = []
 
+    def set_placeholder(self, text: str) -> None:
+        self._placeholder = text
+        self.update()
+
     def set_tokens(self, tokens: Sequence[str], current: int = -1) -> None:
         self._tokens, self._current, self._weights = list(tokens), current, None
         self.updateGeometry()

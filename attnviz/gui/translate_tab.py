@@ -1,6 +1,8 @@
 """The Translate tab: type a sentence, watch it decode token by token, scrub through steps, explore attention.
 
-Decoding runs in the generic worker; each engine event lands in a ``DecodeSession`` (every step is kept, so
+With a language model loaded it becomes the Generate tab: the text typed is a prefix (possibly empty) that the model
+continues, greedily or by sampling (temperature and seed, the seed advancing after each draw so that pressing
+Generate again gives a new sample that can still be reproduced). Decoding runs in the generic worker; each engine event lands in a ``DecodeSession`` (every step is kept, so
 scrubbing back is instant). Playback reveals the kept steps at the chosen speed, or all at once with "Instant".
 """
 
@@ -9,8 +11,9 @@ from __future__ import annotations
 import json
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal, Slot
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit, QPushButton,
-                               QSizePolicy, QSlider, QSplitter, QStyle, QTableView, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
+                               QPushButton, QSizePolicy, QSlider, QSpinBox, QSplitter, QStyle, QTableView, QVBoxLayout,
+                               QWidget)
 
 from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.tokenize import LANGUAGE_NAMES
@@ -34,6 +37,7 @@ def load_examples() -> dict[str, list[str]]:
 
 class TranslateTab(QWidget):
     status = Signal(str)
+    mode_changed = Signal(str)  # "Translate" or "Generate", for the tab's title
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -61,6 +65,23 @@ class TranslateTab(QWidget):
         self.examples_combo = named(QComboBox(), "examplesCombo", "Example sentences")
         self.translate_button = named(QPushButton("&Translate"), "translateButton", "Translate",
                                        "Translate the sentence (Enter)")
+        self.sampling_combo = named(QComboBox(), "samplingCombo", "Decoding",
+                                    "Greedy: always the most probable character; Sampled: drawn from the softmax")
+        self.sampling_combo.addItems(["Greedy", "Sampled"])
+        self.temperature_spin = named(QDoubleSpinBox(), "temperatureSpin", "Temperature",
+                                      "Sampling temperature: below 1 sharper, above 1 flatter")
+        self.temperature_spin.setRange(0.05, 5.0)
+        self.temperature_spin.setSingleStep(0.1)
+        self.temperature_spin.setValue(1.0)
+        self.seed_spin = named(QSpinBox(), "seedSpin", "Seed", "Seed of the sampling; it advances after each sample")
+        self.seed_spin.setRange(0, 2**31 - 1)
+        self.sampling_row = QWidget()
+        sampling = QHBoxLayout(self.sampling_row)
+        sampling.setContentsMargins(0, 0, 0, 0)
+        for w in (QLabel("Decoding"), self.sampling_combo, QLabel("Temperature"), self.temperature_spin,
+                  QLabel("Seed"), self.seed_spin):
+            sampling.addWidget(w)
+        sampling.addStretch(1)
         self.message = QLabel()
         self.message.setObjectName("messageLabel")
         self.message.hide()
@@ -99,8 +120,9 @@ class TranslateTab(QWidget):
             controls.addWidget(w)
         controls.setStretch(3, 1)
         tokens = QVBoxLayout()
-        for title, view in (("Source", self.source_view), ("Translation", self.output_view)):
-            tokens.addWidget(QLabel(f"<b>{title}</b>"))
+        self.source_title, self.output_title = QLabel("<b>Source</b>"), QLabel("<b>Translation</b>")
+        for title, view in ((self.source_title, self.source_view), (self.output_title, self.output_view)):
+            tokens.addWidget(title)
             tokens.addWidget(view)
         tokens.addLayout(controls)
         tokens.addStretch(1)
@@ -117,6 +139,7 @@ class TranslateTab(QWidget):
         splitter.setStretchFactor(1, 3)
         layout = QVBoxLayout(self)
         layout.addLayout(entry)
+        layout.addWidget(self.sampling_row)
         layout.addWidget(self.message)
         layout.addWidget(splitter, 1)
 
@@ -138,18 +161,39 @@ class TranslateTab(QWidget):
         self.source_view.hovered.connect(self._on_source_hovered)
         self.attention.selection_changed.connect(self._on_attention_selection_changed)
         self.step_table.clicked.connect(self._on_step_table_clicked)
+        self.sampling_combo.currentIndexChanged.connect(self._on_sampling_changed)
+        self._on_sampling_changed(0)
         self._on_speed_changed(self.speed_combo.currentText())
         self._set_playing(False)
 
     # -- model and settings ------------------------------------------------------------------------------------------
 
+    @property
+    def generating(self) -> bool:
+        """True when the model is a language model: it continues a prefix instead of translating."""
+        return self.translator is not None and not self.translator.has_source
+
     def set_translator(self, translator) -> None:
         self.worker.cancel()
         self.translator = translator
         lang = translator.src_spec.lang if translator else ""
-        self.lang_label.setText(f"&{LANGUAGE_NAMES.get(lang, lang or 'Source')}:")
+        language = LANGUAGE_NAMES.get(lang, lang)
+        generating = self.generating
+        self.lang_label.setText("&Prefix:" if generating else f"&{language or 'Source'}:")
         self.source_edit.setPlaceholderText(
-            f"Type a {LANGUAGE_NAMES.get(lang, lang)} sentence and press Enter" if translator else "Loading model...")
+            "Loading model..." if translator is None else
+            "Type the first characters (or nothing) and press Enter" if generating else
+            f"Type a {language} sentence and press Enter")
+        self.source_edit.setAccessibleName("Prefix to continue" if generating else "Sentence to translate")
+        self.translate_button.setText("&Generate" if generating else "&Translate")
+        self.translate_button.setToolTip("Generate from the prefix (Enter)" if generating else
+                                         "Translate the sentence (Enter)")
+        self.output_title.setText("<b>Generated</b>" if generating else "<b>Translation</b>")
+        self.output_view.set_placeholder("Characters appear here, one by one" if generating else
+                                         "The translation appears here, token by token")
+        for w in (self.source_title, self.source_view, self.examples_combo):
+            w.setVisible(not generating)
+        self.sampling_row.setVisible(generating)
         self.examples_combo.clear()
         self.examples_combo.addItem("Examples...")
         self.examples_combo.addItems(self.examples.get(lang, []))
@@ -158,17 +202,24 @@ class TranslateTab(QWidget):
         if translator is not None:
             self.source_edit.setFocus()
         self._reset()
+        self.mode_changed.emit("Generate" if generating else "Translate")
 
     def save_settings(self, settings: QSettings) -> None:
         settings.setValue("translate/speed", self.speed_combo.currentText())
         settings.setValue("translate/instant", self.instant_check.isChecked())
         settings.setValue("translate/kind", self.attention.kind or "")
+        settings.setValue("generate/sampled", self.sampling_combo.currentIndex() == 1)
+        settings.setValue("generate/temperature", self.temperature_spin.value())
+        settings.setValue("generate/seed", self.seed_spin.value())
 
     def restore_settings(self, settings: QSettings) -> None:
         speed = settings.value("translate/speed", "Normal")
         if speed in SPEEDS:
             self.speed_combo.setCurrentText(speed)
         self.instant_check.setChecked(settings.value("translate/instant", False, type=bool))
+        self.sampling_combo.setCurrentIndex(1 if settings.value("generate/sampled", True, type=bool) else 0)
+        self.temperature_spin.setValue(settings.value("generate/temperature", 1.0, type=float))
+        self.seed_spin.setValue(settings.value("generate/seed", 0, type=int))
 
     # -- decoding ----------------------------------------------------------------------------------------------------
 
@@ -178,16 +229,30 @@ class TranslateTab(QWidget):
         if self.translator is None:
             self._show_message("No model is loaded yet: wait for it, or open a checkpoint (File > Open).")
             return
-        if not text.strip():
+        if not text.strip() and not self.generating:
             self._show_message("Type a sentence to translate first.")
             return
         self._show_message("")
         self._reset()
         translator, max_len = self.translator, self.max_len
+        temperature, seed = self._sampling()
         self.session = DecodeSession(translator.detokenize)
-        self.worker.start(lambda stop: translator.steps(text, max_len=max_len))
+        self.worker.start(lambda stop: translator.steps(text, max_len=max_len, temperature=temperature, seed=seed))
         self._set_playing(not self.instant_check.isChecked())
-        self.status.emit("Translating...")
+        self.status.emit("Generating..." if self.generating else "Translating...")
+
+    def _sampling(self) -> tuple[float, int]:
+        """(temperature, seed) of this generation; a sampled one advances the seed for the next."""
+        if not self.generating or self.sampling_combo.currentIndex() == 0:
+            return 0.0, 0
+        seed = self.seed_spin.value()
+        self.seed_spin.setValue((seed + 1) % (2**31))
+        return self.temperature_spin.value(), seed
+
+    @Slot(int)
+    def _on_sampling_changed(self, index: int) -> None:
+        for w in (self.temperature_spin, self.seed_spin):
+            w.setEnabled(index == 1)
 
     @Slot(object)
     def _on_worker_event(self, event) -> None:
@@ -220,7 +285,8 @@ class TranslateTab(QWidget):
         if self.session is not None:
             self.session.finished = True
             self._stop_at_end()
-            self.status.emit(f"Translated: {len(self.session.steps)} tokens. Scrub or hover to explore.")
+            verb = "Generated" if self.generating else "Translated"
+            self.status.emit(f"{verb}: {len(self.session.steps)} tokens. Scrub or hover to explore.")
             self._update_step_label()
 
     # -- playback ----------------------------------------------------------------------------------------------------

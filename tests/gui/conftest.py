@@ -40,4 +40,7 @@ def translate(qtbot, window, text: str, instant: bool = True):
     tab.source_edit.setText(text)
     qtbot.keyClick(tab.source_edit, "\r")
     qtbot.waitUntil(lambda: tab.session is not None and tab.session.finished, timeout=20000)
+    # Token boxes and grid tiles are laid out when painted: paint now, so tests never race the event loop.
+    for view in (tab.source_view, tab.output_view, tab.attention.grid, tab.attention.heatmap):
+        view.repaint()
     return tab

@@ -1,0 +1,147 @@
+"""LSTM encoder-decoder with Luong global attention (reference C), behind the same protocol as the Transformer.
+
+The encoder is a multi-layer LSTM over the source (packed, so padding never enters a state); the decoder LSTM
+starts from the encoder's final states. At every target step the decoder state ``h_t`` scores each encoder state
+``h_s`` (``dot``, ``general`` or ``concat``), a softmax over source positions gives the alignment, the context is
+the weighted sum of encoder states, and the attentional state ``tanh(W_c [c_t; h_t])`` feeds the output softmax.
+
+Its one attention is reported as cross-attention with one layer and one head ([B, 1, 1, S] per step), so search,
+events and views treat it like any other model. Names: B batch, S source length, T target length, E embedding
+width, Hd LSTM width, A attentional-state width (E with a tied output, else Hd).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import torch
+from torch import Tensor, nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from attnviz.config import ModelConfig
+from attnviz.engine.model import Decoded, Encoded, IncrementalModel
+from attnviz.engine.vocab import PAD_ID
+
+State = tuple[Tensor, Tensor]  # LSTM (h, c), each [layers, B, Hd]
+
+
+@dataclass
+class RNNEncoded(Encoded):
+    state: State | None = field(default=None)  # the encoder's final (h, c)
+
+
+@dataclass
+class RNNCache:
+    """What decoding carries from step to step: the scored source and the decoder LSTM's state."""
+
+    memory: Tensor  # [B, S, Hd] encoder states (the values)
+    keys: Tensor  # [B, S, Hd] encoder states as the score function needs them
+    mask: Tensor  # [B, 1, 1, S], True at real source tokens
+    state: State
+    length: int = 0  # target positions fed so far
+
+    def select(self, index: Tensor) -> RNNCache:
+        """Reorder or subset the batch (beam search)."""
+        h, c = self.state
+        return RNNCache(self.memory.index_select(0, index), self.keys.index_select(0, index),
+                        self.mask.index_select(0, index), (h.index_select(1, index), c.index_select(1, index)),
+                        self.length)
+
+
+class LuongAttention(nn.Module):
+    """Global attention: scores, masked softmax over the source, context and attentional state."""
+
+    def __init__(self, hidden: int, out_dim: int, score: str):
+        super().__init__()
+        self.score, self.scale = score, hidden ** -0.5
+        if score == "general":
+            self.w_a = nn.Linear(hidden, hidden, bias=False)
+        elif score == "concat":
+            self.w_key = nn.Linear(hidden, hidden, bias=False)  # W [h_t; h_s] = W_q h_t + W_k h_s
+            self.w_query = nn.Linear(hidden, hidden)
+            self.v = nn.Linear(hidden, 1, bias=False)
+        self.w_c = nn.Linear(2 * hidden, out_dim, bias=False)
+
+    def keys(self, memory: Tensor) -> Tensor:
+        """Encoder states prepared once per sentence for the score function."""
+        if self.score == "general":
+            return self.w_a(memory)
+        if self.score == "concat":
+            return self.w_key(memory)
+        return memory
+
+    def forward(self, h: Tensor, keys: Tensor, memory: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+        """Decoder states ``h`` [B, T, Hd] -> attentional states [B, T, A] and alignment weights [B, T, S]."""
+        if self.score == "concat":
+            scores = self.v(torch.tanh(self.w_query(h)[:, :, None] + keys[:, None])).squeeze(-1)  # [B, T, S, Hd] -> [B, T, S]
+        else:  # scaled by 1/sqrt(Hd): unscaled, uniform(-0.1, 0.1) weights give scores of about +-10 and a softmax
+            # saturated on one source position from the first step, whose gradient never lets attention learn
+            scores = h @ keys.transpose(1, 2) * self.scale  # [B, T, Hd] x [B, Hd, S] -> [B, T, S]
+        weights = scores.masked_fill(~mask[:, 0], float("-inf")).softmax(dim=-1)  # mask [B, 1, 1, S] -> [B, 1, S]
+        context = weights @ memory  # [B, T, S] x [B, S, Hd] -> [B, T, Hd]
+        return torch.tanh(self.w_c(torch.cat([context, h], dim=-1))), weights
+
+
+class RNNAttention(IncrementalModel):
+    def __init__(self, cfg: ModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        out_dim = cfg.d_model if cfg.tie_output else cfg.hidden
+        between = cfg.dropout if cfg.enc_layers > 1 else 0.0
+        self.src_embed = nn.Embedding(cfg.src_vocab_size, cfg.d_model)
+        self.tgt_embed = nn.Embedding(cfg.tgt_vocab_size, cfg.d_model)
+        self.encoder = nn.LSTM(cfg.d_model, cfg.hidden, cfg.enc_layers, batch_first=True, dropout=between)
+        self.decoder = nn.LSTM(cfg.d_model, cfg.hidden, cfg.dec_layers, batch_first=True, dropout=between)
+        self.attention = LuongAttention(cfg.hidden, out_dim, cfg.score)
+        self.drop = nn.Dropout(cfg.dropout)
+        self.out_proj = nn.Linear(out_dim, cfg.tgt_vocab_size)
+        for p in self.parameters():
+            nn.init.uniform_(p, -0.1, 0.1)
+        if cfg.tie_output:
+            self.out_proj.weight = self.tgt_embed.weight
+
+    @property
+    def layer_counts(self) -> dict[str, int]:
+        return {"cross": 1}
+
+    def encode(self, src: Tensor, need_weights: bool = False) -> RNNEncoded:
+        """``src`` [B, S] -> encoder states [B, S, Hd] (zero at padding) and the final (h, c); no self-attention."""
+        mask = (src != PAD_ID)[:, None, None, :]  # [B, 1, 1, S]
+        lengths = mask.sum(dim=-1).flatten().clamp(min=1).cpu()
+        packed = pack_padded_sequence(self.drop(self.src_embed(src)), lengths, batch_first=True, enforce_sorted=False)
+        out, state = self.encoder(packed)
+        memory, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))  # [B, S, Hd]
+        return RNNEncoded(memory, mask, [], state)
+
+    def start(self, enc: RNNEncoded) -> RNNCache:
+        return RNNCache(enc.memory, self.attention.keys(enc.memory), enc.mask, enc.state)
+
+    def decode(self, tgt: Tensor, enc: RNNEncoded | None, need_weights: bool = False,
+               cache: RNNCache | None = None) -> Decoded:
+        """Decode ``tgt`` [B, T] from the encoder's state (no cache) or after the cached steps (which it extends)."""
+        keep = cache is not None
+        cache = cache or self.start(enc)
+        h, state = self.decoder(self.drop(self.tgt_embed(tgt)), cache.state)  # [B, T, Hd]
+        hidden, weights = self.attention(h, cache.keys, cache.memory, cache.mask)
+        if keep:
+            cache.state, cache.length = state, cache.length + tgt.size(1)
+        return Decoded(hidden, [], [weights[:, None]] if need_weights else [])  # one head: [B, T, S] -> [B, 1, T, S]
+
+    def project(self, hidden: Tensor) -> Tensor:
+        return self.out_proj(self.drop(hidden))  # [B, T, A] -> [B, T, V]
+
+    def forward(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
+        """Logits [B, T, V]; with ``teacher_forcing`` < 1 each step is fed, per sentence and at random, the gold
+        token or the model's own previous choice (argmax)."""
+        enc = self.encode(src)
+        if teacher_forcing >= 1.0:
+            return self.project(self.decode(tgt_in, enc).hidden)
+        cache, logits = self.start(enc), []
+        token = tgt_in[:, 0]
+        for t in range(tgt_in.size(1)):
+            step_logits = self.project(self.decode(token[:, None], None, False, cache).hidden[:, -1])  # [B, V]
+            logits.append(step_logits)
+            if t + 1 < tgt_in.size(1):
+                gold = torch.rand(token.size(0), device=token.device) < teacher_forcing
+                token = torch.where(gold, tgt_in[:, t + 1], step_logits.argmax(-1))
+        return torch.stack(logits, dim=1)  # T x [B, V] -> [B, T, V]
