@@ -29,6 +29,20 @@ def _add_translate(sub) -> None:
     p.set_defaults(func=cmd_translate)
 
 
+def _add_generate(sub) -> None:
+    p = sub.add_parser("generate", help="continue a prefix with a language model (e.g. names-char)",
+                       description="Generate N sequences that continue PREFIX (empty by default), greedily "
+                                   "(--temperature 0) or by sampling from the softmax at the given temperature.")
+    p.add_argument("-m", "--model", required=True, help="language-model checkpoint (.safetensors)")
+    p.add_argument("--prefix", default="", help="the start of every sequence (default: empty)")
+    p.add_argument("--n", type=int, default=10, help="how many sequences (default 10)")
+    p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy; default 1.0 samples the softmax")
+    p.add_argument("--seed", type=int, default=0, help="seed of the sampling, to reproduce an output (default 0)")
+    p.add_argument("--json", action="store_true", help="print one JSON object per sequence")
+    p.add_argument("--attention", metavar="OUT.npz", help="save every attention matrix with token labels")
+    p.set_defaults(func=cmd_generate)
+
+
 def _add_info(sub) -> None:
     p = sub.add_parser("info", help="describe a checkpoint: languages, model, metrics")
     p.add_argument("checkpoint")
@@ -57,6 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     _add_gui(sub)
     _add_translate(sub)
+    _add_generate(sub)
     _add_info(sub)
     add_commands(sub)
     return parser
@@ -84,6 +99,9 @@ def cmd_translate(args) -> int:
     decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty)
     sentences = _read_sentences(args)
     translator = load_translator(args.model)
+    if not translator.has_source:
+        raise InputError(f"{args.model} is a language model: it continues text instead of translating it. Use "
+                         f"attnviz generate -m {args.model} --prefix TEXT")
     if args.attention:  # full matrices need one greedy pass per sentence
         done = [translator.translate(s, decode.max_len) if s.strip() else None for s in sentences]
         found = [t for t in done if t is not None]
@@ -110,16 +128,50 @@ def cmd_translate(args) -> int:
     return 0
 
 
+def cmd_generate(args) -> int:
+    from attnviz.config import DecodeConfig
+    from attnviz.engine.export import save_attention
+    from attnviz.engine.translator import load_translator
+
+    DecodeConfig(temperature=args.temperature)  # validates
+    if args.n < 1:
+        raise InputError(f"--n must be at least 1, not {args.n}")
+    translator = load_translator(args.model)
+    if translator.has_source:
+        raise InputError(f"{args.model} is a translation model ({translator.info['languages']}); it needs a "
+                         f"sentence to translate. Use attnviz translate -m {args.model} \"SENTENCE\"")
+    outputs = translator.generate(args.prefix, args.n, args.temperature, args.seed)
+    for w in outputs[0].warnings:
+        print(f"warning: {w}", file=sys.stderr)
+    if args.attention:
+        save_attention(args.attention, outputs, translator.info)
+        print(f"attention of {len(outputs)} sequence(s) saved to {args.attention}", file=sys.stderr)
+    for t in outputs:
+        if args.json:
+            print(json.dumps({"prefix": args.prefix, "tokens": list(t.words), "text": t.text,
+                              "probabilities": [round(p, 6) for p in t.probabilities],
+                              "ended": bool(t.tokens) and t.tokens[-1] == "<eos>"}, ensure_ascii=False))
+        else:
+            print(t.text)
+    return 0
+
+
 INFO_FIGURES = ("bleu_tok", "sacrebleu", "chrf", "ppl", "accuracy", "loss", "sentences", "decode",
                 "bleu_tok_float32", "bleu_tok_float16", "stored_as_float16")
 
 
 def _format_info(info: dict) -> str:
     m = info["model"]
+    if m["kind"] == "rnn-attention":
+        model = (f"LSTM {m['enc_layers']}+{m['dec_layers']} layers, embedding {m['d_model']}, hidden {m['hidden']}, "
+                 f"{m['score']} attention" + (", tied output" if m["tie_output"] else ""))
+    else:
+        layers = f"{m['dec_layers']} layers" if m["kind"] == "char-lm" else f"{m['enc_layers']}+{m['dec_layers']} layers"
+        model = (f"d_model {m['d_model']}, {layers}, {m['heads']} heads, ff {m['ff_dim']}, {m['positions']} "
+                 f"positions ({m['max_positions']}), {m['norm']}-LN")
     lines = [
         f"{info.get('name') or info.get('path')}: {info['languages']}",
-        f"  model      {m['kind']}, d_model {m['d_model']}, {m['enc_layers']}+{m['dec_layers']} layers, "
-        f"{m['heads']} heads, ff {m['ff_dim']}, {m['positions']} positions ({m['max_positions']}), {m['norm']}-LN",
+        f"  model      {m['kind']}: {model}",
         f"  parameters {info['parameters']:,}  (stored as {info['dtype']})",
         f"  vocab      {info['src_vocab_size']:,} {info['src_lang']} / {info['tgt_vocab_size']:,} {info['tgt_lang']}",
     ]

@@ -228,8 +228,9 @@ class _Trainer:
 
 
 def _record(result: EvalResult) -> dict:
-    return {"step": result.step, "epoch": result.epoch, "loss": result.val_loss, "ppl": result.ppl,
-            "accuracy": result.accuracy, "bleu_tok": result.bleu, "seconds": round(result.elapsed_s, 1)}
+    record = {"step": result.step, "epoch": result.epoch, "loss": result.val_loss, "ppl": result.ppl,
+              "accuracy": result.accuracy, "bleu_tok": result.bleu, "seconds": round(result.elapsed_s, 1)}
+    return {k: v for k, v in record.items() if v is not None}  # a language model has no BLEU
 
 
 def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = False,

@@ -61,7 +61,8 @@ class Translator:
 
     def _languages(self) -> str:
         src, tgt = (LANGUAGE_NAMES.get(s.lang, s.lang) for s in (self.src_spec, self.tgt_spec))
-        return f"{src} -> {tgt}" if self.has_source else f"{tgt} {self.tgt_spec.mode} (language model)"
+        unit = "characters" if self.tgt_spec.mode == "chars" else "words"
+        return f"{src} -> {tgt}" if self.has_source else f"{tgt} {unit} (language model)"
 
     @property
     def info(self) -> dict[str, Any]:

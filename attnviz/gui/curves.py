@@ -274,9 +274,10 @@ class CurvesPanel(QWidget):
             self.loss_plot.update()
             self.lr_plot.update()
 
-    def add_evaluation(self, step: int, val_loss: float, bleu: float) -> None:
+    def add_evaluation(self, step: int, val_loss: float, bleu: float | None) -> None:
         self.val_loss.add(step, val_loss)
-        self.bleu.add(step, bleu)
+        if bleu is not None:  # None: a language model, which has no BLEU
+            self.bleu.add(step, bleu)
         self.val_plot.update()
         self.bleu_plot.update()
 

@@ -1,4 +1,5 @@
-"""Attention forming: the probe sentence's cross-attention at every evaluation of a training run.
+"""Attention forming: the probe sentence's cross-attention at every evaluation of a training run (a language
+model's probe shows its masked self-attention instead: the one kind it has).
 
 A slider (and a replay button) walks through the evaluations; the large heatmap shows the chosen layer and head
 (or the mean of the heads) at that point, next to the translation the model produced then. A film strip underneath
@@ -16,7 +17,7 @@ from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPalette, QPen
 from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSlider, QVBoxLayout,
                                QWidget)
 
-from attnviz.engine.events import Translation
+from attnviz.engine.events import ATTENTION_KINDS, Translation
 from attnviz.gui.attention_view import MEAN
 from attnviz.gui.colormap import to_image
 from attnviz.gui.heatmap import HeatmapData, HeatmapView
@@ -30,7 +31,7 @@ class Snapshot:
 
     step: int
     epoch: int
-    bleu: float
+    bleu: float | None  # None for a language model
     probe: Translation
 
 
@@ -40,13 +41,18 @@ def row_entropy(matrix: np.ndarray) -> float:
     return float(-(p * np.log(p)).sum(axis=-1).mean()) if matrix.size else 0.0
 
 
+def probe_kind(translation: Translation) -> str | None:
+    """The attention the forming view follows: cross-attention, or a language model's decoder self-attention."""
+    return next((k for k in ("cross", "decoder") if k in translation.attention), None)
+
+
 def select_map(translation: Translation, layer: int, head: int | None) -> np.ndarray:
-    """Cross-attention [T, S] of ``layer``, one head or (``head`` None) the mean of the heads."""
-    cross = translation.attention.get("cross")
-    if cross is None or cross.size == 0:
+    """The probe's map (``probe_kind``) of ``layer``: one head or (``head`` None) the mean of the heads."""
+    maps = translation.attention.get(probe_kind(translation) or "")
+    if maps is None or maps.size == 0:
         return np.zeros((0, 0), dtype=np.float32)
-    layer = min(layer, cross.shape[0] - 1)
-    return cross[layer].mean(axis=0) if head is None else cross[layer, min(head, cross.shape[1] - 1)]
+    layer = min(layer, maps.shape[0] - 1)
+    return maps[layer].mean(axis=0) if head is None else maps[layer, min(head, maps.shape[1] - 1)]
 
 
 class FilmStrip(QWidget):
@@ -166,7 +172,7 @@ class FormingPanel(QWidget):
 
     def add(self, snapshot: Snapshot) -> None:
         """Append an evaluation; the view follows the newest one unless the user moved the slider back."""
-        if snapshot.probe.attention.get("cross") is None:
+        if probe_kind(snapshot.probe) is None:
             return
         first = not self.snapshots
         self.snapshots.append(snapshot)
@@ -181,7 +187,7 @@ class FormingPanel(QWidget):
         self._redraw()
 
     def _fill_selectors(self, probe: Translation) -> None:
-        layers, heads = probe.attention["cross"].shape[:2]
+        layers, heads = probe.attention[probe_kind(probe)].shape[:2]
         for combo, items, default in ((self.layer_combo, [f"Layer {i + 1}" for i in range(layers)], layers - 1),
                                       (self.head_combo, [MEAN] + [f"Head {h + 1}" for h in range(heads)], 0)):
             combo.blockSignals(True)
@@ -211,14 +217,17 @@ class FormingPanel(QWidget):
         snap = self.snapshots[index]
         matrix = select_map(snap.probe, layer, head)
         which = "mean of heads" if head is None else f"head {head + 1}"
+        bleu = "" if snap.bleu is None else f", validation BLEU {snap.bleu:.2f}"
         self.position_label.setText(
-            f"Evaluation {index + 1} of {len(self.snapshots)}: epoch {snap.epoch}, step {snap.step:,}, validation "
-            f"BLEU {snap.bleu:.2f}; layer {layer + 1} {which}, mean row entropy {row_entropy(matrix):.3f} nats "
-            "(lower is sharper)")
-        self.translation_label.setText(f"<b>Translation then:</b> {snap.probe.text or '(empty)'}")
-        rows, cols = snap.probe.axis_labels("cross")
-        self.heatmap.set_data(HeatmapData(matrix, rows, cols, "Output token (query)", "Source token (key)",
-                                          f"Cross-attention, layer {layer + 1}, {which}"))
+            f"Evaluation {index + 1} of {len(self.snapshots)}: epoch {snap.epoch}, step {snap.step:,}{bleu}; "
+            f"layer {layer + 1} {which}, mean row entropy {row_entropy(matrix):.3f} nats (lower is sharper)")
+        generated = snap.probe.src_tokens == ()
+        self.translation_label.setText(f"<b>{'Generated' if generated else 'Translation'} then:</b> "
+                                       f"{snap.probe.text or '(empty)'}")
+        kind = ATTENTION_KINDS[probe_kind(snap.probe)]
+        rows, cols = snap.probe.axis_labels(kind.key)
+        self.heatmap.set_data(HeatmapData(matrix, rows, cols, kind.query_axis.capitalize(),
+                                          kind.key_axis.capitalize(), f"{kind.label}, layer {layer + 1}, {which}"))
         maps = [select_map(s.probe, layer, head) for s in self.snapshots]
         labels = [f"ep {s.epoch}\n{row_entropy(m):.2f}" for s, m in zip(self.snapshots, maps)]
         self.strip.set_frames(maps, labels, index)

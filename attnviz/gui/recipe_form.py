@@ -29,8 +29,20 @@ EDITABLE = (
     "train.label_smoothing", "train.clip_norm", "train.weight_decay", "train.eval_every", "train.bleu_sentences",
     "train.keep_metric", "train.average_last", "train.save_epochs", "train.seed", "train.device", "train.threads",
     "model.d_model", "model.enc_layers", "model.dec_layers", "model.heads", "model.ff_dim", "model.dropout",
-    "model.positions", "model.norm", "model.tie_output", "model.max_positions", "corpus.limit", "min_freq", "probe",
+    "model.positions", "model.norm", "model.tie_output", "model.max_positions", "model.hidden", "model.score",
+    "train.teacher_forcing", "corpus.limit", "min_freq", "probe",
 )
+_NOT_FOR = {  # settings a model kind ignores: not offered for it
+    "transformer": {"model.hidden", "model.score", "train.teacher_forcing"},
+    "char-lm": {"model.hidden", "model.score", "train.teacher_forcing", "model.enc_layers", "train.bleu_sentences"},
+    "rnn-attention": {"model.heads", "model.ff_dim", "model.positions", "model.norm", "model.max_positions"},
+}
+
+
+def editable_keys(recipe: Recipe) -> list[str]:
+    """The settings the form offers for ``recipe``'s model kind."""
+    skip = _NOT_FOR.get(recipe.model.get("kind", "transformer"), set())
+    return [key for key in EDITABLE if key not in skip]
 _MODEL_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig) if f.default is not dataclasses.MISSING}
 
 
@@ -218,8 +230,9 @@ class RecipeForm(QWidget):
         self.description.setText(base.description if not custom else
                                  "Your own aligned files (one sentence per line) with reference A's model and training.")
         self._loading = True
-        self.table.setRowCount(len(EDITABLE))
-        for row, key in enumerate(EDITABLE):
+        keys = editable_keys(base)
+        self.table.setRowCount(len(keys))
+        for row, key in enumerate(keys):
             name = QTableWidgetItem(key)
             name.setFlags(Qt.ItemFlag.ItemIsEnabled)
             self.table.setItem(row, 0, name)

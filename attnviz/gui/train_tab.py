@@ -266,7 +266,7 @@ class TrainTab(QWidget):
         self.samples_view.clear()
         for record in history:
             self._add_eval_row(record["epoch"], record["step"], record["loss"], record["ppl"], record["accuracy"],
-                               record["bleu_tok"], record.get("seconds", 0.0), ())
+                               record.get("bleu_tok"), record.get("seconds", 0.0), ())
         self._show_message("")
         self.progress.setValue(0)
         self.progress_label.setText(f"Preparing {job.recipe.name}: reading and tokenizing the data...")
@@ -390,8 +390,8 @@ class TrainTab(QWidget):
     def _add_eval_row(self, epoch, step, loss, ppl, accuracy, bleu, seconds, samples) -> None:
         row = self.eval_table.rowCount()
         self.eval_table.insertRow(row)
-        values = (str(epoch), f"{step:,}", f"{loss:.4f}", f"{ppl:.2f}", f"{accuracy:.4f}", f"{bleu:.2f}",
-                  f"{seconds:.0f}")
+        values = (str(epoch), f"{step:,}", f"{loss:.4f}", f"{ppl:.2f}", f"{accuracy:.4f}",
+                  "\u2014" if bleu is None else f"{bleu:.2f}", f"{seconds:.0f}")  # a language model has no BLEU
         for col, text in enumerate(values):
             item = QTableWidgetItem(text)
             item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
@@ -411,6 +411,10 @@ class TrainTab(QWidget):
             return
         from html import escape
 
+        if all(not src and not ref for src, ref, _ in samples):  # a language model's samples
+            items = "".join(f"<li><b>{escape(h)}</b></li>" for _, _, h in samples)
+            self.samples_view.setHtml(f"<p>Sampled at temperature 1 at this evaluation:</p><ul>{items}</ul>")
+            return
         cells = "".join(f"<tr><td>{escape(s)}</td><td>{escape(r)}</td><td><b>{escape(h)}</b></td></tr>"
                         for s, r, h in samples)
         self.samples_view.setHtml("<table cellpadding='4'><tr><th align='left'>Source</th><th align='left'>Reference"
