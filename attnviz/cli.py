@@ -157,7 +157,7 @@ def cmd_generate(args) -> int:
 
 
 INFO_FIGURES = ("bleu_tok", "sacrebleu", "chrf", "ppl", "accuracy", "loss", "sentences", "decode",
-                "bleu_tok_float32", "bleu_tok_float16", "stored_as_float16")
+                "bleu_tok_float32", "bleu_tok_float16", "loss_float32", "loss_float16", "stored_as_float16")
 
 
 def _format_info(info: dict) -> str:

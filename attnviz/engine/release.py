@@ -17,12 +17,14 @@ from attnviz.engine.errors import AttnvizError, ConfigError
 from attnviz.engine.evaluation import evaluate_split
 from attnviz.engine.translator import load_translator
 
-HALF_TOLERANCE = 0.1  # bleu_tok points float16 storage may cost
+HALF_TOLERANCE = {"bleu_tok": 0.1, "loss": 0.001}  # what float16 storage may cost: BLEU points, or a language
+# model's validation loss in nats per token
 
 
 def _measure(translator, recipe_name: str | None, data_dir, beam: int) -> Iterator[tuple[str, dict]]:
+    widths = sorted({1, beam}) if translator.has_source else [1]  # a language model is measured teacher forced
     for split in ("val", "test"):
-        for width in sorted({1, beam}):
+        for width in widths:
             try:
                 report = evaluate_split(translator, split, DecodeConfig(beam=width), recipe_name, data_dir)
             except AttnvizError as exc:  # a corpus without a test split: skip it
@@ -35,9 +37,11 @@ def release(src: str | os.PathLike, dst: str | os.PathLike, name: str | None = N
             half: str = "auto", data_dir=None) -> dict:
     """Write ``dst`` from ``src`` with measured metrics; returns the metrics. ``half``: "auto", "yes" or "no"."""
     translator = load_translator(src)
-    metrics = {key: report for key, report in _measure(translator, None, data_dir, beam) if "missing" not in key}
+    measured = dict(_measure(translator, None, data_dir, beam))
+    metrics = {key: report for key, report in measured.items() if "missing" not in key}
     if not metrics:
-        raise ConfigError(f"{src}: nothing to measure it on (no val or test split could be read)")
+        reasons = "; ".join(dict.fromkeys(report["reason"] for report in measured.values()))  # each once
+        raise ConfigError(f"{src}: nothing to measure it on: {reasons}")
     store_half = half == "yes"
     if half == "auto":
         with tempfile.TemporaryDirectory() as tmp:
@@ -45,10 +49,10 @@ def release(src: str | os.PathLike, dst: str | os.PathLike, name: str | None = N
             translator.save(probe, half=True)
             split = "test" if "test" in metrics else "val"
             halved = evaluate_split(load_translator(probe), split, DecodeConfig(), None, data_dir)
-        delta = halved["bleu_tok"] - metrics[split]["bleu_tok"]
-        store_half = abs(delta) <= HALF_TOLERANCE
-        metrics["float16_check"] = {"split": split, "bleu_tok_float32": metrics[split]["bleu_tok"],
-                                    "bleu_tok_float16": halved["bleu_tok"], "stored_as_float16": store_half}
+        key = "bleu_tok" if "bleu_tok" in halved else "loss"
+        store_half = abs(halved[key] - metrics[split][key]) <= HALF_TOLERANCE[key]
+        metrics["float16_check"] = {"split": split, f"{key}_float32": metrics[split][key],
+                                    f"{key}_float16": halved[key], "stored_as_float16": store_half}
     translator.save(dst, half=store_half, name=name or translator.metadata.get("name", Path(dst).stem),
                     metrics=metrics)
     return metrics
