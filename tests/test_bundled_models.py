@@ -25,6 +25,12 @@ CASES = {
         ("Un chien blanc attrape une balle rouge.", {"white", "dog", "red", "ball"}),
         ("Des ouvriers réparent la route.", {"worker", "road"}),
     ],
+    "fr-en-tatoeba-small.safetensors": [
+        ("Je suis très fatigué.", {"i", "very", "tired"}),
+        ("Il est professeur.", {"he", "teacher"}),
+        ("Elle est plus grande que moi.", {"she", "taller", "me"}),
+        ("Ils sont très contents de te voir.", {"they", "glad", "see", "you"}),
+    ],
 }
 # (split, metric, at least): the targets, read back from the metrics stored in each checkpoint
 TARGETS = {
