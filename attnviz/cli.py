@@ -140,7 +140,11 @@ def cmd_generate(args) -> int:
     if translator.has_source:
         raise InputError(f"{args.model} is a translation model ({translator.info['languages']}); it needs a "
                          f"sentence to translate. Use attnviz translate -m {args.model} \"SENTENCE\"")
-    outputs = translator.generate(args.prefix, args.n, args.temperature, args.seed)
+    n = args.n
+    if args.temperature == 0 and n > 1:
+        print("note: greedy decoding (--temperature 0) gives one sequence; printing it once", file=sys.stderr)
+        n = 1
+    outputs = translator.generate(args.prefix, n, args.temperature, args.seed)
     for w in outputs[0].warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.attention:

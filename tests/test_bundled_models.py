@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from attnviz import load_translator
@@ -73,3 +74,17 @@ def test_info_json_shows_the_stored_metrics(bundled):
     assert info["metrics"][split][metric] >= target
     assert info["parameters"] <= 9_100_000 and info["dtype"] in ("float16", "float32")
     assert {split, f"{split}_beam5"} <= set(info["metrics"])
+
+
+def test_the_bundled_language_model_generates_names():
+    path = MODELS / "names-char.safetensors"
+    lm = load_translator(path)
+    assert not lm.has_source and lm.info["attention_kinds"] == ["decoder"]
+    assert lm.info["metrics"]["val"]["loss"] <= 2.024  # reference D: 2.024 nats per character
+    assert path.stat().st_size < 10 * 1024 * 1024
+    names = [t.text for t in lm.generate("", n=20, temperature=1.0, seed=5)]
+    assert all(name.isalpha() and name.islower() for name in names) and len(set(names)) >= 15
+    assert sum(3 <= len(name) <= 10 for name in names) >= 15  # name-like lengths
+    greedy = lm.translate("em")
+    assert greedy.text.startswith("em") and greedy.tokens[-1] == "<eos>"
+    np.testing.assert_allclose(greedy.attention["decoder"].sum(-1), 1, atol=1e-3)
