@@ -170,8 +170,8 @@ def _format_info(info: dict) -> str:
         model = (f"LSTM {m['enc_layers']}+{m['dec_layers']} layers, embedding {m['d_model']}, hidden {m['hidden']}, "
                  f"{m['score']} attention" + (", tied output" if m["tie_output"] else ""))
     else:
-        layers = f"{m['dec_layers']} layers" if m["kind"] == "char-lm" else f"{m['enc_layers']}+{m['dec_layers']} layers"
-        model = (f"d_model {m['d_model']}, {layers}, {m['heads']} heads, ff {m['ff_dim']}, {m['positions']} "
+        layers = f"{m['dec_layers']}" if m["kind"] == "char-lm" else f"{m['enc_layers']}+{m['dec_layers']}"
+        model = (f"d_model {m['d_model']}, {layers} layers, {m['heads']} heads, ff {m['ff_dim']}, {m['positions']} "
                  f"positions ({m['max_positions']}), {m['norm']}-LN")
     lines = [
         f"{info.get('name') or info.get('path')}: {info['languages']}",

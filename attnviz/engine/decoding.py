@@ -47,12 +47,11 @@ def _numpy_or_none(rows: Tensor | None) -> np.ndarray | None:
     return None if rows is None else rows[0].float().cpu().numpy().copy()
 
 
-def _choose(logits: Tensor, temperature: float, generator: torch.Generator | None) -> int:
-    """Greedy (``temperature`` 0) or a draw from softmax(logits / temperature)."""
+def _choose(logp: Tensor, temperature: float, generator: torch.Generator | None) -> int:
+    """Greedy (``temperature`` 0) or a draw from softmax(logp / temperature), the same as from the logits."""
     if temperature <= 0:
-        return int(allowed_logits(logits).argmax())
-    probs = (allowed_logits(logits) / temperature).softmax(-1)
-    return int(torch.multinomial(probs.cpu(), 1, generator=generator))
+        return int(logp.argmax())
+    return int(torch.multinomial((logp / temperature).softmax(-1).cpu(), 1, generator=generator))
 
 
 @torch.inference_mode()
@@ -83,7 +82,7 @@ def decode_steps(model, src_ids: Sequence[int], src_tokens: Sequence[str], tgt_v
         probs = logp.exp()
         top_p, top_i = probs.topk(k)
         is_forced = t < len(forced)
-        token_id = int(forced[t]) if is_forced else _choose(logits[0], temperature, generator)
+        token_id = int(forced[t]) if is_forced else _choose(logp, temperature, generator)
         yield DecodeStep(
             index=t,
             token=tgt_vocab.token(token_id),

@@ -94,7 +94,6 @@ def prepare(recipe: Recipe, data_dir=None, vocabs: tuple[Vocab, Vocab] | None = 
         vocabs = (Vocab.build((s for s, _ in train_tok), recipe.min_freq) if has_source else tgt_vocab, tgt_vocab)
     limit = (max_positions or recipe.model.get("max_positions", 100)) - 2
 
-
     def encode(pairs):  # a language model reads no source: its source ids stay empty
         return [(vocabs[0].encode(s[:limit], True) if has_source else [], vocabs[1].encode(t[:limit], True))
                 for s, t in pairs if t and (s or not has_source)]
@@ -117,6 +116,11 @@ def _save_state(path: Path, opt, step: int, epoch: int, batch_index: int, extra:
     meta = {"kind": "training-state", "state_version": STATE_VERSION, "step": step, "epoch": epoch,
             "batch_index": batch_index, "param_groups": groups, **extra}
     save_tensors(path, tensors, meta)
+
+
+def _param_names(model: torch.nn.Module) -> list[str]:
+    """The model's parameter names in optimizer order (a training-state file records them)."""
+    return [name for name, _ in model.named_parameters()]
 
 
 def _load_state(path: Path, opt, names: list[str]) -> dict:
@@ -174,7 +178,7 @@ class _Trainer:
         self.model = last.model.to(self.device)
         self.data = prepare(self.recipe, data_dir, (last.src_vocab, last.tgt_vocab), last.config.max_positions)
         self.opt = _optimizer(self.model, self.cfg)
-        meta = _load_state(self.paths.state, self.opt, [n for n, _ in self.model.named_parameters()])
+        meta = _load_state(self.paths.state, self.opt, _param_names(self.model))
         if meta["step"] != last.metadata.get("step"):
             raise CheckpointError(f"{self.paths.state.name} (step {meta['step']}) does not belong to "
                                   f"{self.paths.last.name} (step {last.metadata.get('step')}).")
@@ -199,7 +203,7 @@ class _Trainer:
         saved = self.save(self.paths.last, "last")  # weights first: a state file always has its checkpoint
         _save_state(self.paths.state, self.opt, self.step, epoch, batch_index,
                     {"history": self.history, "best_score": self.best_score, "recipe": self.recipe.to_dict(),
-                     "param_names": [n for n, _ in self.model.named_parameters()]})
+                     "param_names": _param_names(self.model)})
         self.last_good, self.last_saved_step = saved.path, self.step
         return saved
 

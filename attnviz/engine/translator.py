@@ -23,7 +23,7 @@ from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import DecodeStep, EncoderPass, Translation, assemble
 from attnviz.engine.model import Transformer, count_parameters
 from attnviz.engine.rnn import RNNAttention
-from attnviz.engine.tokenize import LANGUAGE_NAMES, TokenizerSpec, detokenize
+from attnviz.engine.tokenize import LANGUAGE_NAMES, TokenizerSpec, detokenize, languages_label
 from attnviz.engine.vocab import EOS, SOS, Vocab
 
 
@@ -34,6 +34,20 @@ def build_model(cfg: ModelConfig) -> torch.nn.Module:
     if cfg.kind == "rnn-attention":
         return RNNAttention(cfg)
     raise ConfigError(f"unknown model kind {cfg.kind!r}")
+
+
+def _fit(tokens: list[str], vocab: Vocab, limit: int, too_long: str) -> tuple[list[str], list[str]]:
+    """Cut ``tokens`` to ``limit``, warning with ``too_long`` (a template of n, limit and dropped), and warn about
+    tokens the vocabulary lacks."""
+    warnings = []
+    if len(tokens) > limit:
+        warnings.append(too_long.format(n=len(tokens), limit=limit, dropped=len(tokens) - limit))
+        tokens = tokens[:limit]
+    unknown = sorted({t for t in tokens if t not in vocab})
+    if unknown:
+        shown = ", ".join(unknown[:8]) + (" ..." if len(unknown) > 8 else "")
+        warnings.append(f"Not in the model's vocabulary (read as <unk>): {shown}")
+    return tokens, warnings
 
 
 def _tied_keys(cfg: ModelConfig) -> set[str]:
@@ -59,18 +73,14 @@ class Translator:
         """False for a language model: it continues a prefix instead of translating a sentence."""
         return self.config.has_source
 
-    def _languages(self) -> str:
-        src, tgt = (LANGUAGE_NAMES.get(s.lang, s.lang) for s in (self.src_spec, self.tgt_spec))
-        unit = "characters" if self.tgt_spec.mode == "chars" else "words"
-        return f"{src} -> {tgt}" if self.has_source else f"{tgt} {unit} (language model)"
-
     @property
     def info(self) -> dict[str, Any]:
         meta = self.metadata
         return {
             "src_lang": self.src_spec.lang,
             "tgt_lang": self.tgt_spec.lang,
-            "languages": self._languages(),
+            "languages": languages_label(self.src_spec.lang, self.tgt_spec.lang, self.has_source,
+                                         self.tgt_spec.mode),
             "name": meta.get("name", ""),
             "kind": self.config.kind,
             "attention_kinds": list(self.config.attention_kinds),
@@ -99,30 +109,17 @@ class Translator:
         tokens = self.src_spec.tokenize(text)
         if not tokens:
             raise InputError("Nothing to translate: the text has no words after removing control characters.")
-        warnings = []
-        limit = self.model.max_source_len - 2
-        if len(tokens) > limit:
-            warnings.append(f"The sentence has {len(tokens)} tokens but the model reads at most {limit}; "
-                            f"the last {len(tokens) - limit} were dropped.")
-            tokens = tokens[:limit]
-        unknown = sorted({t for t in tokens if t not in self.src_vocab})
-        if unknown:
-            shown = ", ".join(unknown[:8]) + (" ..." if len(unknown) > 8 else "")
-            warnings.append(f"Not in the model's vocabulary (read as <unk>): {shown}")
+        tokens, warnings = _fit(tokens, self.src_vocab, self.model.max_source_len - 2,
+                                "The sentence has {n} tokens but the model reads at most {limit}; the last {dropped} "
+                                "were dropped.")
         return [SOS, *tokens, EOS], self.src_vocab.encode(tokens, add_sos_eos=True), warnings
 
     def prepare_prefix(self, text: str) -> tuple[list[int], list[str]]:
         """A language model's prefix (possibly empty) as target ids, and warnings."""
         tokens = self.tgt_spec.tokenize(text or "")
-        warnings = []
-        limit = self.model.max_target_len - 1
-        if len(tokens) > limit:
-            warnings.append(f"The prefix has {len(tokens)} tokens but the model's context holds {limit}; "
-                            f"only the first {limit} were kept.")
-            tokens = tokens[:limit]
-        unknown = sorted({t for t in tokens if t not in self.tgt_vocab})
-        if unknown:
-            warnings.append(f"Not in the model's vocabulary (read as <unk>): {' '.join(unknown[:8])}")
+        tokens, warnings = _fit(tokens, self.tgt_vocab, self.model.max_target_len - 1,
+                                "The prefix has {n} tokens but the model's context holds {limit}; only the first "
+                                "{limit} were kept.")
         return self.tgt_vocab.encode(tokens), warnings
 
     def detokenize(self, tokens: Sequence[str]) -> str:

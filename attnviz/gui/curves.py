@@ -60,6 +60,7 @@ class CurvePlot(QWidget):
         self.title, self.x_label, self.y_label = title, x_label, y_label
         self.series: list[Series] = []
         self.log_y = False
+        self.empty_text = "No data yet"
         self.setMouseTracking(True)
         self.setMinimumSize(260, 170)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
@@ -139,7 +140,7 @@ class CurvePlot(QWidget):
         painter.restore()
         r = self._ranges()
         if r is None:
-            painter.drawText(p, Qt.AlignmentFlag.AlignCenter, "No data yet")
+            painter.drawText(p, Qt.AlignmentFlag.AlignCenter, self.empty_text)
             return
         self._draw_grid(painter, r, text, grid)
         painter.setClipRect(p.adjusted(-3, -3, 3, 3))
@@ -258,8 +259,10 @@ class CurvesPanel(QWidget):
     def plots(self) -> list[CurvePlot]:
         return [self.loss_plot, self.val_plot, self.bleu_plot, self.lr_plot]
 
-    def clear(self) -> None:
+    def clear(self, translation: bool = True) -> None:
+        """Empty every plot for a new run; a language model (``translation`` False) has no BLEU to plot."""
         self._ema = None
+        self.bleu_plot.empty_text = "No data yet" if translation else "A language model has no BLEU"
         for plot in self.plots():
             plot.clear()
 

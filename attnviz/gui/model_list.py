@@ -8,7 +8,7 @@ from pathlib import Path
 
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.header import read_header
-from attnviz.engine.tokenize import LANGUAGE_NAMES
+from attnviz.engine.tokenize import languages_label
 from attnviz.gui.paths import models_dir
 
 DEFAULT_MODEL = "de-en-multi30k.safetensors"
@@ -27,14 +27,10 @@ def describe(path: Path, bundled: bool) -> ModelEntry:
         meta, _ = read_header(path)
     except CheckpointError as exc:
         return ModelEntry(str(path), f"{path.name} (unreadable)", str(exc), bundled)
-    src = meta.get("src_tokenizer", {}).get("lang", "?")
-    tgt = meta.get("tgt_tokenizer", {}).get("lang", "?")
+    src, tgt = meta.get("src_tokenizer", {}), meta.get("tgt_tokenizer", {})
     kind = (meta.get("model") or {}).get("kind", "transformer")
-    if kind == "char-lm":
-        langs = f"{LANGUAGE_NAMES.get(tgt, tgt)} characters (language model)"
-    else:
-        langs = f"{LANGUAGE_NAMES.get(src, src)} \u2192 {LANGUAGE_NAMES.get(tgt, tgt)}"
-        langs += " (LSTM)" if kind == "rnn-attention" else ""
+    langs = languages_label(src.get("lang", "?"), tgt.get("lang", "?"), kind != "char-lm", tgt.get("mode", "spacy"))
+    langs = langs.replace(" -> ", " \u2192 ") + (" (LSTM)" if kind == "rnn-attention" else "")
     metrics = meta.get("metrics") or {}
     test, val = metrics.get("test") or {}, metrics.get("val") or {}
     headline = (f" · test BLEU {test['bleu_tok']:.1f}" if "bleu_tok" in test else

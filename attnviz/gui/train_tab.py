@@ -260,7 +260,7 @@ class TrainTab(QWidget):
     def _launch(self, job: TrainJob, out: str, history: list[dict]) -> None:
         self._run_out, self._paused, self._stopping = out, False, False
         self.paths, self.samples, self._pending, self.last_step = {}, [], [], None
-        self.curves.clear()
+        self.curves.clear(job.recipe.has_source)
         self.forming.clear()
         self.eval_table.setRowCount(0)
         self.samples_view.clear()

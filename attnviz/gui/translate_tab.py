@@ -1,8 +1,10 @@
 """The Translate tab: type a sentence, watch it decode token by token, scrub through steps, explore attention.
 
-With a language model loaded it becomes the Generate tab: the text typed is a prefix (possibly empty) that the model
-continues, greedily or by sampling (temperature and seed, the seed advancing after each draw so that pressing
-Generate again gives a new sample that can still be reproduced). Decoding runs in the generic worker; each engine event lands in a ``DecodeSession`` (every step is kept, so
+With a language model loaded it becomes the Generate tab: the text typed is a prefix (possibly empty) that the
+model continues, greedily or by sampling (temperature and seed, the seed advancing after each draw so that
+pressing Generate again gives a new sample that can still be reproduced).
+
+Decoding runs in the generic worker; each engine event lands in a ``DecodeSession`` (every step is kept, so
 scrubbing back is instant). Playback reveals the kept steps at the chosen speed, or all at once with "Instant".
 """
 

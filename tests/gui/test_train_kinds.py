@@ -38,6 +38,7 @@ def test_names_char_trains_and_opens_in_generate(qtbot, window, data_dir, tmp_pa
     assert len(losses) == 2 and losses[1] < losses[0]
     assert tab.eval_table.item(1, 5).text() == "\u2014"  # no BLEU for a language model
     assert tab.curves.bleu.xs == [] and len(tab.curves.val_loss.xs) == 2
+    assert "no BLEU" in tab.curves.bleu_plot.empty_text
     probe = tab.forming.snapshots[-1].probe
     assert set(probe.attention) == {"decoder"} and probe.text.startswith("mar")
     tab.eval_table.selectRow(1)
