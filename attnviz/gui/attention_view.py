@@ -122,6 +122,12 @@ class AttentionPanel(QWidget):
                 combo.addItems(items)
                 combo.setCurrentIndex(min(max(keep, 0), len(items) - 1))
                 combo.blockSignals(False)
+        if heads == 1 and self.head_combo.currentIndex() != 1:  # one head: its map, not a "mean" of one
+            self.head_combo.blockSignals(True)
+            self.head_combo.setCurrentIndex(1)
+            self.head_combo.blockSignals(False)
+        self.layer_combo.setEnabled(layers > 1)
+        self.head_combo.setEnabled(heads > 1)
 
     def select(self, kind: str | None = None, layer: int | None = None, head: int | None | str = "keep") -> None:
         """Programmatic selection (tests, the grid, saved settings); ``head=None`` means the mean."""

@@ -76,6 +76,9 @@ def test_an_lstm_offers_only_its_one_cross_attention_map(qtbot, window, rnn_chec
     translate(qtbot, window, "q1 q2 q3")
     assert kinds(tab) == ["cross"]
     assert tab.attention.layer_combo.count() == 1
+    panel = tab.attention  # one layer and one head: nothing to choose, and the map is that head's, not a "mean"
+    assert not panel.layer_combo.isEnabled() and not panel.head_combo.isEnabled()
+    assert panel.head == 0 and "head 1" in panel.caption.text()
     data = tab.attention.heatmap.data()
     assert data.matrix.shape == (len(tab.output_view.tokens()), 5)
     assert abs(data.matrix.sum(axis=1) - 1).max() < 1e-5
