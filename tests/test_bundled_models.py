@@ -101,3 +101,13 @@ def test_the_bundled_language_model_generates_names():
     greedy = lm.translate("em")
     assert greedy.text.startswith("em") and greedy.tokens[-1] == "<eos>"
     np.testing.assert_allclose(greedy.attention["decoder"].sum(-1), 1, atol=1e-3)
+
+
+def test_the_small_lstm_preset_reproduces_the_bundled_lstms_recipe():
+    from attnviz.engine.presets import get_preset
+
+    stored = load_translator(MODELS / "de-en-lstm-multi30k.safetensors").metadata["recipe"]
+    preset = get_preset("multi30k-de-en-lstm-small").to_dict()
+    assert stored["model"] == preset["model"] and stored["corpus"] == preset["corpus"]
+    for key in ("epochs", "batch_size", "lr", "schedule", "clip_norm", "teacher_forcing", "seed", "keep_metric"):
+        assert stored["train"][key] == preset["train"][key], key
