@@ -119,6 +119,7 @@ class DecodeConfig(_DictMixin):
 
 
 SCHEDULES = ("constant", "noam", "inverse_sqrt", "one_cycle")
+WARMUP_SCHEDULES = ("noam", "inverse_sqrt")  # the schedules that read train.warmup
 DEVICES = ("auto", "cpu", "cuda")
 
 
@@ -158,7 +159,7 @@ class TrainConfig(_DictMixin):
             _require(getattr(self, name) >= 0, f"{name} must be >= 0, not {getattr(self, name)}")
         _require(self.lr > 0, f"lr must be positive, not {self.lr}")
         _require(self.schedule in SCHEDULES, f"schedule must be one of {SCHEDULES}, not {self.schedule!r}")
-        _require(self.schedule == "constant" or self.warmup >= 1, "warmup must be at least 1 for a warm-up schedule")
+        _require(self.schedule not in WARMUP_SCHEDULES or self.warmup >= 1, "warmup must be at least 1 for a warm-up schedule")
         _require(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), f"betas must be two numbers in [0, 1), not {self.betas}")
         _require(0 <= self.label_smoothing < 1, f"label_smoothing must be in [0, 1), not {self.label_smoothing}")
         _require(0 <= self.teacher_forcing <= 1, f"teacher_forcing must be in [0, 1], not {self.teacher_forcing}")

@@ -16,7 +16,7 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QHeaderView,
                                QLabel, QLineEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from attnviz.config import ModelConfig
+from attnviz.config import WARMUP_SCHEDULES, ModelConfig
 from attnviz.engine.data import CorpusSpec, resolve_data_dir
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.presets import PRESETS, Recipe
@@ -263,14 +263,27 @@ class RecipeForm(QWidget):
             self.recipe()
         except ConfigError as exc:
             message = str(exc)
+        unused = self._unused_rows()
         self._loading = True
         for row in range(self.table.rowCount()):
             item = self.table.item(row, 1)
             item.setBackground(QBrush(QColor(217, 83, 79, 90)) if row in bad_rows else QBrush())
+            item.setForeground(QBrush(QColor(128, 128, 128)) if row in unused else QBrush())
+            item.setToolTip(unused.get(row, ""))
         self._loading = False
         self.error_label.setText(message)
         self.error_label.setVisible(bool(message))
         self.changed.emit()
+
+    def _unused_rows(self) -> dict[int, str]:
+        """Rows whose setting the other values make irrelevant (shown grey), with the reason as a tooltip."""
+        rows = {self.table.item(row, 0).text(): row for row in range(self.table.rowCount())}
+        if "train.schedule" not in rows or "train.warmup" not in rows:
+            return {}
+        schedule = self.table.item(rows["train.schedule"], 1).text().strip()
+        if schedule in WARMUP_SCHEDULES:
+            return {}
+        return {rows["train.warmup"]: f"not used: the {schedule!r} schedule has no warm-up steps"}
 
     def _browse_data(self) -> None:
         path = QFileDialog.getExistingDirectory(self, "Data folder", self.data_dir())

@@ -105,6 +105,17 @@ def test_bad_hyperparameters_are_refused_before_training(qtbot, tab):
     assert tab.form.is_valid() and tab.start_button.isEnabled()
 
 
+def test_warmup_is_greyed_out_for_a_schedule_without_one(qtbot, tab):
+    form = tab.form
+    row = next(r for r in range(form.table.rowCount()) if form.table.item(r, 0).text() == "train.warmup")
+    item = form.table.item(row, 1)
+    set_settings(form, {"train.schedule": "noam"})
+    assert item.toolTip() == "" and form.is_valid()
+    set_settings(form, {"train.schedule": "one_cycle"})
+    assert item.toolTip() == "not used: the 'one_cycle' schedule has no warm-up steps"
+    assert item.foreground().color().name() == "#808080" and form.is_valid()
+
+
 def test_missing_data_names_the_download(qtbot, tab, tmp_path):
     tab.form.data_edit.setText(str(tmp_path / "empty"))
     tab.start()
