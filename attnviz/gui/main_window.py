@@ -6,6 +6,7 @@ the window keeps the model it had.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from PySide6.QtCore import QSettings, Qt, Slot
@@ -146,6 +147,7 @@ class MainWindow(QMainWindow):
         self.recent_menu.setEnabled(bool(self.recent_files()))
 
     def load_model(self, path: str) -> None:
+        path = os.path.abspath(path)  # one spelling per file: a bundled model opened by a relative path is not "recent"
         self.loading_path = path
         self.statusBar().showMessage(f"Loading model {Path(path).name}...")
         self.loader.start(lambda stop: _load_model(path))

@@ -1,5 +1,6 @@
 """The main window end to end, offscreen: loading models, translating, playback, hover, export, errors."""
 
+import os
 import subprocess
 import sys
 
@@ -155,3 +156,14 @@ def test_gui_modules_import_without_torch_or_spacy():
             "print(sorted(m for m in ('torch', 'spacy', 'matplotlib') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_a_bundled_model_opened_by_a_relative_path_stays_bundled(qtbot, window, settings, monkeypatch):
+    from attnviz.gui.model_list import bundled_models
+
+    names = bundled_models()[-1].path  # any bundled file, named relative to its folder's parent
+    monkeypatch.chdir(os.path.dirname(os.path.dirname(names)))
+    window.load_model(os.path.join("models", os.path.basename(names)))
+    qtbot.waitUntil(lambda: window.translator is not None, timeout=20000)
+    assert settings.value("models/last") == names and window.recent_files() == []
+    assert window.model_combo.currentData() == names and not window.model_combo.currentText().startswith("Recent")
