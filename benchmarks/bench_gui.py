@@ -1,8 +1,8 @@
 """GUI responsiveness, offscreen, printed as JSON (measured, never asserted in tests).
 
 With a reference-A-sized model (3 decoder layers x 8 heads; random weights with <eos> suppressed unless --model is
-given) the script translates a sentence to exactly ``--tokens`` output tokens with the 24-map head grid visible,
-then steps through every step. It reports:
+given) the script translates a sentence to exactly ``--tokens`` output tokens (a given model: at most that many; a
+language model continues a prefix instead) with the head grid visible, then steps through every step. It reports:
 - the longest stall of the GUI event loop, seen by a 10 ms heartbeat timer, over the whole run;
 - the time to redraw the attention panel (large map + 24-map grid) for one step, median and max;
 - the time from pressing Enter to the first output token on screen (model already loaded).
@@ -33,6 +33,7 @@ from attnviz.gui.app import make_app  # noqa: E402
 from attnviz.gui.main_window import MainWindow  # noqa: E402
 
 SENTENCE = "Ein kleines Mädchen in einem rosa Kleid klettert eine Treppe zu einem Spielhaus hinauf ."
+LM_PREFIX = "em"  # a language model (names) continues a prefix instead
 
 
 class Heartbeat:
@@ -128,8 +129,8 @@ def main() -> None:
     tab = window.translate_tab
     tab.max_len = args.tokens
     tab.instant_check.setChecked(True)
-    tab.source_edit.setText(SENTENCE)
-    tab.attention.select(kind="cross")
+    tab.source_edit.setText(SENTENCE if window.translator.has_source else LM_PREFIX)
+    tab.attention.select(kind="cross")  # kept only by models that have it; a language model shows its self-attention
     app.processEvents()
     beat = Heartbeat()
     beat.start()
@@ -150,7 +151,8 @@ def main() -> None:
     for _ in range(20):
         app.processEvents()
         time.sleep(0.005)
-    layers, heads = tab.session.maps("cross", -1).shape[:2]
+    kind = tab.attention.kind
+    layers, heads = tab.session.maps(kind, len(tab.session.steps) - 1).shape[:2]
     beat.timer.stop()
     translate_stall = beat.longest
     training = bench_training(app, window, args.train_seconds) if os.environ.get("ATTNVIZ_DATA") else {
@@ -158,6 +160,7 @@ def main() -> None:
     print(json.dumps({
         "model": args.model or "random reference-A weights, <eos> suppressed",
         "output_tokens": len(tab.session.steps),
+        "attention_kind": kind,
         "grid_maps": layers * heads,
         "longest_stall_ms": translate_stall,
         "grid_redraw_ms_median": round(statistics.median(redraws), 1),
