@@ -189,11 +189,13 @@ class FormingPanel(QWidget):
     def _fill_selectors(self, probe: Translation) -> None:
         layers, heads = probe.attention[probe_kind(probe)].shape[:2]
         for combo, items, default in ((self.layer_combo, [f"Layer {i + 1}" for i in range(layers)], layers - 1),
-                                      (self.head_combo, [MEAN] + [f"Head {h + 1}" for h in range(heads)], 0)):
+                                      (self.head_combo, [MEAN] + [f"Head {h + 1}" for h in range(heads)],
+                                       1 if heads == 1 else 0)):  # one head: that head, not a "mean" of one
             combo.blockSignals(True)
             combo.clear()
             combo.addItems(items)
             combo.setCurrentIndex(default)
+            combo.setEnabled(len(items) > (2 if combo is self.head_combo else 1))
             combo.blockSignals(False)
 
     def current_index(self) -> int:

@@ -58,7 +58,9 @@ def test_lstm_trains_with_teacher_forcing(qtbot, window, data_dir, tmp_path):
     assert len(losses) == 2 and losses[1] < losses[0]
     cross = tab.forming.snapshots[-1].probe.attention["cross"]
     assert cross.shape[:2] == (1, 1) and np.allclose(cross.sum(-1), 1.0, atol=1e-5)
-    assert tab.forming.layer_combo.count() == 1
+    forming = tab.forming  # one layer, one head: that head is shown and there is nothing to choose
+    assert forming.layer_combo.count() == 1 and forming.head_combo.currentText() == "Head 1"
+    assert not forming.layer_combo.isEnabled() and not forming.head_combo.isEnabled()
 
 
 @pytest.mark.parametrize("value,message", [("1.5", "teacher_forcing"), ("-0.1", "teacher_forcing")])
