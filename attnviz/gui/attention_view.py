@@ -25,6 +25,23 @@ def _combo(name: str, tip: str) -> QComboBox:
     return combo
 
 
+def set_choices(combo: QComboBox, items: list[str], index: int, enabled: bool) -> None:
+    """Give ``combo`` these ``items`` (refilled only if they changed) and select ``index``, emitting no signal."""
+    combo.blockSignals(True)
+    if [combo.itemText(i) for i in range(combo.count())] != items:
+        combo.clear()
+        combo.addItems(items)
+    combo.setCurrentIndex(min(max(index, 0), len(items) - 1))
+    combo.setEnabled(enabled)
+    combo.blockSignals(False)
+
+
+def head_choices(heads: int, wanted: int) -> tuple[list[str], int]:
+    """A head selector's items (the mean of heads, then each head) and index: ``wanted``, except that a one-head
+    model shows its head, not a "mean" of one."""
+    return [MEAN] + [f"Head {h + 1}" for h in range(heads)], 1 if heads == 1 else wanted
+
+
 class AttentionPanel(QWidget):
     selection_changed = Signal()  # layer/head/kind changed: token shading follows
 
@@ -111,23 +128,10 @@ class AttentionPanel(QWidget):
     def _sync_layers_heads(self) -> None:
         maps = self._session.maps(self.kind, self._step) if self._session and self.kind else None
         layers, heads = (maps.shape[0], maps.shape[1]) if maps is not None else (0, 0)
-        for combo, items in ((self.layer_combo, [f"Layer {i + 1}" for i in range(layers)]),
-                             (self.head_combo, [MEAN] + [f"Head {i + 1}" for i in range(heads)])):
-            if [combo.itemText(i) for i in range(combo.count())] != items:
-                keep = combo.currentIndex()
-                if keep < 0 and combo is self.layer_combo:
-                    keep = len(items) - 1  # first time: the last layer, the one the references show
-                combo.blockSignals(True)
-                combo.clear()
-                combo.addItems(items)
-                combo.setCurrentIndex(min(max(keep, 0), len(items) - 1))
-                combo.blockSignals(False)
-        if heads == 1 and self.head_combo.currentIndex() != 1:  # one head: its map, not a "mean" of one
-            self.head_combo.blockSignals(True)
-            self.head_combo.setCurrentIndex(1)
-            self.head_combo.blockSignals(False)
-        self.layer_combo.setEnabled(layers > 1)
-        self.head_combo.setEnabled(heads > 1)
+        layer = self.layer_combo.currentIndex()  # first time (-1): the last layer, the one the references show
+        set_choices(self.layer_combo, [f"Layer {i + 1}" for i in range(layers)], layer if layer >= 0 else layers - 1,
+                    layers > 1)
+        set_choices(self.head_combo, *head_choices(heads, self.head_combo.currentIndex()), heads > 1)
 
     def select(self, kind: str | None = None, layer: int | None = None, head: int | None | str = "keep") -> None:
         """Programmatic selection (tests, the grid, saved settings); ``head=None`` means the mean."""

@@ -18,7 +18,7 @@ from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPushButton, QSiz
                                QWidget)
 
 from attnviz.engine.events import ATTENTION_KINDS, Translation
-from attnviz.gui.attention_view import MEAN
+from attnviz.gui.attention_view import head_choices, set_choices
 from attnviz.gui.colormap import to_image
 from attnviz.gui.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.widgets import named
@@ -188,15 +188,8 @@ class FormingPanel(QWidget):
 
     def _fill_selectors(self, probe: Translation) -> None:
         layers, heads = probe.attention[probe_kind(probe)].shape[:2]
-        for combo, items, default in ((self.layer_combo, [f"Layer {i + 1}" for i in range(layers)], layers - 1),
-                                      (self.head_combo, [MEAN] + [f"Head {h + 1}" for h in range(heads)],
-                                       1 if heads == 1 else 0)):  # one head: that head, not a "mean" of one
-            combo.blockSignals(True)
-            combo.clear()
-            combo.addItems(items)
-            combo.setCurrentIndex(default)
-            combo.setEnabled(len(items) > (2 if combo is self.head_combo else 1))
-            combo.blockSignals(False)
+        set_choices(self.layer_combo, [f"Layer {i + 1}" for i in range(layers)], layers - 1, layers > 1)
+        set_choices(self.head_combo, *head_choices(heads, 0), heads > 1)
 
     def current_index(self) -> int:
         return self.slider.value() if self.snapshots else -1
