@@ -8,6 +8,7 @@ from PySide6.QtCore import QSettings, QTimer
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication
 
+from attnviz.gui import collector
 from attnviz.gui.main_window import MainWindow
 from attnviz.gui.model_list import default_model_path
 from attnviz.gui.paths import resources_dir
@@ -21,6 +22,7 @@ def make_app(argv: list[str] | None = None) -> QApplication:
     if icon.exists():
         app.setWindowIcon(QIcon(str(icon)))
     app.setStyleSheet(load_stylesheet())
+    collector.install(app)  # worker threads must never run Qt objects' destructors
     return app
 
 

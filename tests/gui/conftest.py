@@ -3,7 +3,16 @@
 import pytest
 from PySide6.QtCore import QSettings
 
+from attnviz.gui import collector
 from attnviz.gui.main_window import MainWindow
+
+
+@pytest.fixture(scope="session", autouse=True)
+def main_thread_gc(qapp):
+    """As in the app: cyclic garbage (closed windows of earlier tests) is collected on the GUI thread only."""
+    gc_collector = collector.install(qapp)
+    yield gc_collector
+    gc_collector.stop()
 
 
 @pytest.fixture()
