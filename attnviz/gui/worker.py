@@ -3,6 +3,7 @@
 Stopping goes through a ``threading.Event`` that the generator (or this loop) checks between events, because a busy
 worker thread never runs queued slots. Pausing blocks between events. Consumers connect ``event``/``failed``/
 ``done`` to ``@Slot`` methods of GUI-thread objects, never to lambdas (in PySide6 a lambda runs in the emitting thread).
+The app's ``collector`` keeps Python's cyclic garbage collection out of these threads.
 """
 
 from __future__ import annotations
