@@ -152,7 +152,7 @@ PRESETS: dict[str, Recipe] = {r.name: r for r in [
     _multi30k("multi30k-de-en-lstm", "de",
               "Reference C: German->English LSTM encoder-decoder with Luong global attention (2 layers, embedding "
               "256, hidden 512, 'general' score, dropout 0.2), Adam 1e-3, clip 1, batch 128, teacher forcing 0.5, "
-              "10 epochs, best validation loss.",
+              "10 epochs, best validation loss. Measured: test PPL 6.32 (reference C: 13.84), bleu_tok 34.20 greedy.",
               model=dict(_REF_C_MODEL), train=TrainConfig(epochs=10, batch_size=128, lr=1e-3, clip_norm=1.0,
                                                           teacher_forcing=0.5)),
     _multi30k("multi30k-de-en-lstm-small", "de",

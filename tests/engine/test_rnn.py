@@ -9,8 +9,9 @@ from attnviz.engine.decoding import pad_batch
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.model import count_parameters
+from attnviz.engine.presets import get_preset
 from attnviz.engine.rnn import RNNAttention
-from attnviz.engine.translator import load_translator
+from attnviz.engine.translator import build_model, load_translator
 from tests.helpers import make_toy_translator, train_toy
 
 SCORES = ["dot", "general", "concat"]
@@ -36,6 +37,16 @@ def test_reference_c_size_and_init():
     assert count_parameters(model) == expected
     assert all(p.abs().max() <= 0.1 for p in model.parameters())  # uniform init in [-0.1, 0.1]
     assert model.layer_counts == {"cross": 1} and cfg.attention_kinds == ("cross",)
+
+
+def test_the_reference_c_preset_is_the_measured_recipe():
+    """models/README.md reports test PPL 6.32 for exactly this preset: reference C's model and training settings."""
+    recipe = get_preset("multi30k-de-en-lstm")
+    model = build_model(recipe.model_config(7851, 5892))  # the Multi30k vocabularies (min_freq 2)
+    assert count_parameters(model) == 14_683_652
+    train = recipe.train
+    assert (train.epochs, train.batch_size, train.lr, train.schedule, train.clip_norm, train.teacher_forcing,
+            train.keep_metric) == (10, 128, 1e-3, "constant", 1.0, 0.5, "val_loss")
 
 
 def test_config_refuses_mismatched_depths_and_unknown_scores():
