@@ -36,8 +36,10 @@ def _add_generate(sub) -> None:
     p.add_argument("-m", "--model", required=True, help="language-model checkpoint (.safetensors)")
     p.add_argument("--prefix", default="", help="the start of every sequence (default: empty)")
     p.add_argument("--n", type=int, default=10, help="how many sequences (default 10)")
-    p.add_argument("--temperature", type=float, default=1.0, help="0 = greedy; default 1.0 samples the softmax")
-    p.add_argument("--seed", type=int, default=0, help="seed of the sampling, to reproduce an output (default 0)")
+    p.add_argument("--temperature", type=float, help="0 = greedy, > 0 samples the softmax at that temperature "
+                   "(default: the one the model's recipe names, e.g. 1.0 for names-char; 1.0 when it names none)")
+    p.add_argument("--seed", type=int, help="seed of the sampling, to reproduce an output (default: the recipe's, "
+                   "else 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object per sequence")
     p.add_argument("--attention", metavar="OUT.npz", help="save every attention matrix with token labels")
     p.set_defaults(func=cmd_generate)
@@ -128,23 +130,38 @@ def cmd_translate(args) -> int:
     return 0
 
 
+def _recipe_decoding(translator):
+    """The decoding settings of the recipe a model was trained with (stored in its checkpoint); sampling at
+    temperature 1.0 with seed 0 when it stores none."""
+    from attnviz.config import DecodeConfig
+
+    recipe = translator.metadata.get("recipe")
+    if isinstance(recipe, dict) and isinstance(recipe.get("decode"), dict):
+        return DecodeConfig.from_dict(recipe["decode"])
+    return DecodeConfig(temperature=1.0)
+
+
 def cmd_generate(args) -> int:
     from attnviz.config import DecodeConfig
     from attnviz.engine.export import save_attention
     from attnviz.engine.translator import load_translator
 
-    DecodeConfig(temperature=args.temperature)  # validates
+    if args.temperature is not None:
+        DecodeConfig(temperature=args.temperature)  # validates before the model is read
     if args.n < 1:
         raise InputError(f"--n must be at least 1, not {args.n}")
     translator = load_translator(args.model)
     if translator.has_source:
         raise InputError(f"{args.model} is a translation model ({translator.info['languages']}); it needs a "
                          f"sentence to translate. Use attnviz translate -m {args.model} \"SENTENCE\"")
+    trained = _recipe_decoding(translator)
+    temperature = trained.temperature if args.temperature is None else args.temperature
+    seed = trained.seed if args.seed is None else args.seed
     n = args.n
-    if args.temperature == 0 and n > 1:
-        print("note: greedy decoding (--temperature 0) gives one sequence; printing it once", file=sys.stderr)
+    if temperature == 0 and n > 1:
+        print("note: greedy decoding (temperature 0) gives one sequence; printing it once", file=sys.stderr)
         n = 1
-    outputs = translator.generate(args.prefix, n, args.temperature, args.seed)
+    outputs = translator.generate(args.prefix, n, temperature, seed)
     for w in outputs[0].warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.attention:

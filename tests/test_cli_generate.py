@@ -68,3 +68,31 @@ def test_info_and_evaluate_describe_a_language_model(lm_path, capsys):
     assert main(["info", lm_path]) == 0
     text = capsys.readouterr().out
     assert "char-lm" in text and "loss 0.5" in text
+
+
+def _with_recipe_decoding(translator, path, temperature: float, seed: int) -> str:
+    from attnviz.engine.presets import get_preset
+
+    recipe = get_preset("names-char").to_dict()
+    recipe["decode"] = dict(recipe["decode"], temperature=temperature, seed=seed)
+    translator.save(path, name="letters", recipe=recipe)
+    return str(path)
+
+
+def test_generate_defaults_to_the_decoding_of_the_models_recipe(lm_path, tmp_path, capsys):
+    from attnviz.engine.translator import load_translator
+
+    translator = load_translator(lm_path)
+    sampled = _with_recipe_decoding(translator, tmp_path / "sampled.safetensors", 1.5, 9)
+    assert main(["generate", "-m", sampled, "--n", "4"]) == 0
+    by_recipe = capsys.readouterr().out
+    assert main(["generate", "-m", lm_path, "--n", "4", "--temperature", "1.5", "--seed", "9"]) == 0
+    assert by_recipe == capsys.readouterr().out  # the recipe's temperature and seed, not 1.0 and 0
+    assert main(["generate", "-m", lm_path, "--n", "4"]) == 0  # no recipe stored: temperature 1.0, seed 0
+    assert by_recipe != capsys.readouterr().out
+    greedy = _with_recipe_decoding(translator, tmp_path / "greedy.safetensors", 0.0, 0)
+    assert main(["generate", "-m", greedy, "--n", "3", "--prefix", "cd"]) == 0
+    out = capsys.readouterr()
+    assert len(out.out.splitlines()) == 1 and "greedy" in out.err
+    assert main(["generate", "-m", greedy, "--n", "3", "--temperature", "1.0"]) == 0  # a flag wins over the recipe
+    assert len(capsys.readouterr().out.splitlines()) == 3
