@@ -37,6 +37,7 @@ def _require(condition: bool, message: str) -> None:
 
 
 MODEL_KINDS = ("transformer", "rnn-attention", "char-lm")
+LANGUAGE_MODEL_KINDS = ("char-lm",)  # kinds that read no source sentence
 SCORES = ("dot", "general", "concat")
 
 
@@ -90,7 +91,7 @@ class ModelConfig(_DictMixin):
     @property
     def has_source(self) -> bool:
         """False for a language model, which reads no source sentence."""
-        return self.kind != "char-lm"
+        return self.kind not in LANGUAGE_MODEL_KINDS
 
     @property
     def attention_kinds(self) -> tuple[str, ...]:

@@ -22,14 +22,16 @@ LANGUAGE_NAMES = {"de": "German", "en": "English", "fr": "French"}
 _SPACES = re.compile(r"\s+")
 
 
+_TATOEBA_PUNCT = re.compile(r"([.!?])")
+_TATOEBA_OTHER = re.compile(r"[^a-zA-Z.!?]+")
+
+
 def languages_label(src_lang: str, tgt_lang: str, has_source: bool = True, tgt_mode: str = "spacy") -> str:
     """What a model works on, for people: "German -> English", or "English characters (language model)"."""
     src, tgt = LANGUAGE_NAMES.get(src_lang, src_lang), LANGUAGE_NAMES.get(tgt_lang, tgt_lang)
     if has_source:
         return f"{src} -> {tgt}"
     return f"{tgt} {'characters' if tgt_mode == 'chars' else 'words'} (language model)"
-_TATOEBA_PUNCT = re.compile(r"([.!?])")
-_TATOEBA_OTHER = re.compile(r"[^a-zA-Z.!?]+")
 
 
 def clean_text(text: str) -> str:

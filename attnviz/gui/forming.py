@@ -24,7 +24,6 @@ from attnviz.gui.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.widgets import named
 
 
-
 @dataclass(frozen=True)
 class Snapshot:
     """The probe's translation at one evaluation."""
@@ -109,13 +108,13 @@ class FilmStrip(QWidget):
 
 
 class FormingPanel(QWidget):
-    """The probe's cross-attention over the course of training."""
+    """The probe's attention (cross, or a language model's self-attention) over the course of training."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.snapshots: list[Snapshot] = []
         self._follow_latest = True
-        self.layer_combo = named(QComboBox(), "formingLayerCombo", "Layer of the probe's cross-attention")
+        self.layer_combo = named(QComboBox(), "formingLayerCombo", "Layer of the probe's attention")
         self.head_combo = named(QComboBox(), "formingHeadCombo", "Head, or the mean of all heads")
         for combo in (self.layer_combo, self.head_combo):
             combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnviz.config import LANGUAGE_MODEL_KINDS
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.header import read_header
 from attnviz.engine.tokenize import languages_label
@@ -29,7 +30,8 @@ def describe(path: Path, bundled: bool) -> ModelEntry:
         return ModelEntry(str(path), f"{path.name} (unreadable)", str(exc), bundled)
     src, tgt = meta.get("src_tokenizer", {}), meta.get("tgt_tokenizer", {})
     kind = (meta.get("model") or {}).get("kind", "transformer")
-    langs = languages_label(src.get("lang", "?"), tgt.get("lang", "?"), kind != "char-lm", tgt.get("mode", "spacy"))
+    langs = languages_label(src.get("lang", "?"), tgt.get("lang", "?"), kind not in LANGUAGE_MODEL_KINDS,
+                            tgt.get("mode", "spacy"))
     langs = langs.replace(" -> ", " \u2192 ") + (" (LSTM)" if kind == "rnn-attention" else "")
     metrics = meta.get("metrics") or {}
     test, val = metrics.get("test") or {}, metrics.get("val") or {}

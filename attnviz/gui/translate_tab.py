@@ -61,12 +61,12 @@ class TranslateTab(QWidget):
         style = self.style()
         self.lang_label = QLabel("Source")
         self.source_edit = named(QLineEdit(), "sourceEdit", "Sentence to translate",
-                                  "Type a sentence and press Enter")
+                                 "Type a sentence and press Enter")
         self.source_edit.setClearButtonEnabled(True)
         self.lang_label.setBuddy(self.source_edit)
         self.examples_combo = named(QComboBox(), "examplesCombo", "Example sentences")
         self.translate_button = named(QPushButton("&Translate"), "translateButton", "Translate",
-                                       "Translate the sentence (Enter)")
+                                      "Translate the sentence (Enter)")
         self.sampling_combo = named(QComboBox(), "samplingCombo", "Decoding",
                                     "Greedy: always the most probable character; Sampled: drawn from the softmax")
         self.sampling_combo.addItems(["Greedy", "Sampled"])
@@ -88,21 +88,21 @@ class TranslateTab(QWidget):
         self.message.setObjectName("messageLabel")
         self.message.hide()
         self.source_view = named(TokenStrip("Source tokens appear here"), "sourceView", "Source tokens",
-                                  "Source tokens as the model reads them; hover one to see which outputs attended to it")
+                                 "Source tokens as the model reads them; hover one to see which outputs attended to it")
         self.output_view = named(TokenStrip("The translation appears here, token by token"), "outputView",
-                                  "Output tokens", "Output tokens; hover one to see its cross-attention on the source")
+                                 "Output tokens", "Output tokens; hover one to see its cross-attention on the source")
         self.back_button = named(QPushButton(), "backButton", "Step back", "Step back (Page Up)")
         self.back_button.setIcon(style.standardIcon(QStyle.StandardPixmap.SP_MediaSeekBackward))
         self.play_button = named(QPushButton(), "playButton", "Play or pause", "Play / pause (Ctrl+Space)")
         self.forward_button = named(QPushButton(), "forwardButton", "Step forward", "Step forward (Page Down)")
         self.forward_button.setIcon(style.standardIcon(QStyle.StandardPixmap.SP_MediaSeekForward))
         self.slider = named(QSlider(Qt.Orientation.Horizontal), "stepSlider", "Decoding step",
-                             "Scrub through the decoding steps")
+                            "Scrub through the decoding steps")
         self.slider.setRange(0, 0)
         self.speed_combo = named(QComboBox(), "speedCombo", "Playback speed")
         self.speed_combo.addItems(list(SPEEDS))
         self.instant_check = named(QCheckBox("&Instant"), "instantCheck", "Instant",
-                                    "Show every step as soon as it is decoded")
+                                   "Show every step as soon as it is decoded")
         self.step_label = QLabel("step 0 / 0")
         self.topk_view = TopKView()
         self.step_table = named(QTableView(), "stepTable", "Decoded steps")
