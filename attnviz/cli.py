@@ -94,7 +94,7 @@ def _read_sentences(args) -> list[str]:
 
 
 def cmd_translate(args) -> int:
-    from attnviz.config import DecodeConfig
+    from attnviz.engine.config import DecodeConfig
     from attnviz.engine.export import save_attention
     from attnviz.engine.translator import load_translator
 
@@ -105,7 +105,7 @@ def cmd_translate(args) -> int:
         raise InputError(f"{args.model} is a language model: it continues text instead of translating it. Use "
                          f"attnviz generate -m {args.model} --prefix TEXT")
     if args.attention:  # full matrices need one greedy pass per sentence
-        done = [translator.translate(s, decode.max_len) if s.strip() else None for s in sentences]
+        done = [translator.translate(s, decode) if s.strip() else None for s in sentences]
         found = [t for t in done if t is not None]
         save_attention(args.attention, found, translator.info)
         print(f"attention of {len(found)} sentence(s) saved to {args.attention}", file=sys.stderr)
@@ -133,7 +133,7 @@ def cmd_translate(args) -> int:
 def _recipe_decoding(translator):
     """The decoding settings of the recipe a model was trained with (stored in its checkpoint); sampling at
     temperature 1.0 with seed 0 when it stores none."""
-    from attnviz.config import DecodeConfig
+    from attnviz.engine.config import DecodeConfig
 
     recipe = translator.metadata.get("recipe")
     if isinstance(recipe, dict) and isinstance(recipe.get("decode"), dict):
@@ -142,7 +142,7 @@ def _recipe_decoding(translator):
 
 
 def cmd_generate(args) -> int:
-    from attnviz.config import DecodeConfig
+    from attnviz.engine.config import DecodeConfig
     from attnviz.engine.export import save_attention
     from attnviz.engine.translator import load_translator
 
@@ -161,7 +161,7 @@ def cmd_generate(args) -> int:
     if temperature == 0 and n > 1:
         print("note: greedy decoding (temperature 0) gives one sequence; printing it once", file=sys.stderr)
         n = 1
-    outputs = translator.generate(args.prefix, n, temperature, seed)
+    outputs = translator.generate(args.prefix, n, trained.replace(temperature=temperature, seed=seed))
     for w in outputs[0].warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.attention:
@@ -181,24 +181,18 @@ INFO_FIGURES = ("bleu_tok", "sacrebleu", "chrf", "ppl", "accuracy", "loss", "sen
                 "bleu_tok_float32", "bleu_tok_float16", "loss_float32", "loss_float16", "stored_as_float16")
 
 
-def _format_info(info: dict) -> str:
-    m = info["model"]
-    if m["kind"] == "rnn-attention":
-        model = (f"LSTM {m['enc_layers']}+{m['dec_layers']} layers, embedding {m['d_model']}, hidden {m['hidden']}, "
-                 f"{m['score']} attention" + (", tied output" if m["tie_output"] else ""))
-    else:
-        layers = f"{m['dec_layers']}" if m["kind"] == "char-lm" else f"{m['enc_layers']}+{m['dec_layers']}"
-        model = (f"d_model {m['d_model']}, {layers} layers, {m['heads']} heads, ff {m['ff_dim']}, {m['positions']} "
-                 f"positions ({m['max_positions']}), {m['norm']}-LN")
+def _format_info(card) -> str:
+    """A checkpoint's card as the lines ``attnviz info`` prints."""
     lines = [
-        f"{info.get('name') or info.get('path')}: {info['languages']}",
-        f"  model      {m['kind']}: {model}",
-        f"  parameters {info['parameters']:,}  (stored as {info['dtype']})",
-        f"  vocab      {info['src_vocab_size']:,} {info['src_lang']} / {info['tgt_vocab_size']:,} {info['tgt_lang']}",
+        f"{card.name or card.path}: {card.languages}",
+        f"  model      {card.kind.name}: {card.kind.describe(card.config)}",
+        f"  parameters {card.parameters:,}  (stored as {card.dtype})",
+        f"  vocab      {card.src_vocab_size:,} {card.src_lang} / {card.tgt_vocab_size:,} {card.tgt_lang}",
     ]
-    if info.get("preset"):
-        lines.append(f"  preset     {info['preset']}")
-    for split, values in (info.get("metrics") or {}).items():
+    if card.preset:
+        lines.append(f"  preset     {card.preset}")
+    for split, metrics in card.metrics.items():
+        values = metrics.to_dict()
         shown = ", ".join(f"{k} {values[k]:.4g}" if isinstance(values[k], float) else f"{k} {values[k]}"
                           for k in INFO_FIGURES if k in values)
         lines.append(f"  {split:<12} {shown}")
@@ -206,11 +200,26 @@ def _format_info(info: dict) -> str:
 
 
 def cmd_info(args) -> int:
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.card import read_card
 
-    info = load_translator(args.checkpoint).info
-    print(json.dumps(info, indent=2, ensure_ascii=False) if args.json else _format_info(info))
+    card = read_card(args.checkpoint)
+    print(json.dumps(card.to_info(), indent=2, ensure_ascii=False) if args.json else _format_info(card))
     return 0
+
+
+FLAGS = {  # an engine error's settings -> the flags that change them here
+    "data_dir": "--data-dir or ATTNVIZ_DATA", "device": "--device", "preset": "--preset", "src": "--src",
+    "ref": "--ref", "split": "--split",
+}
+
+
+def explain(exc: AttnvizError) -> str:
+    """An engine error's message with this command line's way of fixing it."""
+    message = str(exc)
+    if exc.corpus:
+        message += f" (attnviz data download {exc.corpus})"
+    flags = [FLAGS[s] for s in exc.settings if s in FLAGS]
+    return message + (f" [{', '.join(flags)}]" if flags else "")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -225,10 +234,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.func(args)
     except InputError as exc:
-        print(f"attnviz: error: {exc}", file=sys.stderr)
+        print(f"attnviz: error: {explain(exc)}", file=sys.stderr)
         return 2
     except AttnvizError as exc:
-        print(f"attnviz: error: {exc}", file=sys.stderr)
+        print(f"attnviz: error: {explain(exc)}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         print("attnviz: interrupted", file=sys.stderr)

@@ -193,7 +193,7 @@ def cmd_presets(args) -> int:
 
 
 def cmd_evaluate(args) -> int:
-    from attnviz.config import DecodeConfig
+    from attnviz.engine.config import DecodeConfig
     from attnviz.engine.evaluation import evaluate_files, evaluate_split
     from attnviz.engine.translator import load_translator
 

@@ -54,11 +54,10 @@ def _check_translation() -> dict:
     cfg = translator.config
     result = translator.translate(SENTENCE)
     _check(bool(result.text.strip()), f"the default model translated {SENTENCE!r} to nothing")
-    steps, src = len(result.tokens), result.attention["cross"].shape[-1]
-    expected = {"encoder": (cfg.enc_layers, cfg.heads, src, src), "decoder": (cfg.dec_layers, cfg.heads, steps, steps),
-                "cross": (cfg.dec_layers, cfg.heads, steps, src)}
+    expected = cfg.model_kind.expected_shapes(cfg, len(result.src_tokens), len(result.tokens))
     shapes = {}
     for kind, shape in expected.items():
+        _check(kind in result.attention, f"the model produced no {kind} attention")
         maps = result.attention[kind]
         shapes[kind] = list(maps.shape)
         _check(maps.shape == shape, f"{kind} attention has shape {maps.shape}, expected {shape}")

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import torch
 
-from attnviz.config import DecodeConfig, ModelConfig
-from attnviz.engine.model import Transformer
+from attnviz.engine.config import DecodeConfig, ModelConfig
+from attnviz.engine.models.transformer import Transformer
 from attnviz.engine.tokenize import TokenizerSpec
 from attnviz.engine.translator import Translator, load_translator
 from attnviz.engine.vocab import EOS_ID, Vocab
@@ -57,7 +57,7 @@ def sources(n: int) -> tuple[list[str], str]:
 
 def time_steps(translator: Translator, tokens: int, recompute: bool) -> float:
     start = time.perf_counter()
-    steps = sum(1 for _ in translator.steps(SENTENCE, max_len=tokens, recompute=recompute)) - 1
+    steps = sum(1 for _ in translator.steps(SENTENCE, DecodeConfig(max_len=tokens), recompute=recompute)) - 1
     elapsed = (time.perf_counter() - start) * 1000
     assert steps == tokens or not translator.metadata.get("random"), steps
     return elapsed

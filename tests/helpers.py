@@ -7,7 +7,7 @@ import random
 
 import torch
 
-from attnviz.config import ModelConfig
+from attnviz.engine.config import ModelConfig
 from attnviz.engine.decoding import pad_batch
 from attnviz.engine.tokenize import TokenizerSpec
 from attnviz.engine.translator import Translator, build_model

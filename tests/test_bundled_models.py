@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from attnviz import load_translator
+from attnviz.engine.config import DecodeConfig
 
 MODELS = Path(__file__).resolve().parents[1] / "models"
 
@@ -95,7 +96,7 @@ def test_the_bundled_language_model_generates_names():
     assert not lm.has_source and lm.info["attention_kinds"] == ["decoder"]
     assert lm.info["metrics"]["val"]["loss"] <= 2.024  # reference D: 2.024 nats per character
     assert path.stat().st_size < 10 * 1024 * 1024
-    names = [t.text for t in lm.generate("", n=20, temperature=1.0, seed=5)]
+    names = [t.text for t in lm.generate("", n=20, decode=DecodeConfig(temperature=1.0, seed=5))]
     assert all(name.isalpha() and name.islower() for name in names) and len(set(names)) >= 15
     assert sum(3 <= len(name) <= 10 for name in names) >= 15  # name-like lengths
     greedy = lm.translate("em")

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from torch import Tensor
 
-from attnviz.config import TrainConfig
+from attnviz.engine.config import TrainConfig
 from attnviz.engine.decoding import pad_batch
 
 

@@ -22,7 +22,7 @@ Pair = tuple[str, str]
 ENG_PREFIXES = ("i am ", "i m ", "he is", "he s ", "she is", "she s ", "you are", "you re ", "we are", "we re ",
                 "they are", "they re ")
 CORPUS_KINDS = ("multi30k", "tatoeba", "lines", "files")
-DOWNLOAD_HINT = "Get it with `attnviz data download {name}`, or point --data-dir / ATTNVIZ_DATA at a folder that has it."
+DOWNLOAD_HINT = "Download the {name} corpus into it, or choose a data folder that has it."
 
 
 def default_data_dir() -> Path:
@@ -37,7 +37,7 @@ def default_data_dir() -> Path:
 
 
 def resolve_data_dir(explicit: str | os.PathLike | None = None) -> Path:
-    """``--data-dir`` if given, else ``ATTNVIZ_DATA``, else the user's data folder."""
+    """The folder given, else ``ATTNVIZ_DATA``, else the user's data folder."""
     if explicit:
         return Path(explicit)
     env = os.environ.get("ATTNVIZ_DATA")
@@ -222,4 +222,5 @@ def missing_files(spec: CorpusSpec, data_dir: str | os.PathLike) -> list[str]:
 def _require_files(data_dir: Path, paths: list[Path], name: str | None) -> None:
     missing = [p.name for p in paths if not p.exists()]
     if missing:
-        raise DataError(f"missing data in {data_dir}: {', '.join(missing)}. " + DOWNLOAD_HINT.format(name=name))
+        raise DataError(f"missing data in {data_dir}: {', '.join(missing)}. " + DOWNLOAD_HINT.format(name=name),
+                        settings=("data_dir",), corpus=name)

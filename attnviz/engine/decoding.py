@@ -9,13 +9,24 @@ benchmarks compare against.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import torch
 from torch import Tensor
 
+from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
+
+
+class Prepared(NamedTuple):
+    """One input ready for step-by-step decoding."""
+
+    src_ids: Sequence[int]  # what the model reads, with <sos>/<eos>; empty for a language model
+    src_tokens: Sequence[str]  # labels of ``src_ids``, one to one
+    forced: Sequence[int] = ()  # target ids the first steps take instead of choosing (a language model's prefix)
+    warnings: Sequence[str] = ()  # about the input (tokens dropped, unknown words)
 
 
 def device_of(model) -> torch.device:
@@ -55,25 +66,23 @@ def _choose(logp: Tensor, temperature: float, generator: torch.Generator | None)
 
 
 @torch.inference_mode()
-def decode_steps(model, src_ids: Sequence[int], src_tokens: Sequence[str], tgt_vocab: Vocab, max_len: int = 50,
-                 topk: int = 10, warnings: Sequence[str] = (), recompute: bool = False, forced: Sequence[int] = (),
-                 temperature: float = 0.0, generator: torch.Generator | None = None
-                 ) -> Iterator[EncoderPass | DecodeStep]:
-    """Decode one sentence, yielding an ``EncoderPass`` and then one ``DecodeStep`` per token.
+def decode_steps(model, source: Prepared, tgt_vocab: Vocab, decode: DecodeConfig, recompute: bool = False,
+                 generator: torch.Generator | None = None) -> Iterator[EncoderPass | DecodeStep]:
+    """Decode one input, yielding an ``EncoderPass`` and then one ``DecodeStep`` per token.
 
-    ``src_ids`` are the ids the model reads (with ``<sos>``/``<eos>``; empty for a language model); ``src_tokens``
-    label them one to one. The first steps take the ``forced`` ids (a language model's prefix: their steps say
-    ``forced`` and report what the model would have predicted); then each token is the most probable one
-    (``temperature`` 0) or drawn from the softmax at ``temperature`` with ``generator``.
+    The first steps take ``source.forced`` (their steps say ``forced`` and report what the model would have
+    predicted); then each token is the most probable one (``decode.temperature`` 0) or drawn from the softmax at
+    that temperature with ``generator``. At most ``decode.max_len`` tokens; ``decode.topk`` candidates per step.
     """
     model.eval()
     device = device_of(model)
-    enc = model.encode(torch.tensor([list(src_ids)], dtype=torch.long, device=device), need_weights=True)
+    src_ids, forced = list(source.src_ids), list(source.forced)
+    enc = model.encode(torch.tensor([src_ids], dtype=torch.long, device=device), need_weights=True)
     enc_attn = torch.stack(enc.attention, 1)[0].cpu().numpy().copy() if enc.attention else None  # L x [1,H,S,S] -> [L,H,S,S]
-    yield EncoderPass(tuple(src_tokens), enc_attn, tuple(warnings))
+    yield EncoderPass(tuple(source.src_tokens), enc_attn, tuple(source.warnings))
     cache = model.start(enc)
-    prefix, k = [SOS_ID], min(topk, len(tgt_vocab))
-    for t in range(step_limit(model, max_len)):
+    prefix, k = [SOS_ID], min(decode.topk, len(tgt_vocab))
+    for t in range(step_limit(model, decode.max_len)):
         if recompute:
             logits, self_rows, cross_rows = _recomputed_step(model, prefix, enc, True)
         else:
@@ -82,7 +91,7 @@ def decode_steps(model, src_ids: Sequence[int], src_tokens: Sequence[str], tgt_v
         probs = logp.exp()
         top_p, top_i = probs.topk(k)
         is_forced = t < len(forced)
-        token_id = int(forced[t]) if is_forced else _choose(logp, temperature, generator)
+        token_id = int(forced[t]) if is_forced else _choose(logp, decode.temperature, generator)
         yield DecodeStep(
             index=t,
             token=tgt_vocab.token(token_id),

@@ -1,8 +1,20 @@
-"""The engine's exceptions: each message says what was wrong and what to do, so every consumer can show it as is."""
+"""The engine's exceptions: each message says what was wrong and what to do, so every consumer can show it as is.
+
+Messages speak of settings (``train.device``, "the data folder"), never of one front end's controls; an error may
+name the settings it concerns (``settings``) and the missing corpus (``corpus``) so that the CLI can add its flags
+and the GUI its buttons.
+"""
+
+from __future__ import annotations
 
 
 class AttnvizError(Exception):
     """Base class of every error a user can cause; the CLI prints it, the GUI shows it in a dialog."""
+
+    def __init__(self, message: str, *, settings: tuple[str, ...] = (), corpus: str | None = None):
+        super().__init__(message)
+        self.settings = settings  # what the user can change to fix it ("device", "data_dir", "preset"...)
+        self.corpus = corpus  # a corpus that can be downloaded to fix it
 
 
 class ConfigError(AttnvizError, ValueError):

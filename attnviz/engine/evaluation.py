@@ -6,7 +6,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from attnviz.config import DecodeConfig
+from attnviz.engine.config import DecodeConfig
 from attnviz.engine.batching import eval_batches
 from attnviz.engine.data import Pair, load_splits, read_parallel, resolve_data_dir
 from attnviz.engine.decoding import device_of
@@ -54,8 +54,8 @@ def recipe_for(translator: Translator, preset: str | None) -> Recipe:
         return get_preset(preset)
     if "recipe" in translator.metadata:
         return Recipe.from_dict(translator.metadata["recipe"])
-    raise ConfigError("this checkpoint does not say which corpus it was trained on; pass --preset NAME or "
-                      "--src FILE --ref FILE")
+    raise ConfigError("this checkpoint does not say which corpus it was trained on; name a preset, or give a "
+                      "source file and a reference file", settings=("preset", "src", "ref"))
 
 
 def evaluate_split(translator: Translator, split: str, decode: DecodeConfig, preset: str | None = None,
@@ -64,7 +64,8 @@ def evaluate_split(translator: Translator, split: str, decode: DecodeConfig, pre
     splits = load_splits(recipe.corpus, resolve_data_dir(data_dir))
     pairs = splits.get(split)
     if not pairs:
-        raise ConfigError(f"the {recipe.name} corpus has no {split} split; use --split val or --src/--ref files")
+        raise ConfigError(f"the {recipe.name} corpus has no {split} split; measure the val split, or give source "
+                          "and reference files", settings=("split", "src", "ref"))
     report = evaluate_pairs(translator, pairs, decode, f"{recipe.name} {split}")
     report["preset"], report["split"] = recipe.name, split
     return report

@@ -12,9 +12,11 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnviz.config import DecodeConfig, ModelConfig, TrainConfig, check_training
+from attnviz.engine.config import DecodeConfig, ModelConfig, TrainConfig, check_training
 from attnviz.engine.data import CorpusSpec
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.kinds.char_lm import CHAR_LM
+from attnviz.engine.kinds.rnn_attention import RNN_ATTENTION
 from attnviz.engine.tokenize import TokenizerSpec
 
 
@@ -123,7 +125,7 @@ def _tatoeba(name: str, src: str, description: str, prefixes: bool) -> Recipe:
                   probe={"fr": "Je pars en vacances pour quelques jours.", "de": "Ich bin sehr müde."}[src])
 
 
-_REF_C_MODEL = dict(kind="rnn-attention", d_model=256, hidden=512, enc_layers=2, dec_layers=2, dropout=0.2,
+_REF_C_MODEL = dict(kind=RNN_ATTENTION.name, d_model=256, hidden=512, enc_layers=2, dec_layers=2, dropout=0.2,
                     score="general")
 
 
@@ -136,7 +138,7 @@ def _names_char() -> Recipe:
                     "schedule to 1e-2, batch 16, 30 epochs; <sos>/<eos> mark the name boundaries.",
         corpus=CorpusSpec("lines", "en", "en", file="names.txt", val_fraction=0.1),
         src_tokenizer=chars, tgt_tokenizer=chars, min_freq=1,
-        model=dict(kind="char-lm", d_model=64, heads=4, enc_layers=0, dec_layers=4, ff_dim=256, dropout=0.0,
+        model=dict(kind=CHAR_LM.name, d_model=64, heads=4, enc_layers=0, dec_layers=4, ff_dim=256, dropout=0.0,
                    norm="pre", positions="learned", max_positions=32),
         train=TrainConfig(epochs=30, batch_size=16, lr=1e-2, schedule="one_cycle", clip_norm=1.0),
         decode=DecodeConfig(temperature=1.0),

@@ -12,7 +12,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from attnviz.config import DecodeConfig
+from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import AttnvizError, ConfigError
 from attnviz.engine.evaluation import evaluate_split
 from attnviz.engine.translator import load_translator

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import torch
 
-from attnviz.config import TrainConfig, check_training
+from attnviz.engine.config import DecodeConfig, TrainConfig, check_training
 from attnviz.engine.batching import batch_tensors, eval_batches, make_batches
 from attnviz.engine.checkpoint import load_tensors, save_tensors
 from attnviz.engine.data import Pair, load_splits, resolve_data_dir
@@ -29,7 +29,7 @@ from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.events import (CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStarted, TrainStep,
                                    TrainStopped)
 from attnviz.engine.metrics import bleu_tok, smoothed_loss, teacher_forced_stats
-from attnviz.engine.model import count_parameters
+from attnviz.engine.models.protocol import count_parameters
 from attnviz.engine.presets import Recipe
 from attnviz.engine.runs import RunPaths
 from attnviz.engine.translator import Translator, build_model, load_translator
@@ -42,7 +42,8 @@ def pick_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if name == "cuda" and not torch.cuda.is_available():
-        raise ConfigError("device 'cuda' was asked for but no CUDA GPU is available; use --device cpu or auto")
+        raise ConfigError("train.device is 'cuda' but no CUDA GPU is available; set it to 'cpu' or 'auto'",
+                          settings=("device",))
     return torch.device(name)
 
 
@@ -223,7 +224,7 @@ class _Trainer:
 
     def _generated(self) -> tuple[tuple[str, str, str], ...]:
         """A language model's samples: three sequences drawn at temperature 1 (seeded by the step)."""
-        drawn = self.translator.generate("", n=3, temperature=1.0, seed=self.step)
+        drawn = self.translator.generate("", n=3, decode=DecodeConfig(temperature=1.0, seed=self.step))
         return tuple(("", "", t.text) for t in drawn)
 
     def score(self, result: EvalResult) -> float:

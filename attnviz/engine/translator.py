@@ -16,24 +16,23 @@ from typing import Any
 
 import torch
 
-from attnviz.config import DecodeConfig, ModelConfig
+from attnviz.engine.card import ModelCard, card_from_metadata
 from attnviz.engine.checkpoint import load_tensors, save_tensors
-from attnviz.engine.decoding import beam_batch, decode_steps, greedy_batch, pad_batch
+from attnviz.engine.config import DecodeConfig, ModelConfig
+from attnviz.engine.decoding import Prepared, beam_batch, decode_steps, greedy_batch, pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import DecodeStep, EncoderPass, Translation, assemble
-from attnviz.engine.model import Transformer, count_parameters
-from attnviz.engine.rnn import RNNAttention
-from attnviz.engine.tokenize import LANGUAGE_NAMES, TokenizerSpec, detokenize, languages_label
+from attnviz.engine.models.protocol import count_parameters
+from attnviz.engine.tokenize import LANGUAGE_NAMES, TokenizerSpec, detokenize
 from attnviz.engine.vocab import EOS, SOS, Vocab
+
+GREEDY = DecodeConfig()
+SAMPLED = DecodeConfig(temperature=1.0)
 
 
 def build_model(cfg: ModelConfig) -> torch.nn.Module:
-    """The model class for a config's ``kind``."""
-    if cfg.kind in ("transformer", "char-lm"):
-        return Transformer(cfg)
-    if cfg.kind == "rnn-attention":
-        return RNNAttention(cfg)
-    raise ConfigError(f"unknown model kind {cfg.kind!r}")
+    """The network of a config's kind, freshly initialised (the registry entry builds it)."""
+    return cfg.model_kind.build(cfg)
 
 
 def _fit(tokens: list[str], vocab: Vocab, limit: int, too_long: str) -> tuple[list[str], list[str]]:
@@ -74,30 +73,17 @@ class Translator:
         return self.config.has_source
 
     @property
+    def card(self) -> ModelCard:
+        """This model described as a checkpoint's card (its metadata, the live parameter count)."""
+        meta = self.metadata | {"model": self.config.to_dict(), "src_vocab": self.src_vocab.to_list(),
+                                "tgt_vocab": self.tgt_vocab.to_list(), "src_tokenizer": self.src_spec.to_dict(),
+                                "tgt_tokenizer": self.tgt_spec.to_dict()}
+        return card_from_metadata(meta, count_parameters(self.model), meta.get("path"))
+
+    @property
     def info(self) -> dict[str, Any]:
-        meta = self.metadata
-        return {
-            "src_lang": self.src_spec.lang,
-            "tgt_lang": self.tgt_spec.lang,
-            "languages": languages_label(self.src_spec.lang, self.tgt_spec.lang, self.has_source,
-                                         self.tgt_spec.mode),
-            "name": meta.get("name", ""),
-            "kind": self.config.kind,
-            "attention_kinds": list(self.config.attention_kinds),
-            "model": self.config.to_dict(),
-            "parameters": count_parameters(self.model),
-            "src_vocab_size": len(self.src_vocab),
-            "tgt_vocab_size": len(self.tgt_vocab),
-            "src_tokenizer": self.src_spec.to_dict(),
-            "tgt_tokenizer": self.tgt_spec.to_dict(),
-            "metrics": meta.get("metrics", {}),
-            "preset": meta.get("preset"),
-            "train_config": meta.get("train_config"),
-            "history": meta.get("history", []),
-            "created": meta.get("created", {}),
-            "dtype": meta.get("dtype", "float32"),
-            "path": meta.get("path"),
-        }
+        """The card as plain JSON (what ``attnviz info --json`` prints and exports carry)."""
+        return self.card.to_info()
 
     # -- source preparation ---------------------------------------------------------------------------------------
 
@@ -122,45 +108,44 @@ class Translator:
                                 "{limit} were kept.")
         return self.tgt_vocab.encode(tokens), warnings
 
+    def prepare(self, text: str) -> Prepared:
+        """What decoding reads: a translation model's tokenized source, or a language model's forced prefix."""
+        if self.has_source:
+            labels, ids, warnings = self.prepare_source(text)
+            return Prepared(ids, labels, (), warnings)
+        forced, warnings = self.prepare_prefix(text)
+        return Prepared((), (), forced, warnings)
+
     def detokenize(self, tokens: Sequence[str]) -> str:
         return detokenize([t for t in tokens if t != EOS], self.tgt_spec.mode)
 
     # -- decoding ---------------------------------------------------------------------------------------------------
 
-    def steps(self, text: str, max_len: int = 50, topk: int = 10, recompute: bool = False,
-              temperature: float = 0.0, seed: int = 0, generator: torch.Generator | None = None
-              ) -> Iterator[EncoderPass | DecodeStep]:
+    def steps(self, text: str, decode: DecodeConfig = GREEDY, *, recompute: bool = False,
+              generator: torch.Generator | None = None) -> Iterator[EncoderPass | DecodeStep]:
         """Decoding of one sentence (or a language model's prefix) as events: an ``EncoderPass``, then a
-        ``DecodeStep`` per token; greedy, or sampled at ``temperature`` (from ``generator`` or one seeded with
-        ``seed``)."""
-        if self.has_source:
-            labels, ids, warnings = self.prepare_source(text)
-            forced: list[int] = []
-        else:
-            labels, ids = [], []
-            forced, warnings = self.prepare_prefix(text)
-        if temperature > 0 and generator is None:
-            generator = torch.Generator().manual_seed(seed)
-        yield from decode_steps(self.model, ids, labels, self.tgt_vocab, max_len, topk, warnings, recompute, forced,
-                                temperature, generator)
+        ``DecodeStep`` per token; greedy, or sampled at ``decode.temperature`` (from ``generator``, or one seeded
+        with ``decode.seed``). ``recompute`` decodes the whole prefix at every step (the reference for tests)."""
+        if decode.temperature > 0 and generator is None:
+            generator = torch.Generator().manual_seed(decode.seed)
+        yield from decode_steps(self.model, self.prepare(text), self.tgt_vocab, decode, recompute, generator)
 
-    def translate(self, text: str, max_len: int = 50, topk: int = 10, temperature: float = 0.0, seed: int = 0,
+    def translate(self, text: str, decode: DecodeConfig = GREEDY, *,
                   generator: torch.Generator | None = None) -> Translation:
-        events = list(self.steps(text, max_len, topk, temperature=temperature, seed=seed, generator=generator))
+        events = list(self.steps(text, decode, generator=generator))
         steps = [e for e in events if isinstance(e, DecodeStep)]
         return assemble(events[0], steps, self.detokenize([s.token for s in steps]))
 
-    def generate(self, prefix: str = "", n: int = 1, temperature: float = 1.0, seed: int = 0,
-                 max_len: int = 50) -> list[Translation]:
-        """``n`` continuations of ``prefix`` drawn one after another from one generator seeded with ``seed``
-        (greedy when ``temperature`` is 0, so all ``n`` are then the same)."""
-        generator = torch.Generator().manual_seed(seed)
-        return [self.translate(prefix, max_len, temperature=temperature, generator=generator) for _ in range(n)]
+    def generate(self, prefix: str = "", n: int = 1, decode: DecodeConfig = SAMPLED) -> list[Translation]:
+        """``n`` continuations of ``prefix`` drawn one after another from one generator seeded with
+        ``decode.seed`` (greedy when ``decode.temperature`` is 0, so all ``n`` are then the same)."""
+        generator = torch.Generator().manual_seed(decode.seed)
+        return [self.translate(prefix, decode, generator=generator) for _ in range(n)]
 
     def translate_batch_tokens(self, texts: Sequence[str], decode: DecodeConfig | None = None,
                                batch_size: int = 128) -> list[list[str]]:
         """Output tokens (no specials) of many sentences; empty inputs give empty outputs."""
-        decode = decode or DecodeConfig()
+        decode = decode or GREEDY
         prepared: list[list[int] | None] = []
         for text in texts:
             try:
@@ -177,7 +162,7 @@ class Translator:
                     ids = beam_batch(self.model, src, decode.beam, decode.max_len, decode.length_penalty)
                 else:
                     ids = greedy_batch(self.model, src, decode.max_len)
-                for i, out in zip(chunk, ids):
+                for i, out in zip(chunk, ids, strict=True):
                     results[i] = self.tgt_vocab.decode(out)
         return results
 

@@ -6,10 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnviz.config import LANGUAGE_MODEL_KINDS
+from attnviz.engine.card import read_card
 from attnviz.engine.errors import CheckpointError
-from attnviz.engine.header import read_header
-from attnviz.engine.tokenize import languages_label
 from attnviz.gui.paths import models_dir
 
 DEFAULT_MODEL = "de-en-multi30k.safetensors"
@@ -25,22 +23,14 @@ class ModelEntry:
 
 def describe(path: Path, bundled: bool) -> ModelEntry:
     try:
-        meta, _ = read_header(path)
+        card = read_card(path)
     except CheckpointError as exc:
         return ModelEntry(str(path), f"{path.name} (unreadable)", str(exc), bundled)
-    src, tgt = meta.get("src_tokenizer", {}), meta.get("tgt_tokenizer", {})
-    kind = (meta.get("model") or {}).get("kind", "transformer")
-    langs = languages_label(src.get("lang", "?"), tgt.get("lang", "?"), kind not in LANGUAGE_MODEL_KINDS,
-                            tgt.get("mode", "spacy"))
-    langs = langs.replace(" -> ", " \u2192 ") + (" (LSTM)" if kind == "rnn-attention" else "")
-    metrics = meta.get("metrics") or {}
-    test, val = metrics.get("test") or {}, metrics.get("val") or {}
-    headline = (f" · test BLEU {test['bleu_tok']:.1f}" if "bleu_tok" in test else
-                f" · val loss {val['loss']:.3f}" if "loss" in val else "")
-    label = f"{langs} · {meta.get('name') or path.stem}{headline}"
-    tip = f"{path}\n{langs}" + "".join(f"\n{split}: " + ", ".join(f"{k} {v:.3g}" for k, v in values.items()
-                                                                     if isinstance(v, (int, float)))
-                                        for split, values in (meta.get("metrics") or {}).items())
+    title = card.title.replace(" -> ", " \u2192 ")
+    headline = card.headline()
+    label = f"{title} · {card.name or path.stem}" + (f" · {headline}" if headline else "")
+    tip = f"{path}\n{title}" + "".join(f"\n{split}: " + ", ".join(f"{k} {v:.3g}" for k, v in m.numbers().items())
+                                       for split, m in card.metrics.items())
     return ModelEntry(str(path), label, tip, bundled)
 
 

@@ -16,9 +16,10 @@ from PySide6.QtGui import QBrush, QColor
 from PySide6.QtWidgets import (QAbstractItemView, QComboBox, QFileDialog, QFormLayout, QHBoxLayout, QHeaderView,
                                QLabel, QLineEdit, QPushButton, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from attnviz.config import WARMUP_SCHEDULES, ModelConfig
+from attnviz.engine.config import WARMUP_SCHEDULES, ModelConfig
 from attnviz.engine.data import CorpusSpec, resolve_data_dir
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.kinds import get_kind
 from attnviz.engine.presets import PRESETS, Recipe
 from attnviz.engine.tokenize import TokenizerSpec
 from attnviz.gui.widgets import named
@@ -32,16 +33,9 @@ EDITABLE = (
     "model.positions", "model.norm", "model.tie_output", "model.max_positions", "model.hidden", "model.score",
     "train.teacher_forcing", "corpus.limit", "min_freq", "probe",
 )
-_NOT_FOR = {  # settings a model kind ignores: not offered for it
-    "transformer": {"model.hidden", "model.score", "train.teacher_forcing"},
-    "char-lm": {"model.hidden", "model.score", "train.teacher_forcing", "model.enc_layers", "train.bleu_sentences"},
-    "rnn-attention": {"model.heads", "model.ff_dim", "model.positions", "model.norm", "model.max_positions"},
-}
-
-
 def editable_keys(recipe: Recipe) -> list[str]:
-    """The settings the form offers for ``recipe``'s model kind."""
-    skip = _NOT_FOR.get(recipe.model.get("kind", "transformer"), set())
+    """The settings the form offers for ``recipe``'s model kind (its registry entry says which it ignores)."""
+    skip = get_kind(recipe.model.get("kind", _MODEL_DEFAULTS["kind"])).unused_settings
     return [key for key in EDITABLE if key not in skip]
 _MODEL_DEFAULTS = {f.name: f.default for f in dataclasses.fields(ModelConfig) if f.default is not dataclasses.MISSING}
 

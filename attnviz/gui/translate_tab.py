@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout
                                QPushButton, QSizePolicy, QSlider, QSpinBox, QSplitter, QStyle, QTableView, QVBoxLayout,
                                QWidget)
 
+from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.tokenize import LANGUAGE_NAMES
 from attnviz.gui.attention_view import AttentionPanel
@@ -46,7 +47,6 @@ class TranslateTab(QWidget):
         self.translator = None
         self.session: DecodeSession | None = None
         self.current = -1  # the step shown; -1 = only the encoder pass
-        self.max_len = 50  # output tokens per translation
         self.worker = Worker(self)
         self.step_model = StepTableModel(self)
         self.timer = QTimer(self)
@@ -104,6 +104,11 @@ class TranslateTab(QWidget):
         self.instant_check = named(QCheckBox("&Instant"), "instantCheck", "Instant",
                                    "Show every step as soon as it is decoded")
         self.step_label = QLabel("step 0 / 0")
+        self.max_len_spin = named(QSpinBox(), "maxLenSpin", "Maximum output length",
+                                  "Most output tokens per translation (<eos> included); the model's position table "
+                                  "may allow fewer")
+        self.max_len_spin.setRange(1, 1000)
+        self.max_len_spin.setValue(DecodeConfig().max_len)
         self.topk_view = TopKView()
         self.step_table = named(QTableView(), "stepTable", "Decoded steps")
         self.step_table.setModel(self.step_model)
@@ -118,7 +123,7 @@ class TranslateTab(QWidget):
         entry.setStretch(1, 1)
         controls = QHBoxLayout()
         for w in (self.back_button, self.play_button, self.forward_button, self.slider, self.step_label,
-                  QLabel("Speed"), self.speed_combo, self.instant_check):
+                  QLabel("Speed"), self.speed_combo, self.instant_check, QLabel("Max length"), self.max_len_spin):
             controls.addWidget(w)
         controls.setStretch(3, 1)
         tokens = QVBoxLayout()
@@ -209,6 +214,7 @@ class TranslateTab(QWidget):
     def save_settings(self, settings: QSettings) -> None:
         settings.setValue("translate/speed", self.speed_combo.currentText())
         settings.setValue("translate/instant", self.instant_check.isChecked())
+        settings.setValue("translate/max_len", self.max_len_spin.value())
         settings.setValue("translate/kind", self.attention.kind or "")
         settings.setValue("generate/sampled", self.sampling_combo.currentIndex() == 1)
         settings.setValue("generate/temperature", self.temperature_spin.value())
@@ -219,6 +225,7 @@ class TranslateTab(QWidget):
         if speed in SPEEDS:
             self.speed_combo.setCurrentText(speed)
         self.instant_check.setChecked(settings.value("translate/instant", False, type=bool))
+        self.max_len_spin.setValue(settings.value("translate/max_len", DecodeConfig().max_len, type=int))
         self.sampling_combo.setCurrentIndex(1 if settings.value("generate/sampled", True, type=bool) else 0)
         self.temperature_spin.setValue(settings.value("generate/temperature", 1.0, type=float))
         self.seed_spin.setValue(settings.value("generate/seed", 0, type=int))
@@ -236,20 +243,20 @@ class TranslateTab(QWidget):
             return
         self._show_message("")
         self._reset()
-        translator, max_len = self.translator, self.max_len
-        temperature, seed = self._sampling()
+        translator, decode = self.translator, self._decode_config()
         self.session = DecodeSession(translator.detokenize)
-        self.worker.start(lambda stop: translator.steps(text, max_len=max_len, temperature=temperature, seed=seed))
+        self.worker.start(lambda stop: translator.steps(text, decode))
         self._set_playing(not self.instant_check.isChecked())
         self.status.emit("Generating..." if self.generating else "Translating...")
 
-    def _sampling(self) -> tuple[float, int]:
-        """(temperature, seed) of this generation; a sampled one advances the seed for the next."""
+    def _decode_config(self) -> DecodeConfig:
+        """The decoding settings of this run; a sampled one advances the seed for the next."""
+        decode = DecodeConfig(max_len=self.max_len_spin.value())
         if not self.generating or self.sampling_combo.currentIndex() == 0:
-            return 0.0, 0
+            return decode
         seed = self.seed_spin.value()
         self.seed_spin.setValue((seed + 1) % (2**31))
-        return self.temperature_spin.value(), seed
+        return decode.replace(temperature=self.temperature_spin.value(), seed=seed)
 
     @Slot(int)
     def _on_sampling_changed(self, index: int) -> None:

@@ -1,7 +1,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnviz.config import TrainConfig
+from attnviz.engine.config import TrainConfig
 from attnviz.engine.batching import batch_tensors, make_batches
 
 lengths_strategy = st.lists(st.tuples(st.integers(3, 60), st.integers(3, 60)), min_size=1, max_size=300)

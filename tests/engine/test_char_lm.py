@@ -4,13 +4,15 @@ import numpy as np
 import pytest
 import torch
 
-from attnviz.config import ModelConfig, TrainConfig, check_training
+from attnviz.engine.config import ModelConfig, TrainConfig, check_training
 from attnviz.engine.decoding import pad_batch
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import DecodeStep, EncoderPass
-from attnviz.engine.model import Transformer, count_parameters
+from attnviz.engine.models.protocol import count_parameters
+from attnviz.engine.models.transformer import Transformer
 from attnviz.engine.training import learning_rate
 from attnviz.engine.translator import load_translator
+from attnviz.engine.config import DecodeConfig
 from tests.helpers import make_toy_lm, train_toy_lm
 
 
@@ -29,7 +31,7 @@ def test_reference_d_has_no_encoder_and_no_cross_attention():
     assert not any(n.startswith(("src_embed", "encoder")) or "cross" in n for n in names)
     per_block = 4 * (64 * 64 + 64) + 2 * (64 * 256) + 256 + 64 + 2 * 2 * 64
     assert count_parameters(model) == 31 * 64 + 32 * 64 + 4 * per_block + 2 * 64 + 64 * 31 + 31
-    assert model.layer_counts == {"decoder": 4} and not cfg.has_source and model.max_source_len == 0
+    assert cfg.model_kind.layout(cfg) == {"decoder": (4, 4)} and not cfg.has_source and model.max_source_len == 0
 
 
 def test_self_attention_is_causal_and_rows_sum_to_one():
@@ -72,8 +74,8 @@ def test_a_tiny_language_model_learns(trained_lm):
 def test_cached_generation_equals_recomputation(temperature):
     translator = make_toy_lm(seed=5)
     for prefix in ["", "ab", "fgh"]:
-        cached = list(translator.steps(prefix, temperature=temperature, seed=7))[1:]
-        recomputed = list(translator.steps(prefix, recompute=True, temperature=temperature, seed=7))[1:]
+        cached = list(translator.steps(prefix, DecodeConfig(temperature=temperature, seed=7)))[1:]
+        recomputed = list(translator.steps(prefix, DecodeConfig(temperature=temperature, seed=7), recompute=True))[1:]
         assert [s.token for s in cached] == [s.token for s in recomputed]
         for a, b in zip(cached, recomputed):
             np.testing.assert_allclose(a.self_attention, b.self_attention, atol=1e-5)
@@ -81,17 +83,17 @@ def test_cached_generation_equals_recomputation(temperature):
 
 def test_sampling_is_reproducible_by_seed_and_varies_across_seeds():
     translator = make_toy_lm(seed=5)  # untrained: a flat distribution, so draws differ
-    first = [t.text for t in translator.generate("", n=5, temperature=1.0, seed=11)]
-    again = [t.text for t in translator.generate("", n=5, temperature=1.0, seed=11)]
-    other = [t.text for t in translator.generate("", n=5, temperature=1.0, seed=12)]
+    first = [t.text for t in translator.generate("", n=5, decode=DecodeConfig(temperature=1.0, seed=11))]
+    again = [t.text for t in translator.generate("", n=5, decode=DecodeConfig(temperature=1.0, seed=11))]
+    other = [t.text for t in translator.generate("", n=5, decode=DecodeConfig(temperature=1.0, seed=12))]
     assert first == again and first != other and len(set(first)) > 1
-    greedy = {t.text for t in translator.generate("", n=3, temperature=0.0)}
+    greedy = {t.text for t in translator.generate("", n=3, decode=DecodeConfig(temperature=0.0))}
     assert len(greedy) == 1
 
 
 def test_generation_stops_at_the_context(trained_lm):
     translator, _ = trained_lm
-    steps = [e for e in translator.steps("", max_len=500, temperature=5.0, seed=3) if isinstance(e, DecodeStep)]
+    steps = [e for e in translator.steps("", DecodeConfig(max_len=500, temperature=5.0, seed=3)) if isinstance(e, DecodeStep)]
     assert len(steps) <= translator.config.max_positions
 
 

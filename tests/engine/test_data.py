@@ -56,7 +56,12 @@ def test_data_dir_precedence(monkeypatch, tmp_path):
 def test_missing_files_name_what_is_expected_and_how_to_get_it(tmp_path):
     with pytest.raises(DataError) as err:
         load_splits(CorpusSpec("multi30k", "fr", "en"), tmp_path)
-    assert "multi30k_train.fr.gz" in str(err.value) and "attnviz data download multi30k" in str(err.value)
+    assert "multi30k_train.fr.gz" in str(err.value) and "Download the multi30k corpus" in str(err.value)
+    assert "--" not in str(err.value)  # the engine speaks of settings; each front end adds its own controls
+    assert err.value.corpus == "multi30k" and err.value.settings == ("data_dir",)
+    from attnviz.cli import explain
+
+    assert "attnviz data download multi30k" in explain(err.value) and "--data-dir" in explain(err.value)
 
 
 @pytest.mark.data

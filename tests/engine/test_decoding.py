@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnviz.config import DecodeConfig
+from attnviz.engine.config import DecodeConfig
 from attnviz.engine.decoding import beam_batch, greedy_batch, pad_batch
 from attnviz.engine.errors import InputError
 from attnviz.engine.events import DecodeStep, EncoderPass
@@ -32,8 +32,8 @@ def test_steps_yield_an_encoder_pass_then_one_step_per_token(trained_translator)
 def test_cached_decoding_equals_recomputation(fixture, request):
     translator = request.getfixturevalue(fixture)
     for text in SENTENCES:
-        cached = list(translator.steps(text, max_len=12))
-        recomputed = list(translator.steps(text, max_len=12, recompute=True))
+        cached = list(translator.steps(text, DecodeConfig(max_len=12)))
+        recomputed = list(translator.steps(text, DecodeConfig(max_len=12), recompute=True))
         assert [e.token for e in cached[1:]] == [e.token for e in recomputed[1:]]
         for a, b in zip(cached[1:], recomputed[1:]):
             np.testing.assert_allclose(a.self_attention, b.self_attention, atol=1e-5)
@@ -56,12 +56,12 @@ def test_translation_matrices_match_steps_and_rows_sum_to_one(trained_translator
 
 
 def test_max_len_stops_decoding(random_translator):
-    steps = [e for e in random_translator.steps("q1 q2", max_len=3) if isinstance(e, DecodeStep)]
+    steps = [e for e in random_translator.steps("q1 q2", DecodeConfig(max_len=3)) if isinstance(e, DecodeStep)]
     assert len(steps) <= 3
 
 
 def test_decoding_never_passes_the_position_table(random_translator):
-    steps = [e for e in random_translator.steps("q1", max_len=500) if isinstance(e, DecodeStep)]
+    steps = [e for e in random_translator.steps("q1", DecodeConfig(max_len=500)) if isinstance(e, DecodeStep)]
     assert len(steps) <= random_translator.config.max_positions
 
 
@@ -115,6 +115,6 @@ def test_search_never_emits_pad_or_sos():
     tr = make_toy_translator(seed=3)
     with torch.no_grad():
         tr.model.out_proj.bias[1:3] = 100.0  # push <pad> and <sos> to the top
-    t = tr.translate("q1 q2", max_len=5)
+    t = tr.translate("q1 q2", DecodeConfig(max_len=5))
     assert not {"<pad>", "<sos>"} & set(t.tokens)
     assert all(tok not in ("<pad>", "<sos>") for tok, _ in t.steps[0].topk)

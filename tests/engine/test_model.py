@@ -1,10 +1,11 @@
 import pytest
 import torch
 
-from attnviz.config import ModelConfig
+from attnviz.engine.config import ModelConfig
 from attnviz.engine.decoding import pad_batch
 from attnviz.engine.errors import ConfigError
-from attnviz.engine.model import Transformer, count_parameters
+from attnviz.engine.models.protocol import count_parameters
+from attnviz.engine.models.transformer import Transformer
 from attnviz.engine.vocab import PAD_ID
 
 

@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import torch
 
-from attnviz.config import DecodeConfig, ModelConfig, TrainConfig, check_training
+from attnviz.engine.config import DecodeConfig, ModelConfig, TrainConfig, check_training
 from attnviz.engine.decoding import pad_batch
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import DecodeStep, EncoderPass
-from attnviz.engine.model import count_parameters
+from attnviz.engine.models.protocol import count_parameters
 from attnviz.engine.presets import get_preset
-from attnviz.engine.rnn import RNNAttention
+from attnviz.engine.models.rnn import RNNAttention
 from attnviz.engine.translator import build_model, load_translator
 from tests.helpers import make_toy_translator, train_toy
 
@@ -36,7 +36,7 @@ def test_reference_c_size_and_init():
     expected = 7853 * 256 + 5893 * 256 + 2 * lstm + 512 * 512 + 1024 * 512 + 512 * 5893 + 5893
     assert count_parameters(model) == expected
     assert all(p.abs().max() <= 0.1 for p in model.parameters())  # uniform init in [-0.1, 0.1]
-    assert model.layer_counts == {"cross": 1} and cfg.attention_kinds == ("cross",)
+    assert cfg.model_kind.layout(cfg) == {"cross": (1, 1)} and cfg.attention_kinds == ("cross",)
 
 
 def test_the_reference_c_preset_is_the_measured_recipe():
@@ -80,8 +80,8 @@ def test_padding_does_not_change_a_sentence():
 def test_cached_decoding_equals_recomputation(score):
     translator = rnn(score)
     for text in ["q1 q2 q3", "q4 q5 q6 q7 q8"]:
-        cached = list(translator.steps(text, max_len=8))[1:]
-        recomputed = list(translator.steps(text, max_len=8, recompute=True))[1:]
+        cached = list(translator.steps(text, DecodeConfig(max_len=8)))[1:]
+        recomputed = list(translator.steps(text, DecodeConfig(max_len=8), recompute=True))[1:]
         assert [s.token for s in cached] == [s.token for s in recomputed]
         for a, b in zip(cached, recomputed):
             np.testing.assert_allclose(a.cross_attention, b.cross_attention, atol=1e-5)
@@ -127,7 +127,7 @@ def test_teacher_forcing_ratio_feeds_the_models_own_choices():
 
 
 def test_teacher_forcing_below_one_needs_a_recurrent_model():
-    with pytest.raises(ConfigError, match="recurrent"):
+    with pytest.raises(ConfigError, match="feeds its own predictions \\(kind rnn-attention\\)"):
         check_training(ModelConfig(10, 10), TrainConfig(teacher_forcing=0.5))
     check_training(ModelConfig(10, 10, kind="rnn-attention"), TrainConfig(teacher_forcing=0.5))
     with pytest.raises(ConfigError, match="recurrent"):

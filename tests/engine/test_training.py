@@ -10,7 +10,7 @@ import time
 import pytest
 import torch
 
-from attnviz.config import TrainConfig
+from attnviz.engine.config import TrainConfig
 from attnviz.engine.checkpoint import read_header
 from attnviz.engine.data import CorpusSpec
 from attnviz.engine.events import CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStep, TrainStopped

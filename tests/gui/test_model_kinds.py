@@ -2,6 +2,7 @@
 into Generate (prefix, greedy or sampled with a seed, masked self-attention only)."""
 
 import pytest
+from attnviz.engine.config import DecodeConfig
 
 from tests.gui.conftest import translate
 from tests.helpers import make_toy_lm, make_toy_translator, train_toy, train_toy_lm
@@ -66,7 +67,7 @@ def test_generate_accepts_an_empty_prefix_and_samples_reproducibly(qtbot, window
         assert tab.seed_spin.value() == seed + 1  # the seed advances after each sample
         outputs.append(tab.session.translation(-1).text)
     assert outputs[0] == outputs[2] and not tab.message.isVisible()
-    expected = tab.translator.translate("", temperature=2.0, seed=40).text
+    expected = tab.translator.translate("", DecodeConfig(temperature=2.0, seed=40)).text
     assert outputs[0] == expected
 
 

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.kinds import ModelKind, all_kinds, get_kind, kind_names
+from attnviz.engine.kinds.transformer import TRANSFORMER
 
 C = TypeVar("C", bound="_DictMixin")
 
@@ -36,8 +38,6 @@ def _require(condition: bool, message: str) -> None:
         raise ConfigError(message)
 
 
-MODEL_KINDS = ("transformer", "rnn-attention", "char-lm")
-LANGUAGE_MODEL_KINDS = ("char-lm",)  # kinds that read no source sentence
 SCORES = ("dot", "general", "concat")
 
 
@@ -45,19 +45,15 @@ SCORES = ("dot", "general", "concat")
 class ModelConfig(_DictMixin):
     """Architecture of one model ``kind`` (reference A's Transformer settings are the defaults).
 
-    - ``transformer``: encoder-decoder Transformer (every field but ``hidden`` and ``score``).
-    - ``rnn-attention``: LSTM encoder-decoder with Luong global attention (reference C): ``d_model`` is the
-      embedding width, ``hidden`` the LSTM width, ``enc_layers``/``dec_layers`` the LSTM depths, ``score`` the
-      attention score; with ``tie_output`` the attentional state has width ``d_model`` and shares the target
-      embedding.
-    - ``char-lm``: decoder-only Transformer language model (reference D): no encoder and no cross-attention;
-      ``tgt_vocab_size`` is the character vocabulary (``src_vocab_size`` is kept equal), ``max_positions`` the
-      context.
+    Which fields a kind reads, and how, is said by its registry entry (``attnviz.engine.kinds``): the Transformer
+    kinds read every field but ``hidden`` and ``score``; the LSTM kind reads ``d_model`` as the embedding width,
+    ``hidden`` as the LSTM width and ``score`` as its attention score; a language model keeps
+    ``src_vocab_size`` equal to ``tgt_vocab_size`` and reads ``max_positions`` as its context.
     """
 
     src_vocab_size: int
     tgt_vocab_size: int
-    kind: str = "transformer"
+    kind: str = TRANSFORMER.name  # a registered kind (``attnviz.engine.kinds``)
     d_model: int = 256  # D, the width of every residual stream
     enc_layers: int = 3
     dec_layers: int = 3
@@ -69,11 +65,12 @@ class ModelConfig(_DictMixin):
     norm: str = "post"  # "post": LN(x + f(x)) as the references; "pre": x + f(LN(x)) with a final LN
     ln_eps: float = 1e-5
     tie_output: bool = False  # share the target embedding with the output projection
-    hidden: int = 512  # rnn-attention: LSTM state width
-    score: str = "general"  # rnn-attention: "dot" h_t.h_s, "general" h_t.W h_s, "concat" v.tanh(W[h_t; h_s])
+    hidden: int = 512  # recurrent kinds: LSTM state width
+    score: str = "general"  # recurrent kinds: "dot" h_t.h_s, "general" h_t.W h_s, "concat" v.tanh(W[h_t; h_s])
 
     def __post_init__(self) -> None:
-        _require(self.kind in MODEL_KINDS, f"kind must be one of {MODEL_KINDS}, not {self.kind!r}")
+        _require(isinstance(self.kind, str) and self.kind in kind_names(),
+                 f"kind must be one of {kind_names()}, not {self.kind!r}")
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "heads", "ff_dim", "max_positions", "hidden"):
             _require(int(getattr(self, name)) >= 1, f"{name} must be a positive integer, not {getattr(self, name)!r}")
         _require(self.enc_layers >= 0 and self.dec_layers >= 1, "need enc_layers >= 0 and dec_layers >= 1")
@@ -84,20 +81,22 @@ class ModelConfig(_DictMixin):
         _require(self.max_positions >= 3, "max_positions must be at least 3 (<sos>, one token, <eos>)")
         _require(self.ln_eps > 0, "ln_eps must be positive")
         _require(self.score in SCORES, f"score must be one of {SCORES}, not {self.score!r}")
-        _require(self.kind != "rnn-attention" or self.enc_layers == self.dec_layers,
-                 "an rnn-attention model starts its decoder from the encoder's final states, so it needs "
-                 f"enc_layers == dec_layers (got {self.enc_layers} and {self.dec_layers})")
+        self.model_kind.validate(self)
+
+    @property
+    def model_kind(self) -> ModelKind:
+        """The registry entry of ``kind``."""
+        return get_kind(self.kind)
 
     @property
     def has_source(self) -> bool:
         """False for a language model, which reads no source sentence."""
-        return self.kind not in LANGUAGE_MODEL_KINDS
+        return self.model_kind.has_source
 
     @property
     def attention_kinds(self) -> tuple[str, ...]:
         """The attention kinds this model produces (see ``engine.events.ATTENTION_KINDS``)."""
-        return {"transformer": ("encoder", "decoder", "cross"), "rnn-attention": ("cross",),
-                "char-lm": ("decoder",)}[self.kind]
+        return self.model_kind.attention_kinds
 
 
 @dataclass(frozen=True)
@@ -172,7 +171,9 @@ class TrainConfig(_DictMixin):
 
 def check_training(model: ModelConfig, train: TrainConfig) -> None:
     """Settings that are valid alone but not together (raises ``ConfigError``)."""
-    _require(train.teacher_forcing == 1.0 or model.kind == "rnn-attention",
-             f"teacher_forcing below 1 needs a recurrent model (kind rnn-attention), not kind {model.kind!r}")
+    if train.teacher_forcing < 1.0 and not model.model_kind.teacher_forcing:
+        able = ", ".join(k.name for k in all_kinds() if k.teacher_forcing)
+        raise ConfigError(f"teacher_forcing below 1 needs a model that feeds its own predictions (kind {able}); "
+                          f"a {model.model_kind.title} always reads the gold prefix")
     _require(train.keep_metric != "bleu" or model.has_source,
              "keep_metric bleu needs a translation model; a language model keeps val_loss or accuracy")

@@ -1,23 +1,25 @@
 """The Transformer, written out so that every attention returns its per-head weights.
 
-One class serves two kinds: the encoder-decoder translation model (``transformer``) and, without encoder and
-cross-attention, the decoder-only language model (``char-lm``, reference D), whose ``encode`` returns an empty
-source so search drives both the same way. The model exposes ``encode`` / ``decode`` / ``project`` (training and full recomputation) and the incremental
-protocol that search uses: ``start`` builds a ``DecoderCache`` (cross-attention keys and values computed once) and
-``step`` feeds one token per sentence, reusing cached self-attention keys and values. Search itself lives in
-``decoding.py``. Names: B batch, H heads, L layers, S source length, T target length, D model width.
+One network serves two registered kinds: the encoder-decoder translation model and, when its config reads no
+source (``ModelConfig.has_source`` False), the decoder-only language model (reference D), whose ``encode`` returns
+an empty source so search drives both the same way. It implements ``models.protocol.IncrementalModel``:
+``encode`` / ``decode`` / ``project`` for training and full recomputation, and the incremental protocol search
+uses: ``start`` builds a ``DecoderCache`` (cross-attention keys and values computed once) and ``step`` feeds one
+token per sentence, reusing cached self-attention keys and values. Names: B batch, H heads, L layers, S source
+length, T target length, D model width.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from attnviz.config import ModelConfig
+from attnviz.engine.config import ModelConfig
+from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.vocab import PAD_ID
 
@@ -188,58 +190,6 @@ def sinusoid_table(n: int, d: int) -> Tensor:
     return table
 
 
-@dataclass
-class Encoded:
-    memory: Tensor  # [B, S, D]
-    mask: Tensor  # [B, 1, 1, S], True at real (non-pad) source tokens
-    attention: list[Tensor] = field(default_factory=list)  # per layer [B, H, S, S] when asked
-
-
-@dataclass
-class Decoded:
-    hidden: Tensor  # [B, T, D]
-    self_attention: list[Tensor]  # per layer [B, H, T, t]; empty when the model has none
-    cross_attention: list[Tensor]  # per layer [B, H, T, S]; empty when the model has none
-
-    def last_rows(self) -> tuple[Tensor | None, Tensor | None]:
-        """The last query's attention of every layer: [B, L, H, t] (decoder self) and [B, L, H, S] (cross)."""
-        def rows(weights: list[Tensor]) -> Tensor | None:
-            return torch.stack([w[:, :, -1] for w in weights], dim=1) if weights else None  # L x [B, H, t] -> [B, L, H, t]
-
-        return rows(self.self_attention), rows(self.cross_attention)
-
-
-class IncrementalModel(nn.Module):
-    """The protocol search drives, shared by every model kind.
-
-    A subclass provides ``encode(src, need_weights)``, ``start(encoded) -> cache``, ``decode(tgt, encoded,
-    need_weights, cache)`` returning ``Decoded``, ``project(hidden)``, ``layer_counts`` and the length limits;
-    ``step`` is written once here.
-    """
-
-    cfg: ModelConfig
-
-    def step(self, tokens: Tensor, cache, need_weights: bool):
-        """Feed one token per sentence ([B]); return logits [B, V] and this step's attention rows.
-
-        The rows are [B, L, H, t] (decoder self) and [B, L, H, S] (cross); None without ``need_weights`` or when
-        the model has no such attention.
-        """
-        out = self.decode(tokens[:, None], None, need_weights, cache)
-        logits = self.project(out.hidden[:, -1])
-        if not need_weights:
-            return logits, None, None
-        return (logits, *out.last_rows())
-
-    @property
-    def max_target_len(self) -> int:
-        return self.cfg.max_positions
-
-    @property
-    def max_source_len(self) -> int:
-        return self.cfg.max_positions if self.cfg.has_source else 0
-
-
 class Transformer(IncrementalModel):
     def __init__(self, cfg: ModelConfig):
         super().__init__()
@@ -259,11 +209,6 @@ class Transformer(IncrementalModel):
                 nn.init.xavier_uniform_(p)
         if cfg.tie_output:
             self.out_proj.weight = self.tgt_embed.tokens.weight
-
-    @property
-    def layer_counts(self) -> dict[str, int]:
-        counts = {"encoder": self.cfg.enc_layers, "decoder": self.cfg.dec_layers, "cross": self.cfg.dec_layers}
-        return {kind: counts[kind] for kind in self.cfg.attention_kinds}
 
     def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
         """``src`` [B, S] ids (pad = PAD_ID) -> memory [B, S, D] and, if asked, encoder self-attention.
@@ -311,9 +256,6 @@ class Transformer(IncrementalModel):
     def forward(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
         """Teacher-forced logits [B, T, V] for training (a Transformer always sees the gold prefix)."""
         if teacher_forcing < 1.0:
-            raise ConfigError("teacher_forcing below 1 needs a recurrent model (kind rnn-attention)")
+            raise ConfigError("teacher_forcing below 1 needs a recurrent model; a Transformer always sees the gold "
+                              "prefix")
         return self.project(self.decode(tgt_in, self.encode(src)).hidden)
-
-
-def count_parameters(model: nn.Module) -> int:
-    return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())

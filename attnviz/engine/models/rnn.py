@@ -18,8 +18,8 @@ import torch
 from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnviz.config import ModelConfig
-from attnviz.engine.model import Decoded, Encoded, IncrementalModel
+from attnviz.engine.config import ModelConfig
+from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
 from attnviz.engine.vocab import PAD_ID
 
 State = tuple[Tensor, Tensor]  # LSTM (h, c), each [layers, B, Hd]
@@ -99,10 +99,6 @@ class RNNAttention(IncrementalModel):
             nn.init.uniform_(p, -0.1, 0.1)
         if cfg.tie_output:
             self.out_proj.weight = self.tgt_embed.weight
-
-    @property
-    def layer_counts(self) -> dict[str, int]:
-        return {"cross": 1}
 
     def encode(self, src: Tensor, need_weights: bool = False) -> RNNEncoded:
         """``src`` [B, S] -> encoder states [B, S, Hd] (zero at padding) and the final (h, c); no self-attention."""

@@ -1,0 +1,31 @@
+"""Kind ``char-lm``: a decoder-only Transformer language model over characters (reference D).
+
+It reads no source: the text given to it is a prefix it continues, and its one attention is masked decoder
+self-attention. Its network is the Transformer without encoder and cross-attention.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from attnviz.engine.kinds.registry import Layout, ModelKind, register
+from attnviz.engine.kinds.transformer import RECURRENT_SETTINGS, build_transformer, describe_transformer
+
+if TYPE_CHECKING:
+    from attnviz.engine.config import ModelConfig
+
+
+def _layout(cfg: ModelConfig) -> Layout:
+    return {"decoder": (cfg.dec_layers, cfg.heads)}
+
+
+CHAR_LM = register(ModelKind(
+    name="char-lm",
+    title="decoder-only character language model",
+    attention_kinds=("decoder",),
+    has_source=False,
+    build=build_transformer,
+    layout=_layout,
+    describe=lambda cfg: describe_transformer(cfg, f"{cfg.dec_layers}"),
+    unused_settings=RECURRENT_SETTINGS | {"model.enc_layers", "train.bleu_sentences"},
+))

@@ -1,0 +1,106 @@
+"""The model-kind registry: one ``ModelKind`` entry per kind, holding everything that depends on the kind.
+
+A kind registers itself from its own module in this package (``register(ModelKind(...))`` at import time); the
+package's modules are discovered the first time anyone asks, so adding a kind is adding a module here (plus its
+network in ``engine.models`` when it needs a new one). Code elsewhere asks the registry (``get_kind(name)``,
+``all_kinds()``) and never compares kind names. The registry is torch-free: ``build`` imports the network only
+when it is called, so the model picker and ``attnviz info`` describe checkpoints without loading torch.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from attnviz.engine.errors import ConfigError
+
+if TYPE_CHECKING:
+    from attnviz.engine.config import ModelConfig
+
+Layout = dict[str, tuple[int, int]]  # attention kind -> (layers, heads)
+
+
+def _no_checks(cfg: ModelConfig) -> None:
+    """A kind with no settings that must agree with each other beyond ``ModelConfig``'s own checks."""
+
+
+@dataclass(frozen=True)
+class ModelKind:
+    """Everything the engine, the CLI and the GUI need to know about one kind of model."""
+
+    name: str  # stored in checkpoints as ``model.kind``
+    title: str  # what the kind is, in words ("Transformer encoder-decoder")
+    attention_kinds: tuple[str, ...]  # of ``engine.events.ATTENTION_KINDS``, in display order
+    has_source: bool  # False for a language model, which continues a prefix instead of translating
+    build: Callable[[ModelConfig], Any]  # the network (an ``IncrementalModel``); imports torch when called
+    layout: Callable[[ModelConfig], Layout]  # layers and heads of each attention kind it produces
+    describe: Callable[[ModelConfig], str]  # its architecture in one line, for ``attnviz info``
+    unused_settings: frozenset[str] = frozenset()  # recipe settings it ignores (the Train tab does not offer them)
+    validate: Callable[[ModelConfig], None] = _no_checks  # settings valid alone but not together for this kind
+    short_label: str = ""  # how a model list marks it beside its languages ("LSTM"); empty for none
+    teacher_forcing: bool = False  # can train with a teacher-forcing ratio below 1 (feeds its own predictions)
+
+    def expected_shapes(self, cfg: ModelConfig, src_len: int, tgt_len: int) -> dict[str, tuple[int, ...]]:
+        """The shape of each full attention tensor of one translation (what the self-test and tests check)."""
+        axes = {"encoder": (src_len, src_len), "decoder": (tgt_len, tgt_len), "cross": (tgt_len, src_len)}
+        return {kind: (*self.layout(cfg)[kind], *axes[kind]) for kind in self.attention_kinds}
+
+
+_KINDS: dict[str, ModelKind] = {}
+_discovered = False
+
+
+def register(kind: ModelKind) -> ModelKind:
+    """Add ``kind`` (a module of this package calls it at import; a test may call it for a throwaway kind)."""
+    if kind.name in _KINDS and _KINDS[kind.name] is not kind:
+        raise ValueError(f"model kind {kind.name!r} is registered twice")
+    _KINDS[kind.name] = kind
+    return kind
+
+
+def unregister(name: str) -> None:
+    _KINDS.pop(name, None)
+
+
+@contextmanager
+def registered(kind: ModelKind) -> Iterator[ModelKind]:
+    """Register ``kind`` for the duration of a ``with`` block."""
+    register(kind)
+    try:
+        yield kind
+    finally:
+        unregister(kind.name)
+
+
+def _discover() -> None:
+    global _discovered
+    if _discovered:
+        return
+    _discovered = True
+    package = importlib.import_module("attnviz.engine.kinds")
+    for module in pkgutil.iter_modules(package.__path__):
+        if module.name != "registry":
+            importlib.import_module(f"{package.__name__}.{module.name}")
+
+
+def all_kinds() -> tuple[ModelKind, ...]:
+    """Every registered kind, in registration order."""
+    _discover()
+    return tuple(_KINDS.values())
+
+
+def kind_names() -> tuple[str, ...]:
+    return tuple(k.name for k in all_kinds())
+
+
+def get_kind(name: str) -> ModelKind:
+    """The kind called ``name``; ConfigError naming the known kinds otherwise."""
+    _discover()
+    try:
+        return _KINDS[name]
+    except (KeyError, TypeError):
+        raise ConfigError(f"unknown model kind {name!r}; this attnviz knows {', '.join(_KINDS)}") from None

@@ -1,0 +1,45 @@
+"""Kind ``transformer``: the encoder-decoder Transformer (references A and B), every layer and head attended.
+
+Its network is ``engine.models.transformer.Transformer``; it produces encoder self-, decoder self- and
+cross-attention with ``heads`` heads in every layer.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from attnviz.engine.kinds.registry import Layout, ModelKind, register
+
+if TYPE_CHECKING:
+    from attnviz.engine.config import ModelConfig
+
+RECURRENT_SETTINGS = frozenset({"model.hidden", "model.score", "train.teacher_forcing"})
+
+
+def build_transformer(cfg: ModelConfig):
+    from attnviz.engine.models.transformer import Transformer
+
+    return Transformer(cfg)
+
+
+def describe_transformer(cfg: ModelConfig, layers: str) -> str:
+    """The architecture line shared by the Transformer kinds; ``layers`` is "3+3" or "4"."""
+    return (f"d_model {cfg.d_model}, {layers} layers, {cfg.heads} heads, ff {cfg.ff_dim}, {cfg.positions} "
+            f"positions ({cfg.max_positions}), {cfg.norm}-LN")
+
+
+def _layout(cfg: ModelConfig) -> Layout:
+    return {"encoder": (cfg.enc_layers, cfg.heads), "decoder": (cfg.dec_layers, cfg.heads),
+            "cross": (cfg.dec_layers, cfg.heads)}
+
+
+TRANSFORMER = register(ModelKind(
+    name="transformer",
+    title="Transformer encoder-decoder",
+    attention_kinds=("encoder", "decoder", "cross"),
+    has_source=True,
+    build=build_transformer,
+    layout=_layout,
+    describe=lambda cfg: describe_transformer(cfg, f"{cfg.enc_layers}+{cfg.dec_layers}"),
+    unused_settings=RECURRENT_SETTINGS,
+))

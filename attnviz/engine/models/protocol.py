@@ -1,0 +1,112 @@
+"""What search and training need from a model, whatever its kind: the typed protocol and its shared pieces.
+
+``SearchModel`` is the contract (``encode`` / ``start`` / ``step`` / ``decode`` / ``project`` and the length
+limits); ``IncrementalModel`` is the convenient base class that writes ``step`` once on top of ``decode`` and
+``project``. ``Encoded`` and ``Decoded`` are what those calls return. A kind's network subclasses
+``IncrementalModel`` (or satisfies ``SearchModel`` on its own) and registers itself in ``attnviz.engine.kinds``.
+Names: B batch, H heads, L layers, S source length, T target length, D model width.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+import torch
+from torch import Tensor, nn
+
+from attnviz.engine.config import ModelConfig
+
+
+@dataclass
+class Encoded:
+    memory: Tensor  # [B, S, D]
+    mask: Tensor  # [B, 1, 1, S], True at real (non-pad) source tokens
+    attention: list[Tensor] = field(default_factory=list)  # per layer [B, H, S, S] when asked
+
+
+@dataclass
+class Decoded:
+    hidden: Tensor  # [B, T, D]
+    self_attention: list[Tensor]  # per layer [B, H, T, t]; empty when the model has none
+    cross_attention: list[Tensor]  # per layer [B, H, T, S]; empty when the model has none
+
+    def last_rows(self) -> tuple[Tensor | None, Tensor | None]:
+        """The last query's attention of every layer: [B, L, H, t] (decoder self) and [B, L, H, S] (cross)."""
+        def rows(weights: list[Tensor]) -> Tensor | None:
+            return torch.stack([w[:, :, -1] for w in weights], dim=1) if weights else None  # L x [B, H, t] -> [B, L, H, t]
+
+        return rows(self.self_attention), rows(self.cross_attention)
+
+
+class IncrementalModel(nn.Module):
+    """The protocol search drives, shared by every model kind.
+
+    A subclass provides ``encode(src, need_weights)``, ``start(encoded) -> cache``, ``decode(tgt, encoded,
+    need_weights, cache)`` returning ``Decoded`` and ``project(hidden)``; ``step`` and the length limits are
+    written once here.
+    """
+
+    cfg: ModelConfig
+
+    def step(self, tokens: Tensor, cache, need_weights: bool):
+        """Feed one token per sentence ([B]); return logits [B, V] and this step's attention rows.
+
+        The rows are [B, L, H, t] (decoder self) and [B, L, H, S] (cross); None without ``need_weights`` or when
+        the model has no such attention.
+        """
+        out = self.decode(tokens[:, None], None, need_weights, cache)
+        logits = self.project(out.hidden[:, -1])
+        if not need_weights:
+            return logits, None, None
+        return (logits, *out.last_rows())
+
+    @property
+    def max_target_len(self) -> int:
+        return self.cfg.max_positions
+
+    @property
+    def max_source_len(self) -> int:
+        return self.cfg.max_positions if self.cfg.has_source else 0
+
+
+
+
+def count_parameters(model: nn.Module) -> int:
+    return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
+
+
+@runtime_checkable
+class SearchModel(Protocol):
+    """What ``engine.decoding`` and ``engine.training`` call on a model (an ``nn.Module``).
+
+    A cache is any object with ``select(index)`` (reorder or subset the batch, for beam search) and ``length``.
+    """
+
+    cfg: ModelConfig
+
+    def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
+        """``src`` [B, S] ids -> memory and, if asked, encoder self-attention (empty for a language model)."""
+
+    def start(self, enc: Encoded) -> Any:
+        """A fresh decoding cache for the encoded batch."""
+
+    def step(self, tokens: Tensor, cache: Any, need_weights: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
+        """One token per sentence [B] -> logits [B, V], decoder self rows [B, L, H, t], cross rows [B, L, H, S]."""
+
+    def decode(self, tgt: Tensor, enc: Encoded | None, need_weights: bool = False, cache: Any = None) -> Decoded:
+        """A whole prefix [B, T] (no cache) or the tokens after ``cache.length``."""
+
+    def project(self, hidden: Tensor) -> Tensor:
+        """Hidden states [B, T, D] -> logits [B, T, V]."""
+
+    def __call__(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
+        """Training: logits [B, T, V] for the target inputs ``tgt_in``."""
+
+    @property
+    def max_target_len(self) -> int: ...
+
+    @property
+    def max_source_len(self) -> int: ...
+
+
