@@ -154,11 +154,12 @@ def cmd_train(args) -> int:
                         f"ETA {_clock(event.eta_s)}")
                 print(("\r" + line) if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
         elif isinstance(event, EvalResult):
-            print(("\n" if tty else "") + f"eval step {event.step} epoch {event.epoch}: val loss {event.val_loss:.3f} "
-                  f"ppl {event.ppl:.2f} acc {event.accuracy:.3f}"
-                  + (f" bleu_tok {event.bleu:.2f}" if event.bleu is not None else
-                     f" samples {', '.join(s for _, _, s in event.samples)}")
-                  + f" ({_clock(event.elapsed_s)})", flush=True)
+            r = event.record
+            print(("\n" if tty else "") + f"eval step {r.step} epoch {r.epoch}: val loss {r.loss:.3f} "
+                  f"ppl {r.ppl:.2f} acc {r.accuracy:.3f}"
+                  + (f" bleu_tok {r.bleu:.2f}" if r.bleu is not None else
+                     f" samples {', '.join(s.output for s in event.samples)}")
+                  + f" ({_clock(r.seconds)})", flush=True)
         elif isinstance(event, CheckpointSaved) and event.role in ("best", "average"):
             print(f"  saved {event.role}: {event.path}", flush=True)
         elif isinstance(event, TrainFinished):

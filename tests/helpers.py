@@ -9,6 +9,7 @@ import torch
 
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.decoding import pad_batch
+from attnviz.engine.kinds import get_kind
 from attnviz.engine.tokenize import TokenizerSpec
 from attnviz.engine.translator import Translator, build_model
 from attnviz.engine.vocab import PAD_ID, Vocab
@@ -23,15 +24,16 @@ def toy_pair(rng: random.Random) -> tuple[list[str], list[str]]:
     return [SRC_WORDS[i] for i in idx], [TGT_WORDS[i] for i in reversed(idx)]
 
 
-def make_toy_translator(seed: int = 0, **overrides) -> Translator:
-    """A toy-task Transformer, or with ``kind="rnn-attention"`` an LSTM with Luong attention."""
+def example_config(kind: str, src_vocab_size: int, tgt_vocab_size: int, **overrides) -> ModelConfig:
+    """A small model of ``kind`` as its registry entry describes one, with ``overrides``."""
+    return ModelConfig(src_vocab_size, tgt_vocab_size, kind=kind, **(dict(get_kind(kind).example_settings) | overrides))
+
+
+def make_toy_translator(seed: int = 0, kind: str = "transformer", **overrides) -> Translator:
+    """A toy-task translation model of ``kind`` (the registry's small example settings, with ``overrides``)."""
     torch.manual_seed(seed)
     src_vocab, tgt_vocab = Vocab.build([SRC_WORDS]), Vocab.build([TGT_WORDS])
-    settings = dict(d_model=32, enc_layers=2, dec_layers=2, heads=4, ff_dim=64, dropout=0.1, max_positions=24)
-    if overrides.get("kind") == "rnn-attention":
-        settings.update(hidden=64, dropout=0.0)
-    settings.update(overrides)
-    cfg = ModelConfig(len(src_vocab), len(tgt_vocab), **settings)
+    cfg = example_config(kind, len(src_vocab), len(tgt_vocab), **overrides)
     spec = TokenizerSpec("de", mode="whitespace")
     return Translator(build_model(cfg), src_vocab, tgt_vocab, spec, TokenizerSpec("en", mode="whitespace"))
 
@@ -49,9 +51,7 @@ def make_toy_lm(seed: int = 0, **overrides) -> Translator:
     """A tiny character language model (kind ``char-lm``) over ``LETTERS``."""
     torch.manual_seed(seed)
     vocab = Vocab.build([list(LETTERS)])
-    settings = dict(kind="char-lm", d_model=32, enc_layers=0, dec_layers=2, heads=4, ff_dim=64, dropout=0.0,
-                    norm="pre", max_positions=12) | overrides
-    cfg = ModelConfig(len(vocab), len(vocab), **settings)
+    cfg = example_config("char-lm", len(vocab), len(vocab), **overrides)
     spec = TokenizerSpec("en", mode="chars")
     return Translator(build_model(cfg), vocab, vocab, spec, spec)
 

@@ -14,6 +14,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from attnviz.engine.records import EvalRecord
+
 
 class AttentionKind(NamedTuple):
     key: str
@@ -165,16 +167,22 @@ class TrainStep:
 
 
 @dataclass(frozen=True)
+class Sample:
+    """What the model produced at an evaluation: a validation sentence's translation beside its reference, or a
+    language model's sequence sampled from nothing (no source, no reference)."""
+
+    output: str
+    source: str | None = None
+    reference: str | None = None
+
+
+@dataclass(frozen=True)
 class EvalResult:
-    step: int
-    epoch: int
-    val_loss: float
-    ppl: float
-    accuracy: float
-    bleu: float | None  # bleu_tok on the first ``bleu_sentences`` validation pairs; None for a language model
-    samples: tuple[tuple[str, str, str], ...]  # (source, reference, hypothesis); a language model's: ("", "", sample)
+    """One evaluation: its figures (as the run's history keeps them), some outputs and the probe's attention."""
+
+    record: EvalRecord  # step, epoch, validation loss, PPL, accuracy, BLEU (None for a language model), time
+    samples: tuple[Sample, ...]
     probe: Translation | None  # the fixed probe sentence with all its attention at this point of training
-    elapsed_s: float
 
 
 @dataclass(frozen=True)
@@ -188,7 +196,7 @@ class CheckpointSaved:
 class TrainFinished:
     best_path: str
     last_path: str
-    metrics: dict
+    final: EvalRecord | None  # the last evaluation, if the run made any
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from pathlib import Path
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.header import read_header
 from attnviz.engine.presets import Recipe
+from attnviz.engine.records import EvalRecord
 
 
 @dataclass
@@ -50,7 +51,7 @@ def run_checkpoint(path: str | os.PathLike) -> Path:
 @dataclass(frozen=True)
 class RunState:
     recipe: Recipe  # what the run was started with
-    history: list[dict]  # its evaluations so far
+    history: tuple[EvalRecord, ...]  # its evaluations so far
 
 
 def read_run_state(out: str | os.PathLike) -> RunState:
@@ -59,7 +60,7 @@ def read_run_state(out: str | os.PathLike) -> RunState:
     if not paths.state.exists():
         raise CheckpointError(f"cannot resume {out}: its training-state file {paths.state} does not exist.")
     meta, _ = read_header(paths.state)
-    return RunState(Recipe.from_dict(meta["recipe"]), list(meta.get("history", [])))
+    return RunState(Recipe.from_dict(meta["recipe"]), tuple(EvalRecord.from_dict(r) for r in meta.get("history", [])))
 
 
 def recipe_of_run(out: str | os.PathLike) -> Recipe:

@@ -10,6 +10,7 @@ inference checkpoints stay small) and, with ``save_epochs``, ``run.epochN.safete
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import math
 import os
@@ -26,11 +27,12 @@ from attnviz.engine.batching import batch_tensors, eval_batches, make_batches
 from attnviz.engine.checkpoint import load_tensors, save_tensors
 from attnviz.engine.data import Pair, load_splits, resolve_data_dir
 from attnviz.engine.errors import CheckpointError, ConfigError
-from attnviz.engine.events import (CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStarted, TrainStep,
+from attnviz.engine.events import (CheckpointSaved, EvalResult, Sample, TrainFailed, TrainFinished, TrainStarted, TrainStep,
                                    TrainStopped)
 from attnviz.engine.metrics import bleu_tok, smoothed_loss, teacher_forced_stats
 from attnviz.engine.models.protocol import count_parameters
 from attnviz.engine.presets import Recipe
+from attnviz.engine.records import EvalRecord
 from attnviz.engine.runs import RunPaths
 from attnviz.engine.translator import Translator, build_model, load_translator
 from attnviz.engine.vocab import PAD_ID, Vocab
@@ -152,7 +154,7 @@ class _Trainer:
         if self.cfg.threads:
             torch.set_num_threads(self.cfg.threads)
         self.step, self.epoch, self.batch_index = 0, 1, 0
-        self.history: list[dict] = []
+        self.history: list[EvalRecord] = []
         self.best_score: float | None = None
         self.last_good: str | None = None
         self.last_saved_step = -1
@@ -184,7 +186,8 @@ class _Trainer:
             raise CheckpointError(f"{self.paths.state.name} (step {meta['step']}) does not belong to "
                                   f"{self.paths.last.name} (step {last.metadata.get('step')}).")
         self.step, self.epoch, self.batch_index = meta["step"], meta["epoch"], meta["batch_index"]
-        self.history, self.best_score = meta["history"], meta["best_score"]
+        self.history = [EvalRecord.from_dict(r) for r in meta["history"]]
+        self.best_score = meta["best_score"]
         self.last_good, self.last_saved_step = str(self.paths.last), self.step
 
     def batches(self, epoch: int) -> list[list[int]]:
@@ -193,17 +196,20 @@ class _Trainer:
 
     def save(self, path: Path, role: str, extra_meta: dict | None = None) -> CheckpointSaved:
         meta = {"name": self.recipe.name, "preset": self.recipe.name, "recipe": self.recipe.to_dict(),
-                "train_config": self.cfg.to_dict(), "history": self.history, "step": self.step,
-                "metrics": {"val": self.history[-1]} if self.history else {}, **(extra_meta or {})}
+                "train_config": self.cfg.to_dict(), "history": self._history_dicts(), "step": self.step,
+                "metrics": {"val": self.history[-1].to_dict()} if self.history else {}, **(extra_meta or {})}
         self.translator.save(path, **meta)
         return CheckpointSaved(str(path), role, self.step)
+
+    def _history_dicts(self) -> list[dict]:
+        return [r.to_dict() for r in self.history]
 
     def save_resume_point(self, epoch: int, batch_index: int) -> CheckpointSaved:
         if self.last_saved_step == self.step and self.last_good:
             return CheckpointSaved(self.last_good, "last", self.step)
         saved = self.save(self.paths.last, "last")  # weights first: a state file always has its checkpoint
         _save_state(self.paths.state, self.opt, self.step, epoch, batch_index,
-                    {"history": self.history, "best_score": self.best_score, "recipe": self.recipe.to_dict(),
+                    {"history": self._history_dicts(), "best_score": self.best_score, "recipe": self.recipe.to_dict(),
                      "param_names": _param_names(self.model)})
         self.last_good, self.last_saved_step = saved.path, self.step
         return saved
@@ -213,29 +219,24 @@ class _Trainer:
         bleu, samples = self._translation_quality() if self.translator.has_source else (None, self._generated())
         probe = self.translator.translate(self.recipe.probe) if self.recipe.probe else None
         self.model.train()
-        return EvalResult(self.step, self.epoch, stats.loss, stats.ppl, stats.accuracy, bleu, samples, probe, elapsed)
+        record = EvalRecord(self.step, self.epoch, stats.loss, stats.ppl, stats.accuracy, bleu, elapsed)
+        return EvalResult(record, samples, probe)
 
-    def _translation_quality(self) -> tuple[float, tuple[tuple[str, str, str], ...]]:
+    def _translation_quality(self) -> tuple[float, tuple[Sample, ...]]:
         """bleu_tok on the first ``bleu_sentences`` validation pairs, and three (source, reference, output)."""
         n = self.cfg.bleu_sentences or len(self.data.val_pairs)
         hyps = self.translator.translate_batch_tokens([s for s, _ in self.data.val_pairs[:n]])
         bleu, _ = bleu_tok(hyps, self.data.val_refs[:n])
-        return bleu, tuple((s, r, self.translator.detokenize(h)) for (s, r), h in zip(self.data.val_pairs[:3], hyps))
+        return bleu, tuple(Sample(self.translator.detokenize(h), s, r) for (s, r), h in zip(self.data.val_pairs[:3], hyps))
 
-    def _generated(self) -> tuple[tuple[str, str, str], ...]:
+    def _generated(self) -> tuple[Sample, ...]:
         """A language model's samples: three sequences drawn at temperature 1 (seeded by the step)."""
         drawn = self.translator.generate("", n=3, decode=DecodeConfig(temperature=1.0, seed=self.step))
-        return tuple(("", "", t.text) for t in drawn)
+        return tuple(Sample(t.text) for t in drawn)
 
-    def score(self, result: EvalResult) -> float:
+    def score(self, record: EvalRecord) -> float:
         """Higher is better."""
-        return {"val_loss": -result.val_loss, "bleu": result.bleu, "accuracy": result.accuracy}[self.cfg.keep_metric]
-
-
-def _record(result: EvalResult) -> dict:
-    record = {"step": result.step, "epoch": result.epoch, "loss": result.val_loss, "ppl": result.ppl,
-              "accuracy": result.accuracy, "bleu_tok": result.bleu, "seconds": round(result.elapsed_s, 1)}
-    return {k: v for k, v in record.items() if v is not None}  # a language model has no BLEU
+        return {"val_loss": -record.loss, "bleu": record.bleu, "accuracy": record.accuracy}[self.cfg.keep_metric]
 
 
 def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = False,
@@ -267,7 +268,7 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
             if (stop is not None and stop.is_set()) or (max_steps and run.step >= max_steps):
                 yield run.save_resume_point(epoch, index)
                 if max_steps and run.step >= max_steps:
-                    yield TrainFinished(str(run.paths.best), str(run.paths.last), {})
+                    yield TrainFinished(str(run.paths.best), str(run.paths.last), None)
                 else:
                     yield TrainStopped(run.step, str(run.paths.last))
                 return
@@ -301,14 +302,14 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
         if cfg.save_epochs:
             yield run.save(run.paths.epoch(epoch), "epoch")
     yield from _average(run)
-    yield TrainFinished(str(run.paths.best), str(run.paths.last), {"val": run.history[-1]} if run.history else {})
+    yield TrainFinished(str(run.paths.best), str(run.paths.last), run.history[-1] if run.history else None)
 
 
 def _evaluate_and_save(run: _Trainer, elapsed: float, next_epoch: int, next_index: int) -> Iterator:
     result = run.evaluate(elapsed)
-    run.history.append(_record(result))
+    run.history.append(result.record)
     yield result
-    score = run.score(result)
+    score = run.score(result.record)
     if run.best_score is None or score > run.best_score:
         run.best_score = score
         yield run.save(run.paths.best, "best")
@@ -325,11 +326,11 @@ def _average(run: _Trainer) -> Iterator:
     averaged = {k: sum(s[k] for s in states) / len(states) for k in states[0]}
     run.model.load_state_dict(averaged, strict=not run.model.cfg.tie_output)
     result = run.evaluate(0.0)
-    record = _record(result) | {"averaged_epochs": [p.name for p in paths]}
+    record = dataclasses.replace(result.record, averaged_epochs=tuple(p.name for p in paths))
     yield result
-    if run.score(result) > (run.best_score if run.best_score is not None else -math.inf):
-        run.best_score = run.score(result)
+    if run.score(record) > (run.best_score if run.best_score is not None else -math.inf):
+        run.best_score = run.score(record)
         run.history.append(record)
         yield run.save(run.paths.best, "average")
     else:
-        run.history.append(record | {"kept": False})
+        run.history.append(dataclasses.replace(record, kept=False))

@@ -18,8 +18,9 @@ from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QFileDialog, QHBoxL
 
 from attnviz.engine.data import download_name, missing_files
 from attnviz.engine.errors import AttnvizError, ConfigError
-from attnviz.engine.events import (CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStarted, TrainStep,
+from attnviz.engine.events import (CheckpointSaved, EvalResult, Sample, TrainFailed, TrainFinished, TrainStarted, TrainStep,
                                    TrainStopped)
+from attnviz.engine.records import EvalRecord
 from attnviz.engine.runs import read_run_state, run_checkpoint
 from attnviz.gui.curves import CurvesPanel
 from attnviz.gui.forming import FormingPanel, Snapshot
@@ -108,7 +109,7 @@ class TrainTab(QWidget):
         self.samples_view.setPlaceholderText("Select an evaluation to see its sample translations")
         self.forming = FormingPanel()
 
-        self.samples: list[tuple[tuple[str, str, str], ...]] = []
+        self.samples: list[tuple[Sample, ...]] = []
         self.paths: dict[str, str] = {}
         self.total_steps = 0
         self.last_step: TrainStep | None = None
@@ -238,7 +239,7 @@ class TrainTab(QWidget):
             self.download_button.setVisible(bool(name))
             return
         self.download_button.hide()
-        self._launch(TrainJob(recipe, out, data_dir, resume=False), out, history=[])
+        self._launch(TrainJob(recipe, out, data_dir, resume=False), out, history=())
 
     @Slot()
     def resume_dialog(self) -> None:
@@ -257,7 +258,7 @@ class TrainTab(QWidget):
             return
         self._launch(TrainJob(state.recipe, out, self.form.data_dir(), resume=True), out, state.history)
 
-    def _launch(self, job: TrainJob, out: str, history: list[dict]) -> None:
+    def _launch(self, job: TrainJob, out: str, history: tuple[EvalRecord, ...]) -> None:
         self._run_out, self._paused, self._stopping = out, False, False
         self.paths, self.samples, self._pending, self.last_step = {}, [], [], None
         self.curves.clear(job.recipe.has_source)
@@ -265,8 +266,7 @@ class TrainTab(QWidget):
         self.eval_table.setRowCount(0)
         self.samples_view.clear()
         for record in history:
-            self._add_eval_row(record["epoch"], record["step"], record["loss"], record["ppl"], record["accuracy"],
-                               record.get("bleu_tok"), record.get("seconds", 0.0), ())
+            self._add_eval_row(record, ())
         self._show_message("")
         self.progress.setValue(0)
         self.progress_label.setText(f"Preparing {job.recipe.name}: reading and tokenizing the data...")
@@ -346,10 +346,9 @@ class TrainTab(QWidget):
             self._pending.append(item)
         elif isinstance(item, EvalResult):
             self._flush()
-            self._add_eval_row(item.epoch, item.step, item.val_loss, item.ppl, item.accuracy, item.bleu,
-                               item.elapsed_s, item.samples)
+            self._add_eval_row(item.record, item.samples)
             if item.probe is not None:
-                self.forming.add(Snapshot(item.step, item.epoch, item.bleu, item.probe))
+                self.forming.add(Snapshot(item.record.step, item.record.epoch, item.record.bleu, item.probe))
         elif isinstance(item, TrainStarted):
             self.total_steps = item.total_steps
             resumed = f", resumed at step {item.resumed_from_step:,}" if item.resumed_from_step else ""
@@ -387,17 +386,19 @@ class TrainTab(QWidget):
             self.progress_label.setText(f"Epoch {s.epoch} · step {s.step:,} of {self.total_steps:,} · loss {s.loss:.3f}"
                                         f" · {s.tokens_per_s:,.0f} tokens/s · ETA {format_eta(s.eta_s)}")
 
-    def _add_eval_row(self, epoch, step, loss, ppl, accuracy, bleu, seconds, samples) -> None:
+    def _add_eval_row(self, record: EvalRecord, samples: tuple[Sample, ...]) -> None:
         row = self.eval_table.rowCount()
         self.eval_table.insertRow(row)
-        values = (str(epoch), f"{step:,}", f"{loss:.4f}", f"{ppl:.2f}", f"{accuracy:.4f}",
-                  "\u2014" if bleu is None else f"{bleu:.2f}", f"{seconds:.0f}")  # a language model has no BLEU
+        bleu = record.bleu
+        values = (str(record.epoch), f"{record.step:,}", f"{record.loss:.4f}", f"{record.ppl:.2f}",
+                  f"{record.accuracy:.4f}", "\u2014" if bleu is None else f"{bleu:.2f}",  # a language model has none
+                  f"{record.seconds:.0f}")
         for col, text in enumerate(values):
             item = QTableWidgetItem(text)
             item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
             self.eval_table.setItem(row, col, item)
         self.samples.append(tuple(samples))
-        self.curves.add_evaluation(step, loss, bleu)
+        self.curves.add_evaluation(record.step, record.loss, bleu)
         self.eval_table.scrollToBottom()
 
     @Slot()
@@ -411,12 +412,12 @@ class TrainTab(QWidget):
             return
         from html import escape
 
-        if all(not src and not ref for src, ref, _ in samples):  # a language model's samples
-            items = "".join(f"<li><b>{escape(h)}</b></li>" for _, _, h in samples)
+        if all(s.source is None for s in samples):  # a language model's samples
+            items = "".join(f"<li><b>{escape(s.output)}</b></li>" for s in samples)
             self.samples_view.setHtml(f"<p>Sampled at temperature 1 at this evaluation:</p><ul>{items}</ul>")
             return
-        cells = "".join(f"<tr><td>{escape(s)}</td><td>{escape(r)}</td><td><b>{escape(h)}</b></td></tr>"
-                        for s, r, h in samples)
+        cells = "".join(f"<tr><td>{escape(s.source or '')}</td><td>{escape(s.reference or '')}</td>"
+                        f"<td><b>{escape(s.output)}</b></td></tr>" for s in samples)
         self.samples_view.setHtml("<table cellpadding='4'><tr><th align='left'>Source</th><th align='left'>Reference"
                                   f"</th><th align='left'>Model then</th></tr>{cells}</table>")
 

@@ -61,13 +61,15 @@ def test_tiny_model_on_real_multi30k_lowers_its_loss(data_dir, tmp_path):
     evals = [e for e in events if isinstance(e, EvalResult)]
     assert len(losses) == 2 * math.ceil(600 / 32)
     assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5 - 1.0
-    assert len(evals) == 2 and evals[1].val_loss < evals[0].val_loss
+    assert len(evals) == 2 and evals[1].record.loss < evals[0].record.loss
     assert evals[0].probe is not None and evals[0].probe.attention["cross"].shape[:2] == (1, 4)
-    assert len(evals[0].samples) == 3 and all(len(s) == 3 for s in evals[0].samples)
+    assert len(evals[0].samples) == 3 and all(s.source and s.reference for s in evals[0].samples)
     assert isinstance(events[-1], TrainFinished)
     best = load_translator(tmp_path / "m.safetensors")
     assert best.info["preset"] == "multi30k-de-en" and best.info["metrics"]["val"]["loss"] == pytest.approx(
-        min(e.val_loss for e in evals))
+        min(e.record.loss for e in evals))
+    assert [r.to_dict() for r in best.card.history] == best.info["history"]  # the typed history is what is stored
+    assert best.card.history[-1].step == evals[-1].record.step
 
 
 def overfit_recipe(tmp_path, pairs) -> Recipe:
@@ -91,7 +93,7 @@ def test_overfits_64_pairs_to_95_percent_token_accuracy(tmp_path):
         pairs.append((" ".join(src), " ".join(w.replace("wort", "word") for w in sorted(src))))
     events = events_of(overfit_recipe(tmp_path, pairs), tmp_path / "o.safetensors", None)
     final = [e for e in events if isinstance(e, EvalResult)][-1]
-    assert final.accuracy >= 0.95, final.accuracy
+    assert final.record.accuracy >= 0.95, final.record.accuracy
 
 
 def test_resuming_equals_training_straight_through(tmp_path):

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from attnviz.engine.errors import ConfigError
@@ -43,6 +43,9 @@ class ModelKind:
     validate: Callable[[ModelConfig], None] = _no_checks  # settings valid alone but not together for this kind
     short_label: str = ""  # how a model list marks it beside its languages ("LSTM"); empty for none
     teacher_forcing: bool = False  # can train with a teacher-forcing ratio below 1 (feeds its own predictions)
+    # settings (over ModelConfig's defaults) of a small working model of this kind, built in milliseconds: what
+    # the registry-wide tests, the toy models of the test suite and quick benchmarks build
+    example_settings: Mapping[str, Any] = field(default_factory=dict)
 
     def expected_shapes(self, cfg: ModelConfig, src_len: int, tgt_len: int) -> dict[str, tuple[int, ...]]:
         """The shape of each full attention tensor of one translation (what the self-test and tests check)."""

@@ -50,4 +50,5 @@ RNN_ATTENTION = register(ModelKind(
     validate=_validate,
     short_label="LSTM",
     teacher_forcing=True,
+    example_settings=dict(d_model=32, hidden=64, enc_layers=2, dec_layers=2, heads=4, dropout=0.0, max_positions=24),
 ))
