@@ -123,8 +123,15 @@ def _clock(seconds: float) -> str:
 
 
 def cmd_train(args) -> int:
-    from attnviz.engine.events import (CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStarted,
-                                       TrainStep, TrainStopped)
+    from attnviz.engine.events import (
+        CheckpointSaved,
+        EvalResult,
+        TrainFailed,
+        TrainFinished,
+        TrainStarted,
+        TrainStep,
+        TrainStopped,
+    )
     from attnviz.engine.presets import get_preset
     from attnviz.engine.runs import recipe_of_run
     from attnviz.engine.training import train

@@ -45,8 +45,8 @@ def _check_gui() -> dict:
 def _check_translation() -> dict:
     import numpy as np
 
-    from attnviz.gui.model_list import default_model_path
     from attnviz.engine.translator import load_translator
+    from attnviz.gui.model_list import default_model_path
 
     path = default_model_path()
     _check(path is not None, "no bundled model was found in models/")

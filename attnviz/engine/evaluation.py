@@ -6,8 +6,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from attnviz.engine.config import DecodeConfig
 from attnviz.engine.batching import eval_batches
+from attnviz.engine.config import DecodeConfig
 from attnviz.engine.data import Pair, load_splits, read_parallel, resolve_data_dir
 from attnviz.engine.decoding import device_of
 from attnviz.engine.errors import ConfigError

@@ -56,7 +56,7 @@ def normalize_tatoeba(text: str) -> str:
     return _SPACES.sub(" ", text).strip()
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _spacy_tokenizer(lang: str):  # -> spacy.tokenizer.Tokenizer
     import spacy  # slow import (about 2 s): only when a spaCy tokenizer is first needed
 

@@ -22,13 +22,21 @@ from pathlib import Path
 
 import torch
 
-from attnviz.engine.config import DecodeConfig, TrainConfig, check_training
 from attnviz.engine.batching import batch_tensors, eval_batches, make_batches
 from attnviz.engine.checkpoint import load_tensors, save_tensors
+from attnviz.engine.config import DecodeConfig, TrainConfig, check_training
 from attnviz.engine.data import Pair, load_splits, resolve_data_dir
 from attnviz.engine.errors import CheckpointError, ConfigError
-from attnviz.engine.events import (CheckpointSaved, EvalResult, Sample, TrainFailed, TrainFinished, TrainStarted, TrainStep,
-                                   TrainStopped)
+from attnviz.engine.events import (
+    CheckpointSaved,
+    EvalResult,
+    Sample,
+    TrainFailed,
+    TrainFinished,
+    TrainStarted,
+    TrainStep,
+    TrainStopped,
+)
 from attnviz.engine.metrics import bleu_tok, smoothed_loss, teacher_forced_stats
 from attnviz.engine.models.protocol import count_parameters
 from attnviz.engine.presets import Recipe

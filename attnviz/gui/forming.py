@@ -14,8 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtCore import QRect, QSize, Qt, QTimer, Signal, Slot
 from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPalette, QPen
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSlider, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QSlider, QVBoxLayout, QWidget
 
 from attnviz.engine.events import ATTENTION_KINDS, Translation
 from attnviz.gui.attention_view import head_choices, set_choices

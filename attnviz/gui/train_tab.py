@@ -12,14 +12,37 @@ import threading
 from pathlib import Path
 
 from PySide6.QtCore import QEventLoop, QSettings, Qt, QTimer, Signal, Slot
-from PySide6.QtWidgets import (QAbstractItemView, QCheckBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel,
-                               QMessageBox, QProgressBar, QPushButton, QSplitter, QTableWidget, QTableWidgetItem,
-                               QTabWidget, QTextBrowser, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCheckBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QMessageBox,
+    QProgressBar,
+    QPushButton,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QTabWidget,
+    QTextBrowser,
+    QVBoxLayout,
+    QWidget,
+)
 
 from attnviz.engine.data import download_name, missing_files
 from attnviz.engine.errors import AttnvizError, ConfigError
-from attnviz.engine.events import (CheckpointSaved, EvalResult, Sample, TrainFailed, TrainFinished, TrainStarted, TrainStep,
-                                   TrainStopped)
+from attnviz.engine.events import (
+    CheckpointSaved,
+    EvalResult,
+    Sample,
+    TrainFailed,
+    TrainFinished,
+    TrainStarted,
+    TrainStep,
+    TrainStopped,
+)
 from attnviz.engine.records import EvalRecord
 from attnviz.engine.runs import read_run_state, run_checkpoint
 from attnviz.gui.curves import CurvesPanel

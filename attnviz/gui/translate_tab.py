@@ -13,9 +13,24 @@ from __future__ import annotations
 import json
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal, Slot
-from PySide6.QtWidgets import (QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderView, QLabel, QLineEdit,
-                               QPushButton, QSizePolicy, QSlider, QSpinBox, QSplitter, QStyle, QTableView, QVBoxLayout,
-                               QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDoubleSpinBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QSizePolicy,
+    QSlider,
+    QSpinBox,
+    QSplitter,
+    QStyle,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import DecodeStep, EncoderPass

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from attnviz.engine.config import ModelConfig, TrainConfig, check_training
+from attnviz.engine.config import DecodeConfig, ModelConfig, TrainConfig, check_training
 from attnviz.engine.decoding import pad_batch
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import DecodeStep, EncoderPass
@@ -12,7 +12,6 @@ from attnviz.engine.models.protocol import count_parameters
 from attnviz.engine.models.transformer import Transformer
 from attnviz.engine.training import learning_rate
 from attnviz.engine.translator import load_translator
-from attnviz.engine.config import DecodeConfig
 from tests.helpers import make_toy_lm, train_toy_lm
 
 

@@ -10,8 +10,8 @@ import time
 import pytest
 import torch
 
-from attnviz.engine.config import TrainConfig
 from attnviz.engine.checkpoint import read_header
+from attnviz.engine.config import TrainConfig
 from attnviz.engine.data import CorpusSpec
 from attnviz.engine.events import CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStep, TrainStopped
 from attnviz.engine.metrics import smoothed_loss

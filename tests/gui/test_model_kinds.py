@@ -2,8 +2,8 @@
 into Generate (prefix, greedy or sampled with a seed, masked self-attention only)."""
 
 import pytest
-from attnviz.engine.config import DecodeConfig
 
+from attnviz.engine.config import DecodeConfig
 from tests.gui.conftest import translate
 from tests.helpers import make_toy_lm, make_toy_translator, train_toy, train_toy_lm
 

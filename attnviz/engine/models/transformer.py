@@ -19,8 +19,8 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from attnviz.engine.config import ModelConfig
-from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
 from attnviz.engine.vocab import PAD_ID
 
 
