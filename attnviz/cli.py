@@ -135,8 +135,8 @@ def _recipe_decoding(translator):
     temperature 1.0 with seed 0 when it stores none."""
     from attnviz.engine.config import DecodeConfig
 
-    recipe = translator.metadata.get("recipe")
-    if isinstance(recipe, dict) and isinstance(recipe.get("decode"), dict):
+    recipe = translator.card.recipe
+    if recipe is not None and isinstance(recipe.get("decode"), dict):
         return DecodeConfig.from_dict(recipe["decode"])
     return DecodeConfig(temperature=1.0)
 
@@ -152,7 +152,7 @@ def cmd_generate(args) -> int:
         raise InputError(f"--n must be at least 1, not {args.n}")
     translator = load_translator(args.model)
     if translator.has_source:
-        raise InputError(f"{args.model} is a translation model ({translator.info['languages']}); it needs a "
+        raise InputError(f"{args.model} is a translation model ({translator.card.languages}); it needs a "
                          f"sentence to translate. Use attnviz translate -m {args.model} \"SENTENCE\"")
     trained = _recipe_decoding(translator)
     temperature = trained.temperature if args.temperature is None else args.temperature

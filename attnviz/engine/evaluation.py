@@ -52,8 +52,8 @@ def _language_model_report(translator: Translator, texts: Sequence[str], source:
 def recipe_for(translator: Translator, preset: str | None) -> Recipe:
     if preset:
         return get_preset(preset)
-    if "recipe" in translator.metadata:
-        return Recipe.from_dict(translator.metadata["recipe"])
+    if translator.card.recipe is not None:
+        return Recipe.from_dict(dict(translator.card.recipe))
     raise ConfigError("this checkpoint does not say which corpus it was trained on; name a preset, or give a "
                       "source file and a reference file", settings=("preset", "src", "ref"))
 

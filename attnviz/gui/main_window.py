@@ -161,8 +161,8 @@ class MainWindow(QMainWindow):
         self.translator, self.loading_path = translator, None
         path = translator.metadata.get("path", "")
         self.translate_tab.set_translator(translator)
-        info = translator.info
-        self.model_label.setText(f"{info['languages']} · {info['parameters']:,} parameters")
+        card = translator.card
+        self.model_label.setText(f"{card.languages} · {card.parameters:,} parameters")
         self.statusBar().showMessage(f"Model ready: {Path(path).name}", 5000)
         self.settings.setValue("models/last", path)
         if not any(path == e.path for e in bundled_models()):
