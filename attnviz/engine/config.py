@@ -39,6 +39,8 @@ def _require(condition: bool, message: str) -> None:
 
 
 SCORES = ("dot", "general", "concat")
+POSITIONS = ("learned", "sinusoidal", "sinusoidal-halves")
+ACTIVATIONS = ("relu", "gelu", "gelu_new", "swish")
 
 
 @dataclass(frozen=True)
@@ -60,11 +62,16 @@ class ModelConfig(_DictMixin):
     heads: int = 8  # H; the head width is d_model // heads
     ff_dim: int = 512
     dropout: float = 0.1  # on embeddings, sublayer outputs and attention probabilities
-    positions: str = "learned"  # "learned" table or fixed "sinusoidal"
+    # "learned" table, fixed "sinusoidal" (sin and cos interleaved) or "sinusoidal-halves" (sin in the first half of
+    # the vector, cos in the second: MarianMT's layout)
+    positions: str = "learned"
     max_positions: int = 100  # the longest sequence (with <sos>/<eos>) either side accepts
     norm: str = "post"  # "post": LN(x + f(x)) as the references; "pre": x + f(LN(x)) with a final LN
     ln_eps: float = 1e-5
     tie_output: bool = False  # share the target embedding with the output projection
+    share_embeddings: bool = False  # one token embedding for source and target (needs equal vocabulary sizes)
+    scale_embedding: bool = True  # multiply token embeddings by sqrt(D) before adding positions
+    activation: str = "relu"  # of the feed-forward layers: "relu", "gelu", "gelu_new" (tanh approximation), "swish"
     hidden: int = 512  # recurrent kinds: LSTM state width
     score: str = "general"  # recurrent kinds: "dot" h_t.h_s, "general" h_t.W h_s, "concat" v.tanh(W[h_t; h_s])
 
@@ -76,7 +83,10 @@ class ModelConfig(_DictMixin):
         _require(self.enc_layers >= 0 and self.dec_layers >= 1, "need enc_layers >= 0 and dec_layers >= 1")
         _require(self.d_model % self.heads == 0, f"d_model ({self.d_model}) must be divisible by heads ({self.heads})")
         _require(0.0 <= self.dropout < 1.0, f"dropout must be in [0, 1), not {self.dropout}")
-        _require(self.positions in ("learned", "sinusoidal"), f"positions must be 'learned' or 'sinusoidal', not {self.positions!r}")
+        _require(self.positions in POSITIONS, f"positions must be one of {POSITIONS}, not {self.positions!r}")
+        _require(self.activation in ACTIVATIONS, f"activation must be one of {ACTIVATIONS}, not {self.activation!r}")
+        _require(not self.share_embeddings or self.src_vocab_size == self.tgt_vocab_size,
+                 f"share_embeddings needs equal vocabulary sizes, not {self.src_vocab_size} and {self.tgt_vocab_size}")
         _require(self.norm in ("post", "pre"), f"norm must be 'post' or 'pre', not {self.norm!r}")
         _require(self.max_positions >= 3, "max_positions must be at least 3 (<sos>, one token, <eos>)")
         _require(self.ln_eps > 0, "ln_eps must be positive")

@@ -38,7 +38,7 @@ from attnviz.engine.events import (
     TrainStopped,
 )
 from attnviz.engine.metrics import bleu_tok, smoothed_loss, teacher_forced_stats
-from attnviz.engine.models.protocol import count_parameters
+from attnviz.engine.models.protocol import count_parameters, load_stored_state
 from attnviz.engine.presets import Recipe
 from attnviz.engine.records import EvalRecord
 from attnviz.engine.runs import RunPaths
@@ -332,7 +332,7 @@ def _average(run: _Trainer) -> Iterator:
         return
     states = [load_tensors(p)[1] for p in paths]
     averaged = {k: sum(s[k] for s in states) / len(states) for k in states[0]}
-    run.model.load_state_dict(averaged, strict=not run.model.cfg.tie_output)
+    load_stored_state(run.model, averaged)
     result = run.evaluate(0.0)
     record = dataclasses.replace(result.record, averaged_epochs=tuple(p.name for p in paths))
     yield result

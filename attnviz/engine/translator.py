@@ -22,7 +22,7 @@ from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.decoding import Prepared, beam_batch, decode_steps, greedy_batch, pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import DecodeStep, EncoderPass, Translation, assemble
-from attnviz.engine.models.protocol import count_parameters
+from attnviz.engine.models.protocol import count_parameters, load_stored_state, stored_state
 from attnviz.engine.tokenize import LANGUAGE_NAMES, TokenizerSpec, detokenize
 from attnviz.engine.vocab import EOS, SOS, Vocab
 
@@ -47,10 +47,6 @@ def _fit(tokens: list[str], vocab: Vocab, limit: int, too_long: str) -> tuple[li
         shown = ", ".join(unknown[:8]) + (" ..." if len(unknown) > 8 else "")
         warnings.append(f"Not in the model's vocabulary (read as <unk>): {shown}")
     return tokens, warnings
-
-
-def _tied_keys(cfg: ModelConfig) -> set[str]:
-    return {"out_proj.weight"} if cfg.tie_output else set()
 
 
 class Translator:
@@ -174,7 +170,7 @@ class Translator:
 
     def save(self, path: str | os.PathLike, half: bool = False, **extra: Any) -> None:
         """Write a checkpoint; ``extra`` entries (metrics, history, name...) join the metadata."""
-        state = {k: v for k, v in self.model.state_dict().items() if k not in _tied_keys(self.config)}
+        state = stored_state(self.model)
         meta = {k: v for k, v in self.metadata.items() if k not in ("format", "format_version", "dtype", "path")}
         meta.update(extra)
         meta.update(model=self.config.to_dict(), src_vocab=self.src_vocab.to_list(), tgt_vocab=self.tgt_vocab.to_list(),
@@ -206,7 +202,7 @@ def load_translator(path: str | os.PathLike) -> Translator:
         raise CheckpointError(f"{path}: vocabulary sizes {len(src_vocab)}/{len(tgt_vocab)} do not match the model "
                               f"config {cfg.src_vocab_size}/{cfg.tgt_vocab_size}; the file is inconsistent.")
     model = build_model(cfg)
-    expected = {k: v.shape for k, v in model.state_dict().items() if k not in _tied_keys(cfg)}
+    expected = {k: v.shape for k, v in stored_state(model).items()}
     missing = sorted(set(expected) - set(tensors))
     unexpected = sorted(set(tensors) - set(expected))
     if missing or unexpected:
@@ -216,6 +212,6 @@ def load_translator(path: str | os.PathLike) -> Translator:
         if tensors[name].shape != shape:
             raise CheckpointError(f"{path}: tensor {name} has shape {list(tensors[name].shape)} but the config "
                                   f"needs {list(shape)}.")
-    model.load_state_dict(tensors, strict=not _tied_keys(cfg))
+    load_stored_state(model, tensors)
     meta["path"] = path
     return Translator(model, src_vocab, tgt_vocab, src_spec, tgt_spec, meta)

@@ -110,3 +110,25 @@ class SearchModel(Protocol):
     def max_source_len(self) -> int: ...
 
 
+
+
+def stored_state(model: nn.Module) -> dict[str, Tensor]:
+    """The tensors a checkpoint stores: each parameter once (a weight tied to an earlier one, such as a shared
+    embedding or an output projection tied to the target embedding, is re-tied by the network's constructor)."""
+    seen: set[int] = set()
+    state = {}
+    for name, tensor in model.state_dict().items():
+        if tensor.numel() and tensor.data_ptr() in seen:
+            continue
+        seen.add(tensor.data_ptr())
+        state[name] = tensor
+    return state
+
+
+def load_stored_state(model: nn.Module, tensors: dict[str, Tensor]) -> None:
+    """Load what ``stored_state`` wrote; tied weights follow the tensor they are tied to."""
+    tied = set(model.state_dict()) - set(stored_state(model))
+    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    if set(missing) - tied or unexpected:
+        raise KeyError(f"state does not match the network (missing {sorted(set(missing) - tied)[:5]}, "
+                       f"unexpected {sorted(unexpected)[:5]})")

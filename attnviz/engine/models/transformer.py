@@ -62,9 +62,13 @@ class MultiHeadAttention(nn.Module):
         return self.out_proj(out.transpose(1, 2).reshape(b, t, -1)), weights  # [B, H, T, dh] -> [B, T, D]
 
 
+ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_new": lambda: nn.GELU(approximate="tanh"), "swish": nn.SiLU}
+
+
 class FeedForward(nn.Sequential):
-    def __init__(self, d_model: int, ff_dim: int, dropout: float):
-        super().__init__(nn.Linear(d_model, ff_dim), nn.ReLU(), nn.Dropout(dropout), nn.Linear(ff_dim, d_model))
+    def __init__(self, d_model: int, ff_dim: int, dropout: float, activation: str = "relu"):
+        super().__init__(nn.Linear(d_model, ff_dim), ACTIVATIONS[activation](), nn.Dropout(dropout),
+                         nn.Linear(ff_dim, d_model))
 
 
 class Residual(nn.Module):
@@ -87,7 +91,7 @@ class EncoderLayer(nn.Module):
         super().__init__()
         pre = cfg.norm == "pre"
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.dropout)
-        self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.dropout)
+        self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.dropout, cfg.activation)
         self.res_attn = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
         self.res_ff = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
 
@@ -131,7 +135,7 @@ class DecoderLayer(nn.Module):
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.dropout)
         if cfg.has_source:
             self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.dropout)
-        self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.dropout)
+        self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.dropout, cfg.activation)
         self.res_self = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
         if cfg.has_source:
             self.res_cross = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
@@ -159,19 +163,21 @@ class DecoderLayer(nn.Module):
 
 
 class Embedding(nn.Module):
-    """Token embedding scaled by sqrt(D) plus a learned or sinusoidal position, then dropout."""
+    """Token embedding (scaled by sqrt(D) unless the config says not) plus a learned or sinusoidal position, then
+    dropout."""
 
     def __init__(self, vocab_size: int, cfg: ModelConfig):
         super().__init__()
         self.tokens = nn.Embedding(vocab_size, cfg.d_model)
-        self.scale = math.sqrt(cfg.d_model)
+        self.scale = math.sqrt(cfg.d_model) if cfg.scale_embedding else 1.0
         self.drop = nn.Dropout(cfg.dropout)
         self.max_positions = cfg.max_positions
         if cfg.positions == "learned":
             self.positions = nn.Embedding(cfg.max_positions, cfg.d_model)
         else:
             self.positions = None
-            self.register_buffer("table", sinusoid_table(cfg.max_positions, cfg.d_model), persistent=False)
+            table = sinusoid_table(cfg.max_positions, cfg.d_model, halves=cfg.positions == "sinusoidal-halves")
+            self.register_buffer("table", table, persistent=False)
 
     def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
         if offset + ids.size(1) > self.max_positions:
@@ -181,13 +187,20 @@ class Embedding(nn.Module):
         return self.drop(self.tokens(ids) * self.scale + pos_emb)  # [B, T, D]
 
 
-def sinusoid_table(n: int, d: int) -> Tensor:
-    pos = torch.arange(n, dtype=torch.float32).unsqueeze(1)
-    freq = torch.exp(torch.arange(0, d, 2, dtype=torch.float32) * (-math.log(10000.0) / d))
-    table = torch.zeros(n, d)
-    table[:, 0::2] = torch.sin(pos * freq)
-    table[:, 1::2] = torch.cos(pos * freq[: d // 2])
-    return table
+def sinusoid_table(n: int, d: int, halves: bool = False) -> Tensor:
+    """[n, d] positions: sin and cos of the same frequencies interleaved, or (``halves``) every sin first and every
+    cos after (MarianMT), computed in float64 as Marian's own table is."""
+    pos = torch.arange(n, dtype=torch.float64).unsqueeze(1)
+    freq = torch.pow(10000.0, -torch.arange(0, d, 2, dtype=torch.float64) / d)  # [ceil(d / 2)]
+    angles = pos * freq  # [n, ceil(d / 2)]
+    table = torch.zeros(n, d, dtype=torch.float64)
+    if halves:
+        table[:, : angles.size(1)] = torch.sin(angles)
+        table[:, angles.size(1):] = torch.cos(angles[:, : d // 2])
+    else:
+        table[:, 0::2] = torch.sin(angles)
+        table[:, 1::2] = torch.cos(angles[:, : d // 2])
+    return table.float()
 
 
 class Transformer(IncrementalModel):
@@ -209,6 +222,8 @@ class Transformer(IncrementalModel):
                 nn.init.xavier_uniform_(p)
         if cfg.tie_output:
             self.out_proj.weight = self.tgt_embed.tokens.weight
+        if cfg.share_embeddings and cfg.has_source:
+            self.tgt_embed.tokens.weight = self.src_embed.tokens.weight
 
     def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
         """``src`` [B, S] ids (pad = PAD_ID) -> memory [B, S, D] and, if asked, encoder self-attention.
