@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from attnviz import __version__
+from attnviz.cli_convert import add_command as add_convert
 from attnviz.cli_train import add_commands
 from attnviz.engine.errors import AttnvizError, InputError
 
@@ -19,7 +20,7 @@ from attnviz.engine.errors import AttnvizError, InputError
 def _add_translate(sub) -> None:
     p = sub.add_parser("translate", help="translate sentences with a checkpoint",
                        description="Translate the SENTENCEs, or one sentence per line of standard input.")
-    p.add_argument("-m", "--model", required=True, help="checkpoint file (.safetensors)")
+    p.add_argument("-m", "--model", required=True, help="checkpoint file (.safetensors) or MarianMT folder")
     p.add_argument("sentences", nargs="*", metavar="SENTENCE")
     p.add_argument("--json", action="store_true", help="print one JSON object per sentence")
     p.add_argument("--attention", metavar="OUT.npz", help="save every attention matrix with token labels")
@@ -47,7 +48,7 @@ def _add_generate(sub) -> None:
 
 def _add_info(sub) -> None:
     p = sub.add_parser("info", help="describe a checkpoint: languages, model, metrics")
-    p.add_argument("checkpoint")
+    p.add_argument("checkpoint", help="a checkpoint file or a MarianMT folder")
     p.add_argument("--json", action="store_true", help="print the description as JSON")
     p.set_defaults(func=cmd_info)
 
@@ -76,6 +77,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_generate(sub)
     _add_info(sub)
     add_commands(sub)
+    add_convert(sub)
     return parser
 
 

@@ -40,6 +40,7 @@ class ModelCard:
     recipe: Mapping[str, Any] | None = None  # the training recipe, as ``Recipe.to_dict`` wrote it
     train_config: Mapping[str, Any] | None = None
     created: Mapping[str, Any] = field(default_factory=dict)
+    alignment_head: tuple[int, int] | None = None  # (layer, head), 0-based: the cross-attention head trained to align
 
     @property
     def kind(self) -> ModelKind:
@@ -84,7 +85,7 @@ class ModelCard:
             "metrics": {split: m.to_dict() for split, m in self.metrics.items()}, "preset": self.preset,
             "train_config": None if self.train_config is None else dict(self.train_config),
             "history": [r.to_dict() for r in self.history], "created": dict(self.created), "dtype": self.dtype,
-            "path": self.path,
+            "path": self.path, **({"alignment_head": list(self.alignment_head)} if self.alignment_head else {}),
         }
 
 
@@ -119,13 +120,25 @@ def card_from_metadata(meta: Mapping[str, Any], parameters: int, path: str | Non
         recipe=meta.get("recipe") if isinstance(meta.get("recipe"), Mapping) else None,
         train_config=meta.get("train_config") if isinstance(meta.get("train_config"), Mapping) else None,
         created=meta.get("created") if isinstance(meta.get("created"), Mapping) else {},
+        alignment_head=_alignment_head(meta.get("alignment_head"), config),
     )
+
+
+def _alignment_head(value: Any, config: ModelConfig) -> tuple[int, int] | None:
+    """A stored ``[layer, head]`` that exists in the model, else None."""
+    layout = config.model_kind.layout(config).get("cross")
+    if (isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value) and layout
+            and 0 <= value[0] < layout[0] and 0 <= value[1] < layout[1]):
+        return value[0], value[1]
+    return None
 
 
 def stored_parameters(index: Mapping[str, Any]) -> int:
     """Parameters stored in a safetensors tensor index (tied weights are stored once, so counted once)."""
     total = 0
-    for entry in index.values():
+    for name, entry in index.items():
+        if name.startswith("tokenizer."):  # a SentencePiece model's bytes, not weights
+            continue
         shape = entry.get("shape") if isinstance(entry, Mapping) else None
         if isinstance(shape, list) and all(isinstance(n, int) for n in shape):
             total += math.prod(shape)
@@ -133,6 +146,11 @@ def stored_parameters(index: Mapping[str, Any]) -> int:
 
 
 def read_card(path: str | os.PathLike) -> ModelCard:
-    """The card of the checkpoint at ``path``, from its header alone (no torch, no tensor data read)."""
+    """The card of the checkpoint at ``path`` (or of a MarianMT folder), from its header alone (no torch, no tensor
+    data read)."""
+    from attnviz.engine.marian import is_model_folder, marian_card  # marian builds cards with this module
+
+    if is_model_folder(path):
+        return marian_card(path)
     meta, index = read_header(path)
     return card_from_metadata(meta, stored_parameters(index), str(path))

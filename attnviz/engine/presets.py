@@ -42,7 +42,9 @@ class Recipe:
         return self.model_config(10, 10).has_source
 
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
+        data = dataclasses.asdict(self)
+        data["src_tokenizer"], data["tgt_tokenizer"] = self.src_tokenizer.to_dict(), self.tgt_tokenizer.to_dict()
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Recipe:

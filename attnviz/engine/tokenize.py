@@ -10,12 +10,13 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from attnviz.engine.errors import ConfigError
 
-MODES = ("spacy", "whitespace", "chars")
+MODES = ("spacy", "whitespace", "chars", "sentencepiece")
+WORD_START = "\u2581"  # "▁": SentencePiece marks the piece that starts a word with it
 NORMALIZERS = ("none", "tatoeba")
 LANGUAGE_NAMES = {"de": "German", "en": "English", "fr": "French"}
 
@@ -71,9 +72,13 @@ class TokenizerSpec:
     """How one side of a corpus is split into tokens."""
 
     lang: str
-    mode: str = "spacy"  # "spacy" (blank pipeline), "whitespace", or "chars" (one token per character)
+    # "spacy" (blank pipeline), "whitespace", "chars" (one token per character) or "sentencepiece" (subword pieces
+    # of ``model_proto``; a piece that starts a word begins with WORD_START)
+    mode: str = "spacy"
     lowercase: bool = True
     normalize: str = "none"  # "none" or "tatoeba" (reference B)
+    # the serialized SentencePiece model of mode "sentencepiece"; checkpoints store it as a tensor, not in JSON
+    model_proto: bytes = field(default=b"", repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
@@ -82,18 +87,25 @@ class TokenizerSpec:
             raise ConfigError(f"normalize must be one of {NORMALIZERS}, not {self.normalize!r}")
         if not re.fullmatch(r"[a-z]{2,3}", self.lang):
             raise ConfigError(f"language must be a two- or three-letter code such as 'de', not {self.lang!r}")
+        if (self.mode == "sentencepiece") != bool(self.model_proto):
+            raise ConfigError("a sentencepiece tokenizer needs its SentencePiece model, and only it takes one")
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        """The JSON-able settings (without ``model_proto``, which travels as bytes of its own)."""
+        data = asdict(self)
+        del data["model_proto"]
+        return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TokenizerSpec:
-        return cls(**data)
+    def from_dict(cls, data: dict[str, Any], model_proto: bytes = b"") -> TokenizerSpec:
+        return cls(**data, model_proto=model_proto)
 
     def prepare(self) -> None:
         """Create the underlying tokenizer now (so a later call does not pay for it)."""
         if self.mode == "spacy":
             _spacy_tokenizer(self.lang)
+        elif self.mode == "sentencepiece":
+            _sentencepiece(self.model_proto)
 
     def tokenize(self, text: str) -> list[str]:
         text = clean_text(text)
@@ -105,7 +117,35 @@ class TokenizerSpec:
             return list(text)
         if self.mode == "whitespace":
             return text.split()
+        if self.mode == "sentencepiece":
+            return _sentencepiece(self.model_proto).encode(text, out_type=str)
         return [tok.text for tok in _spacy_tokenizer(self.lang)(text) if not tok.is_space]
+
+    def detokenize(self, tokens: list[str]) -> str:
+        """Tokens of this side back into text."""
+        if self.mode == "sentencepiece":
+            return _sentencepiece(self.model_proto).decode(list(tokens))
+        return detokenize(tokens, self.mode)
+
+    def word_starts(self, tokens: list[str]) -> list[bool]:
+        """Which tokens begin a word: every token, except SentencePiece pieces without the word-start mark
+        (special tokens such as ``<eos>`` stand alone)."""
+        if self.mode != "sentencepiece":
+            return [True] * len(tokens)
+        return [t.startswith(WORD_START) or (t.startswith("<") and t.endswith(">")) or i == 0
+                for i, t in enumerate(tokens)]
+
+
+@functools.lru_cache(maxsize=8)
+def _sentencepiece(model_proto: bytes):  # -> sentencepiece.SentencePieceProcessor
+    import sentencepiece
+
+    processor = sentencepiece.SentencePieceProcessor()
+    try:
+        processor.LoadFromSerializedProto(model_proto)
+    except Exception as exc:  # sentencepiece raises RuntimeError/OSError with its own text for a bad model
+        raise ConfigError(f"the SentencePiece model cannot be read ({exc}); the file is damaged") from None
+    return processor
 
 
 _NO_SPACE_BEFORE = {".", ",", "!", "?", ";", ":", ")", "]", "}", "%", "...", "n't", "'s", "'re", "'m", "'ll", "'ve", "'d"}

@@ -22,10 +22,12 @@ from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.decoding import Prepared, beam_batch, decode_steps, greedy_batch, pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import DecodeStep, EncoderPass, Translation, assemble
+from attnviz.engine.marian import is_model_folder
 from attnviz.engine.models.protocol import count_parameters, load_stored_state, stored_state
-from attnviz.engine.tokenize import LANGUAGE_NAMES, TokenizerSpec, detokenize
+from attnviz.engine.tokenize import LANGUAGE_NAMES, TokenizerSpec
 from attnviz.engine.vocab import EOS, SOS, Vocab
 
+TOKENIZER_PREFIX = "tokenizer."  # tensors holding a side's SentencePiece model bytes: tokenizer.src, tokenizer.tgt
 GREEDY = DecodeConfig()
 SAMPLED = DecodeConfig(temperature=1.0)
 
@@ -94,7 +96,10 @@ class Translator:
         tokens, warnings = _fit(tokens, self.src_vocab, self.model.max_source_len - 2,
                                 "The sentence has {n} tokens but the model reads at most {limit}; the last {dropped} "
                                 "were dropped.")
-        return [SOS, *tokens, EOS], self.src_vocab.encode(tokens, add_sos_eos=True), warnings
+        labels, ids = [SOS, *tokens, EOS], self.src_vocab.encode(tokens, add_sos_eos=True)
+        if not self.config.model_kind.source_bos:  # the kind reads no <sos> before the source
+            labels, ids = labels[1:], ids[1:]
+        return labels, ids, warnings
 
     def prepare_prefix(self, text: str) -> tuple[list[int], list[str]]:
         """A language model's prefix (possibly empty) as target ids, and warnings."""
@@ -113,7 +118,7 @@ class Translator:
         return Prepared((), (), forced, warnings)
 
     def detokenize(self, tokens: Sequence[str]) -> str:
-        return detokenize([t for t in tokens if t != EOS], self.tgt_spec.mode)
+        return self.tgt_spec.detokenize([t for t in tokens if t != EOS])
 
     # -- decoding ---------------------------------------------------------------------------------------------------
 
@@ -170,12 +175,18 @@ class Translator:
 
     def save(self, path: str | os.PathLike, half: bool = False, **extra: Any) -> None:
         """Write a checkpoint; ``extra`` entries (metrics, history, name...) join the metadata."""
-        state = stored_state(self.model)
+        state = stored_state(self.model) | tokenizer_tensors(self.src_spec, self.tgt_spec)
         meta = {k: v for k, v in self.metadata.items() if k not in ("format", "format_version", "dtype", "path")}
         meta.update(extra)
         meta.update(model=self.config.to_dict(), src_vocab=self.src_vocab.to_list(), tgt_vocab=self.tgt_vocab.to_list(),
                     src_tokenizer=self.src_spec.to_dict(), tgt_tokenizer=self.tgt_spec.to_dict())
         save_tensors(path, state, meta, half=half)
+
+
+def tokenizer_tensors(src: TokenizerSpec, tgt: TokenizerSpec) -> dict[str, torch.Tensor]:
+    """The SentencePiece models of both sides as uint8 tensors, so one checkpoint file holds everything."""
+    return {f"{TOKENIZER_PREFIX}{side}": torch.frombuffer(bytearray(spec.model_proto), dtype=torch.uint8)
+            for side, spec in (("src", src), ("tgt", tgt)) if spec.model_proto}
 
 
 def _from_meta(path: str, meta: dict[str, Any], key: str, parse):
@@ -190,14 +201,21 @@ def _from_meta(path: str, meta: dict[str, Any], key: str, parse):
 
 
 def load_translator(path: str | os.PathLike) -> Translator:
-    """Load a checkpoint file into a ready ``Translator``; raises ``CheckpointError`` with a clear message."""
+    """Load a checkpoint file (or a MarianMT folder) into a ready ``Translator``; raises ``CheckpointError`` with a
+    clear message."""
+    if is_model_folder(path):  # an imported model's folder (MarianMT), read as the Hub lays it out
+        from attnviz.engine.marian_load import load_marian
+
+        return load_marian(path)
     path = str(path)
     meta, tensors = load_tensors(path)
     cfg = _from_meta(path, meta, "model", ModelConfig.from_dict)
     src_vocab = _from_meta(path, meta, "src_vocab", Vocab.from_list)
     tgt_vocab = _from_meta(path, meta, "tgt_vocab", Vocab.from_list)
-    src_spec = _from_meta(path, meta, "src_tokenizer", TokenizerSpec.from_dict)
-    tgt_spec = _from_meta(path, meta, "tgt_tokenizer", TokenizerSpec.from_dict)
+    protos = {side: bytes(tensors.pop(f"{TOKENIZER_PREFIX}{side}").numpy()) for side in ("src", "tgt")
+              if f"{TOKENIZER_PREFIX}{side}" in tensors}
+    src_spec = _from_meta(path, meta, "src_tokenizer", lambda d: TokenizerSpec.from_dict(d, protos.get("src", b"")))
+    tgt_spec = _from_meta(path, meta, "tgt_tokenizer", lambda d: TokenizerSpec.from_dict(d, protos.get("tgt", b"")))
     if (len(src_vocab), len(tgt_vocab)) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
         raise CheckpointError(f"{path}: vocabulary sizes {len(src_vocab)}/{len(tgt_vocab)} do not match the model "
                               f"config {cfg.src_vocab_size}/{cfg.tgt_vocab_size}; the file is inconsistent.")

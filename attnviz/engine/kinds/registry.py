@@ -43,6 +43,7 @@ class ModelKind:
     validate: Callable[[ModelConfig], None] = _no_checks  # settings valid alone but not together for this kind
     short_label: str = ""  # how a model list marks it beside its languages ("LSTM"); empty for none
     teacher_forcing: bool = False  # can train with a teacher-forcing ratio below 1 (feeds its own predictions)
+    source_bos: bool = True  # reads the source as <sos> tokens <eos>; False: tokens <eos> (MarianMT)
     # settings (over ModelConfig's defaults) of a small working model of this kind, built in milliseconds: what
     # the registry-wide tests, the toy models of the test suite and quick benchmarks build
     example_settings: Mapping[str, Any] = field(default_factory=dict)

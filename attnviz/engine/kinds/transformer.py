@@ -28,7 +28,7 @@ def describe_transformer(cfg: ModelConfig, layers: str) -> str:
             f"positions ({cfg.max_positions}), {cfg.norm}-LN")
 
 
-def _layout(cfg: ModelConfig) -> Layout:
+def encoder_decoder_layout(cfg: ModelConfig) -> Layout:
     return {"encoder": (cfg.enc_layers, cfg.heads), "decoder": (cfg.dec_layers, cfg.heads),
             "cross": (cfg.dec_layers, cfg.heads)}
 
@@ -39,7 +39,7 @@ TRANSFORMER = register(ModelKind(
     attention_kinds=("encoder", "decoder", "cross"),
     has_source=True,
     build=build_transformer,
-    layout=_layout,
+    layout=encoder_decoder_layout,
     describe=lambda cfg: describe_transformer(cfg, f"{cfg.enc_layers}+{cfg.dec_layers}"),
     unused_settings=RECURRENT_SETTINGS,
     example_settings=dict(d_model=32, enc_layers=2, dec_layers=2, heads=4, ff_dim=64, dropout=0.1, max_positions=24),
