@@ -21,6 +21,7 @@ from attnviz.engine.checkpoint import load_tensors, save_tensors
 from attnviz.engine.decoding import beam_batch, decode_steps, greedy_batch, pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import DecodeStep, EncoderPass, Translation, assemble
+from attnviz.engine.header_schema import check_against_index, check_finite
 from attnviz.engine.model import Transformer, count_parameters
 from attnviz.engine.rnn import RNNAttention
 from attnviz.engine.tokenize import LANGUAGE_NAMES, TokenizerSpec, detokenize, languages_label
@@ -220,17 +221,11 @@ def load_translator(path: str | os.PathLike) -> Translator:
     if (len(src_vocab), len(tgt_vocab)) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
         raise CheckpointError(f"{path}: vocabulary sizes {len(src_vocab)}/{len(tgt_vocab)} do not match the model "
                               f"config {cfg.src_vocab_size}/{cfg.tgt_vocab_size}; the file is inconsistent.")
+    # shapes are compared on a meta-device model first, so a size bomb is refused before anything is allocated
+    check_against_index(path, build_model, cfg, {k: {"shape": list(t.shape)} for k, t in tensors.items()},
+                        _tied_keys(cfg))
+    check_finite(path, tensors)
     model = build_model(cfg)
-    expected = {k: v.shape for k, v in model.state_dict().items() if k not in _tied_keys(cfg)}
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(expected))
-    if missing or unexpected:
-        raise CheckpointError(f"{path}: tensors do not match the model config (missing: {missing[:5]}, "
-                              f"unexpected: {unexpected[:5]}).")
-    for name, shape in expected.items():
-        if tensors[name].shape != shape:
-            raise CheckpointError(f"{path}: tensor {name} has shape {list(tensors[name].shape)} but the config "
-                                  f"needs {list(shape)}.")
     model.load_state_dict(tensors, strict=not _tied_keys(cfg))
     meta["path"] = path
     return Translator(model, src_vocab, tgt_vocab, src_spec, tgt_spec, meta)
