@@ -126,11 +126,13 @@ def cmd_train(args) -> int:
     from attnviz.engine.events import (CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStarted,
                                        TrainStep, TrainStopped)
     from attnviz.engine.presets import get_preset
-    from attnviz.engine.runs import recipe_of_run
+    from attnviz.engine.events import TrainNote
+    from attnviz.engine.runs import recipe_of_run, run_checkpoint
     from attnviz.engine.training import train
 
     if args.resume:
-        recipe, out = recipe_of_run(args.resume).override(_overrides(args)), args.resume
+        # any file of a run (best, .last, .state, .epochN) resumes that run; its best is never written over .last
+        recipe, out = recipe_of_run(args.resume).override(_overrides(args)), str(run_checkpoint(args.resume))
     elif args.preset:
         recipe = get_preset(args.preset).override(_overrides(args))
         out = args.out or str(Path("runs") / f"{recipe.name}.safetensors")
@@ -166,6 +168,8 @@ def cmd_train(args) -> int:
         elif isinstance(event, TrainStopped):
             print(f"stopped at step {event.step}; resume with --resume {out}", flush=True)
             return 130
+        elif isinstance(event, TrainNote):
+            print(("\n" if tty else "") + f"note: {event.message}", file=sys.stderr, flush=True)
         elif isinstance(event, TrainFailed):
             print(f"attnviz: error: {event.message}" + (f" Last good checkpoint: {event.last_good}"
                                                        if event.last_good else ""), file=sys.stderr)

@@ -190,12 +190,16 @@ class Translator:
 
     def save(self, path: str | os.PathLike, half: bool = False, **extra: Any) -> None:
         """Write a checkpoint; ``extra`` entries (metrics, history, name...) join the metadata."""
+        save_tensors(path, *self.checkpoint_parts(**extra), half=half)
+
+    def checkpoint_parts(self, **extra: Any) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        """The tensors and metadata ``save`` writes (a run's state file embeds them too)."""
         state = {k: v for k, v in self.model.state_dict().items() if k not in _tied_keys(self.config)}
         meta = {k: v for k, v in self.metadata.items() if k not in ("format", "format_version", "dtype", "path")}
         meta.update(extra)
         meta.update(model=self.config.to_dict(), src_vocab=self.src_vocab.to_list(), tgt_vocab=self.tgt_vocab.to_list(),
                     src_tokenizer=self.src_spec.to_dict(), tgt_tokenizer=self.tgt_spec.to_dict())
-        save_tensors(path, state, meta, half=half)
+        return state, meta
 
 
 def _from_meta(path: str, meta: dict[str, Any], key: str, parse):
