@@ -13,8 +13,9 @@ import dataclasses
 import math
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from attnviz.engine.errors import CheckpointError
 

@@ -102,7 +102,7 @@ def test_a_size_bomb_within_the_limits_is_refused_before_allocating(tmp_path, go
     path = tmp_path / "bomb.safetensors"
     path.write_bytes(with_meta(good_bytes, lambda m: m["model"].update(enc_layers=60, d_model=8192, heads=8,
                                                                         ff_dim=65536)))
-    import attnviz.engine.translator as translator
+    from attnviz.engine import translator
 
     built = []
     real = translator.build_model
