@@ -91,10 +91,13 @@ def cmd_data_download(args) -> int:
     from attnviz.engine.download import download
 
     target = resolve_data_dir(args.data_dir)
-    tty = sys.stderr.isatty()
+    tty, resumed = sys.stderr.isatty(), set()
     for p in download(args.name, target, args.mirror):
         if p.skipped:
             print(f"{p.file}: already present and verified", file=sys.stderr)
+        elif p.resumed_from and p.file not in resumed:
+            resumed.add(p.file)
+            print(f"{p.file}: resuming the partial download at {p.resumed_from:,} bytes", file=sys.stderr)
         elif p.finished:
             print(("\r" if tty else "") + f"{p.file}: {p.done:,} bytes, checksum verified" + " " * 20, file=sys.stderr)
         elif tty:
