@@ -21,6 +21,7 @@ import os
 import urllib.error
 import urllib.request
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -224,15 +225,19 @@ def _install(part: Path, target: Path, remote: RemoteFile) -> None:
     """Verify (extracting the member of an archive first) and move into place."""
     source = part
     if remote.member:
+        source = target.with_name(target.name + ".extract")
         try:
-            with zipfile.ZipFile(part) as archive, archive.open(remote.member) as member:
-                source = target.with_name(target.name + ".extract")
-                with open(source, "wb") as out:
-                    while block := member.read(1 << 20):
-                        out.write(block)
-        except (zipfile.BadZipFile, KeyError) as exc:
+            with zipfile.ZipFile(part) as archive, archive.open(remote.member) as member, open(source, "wb") as out:
+                while block := member.read(1 << 20):
+                    out.write(block)
+        except (zipfile.BadZipFile, KeyError, EOFError, zlib.error) as exc:
+            source.unlink(missing_ok=True)
             part.unlink(missing_ok=True)
             raise DataError(f"{remote.url} did not give a usable archive ({exc}); run the download again.") from None
+        except OSError as exc:  # no .extract is left behind; the complete archive is kept for the next run
+            source.unlink(missing_ok=True)
+            raise DataError(f"cannot extract {remote.member} into {target.parent} ({exc.strerror}); free some "
+                            "space, then run the download again.") from None
     digest = sha256_of(source)
     if digest != remote.sha256:
         source.unlink(missing_ok=True)

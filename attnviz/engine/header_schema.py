@@ -25,6 +25,8 @@ DTYPE_SIZES = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "I64": 8, "I32": 4, "I16
 MODEL_LIMITS = {"src_vocab_size": 2_000_000, "tgt_vocab_size": 2_000_000, "d_model": 8192, "enc_layers": 64,
                 "dec_layers": 64, "heads": 256, "ff_dim": 65536, "max_positions": 16384, "hidden": 16384}
 DEFAULT_INT_LIMIT = 1_000_000
+FIGURES = frozenset({"bleu_tok", "sacrebleu", "chrf", "ppl", "accuracy", "loss", "sentences", "seconds", "tokens",
+                     "bleu_tok_float32", "bleu_tok_float16", "loss_float32", "loss_float16", "step", "epoch"})
 MAX_BUFFER_ELEMENTS = 64 * 1024 * 1024  # tensors a model builds itself (position tables), not read from the file
 META_TYPES: dict[str, tuple[type, ...]] = {  # entry -> allowed JSON types (None allowed where a writer stores it)
     "model": (dict,), "src_vocab": (list,), "tgt_vocab": (list,), "src_tokenizer": (dict,), "tgt_tokenizer": (dict,),
@@ -119,6 +121,14 @@ def check_metadata(path: Path, meta: Any) -> None:
             raise CheckpointError(f"{path}: its {key} holds entries that are not strings; the file is damaged.")
     if "metrics" in meta and not all(isinstance(v, dict) for v in meta["metrics"].values()):
         raise CheckpointError(f"{path}: its 'metrics' entry must map each split to an object of figures.")
+    for split, figures in meta.get("metrics", {}).items():
+        bad = sorted(k for k in set(figures) & FIGURES if type(figures[k]) not in (int, float))
+        if bad:
+            raise CheckpointError(f"{path}: metrics {split[:40]!r} has {bad[0]!r} = {figures[bad[0]]!r:.40}, "
+                                  "which is not a number.")
+    for key in ("src_tokenizer", "tgt_tokenizer"):
+        if not all(isinstance(v, (str, int, float, bool, type(None))) for v in meta.get(key, {}).values()):
+            raise CheckpointError(f"{path}: its {key} settings must be plain values (strings, numbers).")
     if "history" in meta and not all(isinstance(v, dict) for v in meta["history"]):
         raise CheckpointError(f"{path}: its 'history' entry must be a list of objects.")
     if isinstance(meta.get("model"), dict):

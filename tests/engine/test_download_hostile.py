@@ -145,3 +145,11 @@ def test_a_data_folder_that_is_a_file_or_not_writable(tmp_path, monkeypatch, cap
         list(dl.download("names", folder))
     with pytest.raises(DataError, match="cannot create the data folder"):
         list(dl.download("names", afile / "below"))
+
+
+def test_a_broken_archive_leaves_no_files_behind(server, tmp_path, monkeypatch):
+    remote = dl.RemoteFile("https://origin.invalid/toy.bin", "toy.txt", DIGEST, member="toy.txt", bound=1 << 20)
+    monkeypatch.setitem(dl.SOURCES, "toy", ("not really a zip", [remote]))
+    with pytest.raises(DataError, match="did not give a usable archive"):
+        fetch(server, "good", tmp_path)
+    assert list(tmp_path.iterdir()) == []
