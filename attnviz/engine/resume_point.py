@@ -59,7 +59,10 @@ def remove_stale_temps(paths: RunPaths) -> list[str]:
         n = entry.name
         ours = any(n.startswith(f".{name}.") for name in names) or epoch.match(n)
         if ours and n.endswith(".tmp") and entry.is_file():
-            entry.unlink(missing_ok=True)
+            try:
+                entry.unlink()
+            except OSError:
+                continue  # a read-only folder: the next save fails with its own clear message
             removed.append(n)
     return removed
 
@@ -87,6 +90,9 @@ def restore_last(paths: RunPaths) -> str | None:
     weights = {k[len(WEIGHT_PREFIX):]: v for k, v in tensors.items() if k.startswith(WEIGHT_PREFIX)}
     meta = {k: v for k, v in state_meta["checkpoint"].items() if k not in ("format", "format_version", "dtype")}
     was = f"at step {last_step}" if last_step is not None else "missing" if not paths.last.exists() else "damaged"
-    save_tensors(paths.last, weights, meta)
+    try:
+        save_tensors(paths.last, weights, meta)
+    except OSError as exc:
+        raise save_failed(paths.last, exc) from None
     return (f"{paths.last.name} was {was} (a save was cut short); rebuilt it from {paths.state.name} "
             f"(step {state_meta.get('step')}).")
