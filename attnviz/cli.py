@@ -13,20 +13,27 @@ from collections.abc import Sequence
 
 from attnviz import __version__
 from attnviz.cli_convert import add_command as add_convert
+from attnviz.cli_args import BEAM, LENGTH_PENALTY, MAX_BEAM, MAX_LENGTH, float_range, int_range, output_file
 from attnviz.cli_train import add_commands
 from attnviz.engine.errors import AttnvizError, InputError
 
 
 def _add_translate(sub) -> None:
     p = sub.add_parser("translate", help="translate sentences with a checkpoint",
-                       description="Translate the SENTENCEs, or one sentence per line of standard input.")
+                       description="Translate the SENTENCEs, or one sentence per line of standard input. Every input "
+                                   "line gives one output line; a line that cannot be translated gives an empty line "
+                                   "(or {\"line\": N, \"error\": ...} with --json) and a warning on stderr.",
+                       epilog="exit status: 0 all lines translated, 1 some line failed or the model could not be "
+                              "read, 2 bad options or no input")
     p.add_argument("-m", "--model", required=True, help="checkpoint file (.safetensors) or MarianMT folder")
     p.add_argument("sentences", nargs="*", metavar="SENTENCE")
     p.add_argument("--json", action="store_true", help="print one JSON object per sentence")
-    p.add_argument("--attention", metavar="OUT.npz", help="save every attention matrix with token labels")
-    p.add_argument("--beam", type=int, default=1, help="beam width (1 = greedy, the default)")
-    p.add_argument("--length-penalty", type=float, default=1.0, help="GNMT length penalty alpha for beam search")
-    p.add_argument("--max-len", type=int, default=50, help="most output tokens per sentence (default 50)")
+    p.add_argument("--attention", metavar="OUT.npz", type=output_file,
+                   help="save every attention matrix with token labels")
+    p.add_argument("--beam", type=BEAM, default=1, help=f"beam width (1 = greedy, the default; at most {MAX_BEAM})")
+    p.add_argument("--length-penalty", type=LENGTH_PENALTY, default=1.0,
+                   help="GNMT length penalty alpha for beam search (0 to 10)")
+    p.add_argument("--max-len", type=MAX_LENGTH, default=50, help="most output tokens per sentence (default 50)")
     p.set_defaults(func=cmd_translate)
 
 
@@ -36,13 +43,14 @@ def _add_generate(sub) -> None:
                                    "(--temperature 0) or by sampling from the softmax at the given temperature.")
     p.add_argument("-m", "--model", required=True, help="language-model checkpoint (.safetensors)")
     p.add_argument("--prefix", default="", help="the start of every sequence (default: empty)")
-    p.add_argument("--n", type=int, default=10, help="how many sequences (default 10)")
-    p.add_argument("--temperature", type=float, help="0 = greedy, > 0 samples the softmax at that temperature "
+    p.add_argument("--n", type=int_range(1, 100_000), default=10, help="how many sequences (default 10)")
+    p.add_argument("--temperature", type=float_range(0.0, 1000.0), help="0 = greedy, > 0 samples the softmax at that temperature "
                    "(default: the one the model's recipe names, e.g. 1.0 for names-char; 1.0 when it names none)")
-    p.add_argument("--seed", type=int, help="seed of the sampling, to reproduce an output (default: the recipe's, "
+    p.add_argument("--seed", type=int_range(0, 2**63 - 1), help="seed of the sampling, to reproduce an output (default: the recipe's, "
                    "else 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object per sequence")
-    p.add_argument("--attention", metavar="OUT.npz", help="save every attention matrix with token labels")
+    p.add_argument("--attention", metavar="OUT.npz", type=output_file,
+                   help="save every attention matrix with token labels")
     p.set_defaults(func=cmd_generate)
 
 
@@ -81,55 +89,29 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _read_sentences(args) -> list[str]:
-    if args.sentences:
-        if any(not s.strip() for s in args.sentences):
-            raise InputError("an empty sentence was given; pass text to translate, e.g. "
-                             "attnviz translate -m MODEL \"Ein Hund rennt.\"")
-        return list(args.sentences)
-    if sys.stdin is None or sys.stdin.isatty():
-        raise InputError("no sentences: pass them as arguments or one per line on standard input")
-    lines = [line.rstrip("\n") for line in sys.stdin]
-    if not any(line.strip() for line in lines):
-        raise InputError("standard input has no text to translate (it is empty or only whitespace)")
-    return lines
-
-
 def cmd_translate(args) -> int:
+    from attnviz.cli_batch import read_lines, translate_lines, utf8_stdout, write_lines
     from attnviz.engine.config import DecodeConfig
     from attnviz.engine.export import save_attention
     from attnviz.engine.translator import load_translator
 
     decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty)
-    sentences = _read_sentences(args)
+    lines = read_lines(args.sentences)
     translator = load_translator(args.model)
     if not translator.has_source:
         raise InputError(f"{args.model} is a language model: it continues text instead of translating it. Use "
                          f"attnviz generate -m {args.model} --prefix TEXT")
-    if args.attention:  # full matrices need one greedy pass per sentence
-        done = [translator.translate(s, decode) if s.strip() else None for s in sentences]
-        found = [t for t in done if t is not None]
+    translate_lines(translator, lines, decode, attention=bool(args.attention))
+    if args.attention:
+        found = [line.translation for line in lines if line.translation is not None]
         save_attention(args.attention, found, translator.info)
         print(f"attention of {len(found)} sentence(s) saved to {args.attention}", file=sys.stderr)
-        outputs = [(list(t.src_tokens), list(t.words), t.text, list(t.warnings)) if t else ([], [], "", [])
-                   for t in done]
-    else:
-        token_lists = translator.translate_batch_tokens(sentences, decode)
-        outputs = []
-        for s, toks in zip(sentences, token_lists):
-            src, _, warnings = translator.prepare_source(s) if s.strip() else ([], [], [])
-            outputs.append((src, toks, translator.detokenize(toks), warnings))
-    for sentence, (src, toks, text, warnings) in zip(sentences, outputs):
-        for w in warnings:
-            print(f"warning: {w}", file=sys.stderr)
-        if not sentence.strip():
-            print("warning: empty line left untranslated", file=sys.stderr)
-        if args.json:
-            print(json.dumps({"source": sentence, "src_tokens": src, "tokens": toks, "text": text,
-                              "warnings": warnings}, ensure_ascii=False))
-        else:
-            print(text)
-    return 0
+    utf8_stdout()
+    failed = write_lines(lines, args.json)
+    if failed:
+        print(f"attnviz: {failed} of {len(lines)} line(s) could not be translated (their output lines are empty)",
+              file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _recipe_decoding(translator):
@@ -247,3 +229,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into a reader that stopped early (e.g. `| head`)
         sys.stderr.close()
         return 0
+    except OSError as exc:  # a file the user named cannot be written (disk full, permissions): one line, no trace
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"attnviz: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1

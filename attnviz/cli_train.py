@@ -12,6 +12,7 @@ import threading
 import time
 from pathlib import Path
 
+from attnviz.cli_args import BEAM, LENGTH_PENALTY, MAX_LENGTH, int_range
 from attnviz.engine.errors import ConfigError
 
 TRAIN_FLAGS = {  # flag -> recipe setting
@@ -31,7 +32,8 @@ def add_commands(sub) -> None:
     p.add_argument("--out", help="best checkpoint path (default: runs/PRESET.safetensors)")
     p.add_argument("--resume", metavar="CKPT", help="continue the run whose checkpoint is CKPT")
     p.add_argument("--data-dir", help="folder with the corpora (default: $ATTNVIZ_DATA or the user data folder)")
-    p.add_argument("--max-steps", type=int, default=0, help="stop after this many optimizer steps in total")
+    p.add_argument("--max-steps", type=int_range(0, 10**12), default=0,
+                   help="stop after this many optimizer steps in total")
     for flag, setting in TRAIN_FLAGS.items():
         p.add_argument("--" + flag.replace("_", "-"), dest=flag, help=f"sets {setting}")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override any recipe setting")
@@ -41,7 +43,7 @@ def add_commands(sub) -> None:
     p.add_argument("checkpoint")
     p.add_argument("--out", required=True, help="the file to write (e.g. models/de-en-multi30k.safetensors)")
     p.add_argument("--name", help="display name stored in the file")
-    p.add_argument("--beam", type=int, default=5, help="beam width measured beside greedy (default 5)")
+    p.add_argument("--beam", type=BEAM, default=5, help="beam width measured beside greedy (default 5)")
     p.add_argument("--half", choices=["auto", "yes", "no"], default="auto",
                    help="store float16 weights; auto: only if test bleu_tok moves by at most 0.1")
     p.add_argument("--data-dir")
@@ -58,9 +60,9 @@ def add_commands(sub) -> None:
     p.add_argument("--src", help="source file (plain or .gz), one sentence per line")
     p.add_argument("--ref", help="reference file aligned with --src")
     p.add_argument("--data-dir")
-    p.add_argument("--beam", type=int, default=1)
-    p.add_argument("--length-penalty", type=float, default=1.0)
-    p.add_argument("--max-len", type=int, default=50)
+    p.add_argument("--beam", type=BEAM, default=1)
+    p.add_argument("--length-penalty", type=LENGTH_PENALTY, default=1.0)
+    p.add_argument("--max-len", type=MAX_LENGTH, default=50)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_evaluate)
 
@@ -89,10 +91,13 @@ def cmd_data_download(args) -> int:
     from attnviz.engine.download import download
 
     target = resolve_data_dir(args.data_dir)
-    tty = sys.stderr.isatty()
+    tty, resumed = sys.stderr.isatty(), set()
     for p in download(args.name, target, args.mirror):
         if p.skipped:
             print(f"{p.file}: already present and verified", file=sys.stderr)
+        elif p.resumed_from and p.file not in resumed:
+            resumed.add(p.file)
+            print(f"{p.file}: resuming the partial download at {p.resumed_from:,} bytes", file=sys.stderr)
         elif p.finished:
             print(("\r" if tty else "") + f"{p.file}: {p.done:,} bytes, checksum verified" + " " * 20, file=sys.stderr)
         elif tty:
@@ -133,11 +138,13 @@ def cmd_train(args) -> int:
         TrainStopped,
     )
     from attnviz.engine.presets import get_preset
-    from attnviz.engine.runs import recipe_of_run
+    from attnviz.engine.events import TrainNote
+    from attnviz.engine.runs import recipe_of_run, run_checkpoint
     from attnviz.engine.training import train
 
     if args.resume:
-        recipe, out = recipe_of_run(args.resume).override(_overrides(args)), args.resume
+        # any file of a run (best, .last, .state, .epochN) resumes that run; its best is never written over .last
+        recipe, out = recipe_of_run(args.resume).override(_overrides(args)), str(run_checkpoint(args.resume))
     elif args.preset:
         recipe = get_preset(args.preset).override(_overrides(args))
         out = args.out or str(Path("runs") / f"{recipe.name}.safetensors")
@@ -174,6 +181,8 @@ def cmd_train(args) -> int:
         elif isinstance(event, TrainStopped):
             print(f"stopped at step {event.step}; resume with --resume {out}", flush=True)
             return 130
+        elif isinstance(event, TrainNote):
+            print(("\n" if tty else "") + f"note: {event.message}", file=sys.stderr, flush=True)
         elif isinstance(event, TrainFailed):
             print(f"attnviz: error: {event.message}" + (f" Last good checkpoint: {event.last_good}"
                                                        if event.last_good else ""), file=sys.stderr)

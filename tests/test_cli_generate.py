@@ -48,10 +48,10 @@ def test_generate_saves_attention(lm_path, tmp_path, capsys):
 
 
 def test_generate_refuses_bad_values_and_translation_models(lm_path, tmp_path, capsys, trained_translator):
-    assert main(["generate", "-m", lm_path, "--temperature", "-1"]) == 1
-    assert "temperature" in capsys.readouterr().err
-    assert main(["generate", "-m", lm_path, "--n", "0"]) == 2
-    assert "--n" in capsys.readouterr().err
+    for bad in (["--temperature", "-1"], ["--n", "0"]):  # bad option values are usage errors (issue 16)
+        with pytest.raises(SystemExit) as exit_info:
+            main(["generate", "-m", lm_path, *bad])
+        assert exit_info.value.code == 2 and bad[0] in capsys.readouterr().err
     path = tmp_path / "toy.safetensors"
     trained_translator.save(path)
     assert main(["generate", "-m", str(path)]) == 2

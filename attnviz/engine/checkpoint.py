@@ -22,6 +22,7 @@ from safetensors.torch import save as st_save
 
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.header import FORMAT, FORMAT_VERSION, read_header
+from attnviz.engine.header_schema import open_regular
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "atomic_write", "load_tensors", "read_header", "save_tensors"]
 
@@ -80,7 +81,10 @@ def load_tensors(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, tor
     """Read metadata and tensors (floating tensors converted to float32)."""
     meta, _ = read_header(path)
     try:
-        tensors = st_load(Path(path).read_bytes())
+        with open_regular(Path(path)) as f:
+            tensors = st_load(f.read())
+    except CheckpointError:
+        raise
     except Exception as exc:  # safetensors raises its own SafetensorError for inconsistent offsets
         raise CheckpointError(f"{path}: the tensor data is damaged ({exc}).") from None
     return meta, {k: (v.float() if v.is_floating_point() else v) for k, v in tensors.items()}

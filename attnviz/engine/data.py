@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from attnviz.engine.datacheck import check_line
 from attnviz.engine.errors import DataError
 from attnviz.engine.tokenize import clean_text, normalize_tatoeba
 
@@ -58,6 +59,7 @@ def read_lines(path: str | os.PathLike) -> list[str]:
                     lines.append(raw.decode("utf-8").rstrip("\r\n"))
                 except UnicodeDecodeError:
                     raise DataError(f"{path}, line {number}: not valid UTF-8 text.") from None
+                check_line(path, number, lines[-1])
     except (OSError, EOFError) as exc:
         raise DataError(f"{path}: cannot be read ({exc}).") from None
     return lines
@@ -68,7 +70,7 @@ def read_parallel(src_path: str | os.PathLike, tgt_path: str | os.PathLike) -> t
     src, tgt = read_lines(src_path), read_lines(tgt_path)
     if len(src) != len(tgt):
         raise DataError(f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}: line-aligned files must "
-                        "have the same number of lines.")
+                        f"have the same number of lines (line {min(len(src), len(tgt)) + 1} has no partner).")
     return _drop_empty(zip(src, tgt))
 
 

@@ -209,3 +209,10 @@ class TrainStopped:
 class TrainFailed:
     message: str
     last_good: str | None  # the newest intact checkpoint, if any
+
+
+@dataclass(frozen=True)
+class TrainNote:
+    """Something the user should know that does not stop the run (e.g. a file repaired on resume)."""
+
+    message: str

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from attnviz.engine.errors import CheckpointError
+from attnviz.engine.header_schema import attnviz_metadata, check_index, check_metadata, open_regular
 
 FORMAT = "attnviz-checkpoint"
 FORMAT_VERSION = 1
@@ -32,11 +33,14 @@ def read_header(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]
         raise CheckpointError(f"{path}: no such file. Check the path, or pick one of the bundled models.")
     if path.is_dir():
         raise CheckpointError(f"{path} is a folder; choose a .safetensors checkpoint file inside it.")
-    size = path.stat().st_size
-    with open(path, "rb") as f:
-        head = f.read(8)
-        n = int.from_bytes(head, "little")
-        raw = f.read(min(n, _MAX_HEADER)) if len(head) == 8 and 2 <= n <= _MAX_HEADER else b""
+    with open_regular(path) as f:
+        size = os.fstat(f.fileno()).st_size
+        try:
+            head = f.read(8)
+            n = int.from_bytes(head, "little")
+            raw = f.read(min(n, _MAX_HEADER)) if len(head) == 8 and 2 <= n <= _MAX_HEADER else b""
+        except OSError as exc:
+            raise CheckpointError(f"{path} cannot be read ({exc.strerror}).") from None
     if not raw.startswith(b"{"):
         _sniff_foreign(path, head)
         if len(head) < 8:
@@ -50,20 +54,23 @@ def read_header(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]
         header = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError):
         raise CheckpointError(f"{path} is not a safetensors file (its header is not valid JSON).") from None
+    except RecursionError:  # json recurses per nesting level
+        raise CheckpointError(f"{path}: its header is nested too deeply; the file is damaged or hostile.") from None
     if not isinstance(header, dict):
         raise CheckpointError(f"{path} is not a safetensors file (its header is not a JSON object).")
-    index = {k: v for k, v in header.items() if k != "__metadata__"}
-    end = max((int(v["data_offsets"][1]) for v in index.values()), default=0)
+    index = check_index(path, header)
+    end = max((v["data_offsets"][1] for v in index.values()), default=0)
     if 8 + n + end > size:
         raise CheckpointError(f"{path} is truncated: it should be {8 + n + end} bytes but has {size}. "
                               "It was probably cut off while copying or saving; copy or download it again.")
-    meta_raw = (header.get("__metadata__") or {}).get("attnviz")
+    meta_raw = attnviz_metadata(path, header)
     if meta_raw is None:
         raise CheckpointError(f"{path} is a safetensors file but not an attnviz checkpoint (no attnviz metadata).")
     try:
         meta = json.loads(meta_raw)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         raise CheckpointError(f"{path}: its attnviz metadata is not valid JSON; the file is damaged.") from None
+    check_metadata(path, meta)
     if meta.get("format") != FORMAT:
         raise CheckpointError(f"{path}: metadata format is {meta.get('format')!r}, expected {FORMAT!r}.")
     version = meta.get("format_version")

@@ -56,9 +56,10 @@ class RunState:
 
 def read_run_state(out: str | os.PathLike) -> RunState:
     """Read a run's training-state file (what resuming needs); CheckpointError when it has none."""
-    paths = RunPaths(Path(out))
+    paths = RunPaths(run_checkpoint(out))
     if not paths.state.exists():
-        raise CheckpointError(f"cannot resume {out}: its training-state file {paths.state} does not exist.")
+        raise CheckpointError(f"cannot resume {out}: its training-state file {paths.state} does not exist (nothing "
+                              "of the run was saved yet, or this file is not part of a run).")
     meta, _ = read_header(paths.state)
     return RunState(Recipe.from_dict(meta["recipe"]), tuple(EvalRecord.from_dict(r) for r in meta.get("history", [])))
 

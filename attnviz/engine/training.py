@@ -26,22 +26,17 @@ from attnviz.engine.batching import batch_tensors, eval_batches, make_batches
 from attnviz.engine.checkpoint import load_tensors, save_tensors
 from attnviz.engine.config import DecodeConfig, TrainConfig, check_training
 from attnviz.engine.data import Pair, load_splits, resolve_data_dir
+from attnviz.engine.datacheck import check_prepared
+from attnviz.engine.divergence import DivergenceWatch
 from attnviz.engine.errors import CheckpointError, ConfigError
-from attnviz.engine.events import (
-    CheckpointSaved,
-    EvalResult,
-    Sample,
-    TrainFailed,
-    TrainFinished,
-    TrainStarted,
-    TrainStep,
-    TrainStopped,
-)
+from attnviz.engine.events import (CheckpointSaved, EvalResult, Sample, TrainFailed, TrainFinished, TrainNote,
+                                   TrainStarted, TrainStep, TrainStopped)
 from attnviz.engine.metrics import bleu_tok, smoothed_loss, teacher_forced_stats
 from attnviz.engine.models.protocol import count_parameters, load_stored_state
 from attnviz.engine.presets import Recipe
 from attnviz.engine.records import EvalRecord
-from attnviz.engine.runs import RunPaths
+from attnviz.engine.resume_point import SaveError, remove_stale_temps, restore_last, save_failed, weights_entries
+from attnviz.engine.runs import RunPaths, run_checkpoint
 from attnviz.engine.translator import Translator, build_model, load_translator
 from attnviz.engine.vocab import PAD_ID, Vocab
 
@@ -109,7 +104,10 @@ def prepare(recipe: Recipe, data_dir=None, vocabs: tuple[Vocab, Vocab] | None = 
         return [(vocabs[0].encode(s[:limit], True) if has_source else [], vocabs[1].encode(t[:limit], True))
                 for s, t in pairs if t and (s or not has_source)]
 
-    return Prepared(vocabs[0], vocabs[1], encode(train_tok), encode(val_tok), splits.val, [t for _, t in val_tok])
+    prepared = Prepared(vocabs[0], vocabs[1], encode(train_tok), encode(val_tok), splits.val, [t for _, t in val_tok])
+    check_prepared(recipe.corpus, resolve_data_dir(data_dir), {"train": len(splits.train), "val": len(splits.val)},
+                   {"train": len(prepared.train), "val": len(prepared.val)})
+    return prepared
 
 
 def _optimizer(model, cfg: TrainConfig) -> torch.optim.Adam:
@@ -117,8 +115,9 @@ def _optimizer(model, cfg: TrainConfig) -> torch.optim.Adam:
                             weight_decay=cfg.weight_decay)
 
 
-def _save_state(path: Path, opt, step: int, epoch: int, batch_index: int, extra: dict) -> None:
-    tensors = {"rng.torch": torch.get_rng_state()}
+def _save_state(path: Path, opt, step: int, epoch: int, batch_index: int, extra: dict,
+                weights: dict[str, torch.Tensor]) -> None:
+    tensors = {"rng.torch": torch.get_rng_state(), **weights_entries(weights)}
     for i, state in opt.state_dict()["state"].items():
         for key, value in state.items():
             tensors[f"opt.{i}.{key}"] = value if torch.is_tensor(value) else torch.tensor(value)
@@ -157,7 +156,11 @@ class _Trainer:
     """One run's mutable state; ``train`` drives it and turns its work into events."""
 
     def __init__(self, recipe: Recipe, out, data_dir, resume: bool):
-        self.recipe, self.cfg, self.paths = recipe, recipe.train, RunPaths(Path(out))
+        # resuming from any file of a run (its .last or .state too) continues that run and writes its own files
+        self.recipe, self.cfg = recipe, recipe.train
+        self.paths = RunPaths(run_checkpoint(out) if resume else Path(out))
+        self.notes = [f"removed {name}, left behind by a save that was cut short" for name in
+                      remove_stale_temps(self.paths)]
         self.device = pick_device(self.cfg.device)
         if self.cfg.threads:
             torch.set_num_threads(self.cfg.threads)
@@ -182,9 +185,9 @@ class _Trainer:
         gc.freeze()
 
     def _resume(self, data_dir) -> None:
-        if not self.paths.state.exists() or not self.paths.last.exists():
-            raise CheckpointError(f"cannot resume: {self.paths.state.name} and {self.paths.last.name} are needed next "
-                                  f"to {self.paths.best}; start a new run instead.")
+        repaired = restore_last(self.paths)
+        if repaired:
+            self.notes.append(repaired)
         last = load_translator(self.paths.last)
         self.model = last.model.to(self.device)
         self.data = prepare(self.recipe, data_dir, (last.src_vocab, last.tgt_vocab), last.config.max_positions)
@@ -203,11 +206,17 @@ class _Trainer:
         return make_batches(lengths, self.cfg, seed=self.cfg.seed * 1000 + epoch)
 
     def save(self, path: Path, role: str, extra_meta: dict | None = None) -> CheckpointSaved:
-        meta = {"name": self.recipe.name, "preset": self.recipe.name, "recipe": self.recipe.to_dict(),
-                "train_config": self.cfg.to_dict(), "history": self._history_dicts(), "step": self.step,
-                "metrics": {"val": self.history[-1].to_dict()} if self.history else {}, **(extra_meta or {})}
-        self.translator.save(path, **meta)
+        meta = self.checkpoint_meta() | (extra_meta or {})
+        try:
+            self.translator.save(path, **meta)
+        except OSError as exc:
+            raise save_failed(path, exc) from None
         return CheckpointSaved(str(path), role, self.step)
+
+    def checkpoint_meta(self) -> dict:
+        return {"name": self.recipe.name, "preset": self.recipe.name, "recipe": self.recipe.to_dict(),
+                "train_config": self.cfg.to_dict(), "history": self._history_dicts(), "step": self.step,
+                "metrics": {"val": self.history[-1].to_dict()} if self.history else {}}
 
     def _history_dicts(self) -> list[dict]:
         return [r.to_dict() for r in self.history]
@@ -215,10 +224,17 @@ class _Trainer:
     def save_resume_point(self, epoch: int, batch_index: int) -> CheckpointSaved:
         if self.last_saved_step == self.step and self.last_good:
             return CheckpointSaved(self.last_good, "last", self.step)
-        saved = self.save(self.paths.last, "last")  # weights first: a state file always has its checkpoint
-        _save_state(self.paths.state, self.opt, self.step, epoch, batch_index,
-                    {"history": self._history_dicts(), "best_score": self.best_score, "recipe": self.recipe.to_dict(),
-                     "param_names": _param_names(self.model)})
+        # the state file holds the weights and .last's metadata too, and is written first: it alone is a whole
+        # resume point, and a cut between the two files is repaired on resume (see engine.resume_point)
+        weights, last_meta = self.translator.checkpoint_parts(**self.checkpoint_meta())
+        try:
+            _save_state(self.paths.state, self.opt, self.step, epoch, batch_index,
+                        {"history": self._history_dicts(), "best_score": self.best_score,
+                         "recipe": self.recipe.to_dict(), "param_names": _param_names(self.model),
+                         "checkpoint": last_meta}, weights)
+        except OSError as exc:
+            raise save_failed(self.paths.state, exc) from None
+        saved = self.save(self.paths.last, "last")
         self.last_good, self.last_saved_step = saved.path, self.step
         return saved
 
@@ -253,8 +269,13 @@ def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = 
 
     ``max_steps`` ends the run after that many optimizer steps in total (resumed steps included).
     """
+    run = None
     try:
-        yield from _train(_Trainer(recipe, out, data_dir, resume), max_steps, stop)
+        run = _Trainer(recipe, out, data_dir, resume)
+        yield from (TrainNote(note) for note in run.notes)
+        yield from _train(run, max_steps, stop)
+    except SaveError as exc:
+        yield TrainFailed(str(exc), run.last_good if run else None)
     finally:
         gc.unfreeze()  # the run's objects become collectable again (a GUI may train many runs in one process)
 
@@ -268,7 +289,7 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
                        str(run.device), run.step)
     started, window_tokens, window_start, first_step = time.perf_counter(), 0, time.perf_counter(), run.step
     model.train()
-    epoch_start = run.epoch
+    epoch_start, watch = run.epoch, DivergenceWatch()
     for epoch in range(epoch_start, cfg.epochs + 1):
         run.epoch = epoch
         batches = run.batches(epoch)
@@ -285,10 +306,9 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
             for group in run.opt.param_groups:
                 group["lr"] = lr
             loss = smoothed_loss(model(src, tgt[:, :-1], cfg.teacher_forcing), tgt[:, 1:], cfg.label_smoothing)
-            if not torch.isfinite(loss):
-                yield TrainFailed(f"the training loss became {loss.item()} at step {run.step + 1} (learning rate "
-                                  f"{lr:.3g}); training stopped. Lower the learning rate or raise the warm-up, then "
-                                  "resume or start again.", run.last_good)
+            problem = _loss_problem(loss.item(), run.step + 1, lr, watch)
+            if problem:
+                yield TrainFailed(problem, run.last_good)
                 return
             run.opt.zero_grad(set_to_none=True)
             loss.backward()
@@ -309,8 +329,19 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
             window_tokens, window_start = 0, time.perf_counter()
         if cfg.save_epochs:
             yield run.save(run.paths.epoch(epoch), "epoch")
+    if cfg.eval_every and run.step % cfg.eval_every:  # the steps after the last evaluation count too
+        yield from _evaluate_and_save(run, time.perf_counter() - started, cfg.epochs + 1, 0)
+    yield run.save_resume_point(cfg.epochs + 1, 0)  # the end of a run always saves (no-op if it just did)
     yield from _average(run)
     yield TrainFinished(str(run.paths.best), str(run.paths.last), run.history[-1] if run.history else None)
+
+
+def _loss_problem(loss: float, step: int, lr: float, watch: DivergenceWatch) -> str | None:
+    """Why training must stop at this loss: not finite, or diverging (see engine.divergence); else None."""
+    if not math.isfinite(loss):
+        return (f"the training loss became {loss} at step {step} (learning rate {lr:.3g}); training stopped. Lower "
+                "the learning rate or raise the warm-up, then resume or start again.")
+    return watch.update(loss, step, lr)
 
 
 def _evaluate_and_save(run: _Trainer, elapsed: float, next_epoch: int, next_index: int) -> Iterator:

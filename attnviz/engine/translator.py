@@ -22,6 +22,7 @@ from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.decoding import Prepared, beam_batch, decode_steps, greedy_batch, pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import DecodeStep, EncoderPass, Translation, assemble
+from attnviz.engine.header_schema import check_against_index, check_finite
 from attnviz.engine.marian import is_model_folder
 from attnviz.engine.models.protocol import count_parameters, load_stored_state, stored_state
 from attnviz.engine.tokenize import LANGUAGE_NAMES, TokenizerSpec
@@ -175,12 +176,16 @@ class Translator:
 
     def save(self, path: str | os.PathLike, half: bool = False, **extra: Any) -> None:
         """Write a checkpoint; ``extra`` entries (metrics, history, name...) join the metadata."""
+        save_tensors(path, *self.checkpoint_parts(**extra), half=half)
+
+    def checkpoint_parts(self, **extra: Any) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        """The tensors and metadata ``save`` writes (a run's state file embeds them too)."""
         state = stored_state(self.model) | tokenizer_tensors(self.src_spec, self.tgt_spec)
         meta = {k: v for k, v in self.metadata.items() if k not in ("format", "format_version", "dtype", "path")}
         meta.update(extra)
         meta.update(model=self.config.to_dict(), src_vocab=self.src_vocab.to_list(), tgt_vocab=self.tgt_vocab.to_list(),
                     src_tokenizer=self.src_spec.to_dict(), tgt_tokenizer=self.tgt_spec.to_dict())
-        save_tensors(path, state, meta, half=half)
+        return state, meta
 
 
 def tokenizer_tensors(src: TokenizerSpec, tgt: TokenizerSpec) -> dict[str, torch.Tensor]:
@@ -219,17 +224,10 @@ def load_translator(path: str | os.PathLike) -> Translator:
     if (len(src_vocab), len(tgt_vocab)) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
         raise CheckpointError(f"{path}: vocabulary sizes {len(src_vocab)}/{len(tgt_vocab)} do not match the model "
                               f"config {cfg.src_vocab_size}/{cfg.tgt_vocab_size}; the file is inconsistent.")
+    # shapes are compared on a meta-device model first, so a size bomb is refused before anything is allocated
+    check_against_index(path, build_model, cfg, {k: {"shape": list(t.shape)} for k, t in tensors.items()})
+    check_finite(path, tensors)
     model = build_model(cfg)
-    expected = {k: v.shape for k, v in stored_state(model).items()}
-    missing = sorted(set(expected) - set(tensors))
-    unexpected = sorted(set(tensors) - set(expected))
-    if missing or unexpected:
-        raise CheckpointError(f"{path}: tensors do not match the model config (missing: {missing[:5]}, "
-                              f"unexpected: {unexpected[:5]}).")
-    for name, shape in expected.items():
-        if tensors[name].shape != shape:
-            raise CheckpointError(f"{path}: tensor {name} has shape {list(tensors[name].shape)} but the config "
-                                  f"needs {list(shape)}.")
     load_stored_state(model, tensors)
     meta["path"] = path
     return Translator(model, src_vocab, tgt_vocab, src_spec, tgt_spec, meta)

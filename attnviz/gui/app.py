@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 from PySide6.QtCore import QSettings, QTimer
@@ -53,4 +54,11 @@ def run_gui(checkpoint: str | None = None) -> int:
         QTimer.singleShot(0, lambda: window.load_model(path))
     else:
         window.statusBar().showMessage("No bundled model found: open a checkpoint with File > Open (Ctrl+O).")
-    return app.exec()
+    code = app.exec()
+    from attnviz.gui.worker import STUCK
+
+    if STUCK:  # a job never ended: tearing its running QThread down would abort, so leave without teardown
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code

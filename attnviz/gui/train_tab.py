@@ -33,16 +33,8 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.data import download_name, missing_files
 from attnviz.engine.errors import AttnvizError, ConfigError
-from attnviz.engine.events import (
-    CheckpointSaved,
-    EvalResult,
-    Sample,
-    TrainFailed,
-    TrainFinished,
-    TrainStarted,
-    TrainStep,
-    TrainStopped,
-)
+from attnviz.engine.events import (CheckpointSaved, EvalResult, Sample, TrainFailed, TrainFinished, TrainNote,
+                                   TrainStarted, TrainStep, TrainStopped)
 from attnviz.engine.records import EvalRecord
 from attnviz.engine.runs import read_run_state, run_checkpoint
 from attnviz.gui.curves import CurvesPanel
@@ -391,6 +383,8 @@ class TrainTab(QWidget):
             self.paths["last"] = item.last_path
             self.progress_label.setText(f"Stopped at step {item.step:,}; saved {item.last_path}. Resume run continues "
                                         "from there.")
+        elif isinstance(item, TrainNote):
+            self.status.emit(item.message)
         elif isinstance(item, TrainFailed):
             good = (f" The last good checkpoint is {item.last_good}." if item.last_good else
                     " No checkpoint had been saved yet.")

@@ -17,6 +17,11 @@ from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
 from attnviz.engine.errors import AttnvizError
 
+# Threads still running when their worker gave up waiting (a job stuck in a system call). Destroying a running
+# QThread aborts the process, so they are kept here for the life of the process; ``run_gui`` then ends the process
+# without tearing them down.
+STUCK: list[tuple[QThread, QObject]] = []
+
 
 class _Runner(QObject):
     event = Signal(object)
@@ -106,8 +111,10 @@ class Worker(QObject):
 
     def wait(self, msecs: int) -> bool:
         """Wait (bounded) for every thread of this worker to end; only for shutdown."""
-        threads = [t for t, _ in self._retired] + ([self._thread] if self._thread is not None else [])
-        return all(t.wait(msecs) for t in threads)
+        jobs = list(self._retired) + ([(self._thread, self._runner)] if self._thread is not None else [])
+        ended = [t.wait(msecs) for t, _ in jobs]
+        STUCK.extend(job for job, done in zip(jobs, ended) if not done)
+        return all(ended)
 
     @Slot(object)
     def _on_runner_event(self, item: Any) -> None:

@@ -167,3 +167,44 @@ def test_a_bundled_model_opened_by_a_relative_path_stays_bundled(qtbot, window, 
     qtbot.waitUntil(lambda: window.translator is not None, timeout=20000)
     assert settings.value("models/last") == names and window.recent_files() == []
     assert window.model_combo.currentData() == names and not window.model_combo.currentText().startswith("Recent")
+
+
+def test_a_named_pipe_is_refused_at_once_and_closing_never_waits_on_it(qtbot, loaded, tmp_path, monkeypatch):
+    import threading
+
+    shown = []
+    monkeypatch.setattr(QMessageBox, "warning", lambda parent, title, text: shown.append(text))
+    fifo = tmp_path / "pipe.safetensors"
+    os.mkfifo(fifo)
+    unblock = threading.Timer(25, lambda: open(fifo, "wb").close())  # a regression must not hang the test run
+    unblock.daemon = True
+    unblock.start()
+    try:
+        loaded.load_model(str(fifo))
+        qtbot.waitUntil(lambda: bool(shown), timeout=20000)
+    finally:
+        unblock.cancel()
+    assert "is a named pipe" in shown[0] and not loaded.loader.is_running()
+    assert loaded.loader.wait(1000)
+
+
+def test_a_worker_stuck_at_close_is_kept_alive_instead_of_destroyed(qtbot):
+    import threading
+
+    from attnviz.gui import worker as worker_module
+
+    release = threading.Event()
+
+    def stuck(stop):
+        release.wait(30)  # stands for a system call that ignores the stop flag
+        yield from ()
+
+    w = worker_module.Worker()
+    w.start(stuck)
+    qtbot.waitUntil(w.is_running, timeout=5000)
+    w.cancel()
+    assert not w.wait(50)
+    assert any(t.isRunning() for t, _ in worker_module.STUCK)  # kept, so dropping the worker cannot abort
+    release.set()
+    assert all(t.wait(5000) for t, _ in worker_module.STUCK)
+    worker_module.STUCK.clear()

@@ -112,22 +112,23 @@ class SearchModel(Protocol):
 
 
 
+def tied_keys(model: nn.Module) -> set[str]:
+    """Parameters that are another parameter under a second name (a shared embedding, an output projection tied to
+    the target embedding); found by identity, so it works on torch's meta device too."""
+    every = {name for name, _ in model.named_parameters(remove_duplicate=False)}
+    return every - {name for name, _ in model.named_parameters()}
+
+
 def stored_state(model: nn.Module) -> dict[str, Tensor]:
-    """The tensors a checkpoint stores: each parameter once (a weight tied to an earlier one, such as a shared
-    embedding or an output projection tied to the target embedding, is re-tied by the network's constructor)."""
-    seen: set[int] = set()
-    state = {}
-    for name, tensor in model.state_dict().items():
-        if tensor.numel() and tensor.data_ptr() in seen:
-            continue
-        seen.add(tensor.data_ptr())
-        state[name] = tensor
-    return state
+    """The tensors a checkpoint stores: each parameter once (a tied weight is re-tied by the network's
+    constructor)."""
+    tied = tied_keys(model)
+    return {name: tensor for name, tensor in model.state_dict().items() if name not in tied}
 
 
 def load_stored_state(model: nn.Module, tensors: dict[str, Tensor]) -> None:
     """Load what ``stored_state`` wrote; tied weights follow the tensor they are tied to."""
-    tied = set(model.state_dict()) - set(stored_state(model))
+    tied = tied_keys(model)
     missing, unexpected = model.load_state_dict(tensors, strict=False)
     if set(missing) - tied or unexpected:
         raise KeyError(f"state does not match the network (missing {sorted(set(missing) - tied)[:5]}, "
