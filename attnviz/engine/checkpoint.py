@@ -9,10 +9,12 @@ to a temporary file in the same directory, are flushed and fsynced, and then ren
 from __future__ import annotations
 
 import json
+import math
 import os
 import platform
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +24,7 @@ from safetensors.torch import save as st_save
 
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.header import FORMAT, FORMAT_VERSION, read_header
-from attnviz.engine.header_schema import open_regular
+from attnviz.engine.header_schema import MAX_BUFFER_ELEMENTS, open_regular
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "atomic_write", "load_tensors", "read_header", "save_tensors"]
 
@@ -88,3 +90,42 @@ def load_tensors(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, tor
     except Exception as exc:  # safetensors raises its own SafetensorError for inconsistent offsets
         raise CheckpointError(f"{path}: the tensor data is damaged ({exc}).") from None
     return meta, {k: (v.float() if v.is_floating_point() else v) for k, v in tensors.items()}
+
+
+def check_against_index(path: str | os.PathLike, build_fn: Callable[[Any], Any], cfg: Any,
+                        index: dict[str, Any]) -> None:
+    """Build ``build_fn(cfg)`` on torch's meta device (shapes only, no memory) and refuse the checkpoint unless its
+    tensor index holds exactly the model's stored state (tied weights stored once), shape for shape."""
+    from attnviz.engine.models.protocol import stored_state  # the networks import this module's neighbours
+
+    try:
+        with torch.device("meta"):
+            model = build_fn(cfg)
+    except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
+        raise CheckpointError(f"{path}: its model settings cannot build a model ({exc}).") from None
+    expected = {k: list(v.shape) for k, v in stored_state(model).items()}
+    missing = sorted(set(expected) - set(index))
+    unexpected = sorted(set(index) - set(expected))
+    if missing or unexpected:
+        n_file = sum(math.prod(e["shape"]) for e in index.values())
+        n_model = sum(math.prod(s) for s in expected.values())
+        raise CheckpointError(f"{path}: tensors do not match the model config (missing: {missing[:5]}, "
+                              f"unexpected: {unexpected[:5]}; the config needs {n_model:,} weights, the file holds "
+                              f"{n_file:,}).")
+    for name, shape in expected.items():
+        if index[name]["shape"] != shape:
+            raise CheckpointError(f"{path}: tensor {name} has shape {index[name]['shape']} but the config "
+                                  f"needs {shape}.")
+    extra = sum(b.numel() for b in model.buffers())
+    if extra > MAX_BUFFER_ELEMENTS:
+        raise CheckpointError(f"{path}: its model settings need {extra:,} extra values in memory beyond its "
+                              "weights; refusing a configuration this large.")
+
+
+def check_finite(path: str | os.PathLike, tensors: dict[str, Any]) -> None:
+    """Refuse NaN or infinite weights, naming the first tensor that holds them (such a model decodes garbage)."""
+    for name, tensor in tensors.items():
+        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
+            bad = int((~torch.isfinite(tensor)).sum())
+            raise CheckpointError(f"{path}: tensor {name} holds {bad:,} NaN or infinite value(s); the weights are "
+                                  "broken (training diverged or the file was damaged). Use an earlier checkpoint.")

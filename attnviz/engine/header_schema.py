@@ -4,7 +4,7 @@ A checkpoint comes from outside (downloaded, copied, edited by hand), so every v
 type, finiteness and range here, and each problem gets one message that names the file and the entry. The loader
 then compares the tensor index with a model built on torch's ``meta`` device (no memory allocated), so a config
 that asks for a huge model is refused before any weights are allocated. Kept free of torch at import: the GUI lists
-models with these checks before torch has loaded; ``check_against_index`` and ``check_finite`` import it lazily.
+models with these checks before torch has loaded; the checks that need tensors are in ``engine.checkpoint``.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import dataclasses
 import math
 import os
 import stat
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -163,46 +162,3 @@ def check_model_settings(path: Path, settings: dict[str, Any]) -> None:
             raise CheckpointError(f"{where} is {value!r:.40}, but it must be a finite number.")
         elif kind in ("str", "bool") and type(value) is not {"str": str, "bool": bool}[kind]:
             raise CheckpointError(f"{where} is {value!r:.40}, but it must be a {'string' if kind == 'str' else 'bool'}.")
-
-
-def check_against_index(path: str | os.PathLike, build_fn: Callable[[Any], Any], cfg: Any,
-                        index: dict[str, Any]) -> None:
-    """Build ``build_fn(cfg)`` on torch's meta device (shapes only, no memory) and refuse the checkpoint unless its
-    tensor index holds exactly the model's stored state (tied weights stored once), shape for shape."""
-    import torch
-
-    from attnviz.engine.models.protocol import stored_state
-
-    try:
-        with torch.device("meta"):
-            model = build_fn(cfg)
-    except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
-        raise CheckpointError(f"{path}: its model settings cannot build a model ({exc}).") from None
-    expected = {k: list(v.shape) for k, v in stored_state(model).items()}
-    missing = sorted(set(expected) - set(index))
-    unexpected = sorted(set(index) - set(expected))
-    if missing or unexpected:
-        n_file = sum(math.prod(e["shape"]) for e in index.values())
-        n_model = sum(math.prod(s) for s in expected.values())
-        raise CheckpointError(f"{path}: tensors do not match the model config (missing: {missing[:5]}, "
-                              f"unexpected: {unexpected[:5]}; the config needs {n_model:,} weights, the file holds "
-                              f"{n_file:,}).")
-    for name, shape in expected.items():
-        if index[name]["shape"] != shape:
-            raise CheckpointError(f"{path}: tensor {name} has shape {index[name]['shape']} but the config "
-                                  f"needs {shape}.")
-    extra = sum(b.numel() for b in model.buffers())
-    if extra > MAX_BUFFER_ELEMENTS:
-        raise CheckpointError(f"{path}: its model settings need {extra:,} extra values in memory beyond its "
-                              "weights; refusing a configuration this large.")
-
-
-def check_finite(path: str | os.PathLike, tensors: dict[str, Any]) -> None:
-    """Refuse NaN or infinite weights, naming the first tensor that holds them (such a model decodes garbage)."""
-    import torch
-
-    for name, tensor in tensors.items():
-        if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
-            bad = int((~torch.isfinite(tensor)).sum())
-            raise CheckpointError(f"{path}: tensor {name} holds {bad:,} NaN or infinite value(s); the weights are "
-                                  "broken (training diverged or the file was damaged). Use an earlier checkpoint.")

@@ -17,12 +17,11 @@ from typing import Any
 import torch
 
 from attnviz.engine.card import ModelCard, card_from_metadata
-from attnviz.engine.checkpoint import load_tensors, save_tensors
+from attnviz.engine.checkpoint import check_against_index, check_finite, load_tensors, save_tensors
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.decoding import Prepared, beam_batch, decode_steps, greedy_batch, pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import DecodeStep, EncoderPass, Translation, assemble
-from attnviz.engine.header_schema import check_against_index, check_finite
 from attnviz.engine.marian import is_model_folder
 from attnviz.engine.models.protocol import count_parameters, load_stored_state, stored_state
 from attnviz.engine.tokenize import LANGUAGE_NAMES, TokenizerSpec
