@@ -20,7 +20,7 @@ from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
 
 
-class Prepared(NamedTuple):
+class DecodeInput(NamedTuple):
     """One input ready for step-by-step decoding."""
 
     src_ids: Sequence[int]  # what the model reads, with <sos>/<eos>; empty for a language model
@@ -66,7 +66,7 @@ def _choose(logp: Tensor, temperature: float, generator: torch.Generator | None)
 
 
 @torch.inference_mode()
-def decode_steps(model, source: Prepared, tgt_vocab: Vocab, decode: DecodeConfig, recompute: bool = False,
+def decode_steps(model, source: DecodeInput, tgt_vocab: Vocab, decode: DecodeConfig, recompute: bool = False,
                  generator: torch.Generator | None = None) -> Iterator[EncoderPass | DecodeStep]:
     """Decode one input, yielding an ``EncoderPass`` and then one ``DecodeStep`` per token.
 

@@ -23,16 +23,20 @@ def evaluate_pairs(translator: Translator, pairs: Sequence[Pair], decode: Decode
     start = time.perf_counter()
     hyps = translator.translate_batch_tokens([s for s, _ in pairs], decode)
     seconds = time.perf_counter() - start
-    refs_tok = [translator.tgt_spec.tokenize(r) for _, r in pairs]
     hyp_text = [translator.detokenize(h) for h in hyps]
+    words = translator.tgt_spec.words()
+    refs_tok = [words.tokenize(r) for _, r in pairs]
+    if words is not translator.tgt_spec:  # subword pieces: BLEU counts the words of the detokenized text
+        hyps = [words.tokenize(t) for t in hyp_text]
     refs_raw = [r for _, r in pairs]
     report: dict[str, Any] = {"source": source, "sentences": len(pairs), "seconds": round(seconds, 2),
                               "decode": f"beam {decode.beam}" if decode.beam > 1 else "greedy"}
     report["bleu_tok"], report["bleu_tok_signature"] = bleu_tok(hyps, refs_tok)
     report["sacrebleu"], report["sacrebleu_signature"] = sacrebleu_detok(hyp_text, refs_raw)
     report["chrf"], report["chrf_signature"] = chrf(hyp_text, refs_raw)
-    encoded = [(translator.prepare_source(s)[1], translator.tgt_vocab.encode(r[: translator.config.max_positions - 2],
-                                                                             True)) for (s, _), r in zip(pairs, refs_tok)]
+    limit = translator.config.max_positions - 2
+    encoded = [(translator.prepare_source(s)[1], translator.tgt_vocab.encode(translator.tgt_spec.tokenize(r)[:limit],
+                                                                             True)) for s, r in pairs]
     stats = teacher_forced_stats(translator.model, eval_batches(encoded), device_of(translator.model))
     report.update(loss=stats.loss, ppl=stats.ppl, accuracy=stats.accuracy)
     return report

@@ -152,6 +152,12 @@ PRESETS: dict[str, Recipe] = {r.name: r for r in [
               "Reference A: German->English Transformer on Multi30k (d 256, 3+3 layers, 8 heads, 9.04M parameters), "
               "Adam 5e-4, batch 128, 10 epochs, best validation loss."),
     _multi30k("multi30k-fr-en", "fr", "Reference A's architecture and training for French->English on Multi30k."),
+    _multi30k("multi30k-de-en-spm", "de",
+              "Reference A's architecture and training on SentencePiece subwords: a unigram vocabulary of 8,000 "
+              "pieces per side learned from the training split and stored in the checkpoint, so any input is read "
+              "without <unk> (byte pieces cover unseen characters).",
+              src_tokenizer=TokenizerSpec("de", mode="sentencepiece", vocab_size=8000),
+              tgt_tokenizer=TokenizerSpec("en", mode="sentencepiece", vocab_size=8000), min_freq=1),
     _multi30k_plus("multi30k-de-en-plus", "de", "German"),
     _multi30k("multi30k-de-en-lstm", "de",
               "Reference C: German->English LSTM encoder-decoder with Luong global attention (2 layers, embedding "

@@ -7,6 +7,7 @@ per language and cached: the first ``spacy.blank('fr')`` costs seconds.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import re
 import unicodedata
@@ -16,6 +17,7 @@ from typing import Any
 from attnviz.engine.errors import ConfigError
 
 MODES = ("spacy", "whitespace", "chars", "sentencepiece")
+SUBWORD_MODELS = ("unigram", "bpe")
 WORD_START = "\u2581"  # "▁": SentencePiece marks the piece that starts a word with it
 NORMALIZERS = ("none", "tatoeba")
 LANGUAGE_NAMES = {"de": "German", "en": "English", "fr": "French"}
@@ -77,7 +79,11 @@ class TokenizerSpec:
     mode: str = "spacy"
     lowercase: bool = True
     normalize: str = "none"  # "none" or "tatoeba" (reference B)
-    # the serialized SentencePiece model of mode "sentencepiece"; checkpoints store it as a tensor, not in JSON
+    # mode "sentencepiece" in a recipe: the vocabulary training learns from the training split of this side
+    vocab_size: int = 8000
+    subword_model: str = "unigram"  # or "bpe"
+    # the serialized SentencePiece model of mode "sentencepiece" (empty in a recipe until training learns one);
+    # checkpoints store it as a tensor, not in JSON
     model_proto: bytes = field(default=b"", repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -87,8 +93,12 @@ class TokenizerSpec:
             raise ConfigError(f"normalize must be one of {NORMALIZERS}, not {self.normalize!r}")
         if not re.fullmatch(r"[a-z]{2,3}", self.lang):
             raise ConfigError(f"language must be a two- or three-letter code such as 'de', not {self.lang!r}")
-        if (self.mode == "sentencepiece") != bool(self.model_proto):
-            raise ConfigError("a sentencepiece tokenizer needs its SentencePiece model, and only it takes one")
+        if self.model_proto and self.mode != "sentencepiece":
+            raise ConfigError(f"only a sentencepiece tokenizer takes a SentencePiece model, not mode {self.mode!r}")
+        if self.subword_model not in SUBWORD_MODELS:
+            raise ConfigError(f"subword_model must be one of {SUBWORD_MODELS}, not {self.subword_model!r}")
+        if not 16 <= self.vocab_size <= 1_000_000:
+            raise ConfigError(f"vocab_size must be between 16 and 1,000,000, not {self.vocab_size}")
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-able settings (without ``model_proto``, which travels as bytes of its own)."""
@@ -108,24 +118,33 @@ class TokenizerSpec:
             _sentencepiece(self.model_proto)
 
     def tokenize(self, text: str) -> list[str]:
-        text = clean_text(text)
-        if self.normalize == "tatoeba":
-            text = normalize_tatoeba(text)
-        elif self.lowercase:
-            text = text.lower()
+        text = self.normalized(text)
         if self.mode == "chars":
             return list(text)
         if self.mode == "whitespace":
             return text.split()
         if self.mode == "sentencepiece":
-            return _sentencepiece(self.model_proto).encode(text, out_type=str)
+            return self._processor().encode(text, out_type=str)
         return [tok.text for tok in _spacy_tokenizer(self.lang)(text) if not tok.is_space]
 
     def detokenize(self, tokens: list[str]) -> str:
         """Tokens of this side back into text."""
         if self.mode == "sentencepiece":
-            return _sentencepiece(self.model_proto).decode(list(tokens))
+            return self._processor().decode(list(tokens))
         return detokenize(tokens, self.mode)
+
+    def _processor(self):  # -> sentencepiece.SentencePieceProcessor
+        if not self.model_proto:
+            raise ConfigError("this sentencepiece tokenizer has no model yet: training learns one from the "
+                              "training data, or a checkpoint brings its own")
+        return _sentencepiece(self.model_proto)
+
+    def normalized(self, text: str) -> str:
+        """``text`` as the tokenizer sees it before splitting (control characters removed, case folded...)."""
+        text = clean_text(text)
+        if self.normalize == "tatoeba":
+            return normalize_tatoeba(text)
+        return text.lower() if self.lowercase else text
 
     def word_starts(self, tokens: list[str]) -> list[bool]:
         """Which tokens begin a word: every token, except SentencePiece pieces without the word-start mark
@@ -135,6 +154,49 @@ class TokenizerSpec:
         return [t.startswith(WORD_START) or (t.startswith("<") and t.endswith(">")) or i == 0
                 for i, t in enumerate(tokens)]
 
+    def words(self) -> TokenizerSpec:
+        """The word tokenizer BLEU counts with on this side: this spec, or for subword pieces the language's spaCy
+        words (whitespace words for a language spaCy lacks), so subword and word models are scored alike."""
+        if self.mode != "sentencepiece":
+            return self
+        mode = "spacy" if self.lang in LANGUAGE_NAMES else "whitespace"
+        return TokenizerSpec(self.lang, mode=mode, lowercase=True, normalize=self.normalize)
+
+    def pieces(self) -> list[str]:
+        """Every piece of a SentencePiece model but its own control symbols (its vocabulary, in id order)."""
+        sp = self._processor()
+        return [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not (sp.is_control(i) or sp.is_unknown(i))]
+
+    def trained(self, texts: list[str]) -> TokenizerSpec:
+        """This spec with a SentencePiece model learned from ``texts`` (already the case: itself)."""
+        if self.mode != "sentencepiece" or self.model_proto:
+            return self
+        return dataclasses.replace(self, model_proto=train_sentencepiece(
+            [self.normalized(t) for t in texts], self.vocab_size, self.subword_model))
+
+
+def train_sentencepiece(texts: list[str], vocab_size: int, model_type: str) -> bytes:
+    """A SentencePiece model of ``vocab_size`` pieces (fewer when the texts hold fewer), with byte fallback so that
+    any character can be read without <unk>; deterministic for the same texts."""
+    import io
+
+    import sentencepiece
+
+    texts = [t for t in texts if t.strip()]
+    if not texts:
+        raise ConfigError("cannot learn a SentencePiece vocabulary from no text")
+    model = io.BytesIO()
+    try:
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=iter(texts), model_writer=model, vocab_size=vocab_size, model_type=model_type,
+            character_coverage=1.0, byte_fallback=True, hard_vocab_limit=False, bos_id=-1, eos_id=-1, unk_id=0,
+            pad_id=-1, num_threads=1, minloglevel=2)
+    except RuntimeError as exc:  # sentencepiece reports a too-small vocabulary (and other limits) this way
+        characters = len(set("".join(texts)))
+        raise ConfigError(f"cannot learn a SentencePiece vocabulary of {vocab_size} pieces: it needs room for the "
+                          f"{characters} characters of the text and 256 byte pieces; raise vocab_size "
+                          f"({str(exc).split(']')[-1].strip()[:120]})") from None
+    return model.getvalue()
 
 @functools.lru_cache(maxsize=8)
 def _sentencepiece(model_proto: bytes):  # -> sentencepiece.SentencePieceProcessor

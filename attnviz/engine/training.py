@@ -38,7 +38,8 @@ from attnviz.engine.records import EvalRecord
 from attnviz.engine.resume_point import SaveError, remove_stale_temps, restore_last, save_failed, weights_entries
 from attnviz.engine.runs import RunPaths, run_checkpoint
 from attnviz.engine.translator import Translator, build_model, load_translator
-from attnviz.engine.vocab import PAD_ID, Vocab
+from attnviz.engine.tokenize import TokenizerSpec
+from attnviz.engine.vocab import PAD_ID, SPECIALS, Vocab
 
 STATE_VERSION = 1
 
@@ -85,29 +86,44 @@ class Prepared:
     val: list[tuple[list[int], list[int]]]
     val_pairs: list[Pair]
     val_refs: list[list[str]]
+    src_spec: TokenizerSpec  # the recipe's tokenizers, with any SentencePiece model learned for this run
+    tgt_spec: TokenizerSpec
 
 
 def prepare(recipe: Recipe, data_dir=None, vocabs: tuple[Vocab, Vocab] | None = None,
-            max_positions: int | None = None) -> Prepared:
-    """Read, tokenize and encode; vocabularies come from the training split unless given (resume)."""
+            max_positions: int | None = None, specs: tuple[TokenizerSpec, TokenizerSpec] | None = None) -> Prepared:
+    """Read, tokenize and encode; tokenizers and vocabularies come from the training split unless given (resume).
+
+    A SentencePiece side learns its model from the training split's texts, and its vocabulary is every piece of
+    that model (byte pieces included), so the trained model reads any input without ``<unk>``."""
     splits = load_splits(recipe.corpus, resolve_data_dir(data_dir))
-    src_spec, tgt_spec = recipe.src_tokenizer, recipe.tgt_tokenizer
+    src_spec, tgt_spec = specs or (recipe.src_tokenizer.trained([s for s, _ in splits.train]),
+                                   recipe.tgt_tokenizer.trained([t for _, t in splits.train]))
     train_tok = [(src_spec.tokenize(s), tgt_spec.tokenize(t)) for s, t in splits.train]
     val_tok = [(src_spec.tokenize(s), tgt_spec.tokenize(t)) for s, t in splits.val]
     has_source = recipe.has_source
     if vocabs is None:  # a language model's one vocabulary serves as both sides
-        tgt_vocab = Vocab.build((t for _, t in train_tok), recipe.min_freq)
-        vocabs = (Vocab.build((s for s, _ in train_tok), recipe.min_freq) if has_source else tgt_vocab, tgt_vocab)
+        tgt_vocab = _side_vocab(tgt_spec, (t for _, t in train_tok), recipe.min_freq)
+        vocabs = (_side_vocab(src_spec, (s for s, _ in train_tok), recipe.min_freq) if has_source else tgt_vocab,
+                  tgt_vocab)
     limit = (max_positions or recipe.model.get("max_positions", 100)) - 2
 
     def encode(pairs):  # a language model reads no source: its source ids stay empty
         return [(vocabs[0].encode(s[:limit], True) if has_source else [], vocabs[1].encode(t[:limit], True))
                 for s, t in pairs if t and (s or not has_source)]
 
-    prepared = Prepared(vocabs[0], vocabs[1], encode(train_tok), encode(val_tok), splits.val, [t for _, t in val_tok])
+    words = tgt_spec.words()  # BLEU counts words, also for a subword model
+    refs = [t for _, t in val_tok] if words is tgt_spec else [words.tokenize(t) for _, t in splits.val]
+    prepared = Prepared(vocabs[0], vocabs[1], encode(train_tok), encode(val_tok), splits.val, refs, src_spec, tgt_spec)
     check_prepared(recipe.corpus, resolve_data_dir(data_dir), {"train": len(splits.train), "val": len(splits.val)},
                    {"train": len(prepared.train), "val": len(prepared.val)})
     return prepared
+
+
+def _side_vocab(spec: TokenizerSpec, sentences, min_freq: int) -> Vocab:
+    if spec.mode == "sentencepiece":
+        return Vocab(list(SPECIALS) + [p for p in spec.pieces() if p not in SPECIALS])
+    return Vocab.build(sentences, min_freq)
 
 
 def _optimizer(model, cfg: TrainConfig) -> torch.optim.Adam:
@@ -178,8 +194,8 @@ class _Trainer:
             self.model = build_model(cfg).to(self.device)
             self.opt = _optimizer(self.model, self.cfg)
         check_training(self.model.cfg, self.cfg)
-        self.translator = Translator(self.model, self.data.src_vocab, self.data.tgt_vocab, recipe.src_tokenizer,
-                                     recipe.tgt_tokenizer)
+        self.translator = Translator(self.model, self.data.src_vocab, self.data.tgt_vocab, self.data.src_spec,
+                                     self.data.tgt_spec)
         # The corpus, vocabularies and model live for the whole run: take them out of the cyclic garbage
         # collector's reach, or every full collection walks them all (a 200+ ms pause that freezes a GUI's thread).
         gc.freeze()
@@ -190,7 +206,8 @@ class _Trainer:
             self.notes.append(repaired)
         last = load_translator(self.paths.last)
         self.model = last.model.to(self.device)
-        self.data = prepare(self.recipe, data_dir, (last.src_vocab, last.tgt_vocab), last.config.max_positions)
+        self.data = prepare(self.recipe, data_dir, (last.src_vocab, last.tgt_vocab), last.config.max_positions,
+                            (last.src_spec, last.tgt_spec))
         self.opt = _optimizer(self.model, self.cfg)
         meta = _load_state(self.paths.state, self.opt, _param_names(self.model))
         if meta["step"] != last.metadata.get("step"):
@@ -250,7 +267,9 @@ class _Trainer:
         """bleu_tok on the first ``bleu_sentences`` validation pairs, and three (source, reference, output)."""
         n = self.cfg.bleu_sentences or len(self.data.val_pairs)
         hyps = self.translator.translate_batch_tokens([s for s, _ in self.data.val_pairs[:n]])
-        bleu, _ = bleu_tok(hyps, self.data.val_refs[:n])
+        words = self.data.tgt_spec.words()
+        scored = hyps if words is self.data.tgt_spec else [words.tokenize(self.translator.detokenize(h)) for h in hyps]
+        bleu, _ = bleu_tok(scored, self.data.val_refs[:n])
         return bleu, tuple(Sample(self.translator.detokenize(h), s, r) for (s, r), h in zip(self.data.val_pairs[:3], hyps))
 
     def _generated(self) -> tuple[Sample, ...]:

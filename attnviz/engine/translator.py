@@ -19,7 +19,7 @@ import torch
 from attnviz.engine.card import ModelCard, card_from_metadata
 from attnviz.engine.checkpoint import check_against_index, check_finite, load_tensors, save_tensors
 from attnviz.engine.config import DecodeConfig, ModelConfig
-from attnviz.engine.decoding import Prepared, beam_batch, decode_steps, greedy_batch, pad_batch
+from attnviz.engine.decoding import DecodeInput, beam_batch, decode_steps, greedy_batch, pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import DecodeStep, EncoderPass, Translation, assemble
 from attnviz.engine.marian import is_model_folder
@@ -109,13 +109,13 @@ class Translator:
                                 "{limit} were kept.")
         return self.tgt_vocab.encode(tokens), warnings
 
-    def prepare(self, text: str) -> Prepared:
+    def prepare(self, text: str) -> DecodeInput:
         """What decoding reads: a translation model's tokenized source, or a language model's forced prefix."""
         if self.has_source:
             labels, ids, warnings = self.prepare_source(text)
-            return Prepared(ids, labels, (), warnings)
+            return DecodeInput(ids, labels, (), warnings)
         forced, warnings = self.prepare_prefix(text)
-        return Prepared((), (), forced, warnings)
+        return DecodeInput((), (), forced, warnings)
 
     def detokenize(self, tokens: Sequence[str]) -> str:
         return self.tgt_spec.detokenize([t for t in tokens if t != EOS])
