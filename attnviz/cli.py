@@ -30,6 +30,9 @@ def _add_translate(sub) -> None:
     p.add_argument("--json", action="store_true", help="print one JSON object per sentence")
     p.add_argument("--attention", metavar="OUT.npz", type=output_file,
                    help="save every attention matrix with token labels")
+    p.add_argument("--merge-subwords", action="store_true",
+                   help="with --attention: merge subword pieces into words (sum over a word's key pieces, mean over "
+                        "its query pieces; rows still sum to 1)")
     p.add_argument("--beam", type=BEAM, default=1, help=f"beam width (1 = greedy, the default; at most {MAX_BEAM})")
     p.add_argument("--length-penalty", type=LENGTH_PENALTY, default=1.0,
                    help="GNMT length penalty alpha for beam search (0 to 10)")
@@ -104,6 +107,10 @@ def cmd_translate(args) -> int:
     translate_lines(translator, lines, decode, attention=bool(args.attention))
     if args.attention:
         found = [line.translation for line in lines if line.translation is not None]
+        if args.merge_subwords:
+            from attnviz.engine.subwords import merge_translation
+
+            found = [merge_translation(t, translator.src_spec, translator.tgt_spec) for t in found]
         save_attention(args.attention, found, translator.info)
         print(f"attention of {len(found)} sentence(s) saved to {args.attention}", file=sys.stderr)
     utf8_stdout()

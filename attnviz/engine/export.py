@@ -18,9 +18,10 @@ import numpy as np
 
 from attnviz.engine.checkpoint import atomic_write
 from attnviz.engine.events import ATTENTION_KINDS, Translation
+from attnviz.engine.subwords import WordAttention
 
 
-def attention_arrays(translations: Sequence[Translation]) -> dict[str, np.ndarray]:
+def attention_arrays(translations: Sequence[Translation | WordAttention]) -> dict[str, np.ndarray]:
     arrays: dict[str, np.ndarray] = {}
     for i, tr in enumerate(translations):
         prefix = f"s{i}_" if len(translations) > 1 else ""
@@ -31,7 +32,8 @@ def attention_arrays(translations: Sequence[Translation]) -> dict[str, np.ndarra
     return arrays
 
 
-def save_attention(path: str | os.PathLike, translations: Sequence[Translation], model_info: dict[str, Any]) -> Path:
+def save_attention(path: str | os.PathLike, translations: Sequence[Translation | WordAttention],
+                   model_info: dict[str, Any]) -> Path:
     """Write ``path`` (.npz) and ``path`` with suffix .json; returns the sidecar's path."""
     path = Path(path)
     arrays = attention_arrays(translations)
@@ -46,6 +48,7 @@ def save_attention(path: str | os.PathLike, translations: Sequence[Translation],
         "translations": [
             {"prefix": f"s{i}_" if len(translations) > 1 else "", "src_tokens": list(tr.src_tokens),
              "tokens": list(tr.tokens), "text": tr.text, "warnings": list(tr.warnings),
+             "units": "words (subword pieces merged)" if isinstance(tr, WordAttention) else "tokens",
              "shapes": {k: list(m.shape) for k, m in tr.attention.items()}}
             for i, tr in enumerate(translations)
         ],

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.vocab import SPECIALS
 
 MODES = ("spacy", "whitespace", "chars", "sentencepiece")
 SUBWORD_MODELS = ("unigram", "bpe")
@@ -148,11 +149,10 @@ class TokenizerSpec:
 
     def word_starts(self, tokens: list[str]) -> list[bool]:
         """Which tokens begin a word: every token, except SentencePiece pieces without the word-start mark
-        (special tokens such as ``<eos>`` stand alone)."""
+        (``<sos>``/``<eos>`` stand alone; byte pieces continue the word they are in)."""
         if self.mode != "sentencepiece":
             return [True] * len(tokens)
-        return [t.startswith(WORD_START) or (t.startswith("<") and t.endswith(">")) or i == 0
-                for i, t in enumerate(tokens)]
+        return [t.startswith(WORD_START) or t in SPECIALS or i == 0 for i, t in enumerate(tokens)]
 
     def words(self) -> TokenizerSpec:
         """The word tokenizer BLEU counts with on this side: this spec, or for subword pieces the language's spaCy

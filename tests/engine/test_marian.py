@@ -160,3 +160,18 @@ def test_a_folder_without_target_spm_names_the_missing_file(folder_copy):
         load_translator(folder_copy)
     with pytest.raises(CheckpointError, match="lacks target.spm"):
         read_card(folder_copy)
+
+
+def test_attention_export_can_merge_pieces_into_words(marian, tmp_path):
+    folder, _ = marian
+    npz = tmp_path / "a.npz"
+    assert main(["translate", "-m", str(folder), "--max-len", "8", "--attention", str(npz), "--merge-subwords",
+                 SENTENCES[0]]) == 0
+    data = np.load(npz)
+    assert "".join(data["src_tokens"][:-1]) == "".join(SENTENCES[0].split())  # words, without the piece marks
+    assert data["cross"].shape[-1] == len(data["src_tokens"]) < len(load_translator(folder).prepare_source(
+        SENTENCES[0])[0])
+    for kind in ("encoder", "decoder", "cross"):
+        np.testing.assert_allclose(data[kind].sum(-1), 1.0, atol=1e-5)
+    sidecar = json.loads(npz.with_suffix(".json").read_text())
+    assert sidecar["translations"][0]["units"] == "words (subword pieces merged)"

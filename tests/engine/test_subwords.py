@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
+
 import pytest
 
 from attnviz.engine.config import DecodeConfig, TrainConfig
@@ -71,3 +73,39 @@ def test_the_subword_preset_is_reference_a_with_sentencepiece_sides():
     assert recipe.src_tokenizer.mode == recipe.tgt_tokenizer.mode == "sentencepiece"
     assert recipe.src_tokenizer.vocab_size == 8000 and recipe.model == base.model and recipe.train == base.train
     assert Recipe.from_dict(recipe.to_dict()) == recipe
+
+
+def test_merging_pieces_sums_keys_and_averages_queries_so_rows_stay_distributions():
+    from attnviz.engine.subwords import merge_matrix, word_spans
+
+    starts = TokenizerSpec("de", mode="whitespace").word_starts(["a", "b"])
+    assert starts == [True, True] and word_spans([True, False, True, False, False]) == [(0, 2), (2, 5)]
+    weights = np.array([[0.1, 0.2, 0.3, 0.4],   # queries 0-1 form word 0, query 2 word 1
+                        [0.4, 0.4, 0.1, 0.1],   # keys 0 and 1-3 form the two key words
+                        [0.25, 0.25, 0.25, 0.25]])
+    merged = merge_matrix(weights, [(0, 2), (2, 3)], [(0, 1), (1, 4)])
+    np.testing.assert_allclose(merged, [[0.25, 0.75], [0.25, 0.75]])
+    np.testing.assert_allclose(merged.sum(-1), 1.0)
+
+
+def test_a_translation_merges_into_words_with_labels_and_every_kind():
+    from attnviz.engine.events import Translation
+    from attnviz.engine.subwords import merge_translation
+
+    spec = TokenizerSpec("de", mode="sentencepiece", vocab_size=320).trained(_sentences(400))
+    src = ("\u2581hund", "e", "\u2581läuft", "<eos>")
+    out = ("\u2581dog", "s", "\u2581run", "<eos>")
+    rng = np.random.default_rng(0)
+    attention = {"encoder": rng.dirichlet(np.ones(4), size=(2, 3, 4)),
+                 "cross": rng.dirichlet(np.ones(4), size=(2, 3, 4)),
+                 "decoder": np.tril(rng.random((2, 3, 4, 4))) + 0}
+    attention["decoder"] /= attention["decoder"].sum(-1, keepdims=True)
+    t = Translation(src, out, "dogs run", attention)
+    merged = merge_translation(t, spec, spec)
+    assert merged.src_tokens == ("hunde", "läuft", "<eos>") and merged.tokens == ("dogs", "run", "<eos>")
+    assert merged.decoder_inputs == ("<sos>", "dogs", "run")
+    assert merged.attention["cross"].shape == (2, 3, 3, 3) and merged.attention["encoder"].shape == (2, 3, 3, 3)
+    for m in merged.attention.values():
+        np.testing.assert_allclose(m.sum(-1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(merged.attention["cross"][..., 0, 0],
+                               attention["cross"][..., 0:2, 0:2].sum(-1).mean(-1), atol=1e-6)
