@@ -185,7 +185,8 @@ def cmd_train(args) -> int:
             print(("\n" if tty else "") + f"note: {event.message}", file=sys.stderr, flush=True)
         elif isinstance(event, TrainFailed):
             print(f"attnviz: error: {event.message}" + (f" Last good checkpoint: {event.last_good}"
-                                                       if event.last_good else ""), file=sys.stderr)
+                                                       if event.last_good else " No resumable checkpoint was "
+                                                       "saved yet."), file=sys.stderr)
             return 1
     return 0
 

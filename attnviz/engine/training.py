@@ -251,7 +251,12 @@ class _Trainer:
                          "checkpoint": last_meta}, weights)
         except OSError as exc:
             raise save_failed(self.paths.state, exc) from None
-        saved = self.save(self.paths.last, "last")
+        try:
+            saved = self.save(self.paths.last, "last")
+        except SaveError as exc:  # the state file alone is a whole resume point: say so, and name it
+            self.last_good = str(self.paths.state)
+            raise SaveError(f"{exc} The training state of step {self.step} was saved, so resuming continues from "
+                            "there.") from None
         self.last_good, self.last_saved_step = saved.path, self.step
         return saved
 

@@ -243,3 +243,24 @@ def test_the_divergence_rule_ignores_noise_and_plateaus():
     messages = [rising.update(x, i, 1e-3) for i, x in enumerate([8, 4, 2, 1, 0.5] * 4 + [5.0 * 2 ** i
                                                                                             for i in range(20)])]
     assert any(messages)
+
+
+def test_a_full_disk_after_the_state_was_saved_names_the_state_and_resumes_from_it(tmp_path, monkeypatch):
+    from attnviz.engine.translator import Translator
+
+    recipe = small_recipe(tmp_path)
+    real = Translator.save
+
+    def no_room_for_last(self, path, *args, **kwargs):
+        if str(path).endswith(".last.safetensors"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real(self, path, *args, **kwargs)
+
+    monkeypatch.setattr(Translator, "save", no_room_for_last)
+    failed = list(train(recipe, tmp_path / "f.safetensors", None))[-1]
+    monkeypatch.undo()
+    assert isinstance(failed, TrainFailed) and "training state of step 2 was saved" in failed.message
+    assert failed.last_good == str(tmp_path / "f.state.safetensors") and not (tmp_path / "f.last.safetensors").exists()
+    events = list(train(recipe, tmp_path / "f.state.safetensors", None, resume=True))
+    assert any(isinstance(e, TrainNote) and "was missing" in e.message for e in events)
+    assert isinstance(events[-1], TrainFinished)
