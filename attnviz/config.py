@@ -71,6 +71,10 @@ class ModelConfig(_DictMixin):
     tie_output: bool = False  # share the target embedding with the output projection
     hidden: int = 512  # rnn-attention: LSTM state width
     score: str = "general"  # rnn-attention: "dot" h_t.h_s, "general" h_t.W h_s, "concat" v.tanh(W[h_t; h_s])
+    # Token embeddings' initial values: "xavier" like every other matrix, or "normal" N(0, D^-0.5) (Vaswani et al.).
+    # Xavier over a large vocabulary makes sqrt(D)-scaled tokens about 3x smaller than sinusoidal positions, and
+    # reference B's model then learned to ignore source positions (uniform cross-attention); see models/README.md.
+    embed_init: str = "xavier"
 
     def __post_init__(self) -> None:
         _require(self.kind in MODEL_KINDS, f"kind must be one of {MODEL_KINDS}, not {self.kind!r}")
@@ -84,6 +88,7 @@ class ModelConfig(_DictMixin):
         _require(self.max_positions >= 3, "max_positions must be at least 3 (<sos>, one token, <eos>)")
         _require(self.ln_eps > 0, "ln_eps must be positive")
         _require(self.score in SCORES, f"score must be one of {SCORES}, not {self.score!r}")
+        _require(self.embed_init in ("xavier", "normal"), f"embed_init must be 'xavier' or 'normal', not {self.embed_init!r}")
         _require(self.kind != "rnn-attention" or self.enc_layers == self.dec_layers,
                  "an rnn-attention model starts its decoder from the encoder's final states, so it needs "
                  f"enc_layers == dec_layers (got {self.enc_layers} and {self.dec_layers})")
