@@ -14,7 +14,9 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QToolBar
 
 from attnviz import __version__
+from attnviz.gui import accessible
 from attnviz.gui.model_list import bundled_models, describe
+from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train_tab import TrainTab
 from attnviz.gui.translate_tab import TranslateTab
 from attnviz.gui.worker import Worker
@@ -35,6 +37,7 @@ def _load_model(path: str):
 class MainWindow(QMainWindow):
     def __init__(self, settings: QSettings | None = None):
         super().__init__()
+        accessible.install()
         self.setWindowTitle("attnviz")
         self.setAcceptDrops(True)
         self.settings = settings or QSettings()
@@ -45,7 +48,7 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget()
         self.train_tab = TrainTab()
         self.tabs.addTab(self.translate_tab, "&Translate")
-        self.tabs.addTab(self.train_tab, "T&rain")
+        self.tabs.addTab(self.train_tab, "Trai&n")  # Alt+R is the Training menu's
         self.setCentralWidget(self.tabs)
         self.model_combo = QComboBox()
         self.model_combo.setObjectName("modelCombo")
@@ -64,7 +67,7 @@ class MainWindow(QMainWindow):
         self.train_tab.open_checkpoint.connect(self._on_open_trained)
         self.model_combo.activated.connect(self._on_model_combo_activated)
         self.refresh_models()
-        self.resize(1280, 860)
+        self.resize(1280, 800)
         geometry = self.settings.value("window/geometry")
         if geometry is not None:
             self.restoreGeometry(geometry)
@@ -104,7 +107,9 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Export &attention (NPZ + JSON)...", self.export_attention, "Ctrl+Shift+E")
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
-        play = self.menuBar().addMenu("&Playback")
+        self._action(file_menu, "&Copy translation", tab.translation_text.copy, "Ctrl+Shift+C",
+                     "Copy the finished translation as text")
+        play = self.menuBar().addMenu("Pla&yback")  # Alt+P is the Train tab's Pause
         self._action(play, "&Translate", tab.translate, "Ctrl+Return")
         self._action(play, "&Play / pause", tab.toggle_play, "Ctrl+Space")
         self._action(play, "Step &back", tab.step_back, "PgUp")
@@ -114,9 +119,14 @@ class MainWindow(QMainWindow):
         train = self.menuBar().addMenu("T&raining")
         self._action(train, "&Start training", self._start_training, "Ctrl+R")
         self._action(train, "&Pause / resume training", self.train_tab.toggle_pause, "Ctrl+P")
-        self._action(train, "S&top training (saves a checkpoint)", self.train_tab.stop, "Ctrl+.")
+        self._action(train, "S&top training (saves a checkpoint)...", self.train_tab.confirm_stop, "Ctrl+.")
         self._action(train, "&Resume a run...", self.train_tab.resume_dialog)
+        for keys, page, text in (("Ctrl+1", self.translate_tab, "Show the Translate tab"),
+                                 ("Ctrl+2", self.train_tab, "Show the Train tab")):
+            self._action(self, text, lambda checked=False, p=page: self.tabs.setCurrentWidget(p), keys)
         help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "&Keyboard shortcuts", self.show_shortcuts, QKeySequence.StandardKey.HelpContents,
+                     "Every keyboard shortcut of the window")
         self._action(help_menu, "&About attnviz", self.about)
 
     # -- models ------------------------------------------------------------------------------------------------------
@@ -160,6 +170,7 @@ class MainWindow(QMainWindow):
     def _on_loader_event(self, translator) -> None:
         self.translator, self.loading_path = translator, None
         path = translator.metadata.get("path", "")
+        self.train_tab.protected_path = path  # Start may not overwrite the model being looked at
         self.translate_tab.set_translator(translator)
         info = translator.info
         self.model_label.setText(f"{info['languages']} · {info['parameters']:,} parameters")
@@ -246,6 +257,12 @@ class MainWindow(QMainWindow):
     def _on_open_trained(self, path: str) -> None:
         self.tabs.setCurrentWidget(self.translate_tab)
         self.load_model(path)
+
+    @Slot()
+    def show_shortcuts(self) -> None:
+        dialog = ShortcutsDialog(self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
 
     def about(self) -> None:
         QMessageBox.about(self, "About attnviz", f"<b>attnviz {__version__}</b><p>See what attention does inside a "

@@ -108,6 +108,12 @@ def _path_row(edit: QLineEdit, browse, tip: str) -> QHBoxLayout:
     return row
 
 
+def _buddy(text: str, widget: QWidget) -> QLabel:
+    label = QLabel(text)
+    label.setBuddy(widget)
+    return label
+
+
 class RecipeForm(QWidget):
     changed = Signal()  # the recipe or its validity changed
 
@@ -139,10 +145,12 @@ class RecipeForm(QWidget):
         self.error_label.hide()
 
         form = QFormLayout()
-        form.addRow("&Recipe", self.preset_combo)
+        form.addRow("Re&cipe", self.preset_combo)
         form.addRow("", self.description)
-        form.addRow("Data folder", _path_row(self.data_edit, self._browse_data, "Folder with the corpora"))
-        form.addRow("Checkpoint", _path_row(self.out_edit, self._browse_out, "Where the checkpoint is written"))
+        form.addRow(_buddy("&Data folder", self.data_edit),
+                    _path_row(self.data_edit, self._browse_data, "Folder with the corpora"))
+        form.addRow(_buddy("Chec&kpoint", self.out_edit),
+                    _path_row(self.out_edit, self._browse_out, "Where the checkpoint is written"))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(form)
