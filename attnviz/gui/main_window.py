@@ -164,7 +164,8 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def _on_translate_mode_changed(self, mode: str) -> None:
-        self.tabs.setTabText(self.tabs.indexOf(self.translate_tab), f"&{mode}")
+        # Alt+T in both modes (Alt+G is the Train tab's Log scale)
+        self.tabs.setTabText(self.tabs.indexOf(self.translate_tab), "Genera&te" if mode == "Generate" else "&Translate")
 
     @Slot(object)
     def _on_loader_event(self, translator) -> None:
