@@ -66,6 +66,7 @@ class HeatmapView(QWidget):
                                          or self.current[1] >= data.matrix.shape[1]):
             self.current = None
         self._resize_for_zoom()
+        self._relayout()
         self.update()
         announce(self)
 
@@ -81,11 +82,14 @@ class HeatmapView(QWidget):
         """Cells ``cell`` pixels wide (scrolling when larger than the view), or None to fit the view."""
         self.zoom = None if cell is None else zoomed(cell, 1.0)
         self._resize_for_zoom()
+        self._relayout()
         self.update()
         self.zoom_changed.emit()
 
     def zoom_by(self, factor: float) -> None:
-        self.set_zoom(zoomed(self._geometry.cell if self._geometry else 24.0, factor))
+        """Zoom from the current cell size (the fitted one the first time)."""
+        current = self.zoom if self.zoom is not None else self._geometry.cell if self._geometry else 24.0
+        self.set_zoom(zoomed(current, factor))
 
     def _resize_for_zoom(self) -> None:
         if self.zoom is None or self._data is None:
@@ -109,10 +113,17 @@ class HeatmapView(QWidget):
         return geometry(width, height, r, c, [metrics.horizontalAdvance(t) for t in d.rows],
                         [metrics.horizontalAdvance(t) for t in d.cols], metrics.height(), bool(d.title), self.zoom)
 
-    def _layout(self, painter: QPainter) -> QRect:
-        g = self._geometry = self._compute(painter.fontMetrics(), self.width(), self.height())
+    def _relayout(self) -> None:
+        """Place cells and labels for the current size (also before the first paint, for hover and tests)."""
+        if self._data is None or not self._data.matrix.size:
+            self._geometry, self._cells = None, QRect()
+            return
+        g = self._geometry = self._compute(self.fontMetrics(), self.width(), self.height())
         r, c = self._data.matrix.shape
-        return QRect(g.left, g.top, int(g.cell * c), int(g.cell * r))
+        self._cells = QRect(g.left, g.top, int(g.cell * c), int(g.cell * r))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        self._relayout()
 
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt naming)
         painter = QPainter(self)
@@ -123,7 +134,8 @@ class HeatmapView(QWidget):
             painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.placeholder)
             return
         d = self._data
-        cells = self._cells = self._layout(painter)
+        self._relayout()
+        cells = self._cells
         painter.drawImage(cells, self._image)
         self._draw_masked(painter, cells)
         painter.setPen(text_color)

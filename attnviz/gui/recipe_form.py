@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from attnviz.engine.data import CorpusSpec, resolve_data_dir
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.presets import PRESETS, Recipe
 from attnviz.engine.tokenize import TokenizerSpec
+from attnviz.gui.setting_help import setting_help
 from attnviz.gui.widgets import named
 
 CUSTOM = "__custom__"
@@ -243,6 +245,7 @@ class RecipeForm(QWidget):
         for row, key in enumerate(keys):
             name = QTableWidgetItem(key)
             name.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            name.setToolTip(setting_help(key))
             self.table.setItem(row, 0, name)
             self.table.setItem(row, 1, QTableWidgetItem(show_value(current_value(base, key))))
         self._loading = False
@@ -320,6 +323,8 @@ class RecipeForm(QWidget):
         if index >= 0:
             self.preset_combo.setCurrentIndex(index)
         for key, edit in (("train/data_dir", self.data_edit), ("train/output", self.out_edit)):
+            if key == "train/data_dir" and os.environ.get("ATTNVIZ_DATA"):
+                continue  # set for this session: it wins over the folder remembered from an earlier one
             value = settings.value(key, "")
             if value:
                 edit.setText(str(value))
