@@ -19,7 +19,8 @@ from attnviz.engine.errors import AttnvizError, InputError
 def _add_translate(sub) -> None:
     p = sub.add_parser("translate", help="translate sentences with a checkpoint",
                        description="Translate the SENTENCEs, or one sentence per line of standard input.")
-    p.add_argument("-m", "--model", required=True, help="checkpoint file (.safetensors)")
+    p.add_argument("-m", "--model", help="checkpoint file (.safetensors); default: the default bundled model "
+                   "(de-en-multi30k)")
     p.add_argument("sentences", nargs="*", metavar="SENTENCE")
     p.add_argument("--json", action="store_true", help="print one JSON object per sentence")
     p.add_argument("--attention", metavar="OUT.npz", help="save every attention matrix with token labels")
@@ -93,6 +94,36 @@ def _read_sentences(args) -> list[str]:
     return lines
 
 
+def _attention_translations(translator, sentences, decode):
+    """Translations with every attention matrix, of exactly the tokens the search prints without --attention
+    (greedy or beam: the beam's chosen hypothesis is re-scored teacher-forced)."""
+    from attnviz.engine.rescore import search_translations
+
+    return search_translations(translator, sentences, decode)
+
+
+def _default_model() -> str:
+    """The bundled model the app opens first, for ``translate`` without ``-m``."""
+    from attnviz.gui.model_list import default_model_path  # reads file headers only: no Qt, no torch
+
+    path = default_model_path()
+    if path is None:
+        raise InputError("no model given and no bundled model found: pass one with -m MODEL.safetensors")
+    print(f"attnviz: using the default model {path} (choose another with -m)", file=sys.stderr)
+    return path
+
+
+def _cut_warning(translator, tokens, decode) -> list[str]:
+    """A warning when the output reached the length limit without ending: it was truncated, not finished."""
+    from attnviz.engine.decoding import step_limit
+
+    limit = step_limit(translator.model, decode.max_len)
+    if len(tokens) < limit:
+        return []
+    return [f"the translation reached the limit of {limit} tokens and was cut there (raise --max-len to let "
+            "it finish)"]
+
+
 def cmd_translate(args) -> int:
     from attnviz.config import DecodeConfig
     from attnviz.engine.export import save_attention
@@ -100,12 +131,13 @@ def cmd_translate(args) -> int:
 
     decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty)
     sentences = _read_sentences(args)
+    args.model = args.model or _default_model()
     translator = load_translator(args.model)
     if not translator.has_source:
         raise InputError(f"{args.model} is a language model: it continues text instead of translating it. Use "
                          f"attnviz generate -m {args.model} --prefix TEXT")
-    if args.attention:  # full matrices need one greedy pass per sentence
-        done = [translator.translate(s, decode.max_len) if s.strip() else None for s in sentences]
+    if args.attention:  # the search's own output, re-scored teacher-forced to record its attention
+        done = _attention_translations(translator, sentences, decode)
         found = [t for t in done if t is not None]
         save_attention(args.attention, found, translator.info)
         print(f"attention of {len(found)} sentence(s) saved to {args.attention}", file=sys.stderr)
@@ -118,6 +150,7 @@ def cmd_translate(args) -> int:
             src, _, warnings = translator.prepare_source(s) if s.strip() else ([], [], [])
             outputs.append((src, toks, translator.detokenize(toks), warnings))
     for sentence, (src, toks, text, warnings) in zip(sentences, outputs):
+        warnings = warnings + _cut_warning(translator, toks, decode)
         for w in warnings:
             print(f"warning: {w}", file=sys.stderr)
         if not sentence.strip():
