@@ -139,7 +139,7 @@ def cmd_translate(args) -> int:
     if args.attention:  # the search's own output, re-scored teacher-forced to record its attention
         done = _attention_translations(translator, sentences, decode)
         found = [t for t in done if t is not None]
-        save_attention(args.attention, found, translator.info)
+        save_attention(args.attention, found, translator.info, [s for s, t in zip(sentences, done) if t])
         print(f"attention of {len(found)} sentence(s) saved to {args.attention}", file=sys.stderr)
         outputs = [(list(t.src_tokens), list(t.words), t.text, list(t.warnings)) if t else ([], [], "", [])
                    for t in done]

@@ -54,3 +54,17 @@ def test_search_translations_follow_the_beam(trained_translator):
     found = search_translations(trained_translator, [*SENTENCES, ""], decode)
     assert found[-1] is None
     assert [list(t.words) for t in found[:-1]] == trained_translator.translate_batch_tokens(SENTENCES, decode)
+
+
+def test_the_npz_sidecar_keeps_source_text_probabilities_top_k_and_entropy(model_path, tmp_path, capsys):
+    npz = tmp_path / "att.npz"
+    assert main(["translate", "-m", model_path, "--attention", str(npz), "q1 q2", "q3 q4 q5"]) == 0
+    sidecar = json.loads(npz.with_suffix(".json").read_text())
+    first = sidecar["translations"][0]
+    assert first["source"] == "q1 q2" and [s["token"] for s in first["steps"]] == first["tokens"]
+    assert all(0 < s["probability"] <= 1 and s["entropy"] >= 0 and len(s["topk"]) >= 2 for s in first["steps"])
+    data = np.load(npz)
+    assert data["s0_probabilities"].shape == (len(first["tokens"]),)
+    assert data["s0_topk_tokens"].shape == data["s0_topk_probabilities"].shape
+    assert data["s0_topk_tokens"][0, 0] == first["steps"][0]["topk"][0][0]
+    np.testing.assert_allclose(data["s0_entropy"], [s["entropy"] for s in first["steps"]], atol=1e-5)

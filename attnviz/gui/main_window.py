@@ -105,6 +105,10 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Export view as &PNG...", lambda: self.export_view("png"), "Ctrl+E")
         self._action(file_menu, "Export view as &SVG...", lambda: self.export_view("svg"), "Ctrl+Shift+S")
         self._action(file_menu, "Export &attention (NPZ + JSON)...", self.export_attention, "Ctrl+Shift+E")
+        self._action(file_menu, "Export head &grid as PNG...",
+                     lambda: self.export_picture(self.translate_tab.attention.grid, "attention-heads.png"))
+        self._action(file_menu, "Export attention pa&nel as PNG...",
+                     lambda: self.export_picture(self.translate_tab.attention, "attention-panel.png"))
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         self._action(file_menu, "&Copy translation", tab.translation_text.copy, "Ctrl+Shift+C",
@@ -228,8 +232,32 @@ class MainWindow(QMainWindow):
         if path:
             from attnviz.plots.heatmap import save_heatmap
 
-            save_heatmap(path, data.matrix, data.rows, data.cols, data.row_axis, data.col_axis, data.title,
-                         data.highlight_row, data.per_map)
+            save_heatmap(path, data.matrix, data.rows, data.cols, data.row_axis, data.col_axis,
+                         self.figure_title(data), data.highlight_row, data.per_map)
+            self.statusBar().showMessage(f"Saved {path}", 5000)
+
+    def figure_title(self, data) -> str:
+        """The view's title with its context (model, sentence, step, scale), so an exported figure explains itself."""
+        tab = self.translate_tab
+        model = self.translator.info.get("name") or Path(self.translator.metadata.get("path", "")).stem \
+            if self.translator else "no model"
+        steps = len(tab.session.steps) if tab.session else 0
+        sentence = tab.source_edit.text().strip()
+        if len(sentence) > 60:
+            sentence = sentence[:57] + "..."
+        scale = "per-map colour scale" if data.per_map else "colour scale 0..1"
+        return f"{data.title} · step {tab.current + 1}/{steps}\n{model}: \"{sentence}\" · {scale}"
+
+    def export_picture(self, widget, default: str) -> None:
+        """A PNG of ``widget`` as shown (the head grid, or the whole attention panel with its selectors)."""
+        if self.translate_tab.current_translation() is None:
+            self.statusBar().showMessage("Nothing to export yet: translate a sentence first.", 5000)
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export as PNG", default, "PNG (*.png)")
+        if path:
+            if not widget.grab().save(path if path.lower().endswith(".png") else path + ".png"):
+                QMessageBox.warning(self, "Export failed", f"Could not save {path}")
+                return
             self.statusBar().showMessage(f"Saved {path}", 5000)
 
     def export_attention(self) -> None:
@@ -241,7 +269,8 @@ class MainWindow(QMainWindow):
         if path:
             from attnviz.engine.export import save_attention
 
-            sidecar = save_attention(path, [translation], self.translator.info)
+            sidecar = save_attention(path, [translation], self.translator.info,
+                                     [self.translate_tab.source_edit.text()])
             self.statusBar().showMessage(f"Saved {path} and {sidecar.name}", 5000)
 
     # -- misc --------------------------------------------------------------------------------------------------------
