@@ -25,7 +25,8 @@ def _add_translate(sub) -> None:
                                    "(or {\"line\": N, \"error\": ...} with --json) and a warning on stderr.",
                        epilog="exit status: 0 all lines translated, 1 some line failed or the model could not be "
                               "read, 2 bad options or no input")
-    p.add_argument("-m", "--model", required=True, help="checkpoint file (.safetensors) or MarianMT folder")
+    p.add_argument("-m", "--model", help="checkpoint file (.safetensors) or MarianMT folder; default: the default "
+                   "bundled model (de-en-multi30k)")
     p.add_argument("sentences", nargs="*", metavar="SENTENCE")
     p.add_argument("--json", action="store_true", help="print one JSON object per sentence")
     p.add_argument("--attention", metavar="OUT.npz", type=output_file,
@@ -92,6 +93,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _default_model() -> str:
+    """The bundled model the app opens first, for ``translate`` without ``-m``."""
+    from attnviz.gui.model_list import default_model_path  # reads file headers only: no Qt, no torch
+
+    path = default_model_path()
+    if path is None:
+        raise InputError("no model given and no bundled model found: pass one with -m MODEL.safetensors")
+    print(f"attnviz: using the default model {path} (choose another with -m)", file=sys.stderr)
+    return path
+
+
 def cmd_translate(args) -> int:
     from attnviz.cli_batch import read_lines, translate_lines, utf8_stdout, write_lines
     from attnviz.engine.config import DecodeConfig
@@ -100,18 +112,21 @@ def cmd_translate(args) -> int:
 
     decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty)
     lines = read_lines(args.sentences)
+    args.model = args.model or _default_model()
     translator = load_translator(args.model)
     if not translator.has_source:
         raise InputError(f"{args.model} is a language model: it continues text instead of translating it. Use "
                          f"attnviz generate -m {args.model} --prefix TEXT")
+    # with --attention the search's own output is re-scored teacher-forced: the printed translation never changes
     translate_lines(translator, lines, decode, attention=bool(args.attention))
     if args.attention:
-        found = [line.translation for line in lines if line.translation is not None]
+        done = [line for line in lines if line.translation is not None]
+        found = [line.translation for line in done]
         if args.merge_subwords:
             from attnviz.engine.subwords import merge_translation
 
             found = [merge_translation(t, translator.src_spec, translator.tgt_spec) for t in found]
-        save_attention(args.attention, found, translator.info)
+        save_attention(args.attention, found, translator.info, [line.text for line in done])
         print(f"attention of {len(found)} sentence(s) saved to {args.attention}", file=sys.stderr)
     utf8_stdout()
     failed = write_lines(lines, args.json)

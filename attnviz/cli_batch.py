@@ -60,7 +60,11 @@ def read_lines(sentences: list[str]) -> list[Line]:
 
 
 def translate_lines(translator, lines: list[Line], decode, attention: bool) -> None:
-    """Fill in each line's tokens and output (or its error); greedy full passes when ``attention`` is asked."""
+    """Fill in each line's tokens and output (or its error). With ``attention`` the search's own output (greedy or
+    beam) is re-scored teacher-forced, so the printed translation is the same with and without it."""
+    from attnviz.engine.decoding import step_limit
+    from attnviz.engine.rescore import forced_translation
+
     todo = []
     for line in lines:
         if line.error is None and not line.blank:
@@ -69,13 +73,15 @@ def translate_lines(translator, lines: list[Line], decode, attention: bool) -> N
                 todo.append(line)
             except InputError as exc:
                 line.error = str(exc)
-    if attention:  # full matrices need one greedy pass per sentence
-        for line in todo:
-            t = line.translation = translator.translate(line.text, decode)
-            line.tokens, line.output = list(t.words), t.text
-    else:
-        for line, toks in zip(todo, translator.translate_batch_tokens([x.text for x in todo], decode)):
-            line.tokens, line.output = toks, translator.detokenize(toks)
+    limit = step_limit(translator.model, decode.max_len)
+    for line, toks in zip(todo, translator.translate_batch_tokens([x.text for x in todo], decode), strict=True):
+        line.tokens, line.output = toks, translator.detokenize(toks)
+        ended = len(toks) < limit  # a search that stops before its step limit stopped at <eos>
+        if not ended:
+            line.warnings = [*line.warnings, f"the translation reached the limit of {limit} tokens and was cut "
+                             "there (raise --max-len to let it finish)"]
+        if attention:
+            line.translation = forced_translation(translator, line.text, toks, ended)
 
 
 def write_lines(lines: list[Line], as_json: bool) -> int:

@@ -74,6 +74,10 @@ class ModelConfig(_DictMixin):
     activation: str = "relu"  # of the feed-forward layers: "relu", "gelu", "gelu_new" (tanh approximation), "swish"
     hidden: int = 512  # recurrent kinds: LSTM state width
     score: str = "general"  # recurrent kinds: "dot" h_t.h_s, "general" h_t.W h_s, "concat" v.tanh(W[h_t; h_s])
+    # Token embeddings' initial values: "xavier" like every other matrix, or "normal" N(0, D^-0.5) (Vaswani et al.).
+    # Xavier over a large vocabulary makes sqrt(D)-scaled tokens about 3x smaller than sinusoidal positions, and
+    # reference B's model then learned to ignore source positions (uniform cross-attention); see models/README.md.
+    embed_init: str = "xavier"
 
     def __post_init__(self) -> None:
         _require(isinstance(self.kind, str) and self.kind in kind_names(),
@@ -91,6 +95,8 @@ class ModelConfig(_DictMixin):
         _require(self.max_positions >= 3, "max_positions must be at least 3 (<sos>, one token, <eos>)")
         _require(self.ln_eps > 0, "ln_eps must be positive")
         _require(self.score in SCORES, f"score must be one of {SCORES}, not {self.score!r}")
+        _require(self.embed_init in ("xavier", "normal"),
+                 f"embed_init must be 'xavier' or 'normal', not {self.embed_init!r}")
         self.model_kind.validate(self)
 
     @property

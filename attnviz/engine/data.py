@@ -164,6 +164,21 @@ def load_splits(spec: CorpusSpec, data_dir: str | os.PathLike) -> Splits:
     return splits
 
 
+def load_split(spec: CorpusSpec, data_dir: str | os.PathLike, split: str) -> list[Pair]:
+    """One split's pairs. Multi30k's test and val have files of their own, so evaluating them does not need (or
+    read) the training files; a corpus split at random is read whole, as the split depends on every pair."""
+    if spec.kind != "multi30k":
+        return load_splits(spec, data_dir).get(split)
+    if split not in ("train", "val", "test"):
+        raise DataError(f"unknown split {split!r}; use train, val or test")
+    data_dir = Path(data_dir)
+    name = spec.test_split if split == "test" else split
+    paths = [_multi30k_file(data_dir, name, spec.src_lang), _multi30k_file(data_dir, name, spec.tgt_lang)]
+    _require_files(data_dir, paths, download_name(spec))
+    pairs = read_parallel(*paths)[0]
+    return pairs[: spec.limit] if spec.limit else pairs
+
+
 def _load_all(spec: CorpusSpec, data_dir: Path) -> Splits:
     if spec.kind == "multi30k":
         files = {s: (_multi30k_file(data_dir, s, spec.src_lang), _multi30k_file(data_dir, s, spec.tgt_lang))

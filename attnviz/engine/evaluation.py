@@ -8,7 +8,7 @@ from typing import Any
 
 from attnviz.engine.batching import eval_batches
 from attnviz.engine.config import DecodeConfig
-from attnviz.engine.data import Pair, load_splits, read_parallel, resolve_data_dir
+from attnviz.engine.data import Pair, load_split, read_parallel, resolve_data_dir
 from attnviz.engine.decoding import device_of
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.metrics import bleu_tok, chrf, sacrebleu_detok, teacher_forced_stats
@@ -65,8 +65,7 @@ def recipe_for(translator: Translator, preset: str | None) -> Recipe:
 def evaluate_split(translator: Translator, split: str, decode: DecodeConfig, preset: str | None = None,
                    data_dir=None) -> dict[str, Any]:
     recipe = recipe_for(translator, preset)
-    splits = load_splits(recipe.corpus, resolve_data_dir(data_dir))
-    pairs = splits.get(split)
+    pairs = load_split(recipe.corpus, resolve_data_dir(data_dir), split)  # only the files this split needs
     if not pairs:
         raise ConfigError(f"the {recipe.name} corpus has no {split} split; measure the val split, or give source "
                           "and reference files", settings=("split", "src", "ref"))

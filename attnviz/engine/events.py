@@ -22,11 +22,13 @@ class AttentionKind(NamedTuple):
     label: str
     query_axis: str
     key_axis: str
+    causal: bool = False  # query i sees keys 0..i only: the cells after the diagonal are masked, not zero weights
 
 
 ATTENTION_KINDS: dict[str, AttentionKind] = {
     "encoder": AttentionKind("encoder", "Encoder self-attention", "source token (query)", "source token (key)"),
-    "decoder": AttentionKind("decoder", "Decoder self-attention", "output step (query)", "decoder input (key)"),
+    "decoder": AttentionKind("decoder", "Decoder self-attention", "output step (query)", "decoder input (key)",
+                             causal=True),
     "cross": AttentionKind("cross", "Cross-attention", "output step (query)", "source token (key)"),
 }
 

@@ -29,12 +29,27 @@ def attention_arrays(translations: Sequence[Translation | WordAttention]) -> dic
         arrays[prefix + "tokens"] = np.array(tr.tokens, dtype=str)
         for kind, matrix in tr.attention.items():
             arrays[prefix + kind] = matrix.astype(np.float32)
+        arrays.update({prefix + k: v for k, v in step_arrays(tr).items()})
     return arrays
 
 
+def step_arrays(tr: Translation | WordAttention) -> dict[str, np.ndarray]:
+    """Per output step: the chosen token's probability [T], the entropy [T] (nats), and the top-k candidates'
+    tokens and probabilities [T, k] (empty when the translation kept no steps, or merged pieces into words)."""
+    steps = tr.steps
+    if not steps:
+        return {"probabilities": np.array(tr.probabilities, dtype=np.float32)}
+    k = min(len(s.topk) for s in steps)
+    return {"probabilities": np.array([s.probability for s in steps], dtype=np.float32),
+            "entropy": np.array([s.entropy for s in steps], dtype=np.float32),
+            "topk_tokens": np.array([[t for t, _ in s.topk[:k]] for s in steps], dtype=str),
+            "topk_probabilities": np.array([[p for _, p in s.topk[:k]] for s in steps], dtype=np.float32)}
+
+
 def save_attention(path: str | os.PathLike, translations: Sequence[Translation | WordAttention],
-                   model_info: dict[str, Any]) -> Path:
-    """Write ``path`` (.npz) and ``path`` with suffix .json; returns the sidecar's path."""
+                   model_info: dict[str, Any], sources: Sequence[str] | None = None) -> Path:
+    """Write ``path`` (.npz) and ``path`` with suffix .json; returns the sidecar's path. ``sources`` are the texts
+    as typed, one per translation, kept in the sidecar (the tokens alone lose case and spacing)."""
     path = Path(path)
     arrays = attention_arrays(translations)
     buffer = io.BytesIO()
@@ -47,8 +62,11 @@ def save_attention(path: str | os.PathLike, translations: Sequence[Translation |
         "layout": "each matrix is [layers, heads, rows, columns]; rows are queries, columns keys",
         "translations": [
             {"prefix": f"s{i}_" if len(translations) > 1 else "", "src_tokens": list(tr.src_tokens),
+             "source": sources[i] if sources is not None and i < len(sources) else None,
              "tokens": list(tr.tokens), "text": tr.text, "warnings": list(tr.warnings),
              "units": "words (subword pieces merged)" if isinstance(tr, WordAttention) else "tokens",
+             "steps": [{"token": st.token, "probability": round(st.probability, 6), "entropy": round(st.entropy, 6),
+                        "topk": [[t, round(p, 6)] for t, p in st.topk]} for st in tr.steps],
              "shapes": {k: list(m.shape) for k, m in tr.attention.items()}}
             for i, tr in enumerate(translations)
         ],

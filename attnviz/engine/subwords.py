@@ -45,6 +45,8 @@ class WordAttention:
     text: str
     attention: dict[str, np.ndarray] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    probabilities: tuple[float, ...] = ()  # per-step figures belong to pieces: a merged view keeps none
+    steps: tuple = ()
 
 
 def merge_translation(t: Translation, src_spec: TokenizerSpec, tgt_spec: TokenizerSpec) -> WordAttention:

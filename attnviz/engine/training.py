@@ -311,7 +311,10 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
     total = min(planned, max_steps or 1 << 62)
     yield TrainStarted(total, cfg.epochs, count_parameters(model), len(run.data.train), len(run.data.val),
                        str(run.device), run.step)
-    started, window_tokens, window_start, first_step = time.perf_counter(), 0, time.perf_counter(), run.step
+    started, window_tokens, first_step = time.perf_counter(), 0, run.step
+    # rates and the ETA count only the steps' own time: a paused consumer holds a yield, and evaluations are not
+    # training, so neither may make tokens/s drop or the ETA grow
+    busy, window_busy = 0.0, 0.0
     model.train()
     epoch_start, watch = run.epoch, DivergenceWatch()
     for epoch in range(epoch_start, cfg.epochs + 1):
@@ -325,6 +328,7 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
                 else:
                     yield TrainStopped(run.step, str(run.paths.last))
                 return
+            step_start = time.perf_counter()
             src, tgt = (t.to(run.device) for t in batch_tensors([run.data.train[i] for i in batches[index]]))
             lr = learning_rate(run.step + 1, cfg, model.cfg.d_model, planned)
             for group in run.opt.param_groups:
@@ -341,16 +345,18 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
             run.opt.step()
             run.step += 1
             window_tokens += int((tgt[:, 1:] != PAD_ID).sum())
+            loss_value = loss.item()  # waits for the step to finish on a GPU
             now = time.perf_counter()
-            per_step = (now - started) / max(run.step - first_step, 1)
-            yield TrainStep(run.step, epoch, loss.item(), lr, window_tokens / max(now - window_start, 1e-9),
+            busy, window_busy = busy + now - step_start, window_busy + now - step_start
+            per_step = busy / max(run.step - first_step, 1)
+            yield TrainStep(run.step, epoch, loss_value, lr, window_tokens / max(window_busy, 1e-9),
                             run.step / total, per_step * (total - run.step))
             if cfg.eval_every and run.step % cfg.eval_every == 0:
                 yield from _evaluate_and_save(run, now - started, epoch, index + 1)
-                window_tokens, window_start = 0, time.perf_counter()
+                window_tokens, window_busy = 0, 0.0
         if not cfg.eval_every:
             yield from _evaluate_and_save(run, time.perf_counter() - started, epoch + 1, 0)
-            window_tokens, window_start = 0, time.perf_counter()
+            window_tokens, window_busy = 0, 0.0
         if cfg.save_epochs:
             yield run.save(run.paths.epoch(epoch), "epoch")
     if cfg.eval_every and run.step % cfg.eval_every:  # the steps after the last evaluation count too

@@ -6,8 +6,11 @@ kinds the model has are offered, so an RNN (cross only) or a language model (dec
 
 from __future__ import annotations
 
+import numpy as np
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QScrollArea, QSplitter, QToolButton, QVBoxLayout,
+                               QWidget)
 
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.gui.heatmap import HeadGrid, HeatmapData, HeatmapView
@@ -50,6 +53,8 @@ class AttentionPanel(QWidget):
         self._session: DecodeSession | None = None
         self._step = -1
         self._chosen_kind: str | None = None  # the kind the user picked; kept across translations
+        self.chosen_layer: int | None = None  # likewise the layer and head (None: not chosen, the last layer)
+        self.chosen_head = 0  # index in the head selector: 0 is the mean of heads
         self.kind_combo = _combo("attentionKindCombo", "Attention kind")
         self.layer_combo = _combo("layerCombo", "Layer")
         self.head_combo = _combo("headCombo", "Head, or the mean of all heads")
@@ -68,8 +73,15 @@ class AttentionPanel(QWidget):
             controls.addWidget(widget)
         controls.addWidget(self.scale_combo)
         controls.addStretch(1)
+        for button in self._zoom_buttons():
+            controls.addWidget(button)
+        self.heatmap_scroll = QScrollArea()
+        self.heatmap_scroll.setObjectName("heatmapScroll")
+        self.heatmap_scroll.setWidgetResizable(True)
+        self.heatmap_scroll.setWidget(self.heatmap)
+        self.heatmap_scroll.setMinimumSize(240, 160)
         splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(self.heatmap)
+        splitter.addWidget(self.heatmap_scroll)
         splitter.addWidget(self.grid)
         splitter.setStretchFactor(0, 3)
         splitter.setStretchFactor(1, 2)
@@ -84,6 +96,40 @@ class AttentionPanel(QWidget):
         self.head_combo.currentIndexChanged.connect(self._on_selector_changed)
         self.scale_combo.currentIndexChanged.connect(self._on_selector_changed)
         self.grid.selected.connect(self._on_grid_selected)
+
+    def _zoom_buttons(self) -> list[QToolButton]:
+        """Zoom in / out / fit, as actions (Ctrl++, Ctrl+-, Ctrl+0) shown as tool buttons beside the selectors."""
+        buttons = []
+        for text, keys, tip, slot in (
+                ("Zoom out", QKeySequence.StandardKey.ZoomOut, "Smaller cells (Ctrl+-, or Ctrl+wheel)",
+                 self.zoom_out),
+                ("Zoom in", QKeySequence.StandardKey.ZoomIn, "Larger cells: every label legible; scroll to see "
+                 "the rest (Ctrl++, or Ctrl+wheel)", self.zoom_in),
+                ("Fit", "Ctrl+0", "Fit the whole map in the view; labels thin out when cells are small (Ctrl+0)",
+                 self.zoom_fit)):
+            action = QAction(text, self)
+            action.setShortcut(QKeySequence(keys))
+            action.setToolTip(tip)
+            action.triggered.connect(slot)
+            self.addAction(action)
+            button = QToolButton()
+            button.setDefaultAction(action)
+            button.setObjectName(f"zoom{text.split()[-1].capitalize()}Button")
+            button.setAccessibleName(text)
+            buttons.append(button)
+        return buttons
+
+    @Slot()
+    def zoom_in(self) -> None:
+        self.heatmap.zoom_by(1.25)
+
+    @Slot()
+    def zoom_out(self) -> None:
+        self.heatmap.zoom_by(0.8)
+
+    @Slot()
+    def zoom_fit(self) -> None:
+        self.heatmap.set_zoom(None)
 
     # -- state -------------------------------------------------------------------------------------------------------
 
@@ -128,10 +174,18 @@ class AttentionPanel(QWidget):
     def _sync_layers_heads(self) -> None:
         maps = self._session.maps(self.kind, self._step) if self._session and self.kind else None
         layers, heads = (maps.shape[0], maps.shape[1]) if maps is not None else (0, 0)
-        layer = self.layer_combo.currentIndex()  # first time (-1): the last layer, the one the references show
-        set_choices(self.layer_combo, [f"Layer {i + 1}" for i in range(layers)], layer if layer >= 0 else layers - 1,
-                    layers > 1)
-        set_choices(self.head_combo, *head_choices(heads, self.head_combo.currentIndex()), heads > 1)
+        # the user's choice survives a new translation (the selectors are emptied meanwhile) and a restart;
+        # without one, the last layer, the one the references show
+        layer = self.chosen_layer if self.chosen_layer is not None and self.chosen_layer < layers else layers - 1
+        set_choices(self.layer_combo, [f"Layer {i + 1}" for i in range(layers)], layer, layers > 1)
+        set_choices(self.head_combo, *head_choices(heads, self.chosen_head if self.chosen_head <= heads else 0),
+                    heads > 1)
+
+    def restore_choice(self, kind: str | None, layer: int, head: int) -> None:
+        """The kind, layer (-1: none chosen) and head index remembered from the last session."""
+        self._chosen_kind = kind
+        self.chosen_layer = layer if layer >= 0 else None
+        self.chosen_head = max(head, 0)
 
     def select(self, kind: str | None = None, layer: int | None = None, head: int | None | str = "keep") -> None:
         """Programmatic selection (tests, the grid, saved settings); ``head=None`` means the mean."""
@@ -154,14 +208,17 @@ class AttentionPanel(QWidget):
             return
         matrix, rows, cols, highlight = view
         info = ATTENTION_KINDS[kind]
+        masked = np.triu(np.ones(matrix.shape, dtype=bool), 1) if info.causal else None
         head_text = "mean of heads" if self.head is None else f"head {self.head + 1}"
         title = f"{info.label} · layer {self.layer + 1} · {head_text}"
         self.heatmap.set_data(HeatmapData(matrix, tuple(rows), tuple(cols), info.query_axis, info.key_axis, title,
-                                          highlight, self.per_map))
+                                          highlight, self.per_map, masked))
         self.grid.set_maps(session.maps(kind, self._step), self.per_map,
                            None if self.head is None else (self.layer, self.head))
-        self.caption.setText(f"{title}. Rows: {info.query_axis}; columns: {info.key_axis}; each row sums to 1. "
-                             "Hover a cell for its exact weight; click a small map to open it.")
+        masked_text = " Hatched grey cells are future positions the decoder may not see (masked, not zero)." \
+            if masked is not None else ""
+        self.caption.setText(f"{title}. Rows: {info.query_axis}; columns: {info.key_axis}; each row sums to 1."
+                             f"{masked_text} Hover a cell for its exact weight; click a small map to open it.")
 
     @Slot(int)
     def _on_kind_changed(self, index: int) -> None:
@@ -172,6 +229,10 @@ class AttentionPanel(QWidget):
 
     @Slot(int)
     def _on_selector_changed(self, index: int) -> None:
+        if self.sender() is self.layer_combo:
+            self.chosen_layer = self.layer_combo.currentIndex()
+        elif self.sender() is self.head_combo:
+            self.chosen_head = max(self.head_combo.currentIndex(), 0)
         self.redraw()
         self.selection_changed.emit()
 

@@ -62,7 +62,7 @@ class CurvePlot(QWidget):
         self.log_y = False
         self.empty_text = "No data yet"
         self.setMouseTracking(True)
-        self.setMinimumSize(260, 170)
+        self.setMinimumSize(200, 130)  # four fit a 1024x700 window; smaller, the panel scrolls
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setAccessibleName(title)
         self._plot = QRectF()

@@ -134,7 +134,7 @@ class FormingPanel(QWidget):
         self._replay.setInterval(600)
 
         controls = QHBoxLayout()
-        for text, widget in (("La&yer", self.layer_combo), ("He&ad", self.head_combo)):
+        for text, widget in (("&Layer", self.layer_combo), ("He&ad", self.head_combo)):
             label = QLabel(text)
             label.setBuddy(widget)
             controls.addWidget(label)

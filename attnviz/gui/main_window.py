@@ -14,7 +14,9 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QToolBar
 
 from attnviz import __version__
+from attnviz.gui import accessible
 from attnviz.gui.model_list import bundled_models, describe
+from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train_tab import TrainTab
 from attnviz.gui.translate_tab import TranslateTab
 from attnviz.gui.worker import Worker
@@ -35,6 +37,7 @@ def _load_model(path: str):
 class MainWindow(QMainWindow):
     def __init__(self, settings: QSettings | None = None):
         super().__init__()
+        accessible.install()
         self.setWindowTitle("attnviz")
         self.setAcceptDrops(True)
         self.settings = settings or QSettings()
@@ -45,7 +48,7 @@ class MainWindow(QMainWindow):
         self.tabs = QTabWidget()
         self.train_tab = TrainTab()
         self.tabs.addTab(self.translate_tab, "&Translate")
-        self.tabs.addTab(self.train_tab, "T&rain")
+        self.tabs.addTab(self.train_tab, "Trai&n")  # Alt+R is the Training menu's
         self.setCentralWidget(self.tabs)
         self.model_combo = QComboBox()
         self.model_combo.setObjectName("modelCombo")
@@ -64,7 +67,7 @@ class MainWindow(QMainWindow):
         self.train_tab.open_checkpoint.connect(self._on_open_trained)
         self.model_combo.activated.connect(self._on_model_combo_activated)
         self.refresh_models()
-        self.resize(1280, 860)
+        self.resize(1280, 800)
         geometry = self.settings.value("window/geometry")
         if geometry is not None:
             self.restoreGeometry(geometry)
@@ -102,9 +105,15 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Export view as &PNG...", lambda: self.export_view("png"), "Ctrl+E")
         self._action(file_menu, "Export view as &SVG...", lambda: self.export_view("svg"), "Ctrl+Shift+S")
         self._action(file_menu, "Export &attention (NPZ + JSON)...", self.export_attention, "Ctrl+Shift+E")
+        self._action(file_menu, "Export head &grid as PNG...",
+                     lambda: self.export_picture(self.translate_tab.attention.grid, "attention-heads.png"))
+        self._action(file_menu, "Export attention pa&nel as PNG...",
+                     lambda: self.export_picture(self.translate_tab.attention, "attention-panel.png"))
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
-        play = self.menuBar().addMenu("&Playback")
+        self._action(file_menu, "&Copy translation", tab.translation_text.copy, "Ctrl+Shift+C",
+                     "Copy the finished translation as text")
+        play = self.menuBar().addMenu("Pla&yback")  # Alt+P is the Train tab's Pause
         self._action(play, "&Translate", tab.translate, "Ctrl+Return")
         self._action(play, "&Play / pause", tab.toggle_play, "Ctrl+Space")
         self._action(play, "Step &back", tab.step_back, "PgUp")
@@ -114,9 +123,14 @@ class MainWindow(QMainWindow):
         train = self.menuBar().addMenu("T&raining")
         self._action(train, "&Start training", self._start_training, "Ctrl+R")
         self._action(train, "&Pause / resume training", self.train_tab.toggle_pause, "Ctrl+P")
-        self._action(train, "S&top training (saves a checkpoint)", self.train_tab.stop, "Ctrl+.")
+        self._action(train, "S&top training (saves a checkpoint)...", self.train_tab.confirm_stop, "Ctrl+.")
         self._action(train, "&Resume a run...", self.train_tab.resume_dialog)
+        for keys, page, text in (("Ctrl+1", self.translate_tab, "Show the Translate tab"),
+                                 ("Ctrl+2", self.train_tab, "Show the Train tab")):
+            self._action(self, text, lambda checked=False, p=page: self.tabs.setCurrentWidget(p), keys)
         help_menu = self.menuBar().addMenu("&Help")
+        self._action(help_menu, "&Keyboard shortcuts", self.show_shortcuts, QKeySequence.StandardKey.HelpContents,
+                     "Every keyboard shortcut of the window")
         self._action(help_menu, "&About attnviz", self.about)
 
     # -- models ------------------------------------------------------------------------------------------------------
@@ -154,12 +168,14 @@ class MainWindow(QMainWindow):
 
     @Slot(str)
     def _on_translate_mode_changed(self, mode: str) -> None:
-        self.tabs.setTabText(self.tabs.indexOf(self.translate_tab), f"&{mode}")
+        # Alt+T in both modes (Alt+G is the Train tab's Log scale)
+        self.tabs.setTabText(self.tabs.indexOf(self.translate_tab), "Genera&te" if mode == "Generate" else "&Translate")
 
     @Slot(object)
     def _on_loader_event(self, translator) -> None:
         self.translator, self.loading_path = translator, None
         path = translator.metadata.get("path", "")
+        self.train_tab.protected_path = path  # Start may not overwrite the model being looked at
         self.translate_tab.set_translator(translator)
         card = translator.card
         self.model_label.setText(f"{card.languages} · {card.parameters:,} parameters")
@@ -216,8 +232,32 @@ class MainWindow(QMainWindow):
         if path:
             from attnviz.plots.heatmap import save_heatmap
 
-            save_heatmap(path, data.matrix, data.rows, data.cols, data.row_axis, data.col_axis, data.title,
-                         data.highlight_row, data.per_map)
+            save_heatmap(path, data.matrix, data.rows, data.cols, data.row_axis, data.col_axis,
+                         self.figure_title(data), data.highlight_row, data.per_map)
+            self.statusBar().showMessage(f"Saved {path}", 5000)
+
+    def figure_title(self, data) -> str:
+        """The view's title with its context (model, sentence, step, scale), so an exported figure explains itself."""
+        tab = self.translate_tab
+        model = self.translator.info.get("name") or Path(self.translator.metadata.get("path", "")).stem \
+            if self.translator else "no model"
+        steps = len(tab.session.steps) if tab.session else 0
+        sentence = tab.source_edit.text().strip()
+        if len(sentence) > 60:
+            sentence = sentence[:57] + "..."
+        scale = "per-map colour scale" if data.per_map else "colour scale 0..1"
+        return f"{data.title} · step {tab.current + 1}/{steps}\n{model}: \"{sentence}\" · {scale}"
+
+    def export_picture(self, widget, default: str) -> None:
+        """A PNG of ``widget`` as shown (the head grid, or the whole attention panel with its selectors)."""
+        if self.translate_tab.current_translation() is None:
+            self.statusBar().showMessage("Nothing to export yet: translate a sentence first.", 5000)
+            return
+        path, _ = QFileDialog.getSaveFileName(self, "Export as PNG", default, "PNG (*.png)")
+        if path:
+            if not widget.grab().save(path if path.lower().endswith(".png") else path + ".png"):
+                QMessageBox.warning(self, "Export failed", f"Could not save {path}")
+                return
             self.statusBar().showMessage(f"Saved {path}", 5000)
 
     def export_attention(self) -> None:
@@ -229,7 +269,8 @@ class MainWindow(QMainWindow):
         if path:
             from attnviz.engine.export import save_attention
 
-            sidecar = save_attention(path, [translation], self.translator.info)
+            sidecar = save_attention(path, [translation], self.translator.info,
+                                     [self.translate_tab.source_edit.text()])
             self.statusBar().showMessage(f"Saved {path} and {sidecar.name}", 5000)
 
     # -- misc --------------------------------------------------------------------------------------------------------
@@ -246,6 +287,12 @@ class MainWindow(QMainWindow):
     def _on_open_trained(self, path: str) -> None:
         self.tabs.setCurrentWidget(self.translate_tab)
         self.load_model(path)
+
+    @Slot()
+    def show_shortcuts(self) -> None:
+        dialog = ShortcutsDialog(self)
+        dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        dialog.open()
 
     def about(self) -> None:
         QMessageBox.about(self, "About attnviz", f"<b>attnviz {__version__}</b><p>See what attention does inside a "

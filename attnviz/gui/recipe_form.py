@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from attnviz.engine.errors import ConfigError
 from attnviz.engine.kinds import get_kind
 from attnviz.engine.presets import PRESETS, Recipe
 from attnviz.engine.tokenize import TokenizerSpec
+from attnviz.gui.setting_help import setting_help
 from attnviz.gui.widgets import named
 
 CUSTOM = "__custom__"
@@ -115,6 +117,12 @@ def _path_row(edit: QLineEdit, browse, tip: str) -> QHBoxLayout:
     return row
 
 
+def _buddy(text: str, widget: QWidget) -> QLabel:
+    label = QLabel(text)
+    label.setBuddy(widget)
+    return label
+
+
 class RecipeForm(QWidget):
     changed = Signal()  # the recipe or its validity changed
 
@@ -146,10 +154,12 @@ class RecipeForm(QWidget):
         self.error_label.hide()
 
         form = QFormLayout()
-        form.addRow("&Recipe", self.preset_combo)
+        form.addRow("Re&cipe", self.preset_combo)
         form.addRow("", self.description)
-        form.addRow("Data folder", _path_row(self.data_edit, self._browse_data, "Folder with the corpora"))
-        form.addRow("Checkpoint", _path_row(self.out_edit, self._browse_out, "Where the checkpoint is written"))
+        form.addRow(_buddy("&Data folder", self.data_edit),
+                    _path_row(self.data_edit, self._browse_data, "Folder with the corpora"))
+        form.addRow(_buddy("Chec&kpoint", self.out_edit),
+                    _path_row(self.out_edit, self._browse_out, "Where the checkpoint is written"))
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(form)
@@ -242,6 +252,7 @@ class RecipeForm(QWidget):
         for row, key in enumerate(keys):
             name = QTableWidgetItem(key)
             name.setFlags(Qt.ItemFlag.ItemIsEnabled)
+            name.setToolTip(setting_help(key))
             self.table.setItem(row, 0, name)
             self.table.setItem(row, 1, QTableWidgetItem(show_value(current_value(base, key))))
         self._loading = False
@@ -319,6 +330,8 @@ class RecipeForm(QWidget):
         if index >= 0:
             self.preset_combo.setCurrentIndex(index)
         for key, edit in (("train/data_dir", self.data_edit), ("train/output", self.out_edit)):
+            if key == "train/data_dir" and os.environ.get("ATTNVIZ_DATA"):
+                continue  # set for this session: it wins over the folder remembered from an earlier one
             value = settings.value(key, "")
             if value:
                 edit.setText(str(value))

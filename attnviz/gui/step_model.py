@@ -9,6 +9,17 @@ from attnviz.engine.events import DecodeStep
 COLUMNS = ("Step", "Token", "Probability", "Entropy (nats)", "Runner-up")
 
 
+def describe_step(step: DecodeStep) -> str:
+    """One decoded step in a sentence: what a tooltip shows and a screen reader reads for any of its cells."""
+    text = (f"Step {step.index + 1}: {step.token!r}, probability {step.probability:.4f}, entropy {step.entropy:.3f} "
+            "nats")
+    if len(step.topk) > 1:
+        text += f", runner-up {step.topk[1][0]!r} ({step.topk[1][1]:.3f})"
+    if step.forced:
+        text += ". Part of the typed prefix: the probability is what the model gave this character."
+    return text
+
+
 class StepTableModel(QAbstractTableModel):
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -45,8 +56,9 @@ class StepTableModel(QAbstractTableModel):
             token = f"{step.token} (prefix)" if step.forced else step.token  # typed, not chosen by the model
             return (str(step.index + 1), token, f"{step.probability:.4f}", f"{step.entropy:.3f}",
                     runner)[index.column()]
-        if role == Qt.ItemDataRole.ToolTipRole and step.forced:
-            return "Part of the typed prefix: the probability is what the model gave this character."
+        if role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.AccessibleTextRole):
+            # the whole row in words: columns may be too narrow, and a screen reader needs the column names
+            return describe_step(step)
         if role == Qt.ItemDataRole.TextAlignmentRole and index.column() in (0, 2, 3):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None

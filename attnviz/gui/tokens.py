@@ -8,6 +8,7 @@ from PySide6.QtCore import QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from attnviz.gui.accessible import announce
 from attnviz.gui.colormap import color_at
 
 
@@ -36,11 +37,21 @@ class TokenStrip(QWidget):
         self._tokens, self._current, self._weights = list(tokens), current, None
         self.updateGeometry()
         self.update()
+        announce(self)
 
     def set_weights(self, weights: Sequence[float] | None) -> None:
-        """Shade each token by a weight in 0..1 (None clears the shading)."""
+        """Shade each token by a weight in 0..1, relative to the row's largest (None clears the shading)."""
         self._weights = None if weights is None else [float(w) for w in weights]
         self.update()
+
+    def accessible_value(self) -> str:
+        """The tokens as a screen reader reads them, with the shading when there is one."""
+        if not self._tokens:
+            return self._placeholder
+        if self._weights is None:
+            return " ".join(self._tokens)
+        shaded = ", ".join(f"{t} {w:.0%}" for t, w in zip(self._tokens, self._weights))
+        return f"{' '.join(self._tokens)}. Shading, relative to the strongest: {shaded}"
 
     def tokens(self) -> list[str]:
         return list(self._tokens)
@@ -112,12 +123,28 @@ class TopKView(QWidget):
         self.setAccessibleName("Best next-token candidates")
         self._items: list[tuple[str, float]] = []
         self._entropy: float | None = None
-        self.setMinimumSize(220, 120)
+        self._chosen: tuple[str, float] | None = None
+        self.placeholder = "The likeliest next tokens appear here"
+        self.setMinimumSize(200, 120)
 
-    def set_candidates(self, items: Sequence[tuple[str, float]], entropy: float | None) -> None:
+    def set_candidates(self, items: Sequence[tuple[str, float]], entropy: float | None,
+                       chosen: tuple[str, float] | None = None) -> None:
+        """The top-k ``items`` (token, probability) and the token the step took, which sampling may draw from
+        further down (or from outside the top k)."""
         self._items, self._entropy = list(items), entropy
-        self.setToolTip("\n".join(f"{t}: {p:.4f}" for t, p in self._items))
+        self._chosen = chosen if chosen is not None else (self._items[0] if self._items else None)
+        self.setToolTip("\n".join(f"{t}: {p:.4f}" + (" (chosen)" if self._is_chosen(t) else "") for t, p in self._items))
         self.update()
+        announce(self)
+
+    def _is_chosen(self, token: str) -> bool:
+        return self._chosen is not None and token == self._chosen[0]
+
+    def accessible_value(self) -> str:
+        if not self._items:
+            return self.placeholder
+        chosen = f"Chosen: {self._chosen[0]} ({self._chosen[1]:.3f}). " if self._chosen else ""
+        return chosen + "Candidates: " + ", ".join(f"{t} {p:.3f}" for t, p in self._items)
 
     def sizeHint(self) -> QSize:
         return QSize(260, 230)
@@ -127,11 +154,15 @@ class TopKView(QWidget):
         pal = self.palette()
         painter.setPen(pal.color(QPalette.ColorRole.WindowText))
         if not self._items:
-            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, "Top candidates appear here")
+            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self.placeholder)
             return
         header = f"Top {len(self._items)} candidates" + (f" · entropy {self._entropy:.3f} nats"
                                                           if self._entropy is not None else "")
+        outside = self._chosen is not None and not any(self._is_chosen(t) for t, _ in self._items)
+        if outside:  # sampling drew a token below the top k: say so under the bars
+            header += f" · drawn: {self._chosen[0]} ({self._chosen[1]:.4f}), not in the top {len(self._items)}"
         row_h = max(14, (self.height() - 22) // len(self._items))
+        header = painter.fontMetrics().elidedText(header, Qt.TextElideMode.ElideRight, self.width() - 8)
         painter.drawText(QRect(4, 0, self.width() - 8, 18), Qt.AlignmentFlag.AlignLeft, header)
         label_w, value_w = 90, 56
         bar_w = max(10, self.width() - label_w - value_w - 12)
@@ -140,6 +171,8 @@ class TopKView(QWidget):
             painter.setPen(pal.color(QPalette.ColorRole.WindowText))
             painter.drawText(QRect(4, y, label_w - 6, row_h), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
                              tok)
+            chosen = self._is_chosen(tok)
             painter.fillRect(QRect(label_w, y + 2, int(bar_w * p), row_h - 4),
-                             pal.color(QPalette.ColorRole.Highlight) if i == 0 else color_at(0.35 + 0.5 * p))
-            painter.drawText(QRect(label_w + bar_w + 4, y, value_w, row_h), Qt.AlignmentFlag.AlignVCenter, f"{p:.3f}")
+                             pal.color(QPalette.ColorRole.Highlight) if chosen else color_at(0.35 + 0.5 * p))
+            painter.drawText(QRect(label_w + bar_w + 4, y, value_w, row_h), Qt.AlignmentFlag.AlignVCenter,
+                             f"{p:.3f}" + (" \u2190" if chosen else ""))  # an arrow marks the token taken

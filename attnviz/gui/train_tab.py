@@ -39,8 +39,9 @@ from attnviz.engine.records import EvalRecord
 from attnviz.engine.runs import read_run_state, run_checkpoint
 from attnviz.gui.curves import CurvesPanel
 from attnviz.gui.forming import FormingPanel, Snapshot
+from attnviz.gui import train_guard
 from attnviz.gui.recipe_form import RecipeForm
-from attnviz.gui.widgets import named
+from attnviz.gui.widgets import named, scrolled
 from attnviz.gui.worker import Worker
 
 EVAL_COLUMNS = ("Epoch", "Step", "Val loss", "PPL", "Accuracy", "BLEU", "Time (s)")
@@ -89,15 +90,15 @@ class TrainTab(QWidget):
         self.downloader = Worker(self)
         self.form = RecipeForm()
         self.start_button = _button("&Start", "startButton", "Start training this recipe (Ctrl+R)")
-        self.pause_button = _button("&Pause", "pauseButton", "Pause or resume training")
-        self.stop_button = _button("S&top", "stopButton", "Stop: a checkpoint is saved and the run can be resumed")
-        self.resume_button = _button("Resume r&un...", "resumeButton",
+        self.pause_button = _button("&Pause", "pauseButton", "Pause or resume training (Ctrl+P)")
+        self.stop_button = _button("St&op", "stopButton", "Stop after asking: a checkpoint is saved and the run can be resumed (Ctrl+.)")
+        self.resume_button = _button("Resume a run...", "resumeButton",
                                      "Continue a stopped or interrupted run from its training-state file")
-        self.download_button = _button("&Download data", "downloadButton", "Download the corpus this recipe needs")
+        self.download_button = _button("Do&wnload data", "downloadButton", "Download the corpus this recipe needs")
         self.download_button.hide()
         self.open_best_button = _button("Open &best in Translate", "openBestButton",
                                         "Open the best checkpoint so far in the Translate tab")
-        self.open_last_button = _button("Open &latest in Translate", "openLastButton",
+        self.open_last_button = _button("Open lat&est in Translate", "openLastButton",
                                         "Open the latest checkpoint in the Translate tab")
         self.progress = named(QProgressBar(), "trainProgress", "Training progress")
         self.progress.setRange(0, 1000)
@@ -110,7 +111,7 @@ class TrainTab(QWidget):
         self.message.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message.hide()
         self.curves = CurvesPanel()
-        self.log_check = named(QCheckBox("&Log scale"), "logScaleCheck", "Log scale for the loss and rate plots")
+        self.log_check = named(QCheckBox("Lo&g scale"), "logScaleCheck", "Log scale for the loss and rate plots")
         self.export_button = _button("E&xport curves...", "exportCurvesButton", "Save the curves as PNG, SVG or CSV")
         self.eval_table = named(QTableWidget(0, len(EVAL_COLUMNS)), "evalTable", "Evaluations")
         self.eval_table.setHorizontalHeaderLabels(EVAL_COLUMNS)
@@ -133,6 +134,9 @@ class TrainTab(QWidget):
         self._paused = False
         self._stopping = False
         self._run_out = ""
+        self._data_missing = False  # the message says the data is missing: a corrected folder clears it
+        self.protected_path: str | None = None  # the model open in the Translate tab: Start never overwrites it
+        self.ask_output, self.confirm = train_guard.ask_output, train_guard.confirm  # questions; tests answer them
         self._redraw = QTimer(self)
         self._redraw.setInterval(REDRAW_MS)
         self._build_layout()
@@ -152,6 +156,7 @@ class TrainTab(QWidget):
         for b in (self.open_best_button, self.open_last_button):
             opens.addWidget(b)
         left = QWidget()
+        left.setObjectName("trainSettings")
         left_layout = QVBoxLayout(left)
         left_layout.addWidget(self.form, 1)
         left_layout.addLayout(buttons)
@@ -167,33 +172,38 @@ class TrainTab(QWidget):
         evaluations.addWidget(self.samples_view)
         self.lower_tabs = QTabWidget()
         self.lower_tabs.setObjectName("trainLowerTabs")
-        self.lower_tabs.addTab(self.forming, "Attention &forming")
-        self.lower_tabs.addTab(evaluations, "&Evaluations")
+        self.lower_tabs.addTab(scrolled(self.forming), "Attention form&ing")
+        self.lower_tabs.addTab(evaluations, "E&valuations")
         upper = QWidget()
         upper_layout = QVBoxLayout(upper)
         upper_layout.setContentsMargins(0, 0, 0, 0)
         upper_layout.addLayout(curve_bar)
         upper_layout.addWidget(self.progress_label)
         upper_layout.addWidget(self.message)
-        upper_layout.addWidget(self.curves, 1)
+        upper_layout.addWidget(scrolled(self.curves), 1)
+        # Each pane scrolls instead of imposing its minimum on the window: the tab fits 1024x700 and a 1366x768
+        # laptop, Start and the status bar stay on screen, and the plots never draw over each other.
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(upper)
         right.addWidget(self.lower_tabs)
         right.setStretchFactor(0, 1)
         right.setStretchFactor(1, 1)
+        right.setChildrenCollapsible(False)
         splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(left)
+        splitter.setObjectName("trainSplitter")
+        splitter.addWidget(scrolled(left))
         splitter.addWidget(right)
         splitter.setStretchFactor(0, 0)
         splitter.setStretchFactor(1, 1)
         splitter.setSizes([400, 880])
+        splitter.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.addWidget(splitter)
 
     def _connect(self) -> None:
         self.start_button.clicked.connect(self.start)
         self.pause_button.clicked.connect(self.toggle_pause)
-        self.stop_button.clicked.connect(self.stop)
+        self.stop_button.clicked.connect(self.confirm_stop)
         self.resume_button.clicked.connect(self.resume_dialog)
         self.download_button.clicked.connect(self.download)
         self.open_best_button.clicked.connect(lambda: self._open("best"))
@@ -202,6 +212,7 @@ class TrainTab(QWidget):
         self.export_button.clicked.connect(self.export_curves)
         self.eval_table.itemSelectionChanged.connect(self._on_eval_selected)
         self.form.changed.connect(self._update_buttons)
+        self.form.data_edit.textChanged.connect(self._on_data_dir_changed)
         self.worker.event.connect(self._on_event)
         self.worker.failed.connect(self._on_failed)
         self.worker.finished.connect(self._on_finished)
@@ -227,8 +238,23 @@ class TrainTab(QWidget):
         self.open_last_button.setEnabled("last" in self.paths)
 
     def _show_message(self, text: str) -> None:
+        self._data_missing = False
         self.message.setText(text)
         self.message.setVisible(bool(text))
+
+    @Slot(str)
+    def _on_data_dir_changed(self, text: str) -> None:
+        """A folder that now has the recipe's files clears the "missing" message at once."""
+        if not self._data_missing:
+            return
+        try:
+            missing = missing_files(self.form.recipe().corpus, text.strip())
+        except (ConfigError, OSError):
+            return
+        if not missing:
+            self._show_message("")
+            self.download_button.hide()
+            self.progress_label.setText("The data is there now: press Start.")
 
     # -- actions -----------------------------------------------------------------------------------------------------
 
@@ -252,9 +278,16 @@ class TrainTab(QWidget):
                                (f"Press Download data to fetch it (attnviz data download {name}), or choose the "
                                 "folder that has it." if name else "Check the file paths."))
             self.download_button.setVisible(bool(name))
+            self._data_missing = True
             return
         self.download_button.hide()
-        self._launch(TrainJob(recipe, out, data_dir, resume=False), out, history=())
+        chosen = train_guard.choose_output(self, out, self.protected_path, self.ask_output)
+        if chosen is None:
+            self._show_message("Not started: the existing checkpoint was kept.")
+            return
+        if chosen != out:
+            self.form.out_edit.setText(chosen)
+        self._launch(TrainJob(recipe, chosen, data_dir, resume=False), chosen, history=())
 
     @Slot()
     def resume_dialog(self) -> None:
@@ -298,6 +331,12 @@ class TrainTab(QWidget):
         self.worker.pause(self._paused)
         self.progress_label.setText("Paused: press Resume to continue." if self._paused else "Resuming...")
         self._update_buttons()
+
+    @Slot()
+    def confirm_stop(self) -> None:
+        """Stop from the button or menu: asks first unless the run is paused."""
+        if self.is_running() and not self._stopping and train_guard.confirm_stop(self, self._paused, self.confirm):
+            self.stop()
 
     @Slot()
     def stop(self) -> None:

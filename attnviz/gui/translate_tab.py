@@ -13,24 +13,9 @@ from __future__ import annotations
 import json
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Signal, Slot
-from PySide6.QtWidgets import (
-    QCheckBox,
-    QComboBox,
-    QDoubleSpinBox,
-    QHBoxLayout,
-    QHeaderView,
-    QLabel,
-    QLineEdit,
-    QPushButton,
-    QSizePolicy,
-    QSlider,
-    QSpinBox,
-    QSplitter,
-    QStyle,
-    QTableView,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderView, QLabel,
+                               QPushButton, QSizePolicy, QSlider, QSpinBox, QSplitter, QStyle, QTableView, QVBoxLayout,
+                               QWidget)
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import DecodeStep, EncoderPass
@@ -38,8 +23,10 @@ from attnviz.engine.tokenize import LANGUAGE_NAMES
 from attnviz.gui.attention_view import AttentionPanel
 from attnviz.gui.paths import resources_dir
 from attnviz.gui.session import DecodeSession
+from attnviz.gui.shortcuts import SentenceEdit
 from attnviz.gui.step_model import StepTableModel
 from attnviz.gui.tokens import TokenStrip, TopKView
+from attnviz.gui.translation_text import TranslationText, WarningList
 from attnviz.gui.widgets import named
 from attnviz.gui.worker import Worker
 
@@ -75,12 +62,12 @@ class TranslateTab(QWidget):
     def _build(self) -> None:
         style = self.style()
         self.lang_label = QLabel("Source")
-        self.source_edit = named(QLineEdit(), "sourceEdit", "Sentence to translate",
+        self.source_edit = named(SentenceEdit(), "sourceEdit", "Sentence to translate",
                                  "Type a sentence and press Enter")
         self.source_edit.setClearButtonEnabled(True)
         self.lang_label.setBuddy(self.source_edit)
         self.examples_combo = named(QComboBox(), "examplesCombo", "Example sentences")
-        self.translate_button = named(QPushButton("&Translate"), "translateButton", "Translate",
+        self.translate_button = named(QPushButton("Tr&anslate"), "translateButton", "Translate",
                                       "Translate the sentence (Enter)")
         self.sampling_combo = named(QComboBox(), "samplingCombo", "Decoding",
                                     "Greedy: always the most probable character; Sampled: drawn from the softmax")
@@ -99,13 +86,15 @@ class TranslateTab(QWidget):
                   QLabel("Seed"), self.seed_spin):
             sampling.addWidget(w)
         sampling.addStretch(1)
-        self.message = QLabel()
-        self.message.setObjectName("messageLabel")
-        self.message.hide()
+        self.message = WarningList()
         self.source_view = named(TokenStrip("Source tokens appear here"), "sourceView", "Source tokens",
-                                 "Source tokens as the model reads them; hover one to see which outputs attended to it")
+                                 "Source tokens as the model reads them; hover one to see which outputs attended to it. "
+                                 "Shading is relative to the largest weight of the row shown (the darkest is not "
+                                 "necessarily near 1).")
         self.output_view = named(TokenStrip("The translation appears here, token by token"), "outputView",
-                                 "Output tokens", "Output tokens; hover one to see its cross-attention on the source")
+                                 "Output tokens", "Output tokens; hover one to see its cross-attention on the source. "
+                                 "Shading is relative to the largest weight.")
+        self.translation_text = TranslationText()
         self.back_button = named(QPushButton(), "backButton", "Step back", "Step back (Page Up)")
         self.back_button.setIcon(style.standardIcon(QStyle.StandardPixmap.SP_MediaSeekBackward))
         self.play_button = named(QPushButton(), "playButton", "Play or pause", "Play / pause (Ctrl+Space)")
@@ -124,6 +113,10 @@ class TranslateTab(QWidget):
                                   "may allow fewer")
         self.max_len_spin.setRange(1, 1000)
         self.max_len_spin.setValue(DecodeConfig().max_len)
+        self.max_len_label = QLabel("Max length")
+        self.max_len_label.setBuddy(self.max_len_spin)
+        self.speed_label = QLabel("Spee&d")
+        self.speed_label.setBuddy(self.speed_combo)
         self.topk_view = TopKView()
         self.step_table = named(QTableView(), "stepTable", "Decoded steps")
         self.step_table.setModel(self.step_model)
@@ -138,7 +131,7 @@ class TranslateTab(QWidget):
         entry.setStretch(1, 1)
         controls = QHBoxLayout()
         for w in (self.back_button, self.play_button, self.forward_button, self.slider, self.step_label,
-                  QLabel("Speed"), self.speed_combo, self.instant_check, QLabel("Max length"), self.max_len_spin):
+                  self.speed_label, self.speed_combo, self.instant_check, self.max_len_label, self.max_len_spin):
             controls.addWidget(w)
         controls.setStretch(3, 1)
         tokens = QVBoxLayout()
@@ -146,14 +139,18 @@ class TranslateTab(QWidget):
         for title, view in ((self.source_title, self.source_view), (self.output_title, self.output_view)):
             tokens.addWidget(title)
             tokens.addWidget(view)
+        tokens.addWidget(self.translation_text)
         tokens.addLayout(controls)
         tokens.addStretch(1)
-        top = QWidget()
-        top_layout = QHBoxLayout(top)
-        top_layout.setContentsMargins(0, 0, 0, 0)
-        top_layout.addLayout(tokens, 3)
-        top_layout.addWidget(self.topk_view, 1)
-        top_layout.addWidget(self.step_table, 1)
+        token_box = QWidget()
+        token_box.setLayout(tokens)
+        tokens.setContentsMargins(0, 0, 0, 0)
+        top = QSplitter(Qt.Orientation.Horizontal)  # the step table can be widened to read every column
+        top.setObjectName("translateTopSplitter")
+        for widget, stretch in ((token_box, 3), (self.topk_view, 1), (self.step_table, 1)):
+            top.addWidget(widget)
+            top.setStretchFactor(top.indexOf(widget), stretch)
+        top.setChildrenCollapsible(False)
         self.step_table.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(top)
@@ -201,18 +198,24 @@ class TranslateTab(QWidget):
         lang = translator.src_spec.lang if translator else ""
         language = LANGUAGE_NAMES.get(lang, lang)
         generating = self.generating
-        self.lang_label.setText("&Prefix:" if generating else f"&{language or 'Source'}:")
+        self.lang_label.setText("Prefi&x:" if generating else f"{language or 'Source'} &sentence:")
         self.source_edit.setPlaceholderText(
             "Loading model..." if translator is None else
             "Type the first characters (or nothing) and press Enter" if generating else
             f"Type a {language} sentence and press Enter")
         self.source_edit.setAccessibleName("Prefix to continue" if generating else "Sentence to translate")
-        self.translate_button.setText("&Generate" if generating else "&Translate")
+        self.translate_button.setText("Gener&ate" if generating else "Tr&anslate")
         self.translate_button.setToolTip("Generate from the prefix (Enter)" if generating else
                                          "Translate the sentence (Enter)")
         self.output_title.setText("<b>Generated</b>" if generating else "<b>Translation</b>")
-        self.output_view.set_placeholder("Characters appear here, one by one" if generating else
+        self.output_view.set_placeholder("Generated characters appear here, one by one" if generating else
                                          "The translation appears here, token by token")
+        self.translation_text.set_placeholder("The generated text, to select or copy" if generating else
+                                              "The translation as text, to select or copy")
+        self.attention.heatmap.placeholder = ("Generate to see the model's attention" if generating else
+                                              "Translate a sentence to see its attention")
+        self.topk_view.placeholder = ("The likeliest next characters appear here" if generating else
+                                      "The likeliest next tokens appear here")
         for w in (self.source_title, self.source_view, self.examples_combo):
             w.setVisible(not generating)
         self.sampling_row.setVisible(generating)
@@ -221,9 +224,10 @@ class TranslateTab(QWidget):
         self.examples_combo.addItems(self.examples.get(lang, []))
         for w in (self.translate_button, self.source_edit, self.examples_combo):
             w.setEnabled(translator is not None)
-        if translator is not None:
-            self.source_edit.setFocus()
+        if translator is not None and QApplication.focusWidget() is None:
+            self.source_edit.setFocus()  # at start-up only: a model chosen in the picker leaves the focus there
         self._reset()
+        self._show_message("")  # the old model's warnings do not describe the new one
         self.mode_changed.emit("Generate" if generating else "Translate")
 
     def save_settings(self, settings: QSettings) -> None:
@@ -231,6 +235,8 @@ class TranslateTab(QWidget):
         settings.setValue("translate/instant", self.instant_check.isChecked())
         settings.setValue("translate/max_len", self.max_len_spin.value())
         settings.setValue("translate/kind", self.attention.kind or "")
+        settings.setValue("translate/layer", -1 if self.attention.chosen_layer is None else self.attention.chosen_layer)
+        settings.setValue("translate/head", self.attention.chosen_head)
         settings.setValue("generate/sampled", self.sampling_combo.currentIndex() == 1)
         settings.setValue("generate/temperature", self.temperature_spin.value())
         settings.setValue("generate/seed", self.seed_spin.value())
@@ -241,6 +247,9 @@ class TranslateTab(QWidget):
             self.speed_combo.setCurrentText(speed)
         self.instant_check.setChecked(settings.value("translate/instant", False, type=bool))
         self.max_len_spin.setValue(settings.value("translate/max_len", DecodeConfig().max_len, type=int))
+        self.attention.restore_choice(settings.value("translate/kind", "") or None,
+                                      settings.value("translate/layer", -1, type=int),
+                                      settings.value("translate/head", 0, type=int))
         self.sampling_combo.setCurrentIndex(1 if settings.value("generate/sampled", True, type=bool) else 0)
         self.temperature_spin.setValue(settings.value("generate/temperature", 1.0, type=float))
         self.seed_spin.setValue(settings.value("generate/seed", 0, type=int))
@@ -285,8 +294,7 @@ class TranslateTab(QWidget):
         self.session.add(event)
         if isinstance(event, EncoderPass):
             self.source_view.set_tokens(event.src_tokens)
-            for warning in event.warnings:
-                self._show_message(warning)
+            self.message.set_messages(event.warnings)  # every warning, not only the last
             self.render()
         elif isinstance(event, DecodeStep):
             self.step_model.append(event)
@@ -309,6 +317,7 @@ class TranslateTab(QWidget):
         if self.session is not None:
             self.session.finished = True
             self._stop_at_end()
+            self._show_text()
             verb = "Generated" if self.generating else "Translated"
             self.status.emit(f"{verb}: {len(self.session.steps)} tokens. Scrub or hover to explore.")
             self._update_step_label()
@@ -376,7 +385,9 @@ class TranslateTab(QWidget):
         self.output_view.set_tokens([s.token for s in steps], self.current)
         self.source_view.set_weights(None)
         step = steps[-1] if steps else None
-        self.topk_view.set_candidates(step.topk if step else [], step.entropy if step else None)
+        self.topk_view.set_candidates(step.topk if step else [], step.entropy if step else None,
+                                      (step.token, step.probability) if step else None)
+        self._show_text()
         self.slider.blockSignals(True)
         self.slider.setValue(max(self.current, 0))
         self.slider.blockSignals(False)
@@ -385,6 +396,16 @@ class TranslateTab(QWidget):
         self._update_step_label()
         self.attention.display(session, self.current)
         self._shade_source_by(self.current)
+
+    def _show_text(self) -> None:
+        """The translation as text: the whole one once decoded (scrubbing does not change it), else so far."""
+        session = self.session
+        if session is None or not session.steps:
+            self.translation_text.set_text("", finished=False)
+            return
+        steps = session.steps if session.finished else session.steps[: self.current + 1]
+        self.translation_text.set_text(self.translator.detokenize([s.token for s in steps]) if self.translator
+                                       else " ".join(s.token for s in steps), session.finished)
 
     def _update_step_label(self) -> None:
         total = len(self.session.steps) if self.session else 0
@@ -429,12 +450,12 @@ class TranslateTab(QWidget):
         self.source_view.set_tokens([])
         self.output_view.set_tokens([])
         self.topk_view.set_candidates([], None)
+        self.translation_text.set_text("", finished=False)
         self.attention.display(None, -1)
         self.step_label.setText("step 0 / 0")
 
     def _show_message(self, text: str) -> None:
-        self.message.setText(text)
-        self.message.setVisible(bool(text))
+        self.message.set_messages([text] if text else [])
 
     def current_translation(self):
         """The whole translation decoded so far (for export), or None."""

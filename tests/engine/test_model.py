@@ -126,3 +126,20 @@ def test_gradients_flow_to_every_parameter():
     src, tgt = batch()
     model(src, tgt).sum().backward()
     assert all(p.grad is not None and p.grad.abs().sum() > 0 for p in model.parameters())
+
+
+def test_normal_embedding_init_makes_tokens_as_strong_as_sinusoidal_positions():
+    """embed_init "normal" draws tokens from N(0, D^-0.5): scaled by sqrt(D) they have norm about sqrt(D), like
+    the sinusoidal positions (norm sqrt(D/2)), instead of Xavier's few-times-smaller values over a large vocabulary."""
+    torch.manual_seed(0)
+    cfg = dict(src_vocab_size=4000, tgt_vocab_size=3000, d_model=128, enc_layers=1, dec_layers=1, heads=8,
+               ff_dim=64, positions="sinusoidal")
+    xavier = Transformer(ModelConfig(**cfg))
+    normal = Transformer(ModelConfig(**cfg, embed_init="normal"))
+    for embed in ("src_embed", "tgt_embed"):
+        std = getattr(normal, embed).tokens.weight.std().item()
+        assert abs(std - 128 ** -0.5) < 0.01
+        assert std > 2.5 * getattr(xavier, embed).tokens.weight.std().item()
+    assert ModelConfig.from_dict(ModelConfig(**cfg, embed_init="normal").to_dict()).embed_init == "normal"
+    with pytest.raises(ConfigError, match="embed_init"):
+        ModelConfig(**cfg, embed_init="uniform")

@@ -205,3 +205,18 @@ def test_release_stores_measured_metrics_and_picks_float16_only_when_lossless(tm
     bundled = load_translator(tmp_path / "bundle.safetensors")
     assert bundled.info["name"] == "tiny" and bundled.info["metrics"]["val"]["bleu_tok"] == metrics["val"]["bleu_tok"]
     assert bundled.info["dtype"] == ("float16" if check["stored_as_float16"] else "float32")
+
+
+def test_tokens_per_second_and_eta_leave_out_pauses(tmp_path):
+    """A consumer that holds the generator (the GUI's Pause) must not lower tokens/s or raise the ETA."""
+    pairs = [(f"a{i} b{i % 5}", f"x{i % 7}") for i in range(64)]
+    recipe = overfit_recipe(tmp_path, pairs).override({"train.batch_size": "8", "train.epochs": "2"})
+    steps = []
+    for event in train(recipe, tmp_path / "p.safetensors", None, max_steps=8):
+        if isinstance(event, TrainStep):
+            steps.append(event)
+            if event.step == 4:
+                time.sleep(3.0)  # paused for far longer than a step of this tiny model takes
+    before, after = steps[3], steps[4]
+    assert after.eta_s < before.eta_s + 0.5 and after.eta_s < 1.0  # the pause is not in the per-step time
+    assert after.tokens_per_s > 0.3 * before.tokens_per_s

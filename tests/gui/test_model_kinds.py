@@ -40,7 +40,7 @@ def kinds(tab):
 
 def test_a_language_model_turns_the_tab_into_generate(qtbot, window, lm_checkpoint, toy_checkpoint):
     tab = load(qtbot, window, lm_checkpoint)
-    assert window.tabs.tabText(0) == "&Generate" and tab.translate_button.text() == "&Generate"
+    assert window.tabs.tabText(0) == "Genera&te" and tab.translate_button.text() == "Gener&ate"
     assert not tab.source_view.isVisible() and tab.sampling_row.isVisible()
     tab.sampling_combo.setCurrentIndex(0)  # greedy
     translate(qtbot, window, "cd")

@@ -45,7 +45,7 @@ def test_names_char_trains_and_opens_in_generate(qtbot, window, data_dir, tmp_pa
     assert "Sampled" in tab.samples_view.toHtml()
     tab.open_best_button.click()
     qtbot.waitUntil(lambda: window.translator is not None and not window.translator.has_source, timeout=20000)
-    assert window.tabs.tabText(0) == "&Generate"
+    assert window.tabs.tabText(0) == "Genera&te"
 
 
 def test_lstm_trains_with_teacher_forcing(qtbot, window, data_dir, tmp_path):

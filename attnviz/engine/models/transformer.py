@@ -220,6 +220,10 @@ class Transformer(IncrementalModel):
         for p in self.parameters():
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
+        if cfg.embed_init == "normal":  # tokens as strong as the sinusoidal positions they are added to
+            for embed in (getattr(self, "src_embed", None), self.tgt_embed):
+                if embed is not None:
+                    nn.init.normal_(embed.tokens.weight, 0.0, cfg.d_model ** -0.5)
         if cfg.tie_output:
             self.out_proj.weight = self.tgt_embed.tokens.weight
         if cfg.share_embeddings and cfg.has_source:
