@@ -48,6 +48,11 @@ class WordAttention:
     probabilities: tuple[float, ...] = ()  # per-step figures belong to pieces: a merged view keeps none
     steps: tuple = ()
 
+    def axis_labels(self, kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """(row labels, column labels) of one attention kind, as ``Translation.axis_labels``."""
+        rows = self.src_tokens if kind == "encoder" else self.tokens
+        return rows, self.decoder_inputs if kind == "decoder" else self.src_tokens
+
 
 def merge_translation(t: Translation, src_spec: TokenizerSpec, tgt_spec: TokenizerSpec) -> WordAttention:
     """``t`` with every attention kind merged from pieces into words (a word-level model's is unchanged)."""

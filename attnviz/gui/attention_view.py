@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QComboBox, QHBoxLayout, QLabel, QScrollArea, QSplitter, QToolButton, QVBoxLayout,
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QHBoxLayout, QLabel, QScrollArea, QSplitter, QToolButton, QVBoxLayout,
                                QWidget)
 
 from attnviz.engine.events import ATTENTION_KINDS
@@ -60,6 +60,12 @@ class AttentionPanel(QWidget):
         self.head_combo = _combo("headCombo", "Head, or the mean of all heads")
         self.scale_combo = _combo("scaleCombo", "Colour scale")
         self.scale_combo.addItems(["Fixed scale 0..1", "Per-map scale"])
+        self.merge_check = QCheckBox("Merge sub&words")
+        self.merge_check.setObjectName("mergeSubwordsCheck")
+        self.merge_check.setToolTip("Show words instead of subword pieces: a word's weight is the sum over its key "
+                                    "pieces, averaged over its query pieces, so every row still sums to 1")
+        self.merge_check.setEnabled(False)
+        self.alignment_head: tuple[int, int] | None = None  # (layer, head) of cross-attention trained to align
         self.heatmap = HeatmapView()
         self.grid = HeadGrid()
         self.caption = QLabel()
@@ -72,6 +78,7 @@ class AttentionPanel(QWidget):
             controls.addWidget(text)
             controls.addWidget(widget)
         controls.addWidget(self.scale_combo)
+        controls.addWidget(self.merge_check)
         controls.addStretch(1)
         for button in self._zoom_buttons():
             controls.addWidget(button)
@@ -96,6 +103,7 @@ class AttentionPanel(QWidget):
         self.head_combo.currentIndexChanged.connect(self._on_selector_changed)
         self.scale_combo.currentIndexChanged.connect(self._on_selector_changed)
         self.grid.selected.connect(self._on_grid_selected)
+        self.merge_check.toggled.connect(self._on_merge_toggled)
 
     def _zoom_buttons(self) -> list[QToolButton]:
         """Zoom in / out / fit, as actions (Ctrl++, Ctrl+-, Ctrl+0) shown as tool buttons beside the selectors."""
@@ -154,6 +162,9 @@ class AttentionPanel(QWidget):
     def display(self, session: DecodeSession | None, step: int) -> None:
         """Display ``session`` as of ``step`` (-1: the encoder pass only)."""
         self._session, self._step = session, step
+        self.merge_check.setEnabled(bool(session and session.merger))
+        if session is not None:
+            session.merge_words = self.merge_check.isChecked() and session.merger is not None
         self._sync_kinds()
         self.redraw()
 
@@ -208,13 +219,15 @@ class AttentionPanel(QWidget):
             return
         matrix, rows, cols, highlight = view
         info = ATTENTION_KINDS[kind]
-        masked = np.triu(np.ones(matrix.shape, dtype=bool), 1) if info.causal else None
+        merged = self.merge_check.isEnabled() and self.merge_check.isChecked()
+        masked = np.triu(np.ones(matrix.shape, dtype=bool), 1) if info.causal and not merged else None
         head_text = "mean of heads" if self.head is None else f"head {self.head + 1}"
         title = f"{info.label} · layer {self.layer + 1} · {head_text}"
         self.heatmap.set_data(HeatmapData(matrix, tuple(rows), tuple(cols), info.query_axis, info.key_axis, title,
                                           highlight, self.per_map, masked))
         self.grid.set_maps(session.maps(kind, self._step), self.per_map,
-                           None if self.head is None else (self.layer, self.head))
+                           None if self.head is None else (self.layer, self.head),
+                           self.alignment_head if kind == "cross" else None)
         masked_text = " Hatched grey cells are future positions the decoder may not see (masked, not zero)." \
             if masked is not None else ""
         self.caption.setText(f"{title}. Rows: {info.query_axis}; columns: {info.key_axis}; each row sums to 1."
@@ -233,6 +246,14 @@ class AttentionPanel(QWidget):
             self.chosen_layer = self.layer_combo.currentIndex()
         elif self.sender() is self.head_combo:
             self.chosen_head = max(self.head_combo.currentIndex(), 0)
+        self.redraw()
+        self.selection_changed.emit()
+
+    @Slot(bool)
+    def _on_merge_toggled(self, on: bool) -> None:
+        if self._session is not None:
+            self._session.merge_words = on and self._session.merger is not None
+        self._sync_layers_heads()
         self.redraw()
         self.selection_changed.emit()
 

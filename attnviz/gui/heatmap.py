@@ -318,12 +318,17 @@ class HeadGrid(QWidget):
         self.setMouseTracking(True)
         self._images: list[list[QImage]] = []
         self._current: tuple[int, int] | None = None
+        self._marked: tuple[int, int] | None = None
         self._tiles: dict[tuple[int, int], QRect] = {}
 
-    def set_maps(self, maps: np.ndarray | None, per_map: bool = False, current: tuple[int, int] | None = None) -> None:
-        """``maps`` [L, H, R, C]; ``current`` (layer, head) is outlined."""
+    def set_maps(self, maps: np.ndarray | None, per_map: bool = False, current: tuple[int, int] | None = None,
+                 marked: tuple[int, int] | None = None) -> None:
+        """``maps`` [L, H, R, C]; ``current`` (layer, head) is outlined; ``marked`` is the head the model was trained
+        to align with (guided alignment), drawn with a gold dashed frame."""
         self._images = [] if maps is None else [[to_image(m, per_map) for m in layer] for layer in maps]
-        self._current = current
+        self._current, self._marked = current, marked
+        self.setAccessibleDescription("" if marked is None else
+                                      f"Layer {marked[0] + 1}, head {marked[1] + 1} was trained to align words")
         self.update()
 
     def sizeHint(self) -> QSize:
@@ -352,6 +357,9 @@ class HeadGrid(QWidget):
                 tile = QRect(label_w + h * (size + gap), y, size, size)
                 painter.drawImage(tile, self._images[layer][h])
                 self._tiles[(layer, h)] = tile
+                if self._marked == (layer, h):
+                    painter.setPen(QPen(QColor(230, 180, 30), 2, Qt.PenStyle.DashLine))
+                    painter.drawRect(tile.adjusted(-3, -3, 3, 3))
                 if self._current == (layer, h):
                     painter.setPen(QPen(QColor(255, 80, 80), 2))
                     painter.drawRect(tile.adjusted(-1, -1, 1, 1))
@@ -365,7 +373,8 @@ class HeadGrid(QWidget):
     def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         for (layer, head), tile in self._tiles.items():
             if tile.contains(event.position().toPoint()):
-                QToolTip.showText(event.globalPosition().toPoint(), f"Layer {layer + 1}, head {head + 1}: click to "
-                                  "open it in the large view", self)
+                aligned = " (trained to align words: guided alignment)" if self._marked == (layer, head) else ""
+                QToolTip.showText(event.globalPosition().toPoint(), f"Layer {layer + 1}, head {head + 1}{aligned}: "
+                                  "click to open it in the large view", self)
                 return
 

@@ -100,6 +100,8 @@ class MainWindow(QMainWindow):
         file_menu = self.menuBar().addMenu("&File")
         self._action(file_menu, "&Open checkpoint...", self.open_dialog, QKeySequence.StandardKey.Open,
                      "Open an attnviz .safetensors checkpoint")
+        self._action(file_menu, "Open Marian&MT folder...", self.open_folder_dialog, "Ctrl+Shift+O",
+                     "Open a MarianMT (OPUS-MT) model folder as downloaded from the Hugging Face Hub")
         self.recent_menu = file_menu.addMenu("Open &recent")
         file_menu.addSeparator()
         self._action(file_menu, "Export view as &PNG...", lambda: self.export_view("png"), "Ctrl+E")
@@ -211,12 +213,19 @@ class MainWindow(QMainWindow):
             self.settings.setValue("models/dir", str(Path(path).parent))
             self.load_model(path)
 
+    @Slot()
+    def open_folder_dialog(self) -> None:
+        path = QFileDialog.getExistingDirectory(self, "Open MarianMT folder", self.settings.value("models/dir", ""))
+        if path:
+            self.settings.setValue("models/dir", str(Path(path).parent))
+            self.load_model(path)
+
     def dragEnterEvent(self, event) -> None:  # noqa: N802
         if event.mimeData().hasUrls() and len(event.mimeData().urls()) == 1:
             event.acceptProposedAction()
 
     def dropEvent(self, event) -> None:  # noqa: N802
-        url = event.mimeData().urls()[0]
+        url = event.mimeData().urls()[0]  # a checkpoint file or a MarianMT folder
         if url.isLocalFile():
             self.load_model(url.toLocalFile())
 

@@ -22,7 +22,7 @@ from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.tokenize import LANGUAGE_NAMES
 from attnviz.gui.attention_view import AttentionPanel
 from attnviz.gui.paths import resources_dir
-from attnviz.gui.session import DecodeSession
+from attnviz.gui.session import DecodeSession, word_merger
 from attnviz.gui.shortcuts import SentenceEdit
 from attnviz.gui.step_model import StepTableModel
 from attnviz.gui.tokens import TokenStrip, TopKView
@@ -195,6 +195,8 @@ class TranslateTab(QWidget):
     def set_translator(self, translator) -> None:
         self.worker.cancel()
         self.translator = translator
+        card = translator.card if translator is not None else None
+        self.attention.alignment_head = card.alignment_head if card is not None else None
         lang = translator.src_spec.lang if translator else ""
         language = LANGUAGE_NAMES.get(lang, lang)
         generating = self.generating
@@ -268,7 +270,7 @@ class TranslateTab(QWidget):
         self._show_message("")
         self._reset()
         translator, decode = self.translator, self._decode_config()
-        self.session = DecodeSession(translator.detokenize)
+        self.session = DecodeSession(translator.detokenize, word_merger(translator))
         self.worker.start(lambda stop: translator.steps(text, decode))
         self._set_playing(not self.instant_check.isChecked())
         self.status.emit("Generating..." if self.generating else "Translating...")
