@@ -11,7 +11,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from attnviz import __version__
+from attnviz import __version__, cli_analysis
 from attnviz.cli_train import add_commands
 from attnviz.engine.errors import AttnvizError, InputError
 
@@ -76,6 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_generate(sub)
     _add_info(sub)
     add_commands(sub)
+    cli_analysis.add_commands(sub)
     return parser
 
 
