@@ -14,6 +14,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QToolBar
 
 from attnviz import __version__
+from attnviz.gui.analysis_tab import AnalysisTab
 from attnviz.gui.model_list import bundled_models, describe
 from attnviz.gui.train_tab import TrainTab
 from attnviz.gui.translate_tab import TranslateTab
@@ -46,6 +47,8 @@ class MainWindow(QMainWindow):
         self.train_tab = TrainTab()
         self.tabs.addTab(self.translate_tab, "&Translate")
         self.tabs.addTab(self.train_tab, "T&rain")
+        self.analysis_tab = AnalysisTab()
+        self.tabs.addTab(self.analysis_tab, "&Analysis")
         self.setCentralWidget(self.tabs)
         self.model_combo = QComboBox()
         self.model_combo.setObjectName("modelCombo")
@@ -62,6 +65,9 @@ class MainWindow(QMainWindow):
         self.translate_tab.mode_changed.connect(self._on_translate_mode_changed)
         self.train_tab.status.connect(self._on_tab_status)
         self.train_tab.open_checkpoint.connect(self._on_open_trained)
+        self.analysis_tab.status.connect(self._on_tab_status)
+        self.analysis_tab.open_sentence.connect(self._on_open_sentence)
+        self.tabs.currentChanged.connect(self._on_tabs_current_changed)
         self.model_combo.activated.connect(self._on_model_combo_activated)
         self.refresh_models()
         self.resize(1280, 860)
@@ -161,6 +167,7 @@ class MainWindow(QMainWindow):
         self.translator, self.loading_path = translator, None
         path = translator.metadata.get("path", "")
         self.translate_tab.set_translator(translator)
+        self.analysis_tab.set_translator(translator)
         card = translator.card
         self.model_label.setText(f"{card.languages} · {card.parameters:,} parameters")
         self.statusBar().showMessage(f"Model ready: {Path(path).name}", 5000)
@@ -247,6 +254,17 @@ class MainWindow(QMainWindow):
         self.tabs.setCurrentWidget(self.translate_tab)
         self.load_model(path)
 
+    @Slot(str)
+    def _on_open_sentence(self, text: str) -> None:
+        self.tabs.setCurrentWidget(self.translate_tab)
+        self.translate_tab.source_edit.setText(text)
+        self.translate_tab.translate()
+
+    @Slot(int)
+    def _on_tabs_current_changed(self, index: int) -> None:
+        if self.tabs.widget(index) is self.analysis_tab:
+            self.analysis_tab.set_translation(self.translate_tab.current_translation())
+
     def about(self) -> None:
         QMessageBox.about(self, "About attnviz", f"<b>attnviz {__version__}</b><p>See what attention does inside a "
                           "translation model: every layer, every head, every step.</p>")
@@ -269,7 +287,8 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.translate_tab.save_settings(self.settings)
         self.train_tab.save_settings(self.settings)
-        for worker in (self.loader, self.translate_tab.worker, self.train_tab.downloader):
+        for worker in (self.loader, self.translate_tab.worker, self.train_tab.downloader, self.analysis_tab.worker,
+                       self.analysis_tab.view_worker):
             worker.cancel()
             worker.wait(3000)
         super().closeEvent(event)

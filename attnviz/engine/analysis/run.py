@@ -108,7 +108,8 @@ def head_stats_steps(translator, sources: Sequence[str], targets: Sequence[str] 
         if stop is not None and stop.is_set():
             return
     per_sentence = {k: {s: v / np.maximum(rows[k], 1)[:, None, None] for s, v in sums[k].items()} for k in kinds}
-    yield HeadStatsReady(HeadStats(tuple(sources), per_sentence, rows,
+    texts = sources if translator.has_source or targets is None else targets  # a language model: its texts
+    yield HeadStatsReady(HeadStats(tuple(texts), per_sentence, rows,
                                    "greedy" if targets is None and translator.has_source else "reference"))
 
 
