@@ -10,6 +10,8 @@ the tags are stated in the view. The engine does the work; this tab only asks an
 
 from __future__ import annotations
 
+from html import escape
+
 from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal, Slot
 from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QListWidget,
                                QListWidgetItem, QProgressBar, QPushButton, QSpinBox, QSplitter, QTableView,
@@ -114,9 +116,12 @@ class AnalysisTab(QWidget):
             label.setBuddy(widget)
             top.addWidget(label)
             top.addWidget(widget)
-        for widget in (self.gold_button, self.run_button, self.cancel_button):
-            top.addWidget(widget)
-        top.addWidget(self.progress, 1)
+        top.addWidget(self.gold_button)
+        top.addStretch(1)
+        running = QHBoxLayout()
+        running.addWidget(self.run_button)
+        running.addWidget(self.cancel_button)
+        running.addWidget(self.progress, 1)
         map_page = QWidget()
         map_layout = QVBoxLayout(map_page)
         chooser = QHBoxLayout()
@@ -141,6 +146,7 @@ class AnalysisTab(QWidget):
         splitter.setStretchFactor(1, 2)
         layout = QVBoxLayout(self)
         layout.addLayout(top)
+        layout.addLayout(running)
         layout.addWidget(splitter, 1)
 
     def _connect(self) -> None:
@@ -162,8 +168,8 @@ class AnalysisTab(QWidget):
 
     @staticmethod
     def _thresholds_text() -> str:
-        tags = "; ".join(f"<b>{tag}</b>: {rule}" for tag, rule in THRESHOLDS.items())
-        return f"Tags: {tags}. Figures are means over query rows; {PROXY}."
+        tags = "; ".join(f"<b>{tag}</b>: {escape(rule)}" for tag, rule in THRESHOLDS.items())
+        return f"Tags: {tags}. Figures are means over query rows; {escape(PROXY)}."
 
     # -- inputs ------------------------------------------------------------------------------------------------------
 

@@ -101,6 +101,8 @@ class SentenceViews(QWidget):
         self.kind_combo = named(QComboBox(), "viewKindCombo", "Attention kind")
         self.layer_spin = named(QSpinBox(), "viewLayerSpin", "Layer")
         self.head_spin = named(QSpinBox(), "viewHeadSpin", "Head")
+        for combo in (self.view_combo, self.kind_combo):
+            combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.quantity = named(QLabel(), "viewQuantity", "Quantity shown")
         self.quantity.setWordWrap(True)
         self.heatmap = HeatmapView()
