@@ -111,11 +111,9 @@ def cmd_heads(args) -> int:
     translator = load_translator(args.model)
     stats = _stats(translator, args)
     if args.compare:
-        other = load_translator(args.compare)
-        if (other.src_vocab, other.tgt_vocab) != (translator.src_vocab, translator.tgt_vocab):
-            raise InputError(f"{args.compare} has other vocabularies than {args.model}; compare checkpoints of the "
-                             "same vocabularies (e.g. two epochs of one run)")
-        diff = compare_stats(stats, _stats(other, args))
+        from attnviz.engine.analysis.run import load_comparable
+
+        diff = compare_stats(stats, _stats(load_comparable(args.compare, translator), args))
         if args.json:
             print(json.dumps({"a": args.model, "b": args.compare, "difference": "b - a", "heads": diff}))
         elif diff:

@@ -13,9 +13,24 @@ from __future__ import annotations
 from html import escape
 
 from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal, Slot
-from PySide6.QtWidgets import (QComboBox, QFileDialog, QHBoxLayout, QHeaderView, QLabel, QListWidget,
-                               QListWidgetItem, QProgressBar, QPushButton, QSpinBox, QSplitter, QTableView,
-                               QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QSplitter,
+    QTableView,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from attnviz.engine.analysis.stats import PROXY, STATS, THRESHOLDS
 from attnviz.gui.analysis_widgets import HeadMap, SentenceViews, StatsTableModel
@@ -27,10 +42,11 @@ AER = "aer"
 
 
 def analysis_job(translator, corpus: tuple[str, str | None, str | None], limit: int, targets: str,
-                 gold: str | None, stop):
-    """Worker job: head statistics, then (with a gold file and targets) the AER of every cross-attention head."""
+                 gold: str | None, compare: str | None, stop):
+    """Worker job: head statistics, then (with a gold file and targets) the AER of every cross-attention head, then
+    (with a second checkpoint) that checkpoint's statistics on the same corpus."""
     from attnviz.engine.analysis.alignment import align_steps, read_gold
-    from attnviz.engine.analysis.run import corpus_pairs, head_stats_steps
+    from attnviz.engine.analysis.run import HeadStatsReady, corpus_pairs, head_stats_steps, load_comparable
 
     split, src, tgt = corpus
     sources, refs = corpus_pairs(translator, split or "val", src, tgt, limit)
@@ -38,6 +54,10 @@ def analysis_job(translator, corpus: tuple[str, str | None, str | None], limit: 
     yield from head_stats_steps(translator, sources, refs if use_refs else None, stop=stop)
     if gold and refs is not None and not stop.is_set():
         yield from align_steps(translator, sources, refs, read_gold(gold, len(sources)), stop=stop)
+    if compare and not stop.is_set():
+        for event in head_stats_steps(load_comparable(compare, translator), sources, refs if use_refs else None,
+                                      stop=stop):
+            yield HeadStatsReady(event.stats, "compare") if isinstance(event, HeadStatsReady) else event
 
 
 def views_job(translator, translation):
@@ -58,6 +78,8 @@ class AnalysisTab(QWidget):
         self.alignment = None
         self.files: tuple[str | None, str | None] = (None, None)  # source, target text files
         self.gold: str | None = None
+        self.compare: str | None = None  # a second checkpoint (same vocabularies)
+        self.stats_b = None
         self.worker = Worker(self)
         self.view_worker = Worker(self)
         self.table_model = StatsTableModel(self)
@@ -81,6 +103,12 @@ class AnalysisTab(QWidget):
         self.gold_button = named(QPushButton("&Gold alignments..."), "goldButton", "Gold alignments",
                                  "A Pharaoh file (i-j sure, i?j possible) aligned with the corpus: adds the AER of "
                                  "every cross-attention head")
+        self.compare_button = named(QPushButton("Compare &with..."), "compareButton", "Compare with a checkpoint",
+                                    "A second checkpoint with the same vocabularies (e.g. an earlier epoch of the "
+                                    "run): its statistics on the same corpus, and the map of the difference")
+        self.diff_check = named(QCheckBox("Show &B - A"), "diffCheck", "Show the difference",
+                                "Map the compared checkpoint's statistic minus the loaded model's")
+        self.diff_check.setEnabled(False)
         self.run_button = named(QPushButton("R&un analysis"), "runAnalysisButton", "Run analysis")
         self.cancel_button = named(QPushButton("&Cancel"), "cancelAnalysisButton", "Cancel the analysis")
         self.progress = named(QProgressBar(), "analysisProgress", "Analysis progress")
@@ -117,6 +145,7 @@ class AnalysisTab(QWidget):
             top.addWidget(label)
             top.addWidget(widget)
         top.addWidget(self.gold_button)
+        top.addWidget(self.compare_button)
         top.addStretch(1)
         running = QHBoxLayout()
         running.addWidget(self.run_button)
@@ -130,6 +159,7 @@ class AnalysisTab(QWidget):
             label.setBuddy(widget)
             chooser.addWidget(label)
             chooser.addWidget(widget, 1)
+        chooser.addWidget(self.diff_check)
         map_layout.addLayout(chooser)
         map_layout.addWidget(self.head_map, 3)
         map_layout.addWidget(self.thresholds)
@@ -154,6 +184,8 @@ class AnalysisTab(QWidget):
         self.cancel_button.clicked.connect(self.cancel)
         self.corpus_combo.activated.connect(self._on_corpus_activated)
         self.gold_button.clicked.connect(self._on_gold_clicked)
+        self.compare_button.clicked.connect(self._on_compare_clicked)
+        self.diff_check.toggled.connect(self._on_map_choice_changed)
         self.worker.event.connect(self._on_worker_event)
         self.worker.failed.connect(self._on_worker_failed)
         self.worker.finished.connect(self._on_worker_finished)
@@ -196,14 +228,17 @@ class AnalysisTab(QWidget):
         if split == "files" and not self.files[0]:
             self.status.emit("Choose a source file first (Corpus: Text files...)")
             return
-        translator, limit, targets, gold = (self.translator, self.limit_spin.value(),
-                                            self.targets_combo.currentData(), self.gold)
+        translator, limit, targets, gold, compare = (self.translator, self.limit_spin.value(),
+                                                     self.targets_combo.currentData(), self.gold, self.compare)
         if targets == "reference" and split == "files" and not self.files[1]:
             targets = "greedy"  # a source file alone has no references
-        self.stats, self.alignment = None, None
+        self.stats, self.alignment, self.stats_b = None, None, None
+        self.diff_check.setChecked(False)
+        self.diff_check.setEnabled(False)
         self.progress.setValue(0)
         self._set_running(True)
-        self.worker.start(lambda stop: analysis_job(translator, corpus, limit, targets, gold, stop))
+        self.worker.start(lambda stop: analysis_job(translator, corpus, limit, targets, gold, compare,
+                                                              stop))
 
     @Slot()
     def cancel(self) -> None:
@@ -217,7 +252,7 @@ class AnalysisTab(QWidget):
     def _set_running(self, running: bool) -> None:
         self.run_button.setEnabled(not running and self.translator is not None)
         self.cancel_button.setEnabled(running)
-        for widget in (self.corpus_combo, self.limit_spin, self.targets_combo, self.gold_button):
+        for widget in (self.corpus_combo, self.limit_spin, self.targets_combo, self.gold_button, self.compare_button):
             widget.setEnabled(not running)
 
     @Slot(int)
@@ -242,6 +277,16 @@ class AnalysisTab(QWidget):
         self.gold = path or None
         self.gold_button.setText("&Gold: " + path.rsplit("/", 1)[-1] if path else "&Gold alignments...")
 
+    @Slot()
+    def _on_compare_clicked(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Checkpoint to compare with", "",
+                                              "attnviz checkpoints (*.safetensors);;All files (*)")
+        self.set_compare(path or None)
+
+    def set_compare(self, path: str | None) -> None:
+        self.compare = path
+        self.compare_button.setText("Compare &with: " + path.rsplit("/", 1)[-1] if path else "Compare &with...")
+
     # -- results -----------------------------------------------------------------------------------------------------
 
     @Slot(object)
@@ -253,6 +298,10 @@ class AnalysisTab(QWidget):
             self.progress.setMaximum(event.total)
             self.progress.setValue(event.done)
             self.progress.setFormat(f"{event.phase}: %v / %m sentences")
+        elif isinstance(event, HeadStatsReady) and event.role == "compare":
+            self.stats_b = event.stats
+            self.diff_check.setEnabled(True)
+            self.diff_check.setChecked(True)
         elif isinstance(event, HeadStatsReady):
             self.set_stats(event.stats)
         elif isinstance(event, AlignmentReady):
@@ -308,6 +357,11 @@ class AnalysisTab(QWidget):
                 self.head_map.placeholder = "AER is measured on cross-attention"
                 return
             self.head_map.show_matrix(self.alignment.aer_heads, "AER per head (lower aligns better)", True)
+            return
+        b = self.stats_b if self.diff_check.isChecked() else None
+        if b is not None and kind in b.kinds and b.layout(kind) == self.stats.layout(kind):
+            self.head_map.show_matrix(b.means(kind)[stat] - self.stats.means(kind)[stat],
+                                      f"{kind}: {stat.replace('_', ' ')}, compared checkpoint minus loaded", False)
             return
         self.head_map.show_matrix(self.stats.means(kind)[stat], f"{kind}: {stat.replace('_', ' ')}", stat in SHARES)
 

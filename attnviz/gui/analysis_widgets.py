@@ -16,7 +16,7 @@ from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.gui.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.widgets import named
 
-FIXED = ("kind", "layer", "head")
+NO_PARENT = QModelIndex()  # a table has no parent index
 
 
 class StatsTableModel(QAbstractTableModel):
@@ -36,10 +36,10 @@ class StatsTableModel(QAbstractTableModel):
     def row(self, index: int) -> dict:
         return self._rows[index]
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def rowCount(self, parent=NO_PARENT) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent=NO_PARENT) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(self._columns)
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
@@ -108,7 +108,7 @@ class SentenceViews(QWidget):
         self.heatmap = HeatmapView()
         self.heatmap.placeholder = "Translate a sentence, then open this tab to see it under each view"
         row = QHBoxLayout()
-        for text, widget in (("&View:", self.view_combo), ("Kin&d:", self.kind_combo), ("La&yer:", self.layer_spin),
+        for text, widget in (("&View:", self.view_combo), ("K&ind:", self.kind_combo), ("La&yer:", self.layer_spin),
                              ("H&ead:", self.head_spin)):
             label = QLabel(text)
             label.setBuddy(widget)

@@ -5,8 +5,17 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnviz.engine.analysis.alignment import (AlignmentReady, aer, align_steps, format_pharaoh, link_matrix,
-                                               merge_pieces, parse_pharaoh, to_links, word_rows)
+from attnviz.engine.analysis.alignment import (
+    AlignmentReady,
+    aer,
+    align_steps,
+    format_pharaoh,
+    link_matrix,
+    merge_pieces,
+    parse_pharaoh,
+    to_links,
+    word_rows,
+)
 from attnviz.engine.errors import InputError
 from tests.helpers import make_toy_translator
 

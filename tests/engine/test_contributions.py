@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from attnviz.engine.analysis.contributions import (cross_rollout, head_value_vectors, norm_weighted,
-                                                   norm_weighted_pass, rollout, sentence_views)
+from attnviz.engine.analysis.contributions import (
+    cross_rollout,
+    head_value_vectors,
+    norm_weighted,
+    norm_weighted_pass,
+    rollout,
+    sentence_views,
+)
 from tests.helpers import make_toy_lm, make_toy_translator
 
 
@@ -62,7 +68,8 @@ def test_sentence_views_rows_sum_to_one(kind):
         for array in kinds.values():
             assert np.allclose(array.sum(-1), 1.0, atol=1e-5)
     if kind == "transformer":
-        raw, norm = norm_weighted_pass(translator.model, torch.tensor([[2, 5, 6, 3]]), torch.tensor([[2, 5, 4]]))["cross"]
+        src, tgt_in = torch.tensor([[2, 5, 6, 3]]), torch.tensor([[2, 5, 4]])
+        raw, norm = norm_weighted_pass(translator.model, src, tgt_in)["cross"]
         assert raw.shape == norm.shape == (2, 4, 3, 4)
         assert views["norm"]["encoder"].shape == views["rollout"]["encoder"].shape == (2, 4, 4, 4)
 

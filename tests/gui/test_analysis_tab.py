@@ -70,3 +70,24 @@ def test_current_sentence_views(qtbot, loaded):
     assert "norm-weighted" in views.quantity.text() and "sums to 1" in views.quantity.text()
     views.view_combo.setCurrentIndex(views.view_combo.findData("rollout-residual"))
     assert not views.head_spin.isEnabled()
+
+
+def test_compare_with_a_second_checkpoint(qtbot, loaded, corpus, tmp_path):
+    from tests.helpers import make_toy_lm, make_toy_translator
+
+    tab = loaded.analysis_tab
+    other = tmp_path / "other.safetensors"
+    make_toy_translator(seed=3).save(other, name="other")
+    tab.set_files(corpus[0], corpus[1])
+    tab.set_compare(str(other))
+    _run(qtbot, tab)
+    qtbot.waitUntil(lambda: tab.stats_b is not None, timeout=30000)
+    assert tab.diff_check.isChecked() and "minus" in tab.head_map.data().title
+    tab.diff_check.setChecked(False)
+    assert "minus" not in tab.head_map.data().title
+    foreign = tmp_path / "lm.safetensors"
+    make_toy_lm().save(foreign, name="lm")
+    tab.set_compare(str(foreign))
+    with qtbot.waitSignal(tab.worker.failed, timeout=30000) as blocker:
+        tab.run()
+    assert "vocabularies" in blocker.args[0]

@@ -131,7 +131,8 @@ class AlignmentReady:
         if self.aer_heads is not None:
             layer, head, value = self.best_head()
             out.update(aer_heads=np.round(self.aer_heads, 4).tolist(), aer_layers=np.round(self.aer_layers, 4).tolist(),
-                       aer_average=round(self.aer_average, 4), best={"layer": layer, "head": head, "aer": round(value, 4)})
+                       aer_average=round(self.aer_average, 4),
+                       best={"layer": layer, "head": head, "aer": round(value, 4)})
         return out
 
 

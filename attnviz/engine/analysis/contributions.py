@@ -56,8 +56,11 @@ def norm_weighted_pass(model, src: Tensor, tgt_in: Tensor) -> dict[str, tuple[np
     """A teacher-forced pass over one sentence ([1, S], [1, T]): kind -> (raw, norm-weighted), each [L, H, Tq, Tk]."""
     modules = _attention_layers(model)
     captured: dict[int, Tensor] = {}
-    hooks = [m.v_proj.register_forward_hook(lambda mod, inp, out, key=id(m): captured.__setitem__(key, out))
-             for ms in modules.values() for m in ms]
+
+    def keep(key: int):
+        return lambda module, inputs, output: captured.__setitem__(key, output)  # output [B, Tk, D]
+
+    hooks = [m.v_proj.register_forward_hook(keep(id(m))) for ms in modules.values() for m in ms]
     try:
         enc = model.encode(src, need_weights=True)
         dec = model.decode(tgt_in, enc, need_weights=True)

@@ -30,6 +30,18 @@ class AnalysisProgress:
 @dataclass(frozen=True)
 class HeadStatsReady:
     stats: HeadStats
+    role: str = "main"  # "compare": the statistics of a second checkpoint on the same corpus
+
+
+def load_comparable(path: str, translator):
+    """A second checkpoint to compare with ``translator``; InputError unless its vocabularies are the same."""
+    from attnviz.engine.translator import load_translator
+
+    other = load_translator(path)
+    if (other.src_vocab, other.tgt_vocab) != (translator.src_vocab, translator.tgt_vocab):
+        raise InputError(f"{path} has other vocabularies than the loaded model; compare checkpoints of the same "
+                         "vocabularies (e.g. two epochs of one run, or models trained on the same data)")
+    return other
 
 
 def corpus_pairs(translator, split: str = "val", src_file: str | None = None, tgt_file: str | None = None,
@@ -70,7 +82,8 @@ def prepare_examples(translator, sources: Sequence[str], targets: Sequence[str] 
     for chunk in batch_order(examples, batch_size):
         if stop is not None and stop.is_set():
             return
-        for i, ex in zip(chunk, greedy_targets(translator.model, [examples[i] for i in chunk], len(chunk)), strict=True):
+        outputs = greedy_targets(translator.model, [examples[i] for i in chunk], len(chunk))
+        for i, ex in zip(chunk, outputs, strict=True):
             decoded[i] = ex
         done += len(chunk)
         yield AnalysisProgress(done, len(examples), "decoding")
