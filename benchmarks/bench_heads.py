@@ -1,7 +1,7 @@
 """Head statistics speed on CPU, printed as JSON (measured, never asserted in tests: machines are shared and noisy).
 
 With the bundled de-en Transformer (or ``--model``) over the Multi30k validation set (1,014 sentences, read from
-ATTNVIZ_DATA) on ``--threads`` threads, it times:
+ATTNVIZ_DATA) on the first of ``--threads`` (torch intra-op threads), it times:
 - reading and tokenizing the corpus;
 - head statistics teacher-forcing the references (the default when a corpus has them), all of it: tokenizing,
   batched attention, statistics; target: under 10 s on 2 cores;
@@ -9,9 +9,11 @@ ATTNVIZ_DATA) on ``--threads`` threads, it times:
 - word alignment of every cross-attention head (per head, per layer and averaged, AER against the averaged
   alignment itself as a stand-in gold set, so the timing includes the scoring);
 and with ``--gui`` the longest stall of the GUI event loop (10 ms heartbeat) while the Analysis tab runs the same
-statistics offscreen (target: under 100 ms, as in bench_gui.py).
+statistics offscreen (target: under 100 ms, as in bench_gui.py). Every further ``--threads`` value times the
+reference statistics again with that many threads: on a 2-core machine shared with other work, two OpenMP threads
+can be several times slower than one (they spin waiting for a busy core).
 
-    python benchmarks/bench_heads.py [--model CKPT] [--threads 2] [--limit 0] [--gui]
+    python benchmarks/bench_heads.py [--model CKPT] [--threads 2,1] [--limit 0] [--gui]
 """
 
 from __future__ import annotations
@@ -89,20 +91,25 @@ def bench_gui(model: str, limit: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default=str(ROOT / "models" / "de-en-multi30k.safetensors"))
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", default="2,1", help="comma-separated thread counts (default 2,1)")
     parser.add_argument("--limit", type=int, default=0, help="only the first N validation sentences (0 = all)")
     parser.add_argument("--gui", action="store_true", help="also measure the GUI's longest stall during a run")
     args = parser.parse_args()
     if not os.environ.get("ATTNVIZ_DATA"):
         raise SystemExit("set ATTNVIZ_DATA to the folder with the Multi30k files")
-    torch.set_num_threads(args.threads)
+    threads = [int(n) for n in args.threads.split(",")]
+    torch.set_num_threads(threads[0])
     translator = load_translator(args.model)
     translator.src_spec.prepare()
     translator.tgt_spec.prepare()
     (sources, targets), read_s = _timed(lambda: corpus_pairs(translator, "val", limit=args.limit))
     _, tokenize_s = _timed(lambda: [translator.src_spec.tokenize(s) for s in sources])
-    report = {"model": Path(args.model).name, "threads": args.threads, "read_corpus_s": read_s,
+    report = {"model": Path(args.model).name, "threads": threads[0], "read_corpus_s": read_s,
               "tokenize_sources_s": tokenize_s, **bench_engine(translator, sources, targets)}
+    for n in threads[1:]:
+        torch.set_num_threads(n)
+        _, report[f"stats_reference_{n}_threads_s"] = _timed(lambda: compute_head_stats(translator, sources, targets))
+    torch.set_num_threads(threads[0])
     if args.gui:
         report.update(bench_gui(args.model, args.limit))
     report["targets"] = {"stats_reference_s_under": 10, "gui_longest_stall_ms_under": 100}

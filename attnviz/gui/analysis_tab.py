@@ -123,7 +123,7 @@ class AnalysisTab(QWidget):
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
         self.table.verticalHeader().hide()
-        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.stat_combo = named(QComboBox(), "statCombo", "Statistic shown per layer and head")
         self.kind_combo = named(QComboBox(), "statKindCombo", "Attention kind")
         self.head_map = HeadMap()
@@ -325,6 +325,11 @@ class AnalysisTab(QWidget):
     def set_stats(self, stats) -> None:
         self.stats = stats
         self.table_model.set_rows(stats.table())
+        metrics = self.table.fontMetrics()  # widths from the titles and a number: measuring every cell stalls
+        for column in range(self.table_model.columnCount()):
+            title = self.table_model.headerData(column, Qt.Orientation.Horizontal)
+            self.table.setColumnWidth(column, max(metrics.horizontalAdvance(title), metrics.horizontalAdvance(
+                "positional, diffuse" if title == "tags" else "encoder 0.000")) + 16)
         self.stat_combo.blockSignals(True)
         self.kind_combo.blockSignals(True)
         self.stat_combo.clear()
