@@ -328,8 +328,9 @@ class AnalysisTab(QWidget):
         metrics = self.table.fontMetrics()  # widths from the titles and a number: measuring every cell stalls
         for column in range(self.table_model.columnCount()):
             title = self.table_model.headerData(column, Qt.Orientation.Horizontal)
-            self.table.setColumnWidth(column, max(metrics.horizontalAdvance(title), metrics.horizontalAdvance(
-                "positional, diffuse" if title == "tags" else "encoder 0.000")) + 16)
+            sample = {"tags": "positional, diffuse", "kind": "encoder", "layer": "12", "head": "12"}.get(title, "0.000")
+            width = max(metrics.horizontalAdvance(title), metrics.horizontalAdvance(sample))
+            self.table.setColumnWidth(column, width + 18)
         self.stat_combo.blockSignals(True)
         self.kind_combo.blockSignals(True)
         self.stat_combo.clear()
