@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from attnviz.engine.analysis.stats import PROXY, STATS, THRESHOLDS
+from attnviz.engine.analysis.names import PROXY, STATS, THRESHOLDS
 from attnviz.gui.analysis_widgets import HeadMap, SentenceViews, StatsTableModel
 from attnviz.gui.widgets import named
 from attnviz.gui.worker import Worker

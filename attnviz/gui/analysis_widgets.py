@@ -11,7 +11,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal, Slot
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
-from attnviz.engine.analysis.contributions import VIEWS
+from attnviz.engine.analysis.names import VIEWS
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.gui.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.widgets import named

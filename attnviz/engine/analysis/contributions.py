@@ -22,10 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-VIEWS = {"raw": "raw attention weights",
-         "norm": "norm-weighted ||a f(x)||, rows renormalised to sum to 1",
-         "rollout": "attention rollout (heads averaged, raw products)",
-         "rollout-residual": "attention rollout with residual (0.5 A + 0.5 I, heads averaged)"}
+from attnviz.engine.analysis.names import VIEWS  # noqa: F401 (the views' names, re-exported)
 
 
 def head_value_vectors(values: Tensor, out_weight: Tensor, heads: int) -> Tensor:

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from attnviz.engine.analysis.corpus import Example, attention_batches, batch_order, encode_corpus, greedy_targets
-from attnviz.engine.analysis.stats import STATS, HeadStats, punctuation_table, row_statistics
+from attnviz.engine.analysis.names import STATS
+from attnviz.engine.analysis.stats import HeadStats, punctuation_table, row_statistics
 from attnviz.engine.data import load_splits, read_lines, read_parallel, resolve_data_dir
 from attnviz.engine.errors import ConfigError, InputError
 

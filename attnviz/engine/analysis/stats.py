@@ -13,8 +13,8 @@ Figures (every one a mean over query rows):
 - ``diag_distance``: cross-attention only, the expected distance in source tokens between the attended key and
   the diagonal (query i of T maps to source position i (S - 1) / (T - 1), specials counted).
 
-Tags come from the thresholds below (stated in the GUI and the CLI's JSON). Names: B batch, L layers, H heads,
-N sentences, Tq queries, Tk keys, V vocabulary.
+Tags come from the thresholds in ``analysis.names`` (stated in the GUI and the CLI's JSON). Names: B batch, L
+layers, H heads, N sentences, Tq queries, Tk keys, V vocabulary.
 """
 
 from __future__ import annotations
@@ -27,22 +27,18 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from attnviz.engine.analysis.names import (
+    ALIGNING_PEAK,
+    ALIGNING_SINK,
+    CROSS_ONLY,
+    DIFFUSE_ENTROPY,
+    POSITIONAL_SHARE,
+    PROXY,
+    SELF_ONLY,
+    SINK_SHARE,
+    THRESHOLDS,
+)
 from attnviz.engine.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
-
-STATS = ("entropy", "norm_entropy", "max_weight", "sos", "eos", "punct", "sink", "same", "prev", "next",
-         "diag_distance")
-SELF_ONLY = ("same", "prev", "next")
-CROSS_ONLY = ("diag_distance",)
-
-POSITIONAL_SHARE = 0.5  # positional: mean weight on one relative position (same, prev or next) at least this
-SINK_SHARE = 0.5  # sink: mean weight on <sos>/<eos>/punctuation at least this
-DIFFUSE_ENTROPY = 0.75  # diffuse: mean normalised entropy at least this
-ALIGNING_PEAK = 0.5  # aligning (cross-attention): mean max weight at least this ...
-ALIGNING_SINK = 0.3  # ... and sink share below this
-THRESHOLDS = {"positional": f"same, prev or next >= {POSITIONAL_SHARE}", "sink": f"sink >= {SINK_SHARE}",
-              "diffuse": f"norm_entropy >= {DIFFUSE_ENTROPY}",
-              "aligning": f"cross-attention, max_weight >= {ALIGNING_PEAK} and sink < {ALIGNING_SINK}"}
-PROXY = "alignment proxy = max_weight x (1 - sink), cross-attention only (no gold alignments needed)"
 
 
 def is_punctuation(token: str) -> bool:
