@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from attnviz.engine.analysis.jobs import analysis_job, views_job
 from attnviz.engine.analysis.names import PROXY, STATS, THRESHOLDS
 from attnviz.gui.analysis_widgets import HeadMap, SentenceViews, StatsTableModel
 from attnviz.gui.widgets import named
@@ -39,32 +40,6 @@ from attnviz.gui.worker import Worker
 
 SHARES = {"max_weight", "sos", "eos", "punct", "sink", "same", "prev", "next", "norm_entropy", "alignment_proxy"}
 AER = "aer"
-
-
-def analysis_job(translator, corpus: tuple[str, str | None, str | None], limit: int, targets: str,
-                 gold: str | None, compare: str | None, stop):
-    """Worker job: head statistics, then (with a gold file and targets) the AER of every cross-attention head, then
-    (with a second checkpoint) that checkpoint's statistics on the same corpus."""
-    from attnviz.engine.analysis.alignment import align_steps, read_gold
-    from attnviz.engine.analysis.run import HeadStatsReady, corpus_pairs, head_stats_steps, load_comparable
-
-    split, src, tgt = corpus
-    sources, refs = corpus_pairs(translator, split or "val", src, tgt, limit)
-    use_refs = targets == "reference" or not translator.has_source  # a language model reads its texts
-    yield from head_stats_steps(translator, sources, refs if use_refs else None, stop=stop)
-    if gold and refs is not None and not stop.is_set():
-        yield from align_steps(translator, sources, refs, read_gold(gold, len(sources)), stop=stop)
-    if compare and not stop.is_set():
-        for event in head_stats_steps(load_comparable(compare, translator), sources, refs if use_refs else None,
-                                      stop=stop):
-            yield HeadStatsReady(event.stats, "compare") if isinstance(event, HeadStatsReady) else event
-
-
-def views_job(translator, translation):
-    from attnviz.engine.analysis.contributions import sentence_views
-
-    views = sentence_views(translator, translation.src_tokens, translation.decoder_inputs)
-    yield views, {kind: translation.axis_labels(kind) for kind in translation.attention}
 
 
 class AnalysisTab(QWidget):
@@ -218,7 +193,8 @@ class AnalysisTab(QWidget):
     def set_translation(self, translation) -> None:
         """The Translate tab's current sentence, shown under each view (computed in the background)."""
         if self.translator is not None and translation is not None:
-            self.view_worker.start(lambda stop: views_job(self.translator, translation))
+            translator, compare = self.translator, self.compare
+            self.view_worker.start(lambda stop: views_job(translator, translation, compare))
 
     def run(self) -> None:
         if self.translator is None:

@@ -11,7 +11,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal, Slot
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
-from attnviz.engine.analysis.names import VIEWS
+from attnviz.engine.analysis.names import SIGNED_VIEWS, VIEWS
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.gui.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.widgets import named
@@ -154,6 +154,8 @@ class SentenceViews(QWidget):
         matrix = maps[self.layer_spin.value() - 1, self.head_spin.value() - 1]
         where = f"layer {self.layer_spin.value()}" + ("" if view.startswith("rollout") else
                                                       f", head {self.head_spin.value()}")
-        self.quantity.setText(f"Shown: {VIEWS[view]} ({info.label}, {where}); every row sums to 1.")
+        signed = view in SIGNED_VIEWS
+        self.quantity.setText(f"Shown: {VIEWS[view]} ({info.label}, {where})" +
+                              ("." if signed else "; every row sums to 1."))
         self.heatmap.set_data(HeatmapData(matrix, rows[: matrix.shape[0]], cols[: matrix.shape[1]], info.query_axis,
-                                          info.key_axis, f"{info.label}: {VIEWS[view]}"))
+                                          info.key_axis, f"{info.label}: {VIEWS[view]}", per_map=signed))

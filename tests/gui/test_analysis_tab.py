@@ -91,3 +91,20 @@ def test_compare_with_a_second_checkpoint(qtbot, loaded, corpus, tmp_path):
     with qtbot.waitSignal(tab.worker.failed, timeout=30000) as blocker:
         tab.run()
     assert "vocabularies" in blocker.args[0]
+
+
+def test_current_sentence_against_a_second_checkpoint(qtbot, loaded, tmp_path):
+    from tests.helpers import make_toy_translator
+
+    window = loaded
+    other = tmp_path / "other.safetensors"
+    make_toy_translator(seed=3).save(other, name="other")
+    window.analysis_tab.set_compare(str(other))
+    translate(qtbot, window, "q1 q2")
+    window.tabs.setCurrentWidget(window.analysis_tab)
+    views = window.analysis_tab.sentence_views
+    qtbot.waitUntil(lambda: "difference" in views.views, timeout=20000)
+    views.view_combo.setCurrentIndex(views.view_combo.findData("difference"))
+    assert views.heatmap.data().per_map and "minus" in views.quantity.text()
+    raw, compared = views.views["raw"]["cross"], views.views["compare"]["cross"]
+    assert abs(views.views["difference"]["cross"] - (compared - raw)).max() < 1e-6

@@ -21,4 +21,7 @@ PROXY = "alignment proxy = max_weight x (1 - sink), cross-attention only (no gol
 VIEWS = {"raw": "raw attention weights",
          "norm": "norm-weighted ||a f(x)||, rows renormalised to sum to 1",
          "rollout": "attention rollout (heads averaged, raw products)",
-         "rollout-residual": "attention rollout with residual (0.5 A + 0.5 I, heads averaged)"}
+         "rollout-residual": "attention rollout with residual (0.5 A + 0.5 I, heads averaged)",
+         "compare": "raw attention weights of the compared checkpoint (same output tokens teacher-forced)",
+         "difference": "compared checkpoint's raw weights minus the loaded model's (colour scale per map)"}
+SIGNED_VIEWS = ("difference",)  # rows do not sum to 1: drawn on a per-map colour scale
