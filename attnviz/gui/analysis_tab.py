@@ -11,6 +11,7 @@ the tags are stated in the view. The engine does the work; this tab only asks an
 from __future__ import annotations
 
 from html import escape
+from pathlib import Path
 
 from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal, Slot
 from PySide6.QtWidgets import (
@@ -34,12 +35,26 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.analysis.jobs import analysis_job, views_job
 from attnviz.engine.analysis.names import PROXY, STATS, THRESHOLDS
+from attnviz.engine.runs import RunPaths, run_checkpoint
 from attnviz.gui.analysis_widgets import HeadMap, SentenceViews, StatsTableModel
 from attnviz.gui.widgets import named
 from attnviz.gui.worker import Worker
 
 SHARES = {"max_weight", "sos", "eos", "punct", "sink", "same", "prev", "next", "norm_entropy", "alignment_proxy"}
 AER = "aer"
+
+
+def run_partner(path: str | None) -> str:
+    """Where the compare dialog starts: the other file of the same training run (its last checkpoint beside the
+    best, the best beside any other), else the model's folder."""
+    if not path:
+        return ""
+    current = Path(path)
+    best = run_checkpoint(current)
+    for candidate in ((RunPaths(best).last,) if current == best else (best, RunPaths(best).last)):
+        if candidate != current and candidate.exists():
+            return str(candidate)
+    return str(current.parent)
 
 
 class AnalysisTab(QWidget):
@@ -255,7 +270,8 @@ class AnalysisTab(QWidget):
 
     @Slot()
     def _on_compare_clicked(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Checkpoint to compare with", "",
+        start = run_partner(self.translator.metadata.get("path") if self.translator is not None else None)
+        path, _ = QFileDialog.getOpenFileName(self, "Checkpoint to compare with", start,
                                               "attnviz checkpoints (*.safetensors);;All files (*)")
         self.set_compare(path or None)
 
@@ -307,16 +323,12 @@ class AnalysisTab(QWidget):
             sample = {"tags": "positional, diffuse", "kind": "encoder", "layer": "12", "head": "12"}.get(title, "0.000")
             width = max(metrics.horizontalAdvance(title), metrics.horizontalAdvance(sample))
             self.table.setColumnWidth(column, width + 18)
-        self.stat_combo.blockSignals(True)
-        self.kind_combo.blockSignals(True)
-        self.stat_combo.clear()
-        for name in (*STATS, "alignment_proxy"):
-            self.stat_combo.addItem(name.replace("_", " "), name)
-        self.kind_combo.clear()
-        for kind in stats.kinds:
-            self.kind_combo.addItem(kind, kind)
-        self.stat_combo.blockSignals(False)
-        self.kind_combo.blockSignals(False)
+        for combo, items in ((self.stat_combo, (*STATS, "alignment_proxy")), (self.kind_combo, stats.kinds)):
+            combo.blockSignals(True)
+            combo.clear()
+            for item in items:
+                combo.addItem(item.replace("_", " "), item)
+            combo.blockSignals(False)
         self._on_map_choice_changed()
 
     def set_alignment(self, result) -> None:

@@ -108,3 +108,16 @@ def test_current_sentence_against_a_second_checkpoint(qtbot, loaded, tmp_path):
     assert views.heatmap.data().per_map and "minus" in views.quantity.text()
     raw, compared = views.views["raw"]["cross"], views.views["compare"]["cross"]
     assert abs(views.views["difference"]["cross"] - (compared - raw)).max() < 1e-6
+
+
+def test_compare_dialog_starts_at_the_other_file_of_the_run(tmp_path):
+    from attnviz.gui.analysis_tab import run_partner
+
+    best, last = tmp_path / "run.safetensors", tmp_path / "run.last.safetensors"
+    assert run_partner(str(best)) == str(tmp_path)  # no partner yet: the folder
+    best.write_bytes(b"")
+    last.write_bytes(b"")
+    assert run_partner(str(best)) == str(last)
+    assert run_partner(str(last)) == str(best)
+    assert run_partner(str(tmp_path / "run.epoch3.safetensors")) == str(best)
+    assert run_partner(None) == ""
