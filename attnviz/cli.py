@@ -11,9 +11,9 @@ import json
 import sys
 from collections.abc import Sequence
 
-from attnviz import __version__
-from attnviz.cli_convert import add_command as add_convert
+from attnviz import __version__, cli_analysis
 from attnviz.cli_args import BEAM, LENGTH_PENALTY, MAX_BEAM, MAX_LENGTH, float_range, int_range, output_file
+from attnviz.cli_convert import add_command as add_convert
 from attnviz.cli_train import add_commands
 from attnviz.engine.errors import AttnvizError, InputError
 
@@ -90,6 +90,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_info(sub)
     add_commands(sub)
     add_convert(sub)
+    cli_analysis.add_commands(sub)
     return parser
 
 

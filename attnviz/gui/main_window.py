@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QMainWindow, QMess
 
 from attnviz import __version__
 from attnviz.gui import accessible
+from attnviz.gui.analysis_tab import AnalysisTab
 from attnviz.gui.model_list import bundled_models, describe
 from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train_tab import TrainTab
@@ -49,6 +50,8 @@ class MainWindow(QMainWindow):
         self.train_tab = TrainTab()
         self.tabs.addTab(self.translate_tab, "&Translate")
         self.tabs.addTab(self.train_tab, "Trai&n")  # Alt+R is the Training menu's
+        self.analysis_tab = AnalysisTab()
+        self.tabs.addTab(self.analysis_tab, "Analysis")  # every letter of it has an owner already: Ctrl+3
         self.setCentralWidget(self.tabs)
         self.model_combo = QComboBox()
         self.model_combo.setObjectName("modelCombo")
@@ -65,6 +68,9 @@ class MainWindow(QMainWindow):
         self.translate_tab.mode_changed.connect(self._on_translate_mode_changed)
         self.train_tab.status.connect(self._on_tab_status)
         self.train_tab.open_checkpoint.connect(self._on_open_trained)
+        self.analysis_tab.status.connect(self._on_tab_status)
+        self.analysis_tab.open_sentence.connect(self._on_open_sentence)
+        self.tabs.currentChanged.connect(self._on_tabs_current_changed)
         self.model_combo.activated.connect(self._on_model_combo_activated)
         self.refresh_models()
         self.resize(1280, 800)
@@ -128,7 +134,8 @@ class MainWindow(QMainWindow):
         self._action(train, "S&top training (saves a checkpoint)...", self.train_tab.confirm_stop, "Ctrl+.")
         self._action(train, "&Resume a run...", self.train_tab.resume_dialog)
         for keys, page, text in (("Ctrl+1", self.translate_tab, "Show the Translate tab"),
-                                 ("Ctrl+2", self.train_tab, "Show the Train tab")):
+                                 ("Ctrl+2", self.train_tab, "Show the Train tab"),
+                                 ("Ctrl+3", self.analysis_tab, "Show the Analysis tab")):
             self._action(self, text, lambda checked=False, p=page: self.tabs.setCurrentWidget(p), keys)
         help_menu = self.menuBar().addMenu("&Help")
         self._action(help_menu, "&Keyboard shortcuts", self.show_shortcuts, QKeySequence.StandardKey.HelpContents,
@@ -179,6 +186,7 @@ class MainWindow(QMainWindow):
         path = translator.metadata.get("path", "")
         self.train_tab.protected_path = path  # Start may not overwrite the model being looked at
         self.translate_tab.set_translator(translator)
+        self.analysis_tab.set_translator(translator)
         card = translator.card
         self.model_label.setText(f"{card.languages} · {card.parameters:,} parameters")
         self.statusBar().showMessage(f"Model ready: {Path(path).name}", 5000)
@@ -302,6 +310,16 @@ class MainWindow(QMainWindow):
         dialog = ShortcutsDialog(self)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
+    @Slot(str)
+    def _on_open_sentence(self, text: str) -> None:
+        self.tabs.setCurrentWidget(self.translate_tab)
+        self.translate_tab.source_edit.setText(text)
+        self.translate_tab.translate()
+
+    @Slot(int)
+    def _on_tabs_current_changed(self, index: int) -> None:
+        if self.tabs.widget(index) is self.analysis_tab:
+            self.analysis_tab.set_translation(self.translate_tab.current_translation())
 
     def about(self) -> None:
         QMessageBox.about(self, "About attnviz", f"<b>attnviz {__version__}</b><p>See what attention does inside a "
@@ -325,7 +343,8 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.translate_tab.save_settings(self.settings)
         self.train_tab.save_settings(self.settings)
-        for worker in (self.loader, self.translate_tab.worker, self.train_tab.downloader):
+        for worker in (self.loader, self.translate_tab.worker, self.train_tab.downloader, self.analysis_tab.worker,
+                       self.analysis_tab.view_worker):
             worker.cancel()
             worker.wait(3000)
         super().closeEvent(event)

@@ -3,7 +3,7 @@ never stop a run, the window's shortcuts work while the sentence field has focus
 
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QMenu
+from PySide6.QtWidgets import QApplication, QMenu, QTabWidget
 
 from attnviz.gui.shortcuts import (ShortcutsDialog, clashes, mnemonic, mnemonic_owners, shortcut_clashes,
                                    shortcut_rows)
@@ -31,6 +31,12 @@ def window_states(window):
     yield "Train tab, paused"
     train._paused = False
     train._update_buttons()
+    window.tabs.setCurrentWidget(window.analysis_tab)
+    yield "Analysis tab"
+    for pages in window.analysis_tab.findChildren(QTabWidget):
+        for i in range(pages.count()):
+            pages.setCurrentIndex(i)
+            yield f"Analysis tab, {pages.tabText(i)!r}"
 
 
 def assert_unique(window):

@@ -47,6 +47,9 @@ class ModelKind:
     # settings (over ModelConfig's defaults) of a small working model of this kind, built in milliseconds: what
     # the registry-wide tests, the toy models of the test suite and quick benchmarks build
     example_settings: Mapping[str, Any] = field(default_factory=dict)
+    # its attention layers are ``engine.models.transformer.MultiHeadAttention`` (``v_proj``, ``out_proj``): value
+    # vectors can be read for norm-weighted attention (``engine.analysis.contributions``)
+    value_vectors: bool = False
 
     def expected_shapes(self, cfg: ModelConfig, src_len: int, tgt_len: int) -> dict[str, tuple[int, ...]]:
         """The shape of each full attention tensor of one translation (what the self-test and tests check)."""

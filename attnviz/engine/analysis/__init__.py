@@ -1,0 +1,1 @@
+"""Corpus-level analysis of attention: head statistics, alignments, contribution-corrected attention."""

@@ -1,0 +1,42 @@
+"""The Analysis view's background jobs: generators the GUI's worker runs (the CLI drives the same engine steps).
+
+``analysis_job`` chains head statistics, the AER of every head with a gold file, and a second checkpoint's
+statistics; ``views_job`` computes one sentence under every view. Torch loads only when a job runs, so the GUI
+imports this module at start-up without it.
+"""
+
+from __future__ import annotations
+
+
+def analysis_job(translator, corpus: tuple[str, str | None, str | None], limit: int, targets: str,
+                 gold: str | None, compare: str | None, stop):
+    """Worker job: head statistics, then (with a gold file and targets) the AER of every cross-attention head, then
+    (with a second checkpoint) that checkpoint's statistics on the same corpus."""
+    from attnviz.engine.analysis.alignment import align_steps, read_gold
+    from attnviz.engine.analysis.run import HeadStatsReady, corpus_pairs, head_stats_steps, load_comparable
+
+    split, src, tgt = corpus
+    sources, refs = corpus_pairs(translator, split or "val", src, tgt, limit)
+    use_refs = targets == "reference" or not translator.has_source  # a language model reads its texts
+    yield from head_stats_steps(translator, sources, refs if use_refs else None, stop=stop)
+    if gold and refs is not None and not stop.is_set():
+        yield from align_steps(translator, sources, refs, read_gold(gold, len(sources)), stop=stop)
+    if compare and not stop.is_set():
+        for event in head_stats_steps(load_comparable(compare, translator), sources, refs if use_refs else None,
+                                      stop=stop):
+            yield HeadStatsReady(event.stats, "compare") if isinstance(event, HeadStatsReady) else event
+
+
+def views_job(translator, translation, compare: str | None = None):
+    """Worker job: the sentence under every view; with a second checkpoint, its raw weights and the difference."""
+    from attnviz.engine.analysis.contributions import sentence_views
+    from attnviz.engine.analysis.run import load_comparable
+
+    views = sentence_views(translator, translation.src_tokens, translation.decoder_inputs)
+    if compare:
+        other = sentence_views(load_comparable(compare, translator), translation.src_tokens,
+                               translation.decoder_inputs)["raw"]
+        same = {k: v for k, v in other.items() if k in views["raw"] and v.shape == views["raw"][k].shape}
+        views["compare"] = other
+        views["difference"] = {k: v - views["raw"][k] for k, v in same.items()}
+    yield views, {kind: translation.axis_labels(kind) for kind in translation.attention}

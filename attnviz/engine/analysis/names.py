@@ -1,0 +1,27 @@
+"""What the analysis reports, named once and torch-free (the GUI imports it at start-up): the head statistics, the
+thresholds of the tags, the alignment proxy and the contribution views."""
+
+from __future__ import annotations
+
+STATS = ("entropy", "norm_entropy", "max_weight", "sos", "eos", "punct", "sink", "same", "prev", "next",
+         "diag_distance")
+SELF_ONLY = ("same", "prev", "next")
+CROSS_ONLY = ("diag_distance",)
+
+POSITIONAL_SHARE = 0.5  # positional: mean weight on one relative position (same, prev or next) at least this
+SINK_SHARE = 0.5  # sink: mean weight on <sos>/<eos>/punctuation at least this
+DIFFUSE_ENTROPY = 0.75  # diffuse: mean normalised entropy at least this
+ALIGNING_PEAK = 0.5  # aligning (cross-attention): mean max weight at least this ...
+ALIGNING_SINK = 0.3  # ... and sink share below this
+THRESHOLDS = {"positional": f"same, prev or next >= {POSITIONAL_SHARE}", "sink": f"sink >= {SINK_SHARE}",
+              "diffuse": f"norm_entropy >= {DIFFUSE_ENTROPY}",
+              "aligning": f"cross-attention, max_weight >= {ALIGNING_PEAK} and sink < {ALIGNING_SINK}"}
+PROXY = "alignment proxy = max_weight x (1 - sink), cross-attention only (no gold alignments needed)"
+
+VIEWS = {"raw": "raw attention weights",
+         "norm": "norm-weighted ||a f(x)||, rows renormalised to sum to 1",
+         "rollout": "attention rollout (heads averaged, raw products)",
+         "rollout-residual": "attention rollout with residual (0.5 A + 0.5 I, heads averaged)",
+         "compare": "raw attention weights of the compared checkpoint (same output tokens teacher-forced)",
+         "difference": "compared checkpoint's raw weights minus the loaded model's (colour scale per map)"}
+SIGNED_VIEWS = ("difference",)  # rows do not sum to 1: drawn on a per-map colour scale

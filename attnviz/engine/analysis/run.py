@@ -1,0 +1,136 @@
+"""Head statistics over a corpus as a generator of typed events, the one walk the CLI, the GUI and tests share.
+
+``corpus_pairs`` finds the sentences (a checkpoint's own val/test split through its recipe, or text files);
+``head_stats_steps`` tokenizes them, decodes greedily in batches when no targets are given, runs the teacher-forced
+attention batch by batch and yields ``AnalysisProgress`` events, then one ``HeadStatsReady`` with the
+``HeadStats``. A stop event is checked between batches: a stopped run yields nothing more.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from attnviz.engine.analysis.corpus import Example, attention_batches, batch_order, encode_corpus, greedy_targets
+from attnviz.engine.analysis.names import STATS
+from attnviz.engine.analysis.stats import HeadStats, punctuation_table, row_statistics
+from attnviz.engine.data import load_splits, read_lines, read_parallel, resolve_data_dir
+from attnviz.engine.errors import ConfigError, InputError
+
+
+@dataclass(frozen=True)
+class AnalysisProgress:
+    done: int  # sentences (or batches' sentences) finished in this phase
+    total: int
+    phase: str  # "decoding" (greedy outputs) or "attention" (statistics)
+
+
+@dataclass(frozen=True)
+class HeadStatsReady:
+    stats: HeadStats
+    role: str = "main"  # "compare": the statistics of a second checkpoint on the same corpus
+
+
+def load_comparable(path: str, translator):
+    """A second checkpoint to compare with ``translator``; InputError unless its vocabularies are the same."""
+    from attnviz.engine.translator import load_translator
+
+    other = load_translator(path)
+    if (other.src_vocab, other.tgt_vocab) != (translator.src_vocab, translator.tgt_vocab):
+        raise InputError(f"{path} has other vocabularies than the loaded model; compare checkpoints of the same "
+                         "vocabularies (e.g. two epochs of one run, or models trained on the same data)")
+    return other
+
+
+def corpus_pairs(translator, split: str = "val", src_file: str | None = None, tgt_file: str | None = None,
+                 limit: int = 0, data_dir=None) -> tuple[list[str], list[str] | None]:
+    """Sources and (possibly None) targets: ``src_file`` (+ ``tgt_file``), else the model's recipe's ``split``."""
+    if src_file:
+        if tgt_file:
+            pairs, _ = read_parallel(src_file, tgt_file)
+            sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
+        else:
+            sources, targets = [line for line in read_lines(src_file) if line.strip()], None
+    else:
+        from attnviz.engine.evaluation import recipe_for
+
+        recipe = recipe_for(translator, None)
+        pairs = load_splits(recipe.corpus, resolve_data_dir(data_dir)).get(split)
+        if not pairs:
+            raise ConfigError(f"the {recipe.name} corpus has no {split} split; give a source file",
+                              settings=("split", "src"))
+        sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
+    if limit:
+        sources, targets = sources[:limit], (targets[:limit] if targets is not None else None)
+    if not sources:
+        raise InputError("the corpus has no sentences")
+    return sources, targets
+
+
+def prepare_examples(translator, sources: Sequence[str], targets: Sequence[str] | None,
+                     stop: threading.Event | None = None, batch_size: int = 128) -> Iterator:
+    """Yield decoding progress, then the examples list (targets greedy-decoded when ``targets`` is None)."""
+    if not translator.has_source:  # a language model's corpus is its texts, teacher-forced
+        targets = targets if targets is not None else sources
+    examples = encode_corpus(translator, sources, targets)
+    if targets is not None:
+        yield examples
+        return
+    done, decoded = 0, list(examples)
+    for chunk in batch_order(examples, batch_size):
+        if stop is not None and stop.is_set():
+            return
+        outputs = greedy_targets(translator.model, [examples[i] for i in chunk], len(chunk))
+        for i, ex in zip(chunk, outputs, strict=True):
+            decoded[i] = ex
+        done += len(chunk)
+        yield AnalysisProgress(done, len(examples), "decoding")
+    yield decoded
+
+
+def head_stats_steps(translator, sources: Sequence[str], targets: Sequence[str] | None = None, *,
+                     batch_size: int = 64, stop: threading.Event | None = None
+                     ) -> Iterator[AnalysisProgress | HeadStatsReady]:
+    """Statistics of every head over the corpus; targets None teacher-forces the model's own greedy outputs."""
+    examples: list[Example] = []
+    for item in prepare_examples(translator, sources, targets, stop):
+        if isinstance(item, AnalysisProgress):
+            yield item
+        else:
+            examples = item
+    if not examples:
+        return
+    kinds = translator.config.model_kind.attention_kinds
+    layout = translator.config.model_kind.layout(translator.config)
+    n = len(examples)
+    sums = {k: {s: np.zeros((n, *layout[k])) for s in STATS} for k in kinds}
+    rows = {k: np.zeros(n) for k in kinds}
+    punct = {"src": punctuation_table(translator.src_vocab), "tgt": punctuation_table(translator.tgt_vocab)}
+    done = 0
+    for batch in attention_batches(translator.model, examples, kinds, batch_size):
+        for kind, attn in batch.attention.items():
+            table = punct["tgt" if kind == "decoder" else "src"]
+            figures, count = row_statistics(attn, batch.queries(kind), batch.keys(kind), table, kind)
+            rows[kind][batch.index] = count.numpy()
+            for name, value in figures.items():
+                sums[kind][name][batch.index] = value.numpy()
+        done += len(batch.index)
+        yield AnalysisProgress(done, n, "attention")
+        if stop is not None and stop.is_set():
+            return
+    per_sentence = {k: {s: v / np.maximum(rows[k], 1)[:, None, None] for s, v in sums[k].items()} for k in kinds}
+    texts = sources if translator.has_source or targets is None else targets  # a language model: its texts
+    yield HeadStatsReady(HeadStats(tuple(texts), per_sentence, rows,
+                                   "greedy" if targets is None and translator.has_source else "reference"))
+
+
+def compute_head_stats(translator, sources: Sequence[str], targets: Sequence[str] | None = None,
+                       batch_size: int = 64) -> HeadStats:
+    """The statistics without progress (tests, scripts)."""
+    for event in head_stats_steps(translator, sources, targets, batch_size=batch_size):
+        if isinstance(event, HeadStatsReady):
+            return event.stats
+    raise RuntimeError("head statistics ended without a result")

@@ -1,0 +1,123 @@
+"""The Analysis tab: a run over text files fills the table and the map, a head lists its sentences and opens one in
+the Translate tab, gold alignments add an AER map, Cancel stops a run, and the current sentence shows every view."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.gui.conftest import translate
+
+
+@pytest.fixture()
+def corpus(tmp_path):
+    src, tgt, gold = tmp_path / "src.txt", tmp_path / "tgt.txt", tmp_path / "gold.txt"
+    src.write_text("q1 q2 q3\nq4 q5\nq6 q7 q8 q9\nq10\n")
+    tgt.write_text("w3 w2 w1\nw5 w4\nw9 w8 w7 w6\nw10\n")
+    gold.write_text("0-2 1-1 2-0\n0-1 1-0\n0-3 1-2 2-1 3-0\n0-0\n")
+    return str(src), str(tgt), str(gold)
+
+
+def _run(qtbot, tab):
+    tab.run()
+    qtbot.waitUntil(lambda: not tab.is_running() and tab.stats is not None, timeout=30000)
+
+
+def test_run_fills_table_map_and_opens_a_sentence(qtbot, loaded, corpus):
+    window = loaded
+    tab = window.analysis_tab
+    assert window.tabs.tabText(window.tabs.indexOf(tab)) == "Analysis"  # reached with Ctrl+3
+    tab.set_files(corpus[0], corpus[1])
+    _run(qtbot, tab)
+    assert tab.table_model.rowCount() == 3 * 2 * 4
+    assert tab.head_map.data().matrix.shape == (2, 4)
+    assert "positional" in tab.thresholds.text()
+    tab.table.selectRow(0)
+    assert tab.sentence_list.count() > 0
+    sentence = tab.sentence_list.currentItem().data(256)  # Qt.UserRole
+    with qtbot.waitSignal(tab.open_sentence):
+        tab.open_button.click()
+    assert window.tabs.currentWidget() is window.translate_tab
+    assert window.translate_tab.source_edit.text() == sentence
+
+
+def test_gold_alignments_add_an_aer_map(qtbot, loaded, corpus):
+    tab = loaded.analysis_tab
+    tab.set_files(corpus[0], corpus[1])
+    tab.gold = corpus[2]
+    _run(qtbot, tab)
+    qtbot.waitUntil(lambda: tab.alignment is not None, timeout=30000)
+    assert tab.stat_combo.currentData() == "aer"
+    assert tab.head_map.data().matrix.shape == (2, 4)
+    assert 0.0 <= tab.alignment.aer_average <= 1.0
+
+
+def test_cancel_stops_the_run(qtbot, loaded, corpus):
+    tab = loaded.analysis_tab
+    tab.set_files(corpus[0], None)
+    tab.run()
+    tab.cancel()
+    assert tab.run_button.isEnabled() and not tab.cancel_button.isEnabled()
+
+
+def test_current_sentence_views(qtbot, loaded):
+    window = loaded
+    translate(qtbot, window, "q1 q2 q3")
+    window.tabs.setCurrentWidget(window.analysis_tab)
+    views = window.analysis_tab.sentence_views
+    qtbot.waitUntil(lambda: bool(views.views), timeout=20000)
+    assert set(views.views) == {"raw", "norm", "rollout", "rollout-residual"}
+    views.view_combo.setCurrentIndex(views.view_combo.findData("norm"))
+    assert "norm-weighted" in views.quantity.text() and "sums to 1" in views.quantity.text()
+    views.view_combo.setCurrentIndex(views.view_combo.findData("rollout-residual"))
+    assert not views.head_spin.isEnabled()
+
+
+def test_compare_with_a_second_checkpoint(qtbot, loaded, corpus, tmp_path):
+    from tests.helpers import make_toy_lm, make_toy_translator
+
+    tab = loaded.analysis_tab
+    other = tmp_path / "other.safetensors"
+    make_toy_translator(seed=3).save(other, name="other")
+    tab.set_files(corpus[0], corpus[1])
+    tab.set_compare(str(other))
+    _run(qtbot, tab)
+    qtbot.waitUntil(lambda: tab.stats_b is not None, timeout=30000)
+    assert tab.diff_check.isChecked() and "minus" in tab.head_map.data().title
+    tab.diff_check.setChecked(False)
+    assert "minus" not in tab.head_map.data().title
+    foreign = tmp_path / "lm.safetensors"
+    make_toy_lm().save(foreign, name="lm")
+    tab.set_compare(str(foreign))
+    with qtbot.waitSignal(tab.worker.failed, timeout=30000) as blocker:
+        tab.run()
+    assert "vocabularies" in blocker.args[0]
+
+
+def test_current_sentence_against_a_second_checkpoint(qtbot, loaded, tmp_path):
+    from tests.helpers import make_toy_translator
+
+    window = loaded
+    other = tmp_path / "other.safetensors"
+    make_toy_translator(seed=3).save(other, name="other")
+    window.analysis_tab.set_compare(str(other))
+    translate(qtbot, window, "q1 q2")
+    window.tabs.setCurrentWidget(window.analysis_tab)
+    views = window.analysis_tab.sentence_views
+    qtbot.waitUntil(lambda: "difference" in views.views, timeout=20000)
+    views.view_combo.setCurrentIndex(views.view_combo.findData("difference"))
+    assert views.heatmap.data().per_map and "minus" in views.quantity.text()
+    raw, compared = views.views["raw"]["cross"], views.views["compare"]["cross"]
+    assert abs(views.views["difference"]["cross"] - (compared - raw)).max() < 1e-6
+
+
+def test_compare_dialog_starts_at_the_other_file_of_the_run(tmp_path):
+    from attnviz.gui.analysis_tab import run_partner
+
+    best, last = tmp_path / "run.safetensors", tmp_path / "run.last.safetensors"
+    assert run_partner(str(best)) == str(tmp_path)  # no partner yet: the folder
+    best.write_bytes(b"")
+    last.write_bytes(b"")
+    assert run_partner(str(best)) == str(last)
+    assert run_partner(str(last)) == str(best)
+    assert run_partner(str(tmp_path / "run.epoch3.safetensors")) == str(best)
+    assert run_partner(None) == ""

@@ -1,0 +1,54 @@
+"""``attnviz heads`` and ``attnviz align`` on a tiny checkpoint and toy files, run in-process through ``main``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from attnviz.cli import main
+from tests.helpers import make_toy_translator
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("analysis")
+    make_toy_translator(seed=0).save(folder / "a.safetensors", name="a")
+    make_toy_translator(seed=1).save(folder / "b.safetensors", name="b")
+    (folder / "src.txt").write_text("q1 q2 q3\nq4 q5\nq6\n")
+    (folder / "tgt.txt").write_text("w3 w2 w1\nw5 w4\nw6\n")
+    return folder
+
+
+def test_heads_json_has_every_head_and_the_thresholds(files, capsys):
+    assert main(["heads", "-m", str(files / "a.safetensors"), "--src", str(files / "src.txt"), "--json"]) == 0
+    captured = capsys.readouterr()
+    report = json.loads(captured.out)
+    assert report["sentences"] == 3 and report["targets"] == "greedy"
+    assert len(report["heads"]) == 3 * 2 * 4  # encoder, decoder, cross x 2 layers x 4 heads
+    assert set(report["thresholds"]) == {"positional", "sink", "diffuse", "aligning"}
+    assert "attention: 3/3 sentences" in captured.err
+
+
+def test_heads_table_with_references_and_compare(files, capsys):
+    args = ["heads", "-m", str(files / "a.safetensors"), "--src", str(files / "src.txt"), "--tgt",
+            str(files / "tgt.txt")]
+    assert main(args) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("kind") and len(lines) == 1 + 24
+    assert main([*args, "--compare", str(files / "b.safetensors"), "--json"]) == 0
+    diff = json.loads(capsys.readouterr().out)
+    assert diff["difference"] == "b - a" and len(diff["heads"]) == 24
+
+
+def test_align_pharaoh_and_aer(files, capsys):
+    base = ["align", "-m", str(files / "a.safetensors"), "--src", str(files / "src.txt"), "--tgt",
+            str(files / "tgt.txt"), "--layer", "0", "--head", "1"]
+    assert main(base) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 3 and all("-" in line for line in lines)
+    (files / "gold.txt").write_text("\n".join(lines) + "\n")
+    assert main([*base, "--gold", str(files / "gold.txt"), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["aer_heads"][0][1] == 0.0 and report["best"]["aer"] == 0.0
+    assert main([*base, "--average"]) == 2
