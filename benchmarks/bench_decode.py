@@ -3,7 +3,10 @@
 Measures, in one run, on a reference-A-sized Transformer (random weights unless --model is given):
 - step-by-step greedy decoding of one sentence with full attention capture, exactly ``--tokens`` output tokens,
   cached keys/values versus recomputing the whole prefix each step (median of ``--repeats`` runs, and the ratio);
-- batched translation of 1,000 sentences (Multi30k test sources when ATTNVIZ_DATA is set, else synthetic).
+- batched translation of 1,000 sentences (Multi30k test sources when ATTNVIZ_DATA is set, else synthetic);
+- step-by-step decoding with full capture on a MarianMT-sized model (kind ``marian``: 6+6 layers, d 512, 8 heads,
+  ff 2048, vocabulary 58,101 pieces plus attnviz's <sos>, shared and tied embeddings; random weights): milliseconds
+  per step, median of ``--repeats`` runs (skip with ``--no-marian``).
 
 With random weights ``<eos>`` is suppressed so every sentence decodes the full ``--tokens`` steps: a harder case
 than real translation, whose outputs average about 13 tokens.
@@ -27,7 +30,7 @@ import torch
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.models.transformer import Transformer
 from attnviz.engine.tokenize import TokenizerSpec
-from attnviz.engine.translator import Translator, load_translator
+from attnviz.engine.translator import Translator, build_model, load_translator
 from attnviz.engine.vocab import EOS_ID, Vocab
 
 SENTENCE = "Ein kleines Mädchen in einem rosa Kleid klettert eine Treppe zu einem Spielhaus hinauf ."
@@ -42,6 +45,21 @@ def random_translator() -> Translator:
     with torch.no_grad():
         model.out_proj.bias[EOS_ID] = -1e4  # never stop early: every sentence decodes all its steps
     return Translator(model, src_vocab, tgt_vocab, TokenizerSpec("de"), TokenizerSpec("en"))
+
+
+def marian_translator() -> Translator:
+    """A random model of OPUS-MT's size (what ``attnviz convert`` makes of Helsinki-NLP/opus-mt-de-en)."""
+    torch.manual_seed(0)
+    pieces = SENTENCE.lower().split() + [f"p{i}" for i in range(58_097 - len(SENTENCE.split()))]
+    vocab = Vocab.build([pieces])
+    cfg = ModelConfig(len(vocab), len(vocab), kind="marian", d_model=512, enc_layers=6, dec_layers=6, heads=8,
+                      ff_dim=2048, dropout=0.0, positions="sinusoidal-halves", max_positions=512, activation="swish",
+                      tie_output=True, share_embeddings=True, scale_embedding=True)
+    model = build_model(cfg)
+    with torch.no_grad():
+        model.out_proj.bias[EOS_ID] = -1e4
+    spec = TokenizerSpec("de", mode="whitespace")
+    return Translator(model, vocab, vocab, spec, TokenizerSpec("en", mode="whitespace"), {"random": True})
 
 
 def sources(n: int) -> tuple[list[str], str]:
@@ -70,6 +88,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--sentences", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--no-marian", action="store_true", help="skip the MarianMT-sized measurement")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     translator = load_translator(args.model) if args.model else random_translator()
@@ -82,6 +101,7 @@ def main() -> None:
     start = time.perf_counter()
     outputs = translator.translate_batch_tokens(texts, DecodeConfig(max_len=args.tokens if not args.model else 50))
     batch_s = time.perf_counter() - start
+    marian = {} if args.no_marian else marian_figures(args.tokens, args.repeats)
     print(json.dumps({
         "model": args.model or "random reference-A weights (9,038,341 parameters), <eos> suppressed",
         "threads": args.threads,
@@ -93,8 +113,19 @@ def main() -> None:
         "batch_source": origin,
         "batch_output_tokens_mean": round(sum(map(len, outputs)) / len(outputs), 1),
         "batch_seconds": round(batch_s, 2),
+        **marian,
         "targets": {"speedup_at_least": 1.5, "batch_seconds_under": 5.0},
     }, indent=2))
+
+
+def marian_figures(tokens: int, repeats: int) -> dict:
+    translator = marian_translator()
+    time_steps(translator, tokens, False)  # warm-up
+    runs = [time_steps(translator, tokens, False) / tokens for _ in range(repeats)]
+    return {"marian_sized_parameters": sum(p.numel() for p in {id(p): p for p in translator.model.parameters()}
+                                           .values()),
+            "marian_sized_ms_per_step_median": round(statistics.median(runs), 2),
+            "marian_sized_ms_per_step_runs": [round(r, 2) for r in runs]}
 
 
 if __name__ == "__main__":

@@ -168,3 +168,13 @@ def test_a_kind_defined_in_one_file_decodes_through_the_translator_and_the_cli(t
         assert "bag-attention: embedding 16, one attention" in capsys.readouterr().out
     with pytest.raises(ConfigError, match="unknown model kind 'bag-attention'"):
         get_kind("bag-attention")
+
+
+def test_shared_and_tied_embeddings_are_one_table_stored_once():
+    from attnviz.engine.models.protocol import stored_state, tied_keys
+
+    model = example_translator("marian").model
+    assert model.cfg.share_embeddings and model.cfg.tie_output
+    assert model.out_proj.weight is model.tgt_embed.tokens.weight is model.src_embed.tokens.weight
+    assert tied_keys(model) == {"tgt_embed.tokens.weight", "out_proj.weight"}
+    assert "src_embed.tokens.weight" in stored_state(model)

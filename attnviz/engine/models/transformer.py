@@ -224,10 +224,10 @@ class Transformer(IncrementalModel):
             for embed in (getattr(self, "src_embed", None), self.tgt_embed):
                 if embed is not None:
                     nn.init.normal_(embed.tokens.weight, 0.0, cfg.d_model ** -0.5)
+        if cfg.share_embeddings and cfg.has_source:  # first, so a tied output follows the shared table
+            self.tgt_embed.tokens.weight = self.src_embed.tokens.weight
         if cfg.tie_output:
             self.out_proj.weight = self.tgt_embed.tokens.weight
-        if cfg.share_embeddings and cfg.has_source:
-            self.tgt_embed.tokens.weight = self.src_embed.tokens.weight
 
     def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
         """``src`` [B, S] ids (pad = PAD_ID) -> memory [B, S, D] and, if asked, encoder self-attention.
