@@ -157,8 +157,9 @@ class TrainTab(QWidget):
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(upper)
         right.addWidget(self.lower_tabs)
-        right.setStretchFactor(0, 1)
-        right.setStretchFactor(1, 1)
+        right.setStretchFactor(0, 2)
+        right.setStretchFactor(1, 3)
+        right.setSizes([400, 600])  # the forming view's map and film strip need the height more than the curves
         right.setChildrenCollapsible(False)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.setObjectName("trainSplitter")
