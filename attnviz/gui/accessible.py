@@ -20,7 +20,7 @@ class _TextInterface(QAccessibleWidget):
         super().__init__(widget, getattr(widget, "accessible_role", QAccessible.Role.StaticText))
         self._widget = widget
 
-    def text(self, kind):  # noqa: D401 (Qt's signature)
+    def text(self, kind):
         if kind in (QAccessible.Text.Value, QAccessible.Text.Description):
             value = self._widget.accessible_value()
             if kind == QAccessible.Text.Value or value:
@@ -31,8 +31,9 @@ class _TextInterface(QAccessibleWidget):
 def _factory(key: str, obj):
     if isinstance(obj, QWidget) and callable(getattr(obj, "accessible_value", None)):
         interface = _TextInterface(obj)
-        _interfaces[id(obj)] = interface
-        obj.destroyed.connect(lambda *_, k=id(obj): _interfaces.pop(k, None))
+        key = id(obj)
+        _interfaces[key] = interface
+        obj.destroyed.connect(lambda *_: _interfaces.pop(key, None))
         return interface
     return None
 

@@ -39,8 +39,9 @@ def label_every(cell: float, line: int) -> int:
 
 
 def label_band(widths: list[int]) -> int:
-    """Pixels of the label band: the widest label, capped at MAX_LABEL (longer ones are elided)."""
-    return min(max(widths, default=0), MAX_LABEL)
+    """Pixels of the label band: the widest label (plus a little room, as text drawn with antialiasing can take a
+    pixel or two more than its advance and would be elided), capped at MAX_LABEL (longer ones are elided)."""
+    return min(max(widths, default=0) + 6, MAX_LABEL)
 
 
 def geometry(width: int, height: int, rows: int, cols: int, row_widths: list[int], col_widths: list[int],

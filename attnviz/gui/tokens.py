@@ -156,18 +156,24 @@ class TopKView(QWidget):
         if not self._items:
             painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self.placeholder)
             return
-        header = f"Top {len(self._items)} candidates" + (f" · entropy {self._entropy:.3f} nats"
-                                                          if self._entropy is not None else "")
-        outside = self._chosen is not None and not any(self._is_chosen(t) for t, _ in self._items)
-        if outside:  # sampling drew a token below the top k: say so under the bars
-            header += f" · drawn: {self._chosen[0]} ({self._chosen[1]:.4f}), not in the top {len(self._items)}"
-        row_h = max(14, (self.height() - 22) // len(self._items))
-        header = painter.fontMetrics().elidedText(header, Qt.TextElideMode.ElideRight, self.width() - 8)
-        painter.drawText(QRect(4, 0, self.width() - 8, 18), Qt.AlignmentFlag.AlignLeft, header)
+        lines = [f"Top {len(self._items)} candidates"]
+        if self._entropy is not None:
+            lines.append(f"entropy {self._entropy:.3f} nats")
+        if self._chosen is not None and not any(self._is_chosen(t) for t, _ in self._items):
+            lines.append(f"drawn: {self._chosen[0]} ({self._chosen[1]:.4f}), not in the top {len(self._items)}")
+        metrics = painter.fontMetrics()
+        if metrics.horizontalAdvance(" · ".join(lines)) <= self.width() - 8:
+            lines = [" · ".join(lines)]  # wide enough: one line leaves more room for the bars
+        line_h = metrics.height()
+        for n, text in enumerate(lines):  # a line each rather than one clipped line
+            painter.drawText(QRect(4, n * line_h, self.width() - 8, line_h), Qt.AlignmentFlag.AlignLeft,
+                             metrics.elidedText(text, Qt.TextElideMode.ElideRight, self.width() - 8))
+        top = len(lines) * line_h + 2
+        row_h = max(14, (self.height() - top - 2) // len(self._items))
         label_w, value_w = 90, 56
         bar_w = max(10, self.width() - label_w - value_w - 12)
         for i, (tok, p) in enumerate(self._items):
-            y = 20 + i * row_h
+            y = top + i * row_h
             painter.setPen(pal.color(QPalette.ColorRole.WindowText))
             painter.drawText(QRect(4, y, label_w - 6, row_h), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
                              tok)

@@ -12,24 +12,8 @@ import threading
 from pathlib import Path
 
 from PySide6.QtCore import QEventLoop, QSettings, Qt, QTimer, Signal, Slot
-from PySide6.QtWidgets import (
-    QAbstractItemView,
-    QCheckBox,
-    QFileDialog,
-    QHBoxLayout,
-    QHeaderView,
-    QLabel,
-    QMessageBox,
-    QProgressBar,
-    QPushButton,
-    QSplitter,
-    QTableWidget,
-    QTableWidgetItem,
-    QTabWidget,
-    QTextBrowser,
-    QVBoxLayout,
-    QWidget,
-)
+from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton,
+                               QSplitter, QTabWidget, QVBoxLayout, QWidget)
 
 from attnviz.engine.data import download_name, missing_files
 from attnviz.engine.errors import AttnvizError, ConfigError
@@ -37,14 +21,14 @@ from attnviz.engine.events import (CheckpointSaved, EvalResult, Sample, TrainFai
                                    TrainStarted, TrainStep, TrainStopped)
 from attnviz.engine.records import EvalRecord
 from attnviz.engine.runs import read_run_state, run_checkpoint
-from attnviz.gui.curves import CurvesPanel
-from attnviz.gui.forming import FormingPanel, Snapshot
 from attnviz.gui import train_guard
+from attnviz.gui.curves import CurvesPanel
+from attnviz.gui.evaluations import EvaluationsPanel
+from attnviz.gui.forming import FormingPanel, Snapshot
 from attnviz.gui.recipe_form import RecipeForm
 from attnviz.gui.widgets import named, scrolled
 from attnviz.gui.worker import Worker
 
-EVAL_COLUMNS = ("Epoch", "Step", "Val loss", "PPL", "Accuracy", "BLEU", "Time (s)")
 REDRAW_MS = 250
 
 
@@ -113,19 +97,10 @@ class TrainTab(QWidget):
         self.curves = CurvesPanel()
         self.log_check = named(QCheckBox("Lo&g scale"), "logScaleCheck", "Log scale for the loss and rate plots")
         self.export_button = _button("E&xport curves...", "exportCurvesButton", "Save the curves as PNG, SVG or CSV")
-        self.eval_table = named(QTableWidget(0, len(EVAL_COLUMNS)), "evalTable", "Evaluations")
-        self.eval_table.setHorizontalHeaderLabels(EVAL_COLUMNS)
-        self.eval_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Stretch)
-        self.eval_table.verticalHeader().hide()
-        self.eval_table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.eval_table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.eval_table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
-        self.samples_view = QTextBrowser()
-        self.samples_view.setObjectName("samplesView")
-        self.samples_view.setPlaceholderText("Select an evaluation to see its sample translations")
+        self.evaluations = EvaluationsPanel()
+        self.eval_table, self.samples_view = self.evaluations.table, self.evaluations.samples_view
         self.forming = FormingPanel()
 
-        self.samples: list[tuple[Sample, ...]] = []
         self.paths: dict[str, str] = {}
         self.total_steps = 0
         self.last_step: TrainStep | None = None
@@ -167,13 +142,10 @@ class TrainTab(QWidget):
         curve_bar.addWidget(self.progress, 1)
         curve_bar.addWidget(self.log_check)
         curve_bar.addWidget(self.export_button)
-        evaluations = QSplitter(Qt.Orientation.Vertical)
-        evaluations.addWidget(self.eval_table)
-        evaluations.addWidget(self.samples_view)
         self.lower_tabs = QTabWidget()
         self.lower_tabs.setObjectName("trainLowerTabs")
         self.lower_tabs.addTab(scrolled(self.forming), "Attention form&ing")
-        self.lower_tabs.addTab(evaluations, "E&valuations")
+        self.lower_tabs.addTab(self.evaluations, "E&valuations")
         upper = QWidget()
         upper_layout = QVBoxLayout(upper)
         upper_layout.setContentsMargins(0, 0, 0, 0)
@@ -186,8 +158,9 @@ class TrainTab(QWidget):
         right = QSplitter(Qt.Orientation.Vertical)
         right.addWidget(upper)
         right.addWidget(self.lower_tabs)
-        right.setStretchFactor(0, 1)
-        right.setStretchFactor(1, 1)
+        right.setStretchFactor(0, 2)
+        right.setStretchFactor(1, 3)
+        right.setSizes([400, 600])  # the forming view's map and film strip need the height more than the curves
         right.setChildrenCollapsible(False)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.setObjectName("trainSplitter")
@@ -210,7 +183,6 @@ class TrainTab(QWidget):
         self.open_last_button.clicked.connect(lambda: self._open("last"))
         self.log_check.toggled.connect(self.curves.set_log_y)
         self.export_button.clicked.connect(self.export_curves)
-        self.eval_table.itemSelectionChanged.connect(self._on_eval_selected)
         self.form.changed.connect(self._update_buttons)
         self.form.data_edit.textChanged.connect(self._on_data_dir_changed)
         self.worker.event.connect(self._on_event)
@@ -308,11 +280,10 @@ class TrainTab(QWidget):
 
     def _launch(self, job: TrainJob, out: str, history: tuple[EvalRecord, ...]) -> None:
         self._run_out, self._paused, self._stopping = out, False, False
-        self.paths, self.samples, self._pending, self.last_step = {}, [], [], None
+        self.paths, self._pending, self.last_step = {}, [], None
         self.curves.clear(job.recipe.has_source)
         self.forming.clear()
-        self.eval_table.setRowCount(0)
-        self.samples_view.clear()
+        self.evaluations.clear()
         for record in history:
             self._add_eval_row(record, ())
         self._show_message("")
@@ -443,39 +414,8 @@ class TrainTab(QWidget):
                                         f" · {s.tokens_per_s:,.0f} tokens/s · ETA {format_eta(s.eta_s)}")
 
     def _add_eval_row(self, record: EvalRecord, samples: tuple[Sample, ...]) -> None:
-        row = self.eval_table.rowCount()
-        self.eval_table.insertRow(row)
-        bleu = record.bleu
-        values = (str(record.epoch), f"{record.step:,}", f"{record.loss:.4f}", f"{record.ppl:.2f}",
-                  f"{record.accuracy:.4f}", "\u2014" if bleu is None else f"{bleu:.2f}",  # a language model has none
-                  f"{record.seconds:.0f}")
-        for col, text in enumerate(values):
-            item = QTableWidgetItem(text)
-            item.setTextAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-            self.eval_table.setItem(row, col, item)
-        self.samples.append(tuple(samples))
-        self.curves.add_evaluation(record.step, record.loss, bleu)
-        self.eval_table.scrollToBottom()
-
-    @Slot()
-    def _on_eval_selected(self) -> None:
-        rows = self.eval_table.selectionModel().selectedRows()
-        if not rows:
-            return
-        samples = self.samples[rows[0].row()]
-        if not samples:
-            self.samples_view.setPlainText("No samples were kept for this evaluation (it happened before resuming).")
-            return
-        from html import escape
-
-        if all(s.source is None for s in samples):  # a language model's samples
-            items = "".join(f"<li><b>{escape(s.output)}</b></li>" for s in samples)
-            self.samples_view.setHtml(f"<p>Sampled at temperature 1 at this evaluation:</p><ul>{items}</ul>")
-            return
-        cells = "".join(f"<tr><td>{escape(s.source or '')}</td><td>{escape(s.reference or '')}</td>"
-                        f"<td><b>{escape(s.output)}</b></td></tr>" for s in samples)
-        self.samples_view.setHtml("<table cellpadding='4'><tr><th align='left'>Source</th><th align='left'>Reference"
-                                  f"</th><th align='left'>Model then</th></tr>{cells}</table>")
+        self.evaluations.add_row(record, samples)
+        self.curves.add_evaluation(record.step, record.loss, record.bleu)
 
     @Slot(str)
     def _on_failed(self, message: str) -> None:

@@ -147,7 +147,7 @@ class TranslateTab(QWidget):
         tokens.setContentsMargins(0, 0, 0, 0)
         top = QSplitter(Qt.Orientation.Horizontal)  # the step table can be widened to read every column
         top.setObjectName("translateTopSplitter")
-        for widget, stretch in ((token_box, 3), (self.topk_view, 1), (self.step_table, 1)):
+        for widget, stretch in ((token_box, 5), (self.topk_view, 2), (self.step_table, 3)):
             top.addWidget(widget)
             top.setStretchFactor(top.indexOf(widget), stretch)
         top.setChildrenCollapsible(False)

@@ -92,3 +92,17 @@ def test_layer_and_head_survive_a_new_translation_and_a_restart(qtbot, loaded, s
     qtbot.waitUntil(lambda: again.translator is not None, timeout=20000)
     tab = translate(qtbot, again, "q1 q2")
     assert (tab.attention.kind, tab.attention.layer, tab.attention.head) == ("cross", 0, 2)
+
+
+def test_top_k_marks_the_token_drawn_not_just_the_likeliest(qtbot):
+    from attnviz.gui.tokens import TopKView
+
+    view = TopKView()
+    qtbot.addWidget(view)
+    view.resize(260, 230)
+    view.set_candidates([("a", 0.6), ("b", 0.3), ("c", 0.1)], 0.9, chosen=("b", 0.3))  # sampling drew b
+    assert value_of(view).startswith("Chosen: b (0.300).") and "b: 0.3000 (chosen)" in view.toolTip()
+    assert "a: 0.6000 (chosen)" not in view.toolTip()
+    view.set_candidates([("a", 0.6), ("b", 0.3)], 0.9, chosen=("z", 0.001))  # drawn from outside the top k
+    assert value_of(view).startswith("Chosen: z (0.001).")
+    view.grab()  # paints the "drawn: z" line without error

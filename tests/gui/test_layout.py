@@ -46,6 +46,7 @@ def test_label_thinning_and_elision_rules():
                  has_title=True, zoom=None)
     assert g.cell < 16 and g.row_every >= 2  # too small to label every row: thinned, not overlapping
     assert g.bottom == MAX_LABEL + 30  # a 400-pixel label is elided to the band, not allowed to grow it
+    assert g.left >= 30 + 34  # a short label gets its full width
     z = geometry(800, 600, rows=60, cols=60, row_widths=[30] * 60, col_widths=[30] * 60, line=16,
                  has_title=True, zoom=24)
     assert z.cell == 24 and z.row_every == 1 and z.size(60, 60)[1] > 60 * 24
@@ -58,6 +59,21 @@ def test_colour_bar_ticks_have_enough_digits_for_narrow_ranges():
     labels = [f"{t:.{digits}f}" for t in ticks]
     assert len(set(labels)) == len(labels) >= 3, labels  # distinct labels, not "0.12" five times
     assert tick_digits(0.0, 1.0) == 2
+
+
+def test_short_labels_are_drawn_in_full(qtbot, monkeypatch):
+    drawn = []
+    view = HeatmapView()
+    qtbot.addWidget(view)
+    view.resize(600, 500)
+    labels = ("through", "<eos>", "grassy", "a")
+    view.set_data(HeatmapData(np.eye(4, dtype=np.float32), labels, labels, "rows", "cols", "title"))
+    from PySide6.QtGui import QPainter
+
+    original = QPainter.drawText
+    monkeypatch.setattr(QPainter, "drawText", lambda self, *a: (drawn.append(a[-1]), original(self, *a))[1])
+    view.grab()
+    assert all(drawn.count(label) == 2 for label in labels), drawn  # as a row and as a column, never elided
 
 
 def test_long_inputs_zoom_scroll_and_keep_full_labels_in_tooltips(qtbot):
