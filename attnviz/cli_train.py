@@ -128,17 +128,8 @@ def _clock(seconds: float) -> str:
 
 
 def cmd_train(args) -> int:
-    from attnviz.engine.events import (
-        CheckpointSaved,
-        EvalResult,
-        TrainFailed,
-        TrainFinished,
-        TrainStarted,
-        TrainStep,
-        TrainStopped,
-    )
+    from attnviz.engine import events as ev
     from attnviz.engine.presets import get_preset
-    from attnviz.engine.events import TrainNote
     from attnviz.engine.runs import recipe_of_run, run_checkpoint
     from attnviz.engine.training import train
 
@@ -155,11 +146,11 @@ def cmd_train(args) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl+C or kill: save a resumable checkpoint, then exit
         signal.signal(sig, lambda *_: stop.set())
     for event in train(recipe, out, args.data_dir, resume=bool(args.resume), stop=stop, max_steps=args.max_steps):
-        if isinstance(event, TrainStarted):
+        if isinstance(event, ev.TrainStarted):
             print(f"training {recipe.name}: {event.parameters:,} parameters, {event.train_pairs:,} train / "
                   f"{event.val_pairs:,} val pairs, {event.total_steps:,} steps on {event.device}"
                   + (f", resuming at step {event.resumed_from_step}" if event.resumed_from_step else ""), flush=True)
-        elif isinstance(event, TrainStep):
+        elif isinstance(event, ev.TrainStep):
             now = time.monotonic()
             if now - last_print >= (0.5 if tty else 30):
                 last_print = now
@@ -167,23 +158,23 @@ def cmd_train(args) -> int:
                         f"loss {event.loss:.3f} lr {event.lr:.2e} {event.tokens_per_s:,.0f} tok/s "
                         f"ETA {_clock(event.eta_s)}")
                 print(("\r" + line) if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
-        elif isinstance(event, EvalResult):
+        elif isinstance(event, ev.EvalResult):
             r = event.record
             print(("\n" if tty else "") + f"eval step {r.step} epoch {r.epoch}: val loss {r.loss:.3f} "
                   f"ppl {r.ppl:.2f} acc {r.accuracy:.3f}"
                   + (f" bleu_tok {r.bleu:.2f}" if r.bleu is not None else
                      f" samples {', '.join(s.output for s in event.samples)}")
                   + f" ({_clock(r.seconds)})", flush=True)
-        elif isinstance(event, CheckpointSaved) and event.role in ("best", "average"):
+        elif isinstance(event, ev.CheckpointSaved) and event.role in ("best", "average"):
             print(f"  saved {event.role}: {event.path}", flush=True)
-        elif isinstance(event, TrainFinished):
+        elif isinstance(event, ev.TrainFinished):
             print(f"finished: best {event.best_path}, last {event.last_path}", flush=True)
-        elif isinstance(event, TrainStopped):
+        elif isinstance(event, ev.TrainStopped):
             print(f"stopped at step {event.step}; resume with --resume {out}", flush=True)
             return 130
-        elif isinstance(event, TrainNote):
+        elif isinstance(event, ev.TrainNote):
             print(("\n" if tty else "") + f"note: {event.message}", file=sys.stderr, flush=True)
-        elif isinstance(event, TrainFailed):
+        elif isinstance(event, ev.TrainFailed):
             print(f"attnviz: error: {event.message}" + (f" Last good checkpoint: {event.last_good}"
                                                        if event.last_good else " No resumable checkpoint was "
                                                        "saved yet."), file=sys.stderr)

@@ -14,8 +14,8 @@ from dataclasses import replace
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.decoding import DecodeInput, decode_steps, step_limit
-from attnviz.engine.events import DecodeStep, Translation, assemble
 from attnviz.engine.errors import InputError
+from attnviz.engine.events import DecodeStep, Translation, assemble
 from attnviz.engine.vocab import EOS_ID
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPainterPath, QPalette, QPen
-from PySide6.QtWidgets import QGridLayout, QSizePolicy, QToolTip, QWidget
+from PySide6.QtWidgets import QFileDialog, QGridLayout, QMessageBox, QSizePolicy, QToolTip, QWidget
 
 
 @dataclass
@@ -321,3 +321,18 @@ class CurvesPanel(QWidget):
         painter.end()
         if isinstance(device, QImage) and not device.save(str(path)):
             raise OSError(f"could not write {path}")
+
+    def export_dialog(self, parent: QWidget) -> str | None:
+        """Ask where to export the curves (PNG, SVG or CSV) and write them; the path written, or None."""
+        path, chosen = QFileDialog.getSaveFileName(parent, "Export curves", "training-curves.png",
+                                                   "PNG image (*.png);;SVG drawing (*.svg);;CSV data (*.csv)")
+        if not path:
+            return None
+        if not Path(path).suffix:
+            path += "." + chosen.split("*.")[-1].rstrip(")")
+        try:
+            self.export(path)
+        except OSError as exc:
+            QMessageBox.warning(parent, "Export failed", f"Could not save {path}: {exc}")
+            return None
+        return path

@@ -15,9 +15,23 @@ from collections import defaultdict
 
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QAction, QKeySequence
-from PySide6.QtWidgets import (QAbstractButton, QDialog, QDialogButtonBox, QGroupBox, QHeaderView, QLabel, QLineEdit,
-                               QMainWindow, QMenu, QStackedWidget, QTableWidget, QTableWidgetItem, QTabBar,
-                               QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QDialog,
+    QDialogButtonBox,
+    QGroupBox,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QMainWindow,
+    QMenu,
+    QStackedWidget,
+    QTabBar,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 _MNEMONIC = re.compile(r"(?<!&)&([^&\s])")
 

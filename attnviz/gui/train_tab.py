@@ -8,17 +8,31 @@ Stop asks the engine to save a resumable checkpoint; Pause blocks the worker bet
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 from PySide6.QtCore import QEventLoop, QSettings, Qt, QTimer, Signal, Slot
-from PySide6.QtWidgets import (QCheckBox, QFileDialog, QHBoxLayout, QLabel, QMessageBox, QProgressBar, QPushButton,
-                               QSplitter, QTabWidget, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QFileDialog,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QWidget,
+)
 
 from attnviz.engine.data import download_name, missing_files
 from attnviz.engine.errors import AttnvizError, ConfigError
-from attnviz.engine.events import (CheckpointSaved, EvalResult, Sample, TrainFailed, TrainFinished, TrainNote,
-                                   TrainStarted, TrainStep, TrainStopped)
+from attnviz.engine.events import (
+    CheckpointSaved,
+    EvalResult,
+    Sample,
+    TrainFailed,
+    TrainFinished,
+    TrainNote,
+    TrainStarted,
+    TrainStep,
+    TrainStopped,
+)
 from attnviz.engine.records import EvalRecord
 from attnviz.engine.runs import read_run_state, run_checkpoint
 from attnviz.gui import train_guard
@@ -26,38 +40,12 @@ from attnviz.gui.curves import CurvesPanel
 from attnviz.gui.evaluations import EvaluationsPanel
 from attnviz.gui.forming import FormingPanel, Snapshot
 from attnviz.gui.recipe_form import RecipeForm
-from attnviz.gui.widgets import named, scrolled
+from attnviz.gui.train_jobs import TrainJob, download_job, download_text, format_eta
+from attnviz.gui.train_layout import lay_out
+from attnviz.gui.widgets import named
 from attnviz.gui.worker import Worker
 
 REDRAW_MS = 250
-
-
-class TrainJob:
-    """Worker job: the engine's training generator (it saves a checkpoint itself when asked to stop)."""
-
-    handles_stop = True
-
-    def __init__(self, recipe, out: str, data_dir: str, resume: bool):
-        self.recipe, self.out, self.data_dir, self.resume = recipe, out, data_dir, resume
-
-    def __call__(self, stop: threading.Event):
-        from attnviz.engine.training import train
-
-        return train(self.recipe, self.out, self.data_dir, resume=self.resume, stop=stop)
-
-
-def _download_job(name: str, data_dir: str):
-    def job(stop: threading.Event):
-        from attnviz.engine.download import download
-
-        return download(name, data_dir)
-
-    return job
-
-
-def format_eta(seconds: float) -> str:
-    seconds = int(max(seconds, 0))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 def _button(text: str, name: str, tip: str) -> QPushButton:
@@ -114,64 +102,9 @@ class TrainTab(QWidget):
         self.ask_output, self.confirm = train_guard.ask_output, train_guard.confirm  # questions; tests answer them
         self._redraw = QTimer(self)
         self._redraw.setInterval(REDRAW_MS)
-        self._build_layout()
+        lay_out(self)
         self._connect()
         self._update_buttons()
-
-    # -- construction ------------------------------------------------------------------------------------------------
-
-    def _build_layout(self) -> None:
-        buttons = QHBoxLayout()
-        for b in (self.start_button, self.pause_button, self.stop_button):
-            buttons.addWidget(b)
-        more = QHBoxLayout()
-        for b in (self.resume_button, self.download_button):
-            more.addWidget(b)
-        opens = QHBoxLayout()
-        for b in (self.open_best_button, self.open_last_button):
-            opens.addWidget(b)
-        left = QWidget()
-        left.setObjectName("trainSettings")
-        left_layout = QVBoxLayout(left)
-        left_layout.addWidget(self.form, 1)
-        left_layout.addLayout(buttons)
-        left_layout.addLayout(more)
-        left_layout.addLayout(opens)
-
-        curve_bar = QHBoxLayout()
-        curve_bar.addWidget(self.progress, 1)
-        curve_bar.addWidget(self.log_check)
-        curve_bar.addWidget(self.export_button)
-        self.lower_tabs = QTabWidget()
-        self.lower_tabs.setObjectName("trainLowerTabs")
-        self.lower_tabs.addTab(scrolled(self.forming), "Attention form&ing")
-        self.lower_tabs.addTab(self.evaluations, "E&valuations")
-        upper = QWidget()
-        upper_layout = QVBoxLayout(upper)
-        upper_layout.setContentsMargins(0, 0, 0, 0)
-        upper_layout.addLayout(curve_bar)
-        upper_layout.addWidget(self.progress_label)
-        upper_layout.addWidget(self.message)
-        upper_layout.addWidget(scrolled(self.curves), 1)
-        # Each pane scrolls instead of imposing its minimum on the window: the tab fits 1024x700 and a 1366x768
-        # laptop, Start and the status bar stay on screen, and the plots never draw over each other.
-        right = QSplitter(Qt.Orientation.Vertical)
-        right.addWidget(upper)
-        right.addWidget(self.lower_tabs)
-        right.setStretchFactor(0, 2)
-        right.setStretchFactor(1, 3)
-        right.setSizes([400, 600])  # the forming view's map and film strip need the height more than the curves
-        right.setChildrenCollapsible(False)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.setObjectName("trainSplitter")
-        splitter.addWidget(scrolled(left))
-        splitter.addWidget(right)
-        splitter.setStretchFactor(0, 0)
-        splitter.setStretchFactor(1, 1)
-        splitter.setSizes([400, 880])
-        splitter.setChildrenCollapsible(False)
-        layout = QVBoxLayout(self)
-        layout.addWidget(splitter)
 
     def _connect(self) -> None:
         self.start_button.clicked.connect(self.start)
@@ -341,7 +274,7 @@ class TrainTab(QWidget):
             return
         self._show_message("")
         self.progress_label.setText(f"Downloading {name} into {self.form.data_dir()}...")
-        self.downloader.start(_download_job(name, self.form.data_dir()))
+        self.downloader.start(download_job(name, self.form.data_dir()))
         self._update_buttons()
 
     def _open(self, role: str) -> None:
@@ -350,18 +283,9 @@ class TrainTab(QWidget):
 
     @Slot()
     def export_curves(self) -> None:
-        path, chosen = QFileDialog.getSaveFileName(self, "Export curves", "training-curves.png",
-                                                   "PNG image (*.png);;SVG drawing (*.svg);;CSV data (*.csv)")
-        if not path:
-            return
-        if not Path(path).suffix:
-            path += "." + chosen.split("*.")[-1].rstrip(")")
-        try:
-            self.curves.export(path)
-        except OSError as exc:
-            QMessageBox.warning(self, "Export failed", f"Could not save {path}: {exc}")
-            return
-        self.status.emit(f"Saved {path}")
+        saved = self.curves.export_dialog(self)
+        if saved:
+            self.status.emit(f"Saved {saved}")
 
     # -- events ------------------------------------------------------------------------------------------------------
 
@@ -433,8 +357,7 @@ class TrainTab(QWidget):
     def _on_download_event(self, progress) -> None:
         fraction = progress.done / progress.total if progress.total else 0.0
         self.progress.setValue(int(fraction * 1000))
-        self.progress_label.setText(f"Downloading {progress.file}: {progress.done / 1e6:.1f} MB"
-                                    + (f" of {progress.total / 1e6:.1f} MB" if progress.total else ""))
+        self.progress_label.setText(download_text(progress))
 
     @Slot(str)
     def _on_download_failed(self, message: str) -> None:

@@ -10,18 +10,26 @@ scrubbing back is instant). Playback reveals the kept steps at the chosen speed,
 
 from __future__ import annotations
 
-import json
-
-from PySide6.QtCore import QSettings, Qt, QTimer, Signal, Slot
-from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDoubleSpinBox, QHBoxLayout, QHeaderView, QLabel,
-                               QPushButton, QSizePolicy, QSlider, QSpinBox, QSplitter, QStyle, QTableView, QVBoxLayout,
-                               QWidget)
+from PySide6.QtCore import QSettings, Qt, Signal, Slot
+from PySide6.QtWidgets import (
+    QApplication,
+    QComboBox,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QPushButton,
+    QSizePolicy,
+    QSplitter,
+    QTableView,
+    QVBoxLayout,
+    QWidget,
+)
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.tokenize import LANGUAGE_NAMES
 from attnviz.gui.attention_view import AttentionPanel
-from attnviz.gui.paths import resources_dir
+from attnviz.gui.decode_controls import PlaybackBar, SamplingRow, load_examples
 from attnviz.gui.session import DecodeSession, word_merger
 from attnviz.gui.shortcuts import SentenceEdit
 from attnviz.gui.step_model import StepTableModel
@@ -29,15 +37,6 @@ from attnviz.gui.tokens import TokenStrip, TopKView
 from attnviz.gui.translation_text import TranslationText, WarningList
 from attnviz.gui.widgets import named
 from attnviz.gui.worker import Worker
-
-SPEEDS = {"Slow": 700, "Normal": 350, "Fast": 120, "Very fast": 40}  # milliseconds per token
-
-
-def load_examples() -> dict[str, list[str]]:
-    try:
-        return json.loads((resources_dir() / "examples.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
 
 
 class TranslateTab(QWidget):
@@ -51,7 +50,6 @@ class TranslateTab(QWidget):
         self.current = -1  # the step shown; -1 = only the encoder pass
         self.worker = Worker(self)
         self.step_model = StepTableModel(self)
-        self.timer = QTimer(self)
         self.examples = load_examples()
         self._build()
         self._connect()
@@ -60,7 +58,6 @@ class TranslateTab(QWidget):
     # -- construction ------------------------------------------------------------------------------------------------
 
     def _build(self) -> None:
-        style = self.style()
         self.lang_label = QLabel("Source")
         self.source_edit = named(SentenceEdit(), "sourceEdit", "Sentence to translate",
                                  "Type a sentence and press Enter")
@@ -69,54 +66,22 @@ class TranslateTab(QWidget):
         self.examples_combo = named(QComboBox(), "examplesCombo", "Example sentences")
         self.translate_button = named(QPushButton("Tr&anslate"), "translateButton", "Translate",
                                       "Translate the sentence (Enter)")
-        self.sampling_combo = named(QComboBox(), "samplingCombo", "Decoding",
-                                    "Greedy: always the most probable character; Sampled: drawn from the softmax")
-        self.sampling_combo.addItems(["Greedy", "Sampled"])
-        self.temperature_spin = named(QDoubleSpinBox(), "temperatureSpin", "Temperature",
-                                      "Sampling temperature: below 1 sharper, above 1 flatter")
-        self.temperature_spin.setRange(0.05, 5.0)
-        self.temperature_spin.setSingleStep(0.1)
-        self.temperature_spin.setValue(1.0)
-        self.seed_spin = named(QSpinBox(), "seedSpin", "Seed", "Seed of the sampling; it advances after each sample")
-        self.seed_spin.setRange(0, 2**31 - 1)
-        self.sampling_row = QWidget()
-        sampling = QHBoxLayout(self.sampling_row)
-        sampling.setContentsMargins(0, 0, 0, 0)
-        for w in (QLabel("Decoding"), self.sampling_combo, QLabel("Temperature"), self.temperature_spin,
-                  QLabel("Seed"), self.seed_spin):
-            sampling.addWidget(w)
-        sampling.addStretch(1)
+        self.sampling_row = SamplingRow()
+        self.sampling_combo, self.temperature_spin, self.seed_spin = (
+            self.sampling_row.sampling_combo, self.sampling_row.temperature_spin, self.sampling_row.seed_spin)
+        self.playback = PlaybackBar()
+        for name in ("back_button", "play_button", "forward_button", "slider", "step_label", "speed_label",
+                     "speed_combo", "instant_check", "max_len_spin", "max_len_label", "timer"):
+            setattr(self, name, getattr(self.playback, name))
         self.message = WarningList()
         self.source_view = named(TokenStrip("Source tokens appear here"), "sourceView", "Source tokens",
-                                 "Source tokens as the model reads them; hover one to see which outputs attended to it. "
-                                 "Shading is relative to the largest weight of the row shown (the darkest is not "
-                                 "necessarily near 1).")
+                                 "Source tokens as the model reads them; hover one to see which outputs attended to "
+                                 "it. Shading is relative to the largest weight of the row shown (the darkest is "
+                                 "not necessarily near 1).")
         self.output_view = named(TokenStrip("The translation appears here, token by token"), "outputView",
                                  "Output tokens", "Output tokens; hover one to see its cross-attention on the source. "
                                  "Shading is relative to the largest weight.")
         self.translation_text = TranslationText()
-        self.back_button = named(QPushButton(), "backButton", "Step back", "Step back (Page Up)")
-        self.back_button.setIcon(style.standardIcon(QStyle.StandardPixmap.SP_MediaSeekBackward))
-        self.play_button = named(QPushButton(), "playButton", "Play or pause", "Play / pause (Ctrl+Space)")
-        self.forward_button = named(QPushButton(), "forwardButton", "Step forward", "Step forward (Page Down)")
-        self.forward_button.setIcon(style.standardIcon(QStyle.StandardPixmap.SP_MediaSeekForward))
-        self.slider = named(QSlider(Qt.Orientation.Horizontal), "stepSlider", "Decoding step",
-                            "Scrub through the decoding steps")
-        self.slider.setRange(0, 0)
-        self.speed_combo = named(QComboBox(), "speedCombo", "Playback speed")
-        self.speed_combo.addItems(list(SPEEDS))
-        self.instant_check = named(QCheckBox("&Instant"), "instantCheck", "Instant",
-                                   "Show every step as soon as it is decoded")
-        self.step_label = QLabel("step 0 / 0")
-        self.max_len_spin = named(QSpinBox(), "maxLenSpin", "Maximum output length",
-                                  "Most output tokens per translation (<eos> included); the model's position table "
-                                  "may allow fewer")
-        self.max_len_spin.setRange(1, 1000)
-        self.max_len_spin.setValue(DecodeConfig().max_len)
-        self.max_len_label = QLabel("Max length")
-        self.max_len_label.setBuddy(self.max_len_spin)
-        self.speed_label = QLabel("Spee&d")
-        self.speed_label.setBuddy(self.speed_combo)
         self.topk_view = TopKView()
         self.step_table = named(QTableView(), "stepTable", "Decoded steps")
         self.step_table.setModel(self.step_model)
@@ -124,23 +89,20 @@ class TranslateTab(QWidget):
         self.step_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.step_table.verticalHeader().hide()
         self.attention = AttentionPanel()
+        self._build_layout()
 
+    def _build_layout(self) -> None:
         entry = QHBoxLayout()
         for w in (self.lang_label, self.source_edit, self.examples_combo, self.translate_button):
             entry.addWidget(w)
         entry.setStretch(1, 1)
-        controls = QHBoxLayout()
-        for w in (self.back_button, self.play_button, self.forward_button, self.slider, self.step_label,
-                  self.speed_label, self.speed_combo, self.instant_check, self.max_len_label, self.max_len_spin):
-            controls.addWidget(w)
-        controls.setStretch(3, 1)
         tokens = QVBoxLayout()
         self.source_title, self.output_title = QLabel("<b>Source</b>"), QLabel("<b>Translation</b>")
         for title, view in ((self.source_title, self.source_view), (self.output_title, self.output_view)):
             tokens.addWidget(title)
             tokens.addWidget(view)
         tokens.addWidget(self.translation_text)
-        tokens.addLayout(controls)
+        tokens.addWidget(self.playback)
         tokens.addStretch(1)
         token_box = QWidget()
         token_box.setLayout(tokens)
@@ -174,15 +136,11 @@ class TranslateTab(QWidget):
         self.back_button.clicked.connect(self.step_back)
         self.forward_button.clicked.connect(self.step_forward)
         self.slider.valueChanged.connect(self._on_slider_value_changed)
-        self.speed_combo.currentTextChanged.connect(self._on_speed_changed)
         self.output_view.hovered.connect(self._on_output_hovered)
         self.output_view.clicked.connect(self.go_to)
         self.source_view.hovered.connect(self._on_source_hovered)
         self.attention.selection_changed.connect(self._on_attention_selection_changed)
         self.step_table.clicked.connect(self._on_step_table_clicked)
-        self.sampling_combo.currentIndexChanged.connect(self._on_sampling_changed)
-        self._on_sampling_changed(0)
-        self._on_speed_changed(self.speed_combo.currentText())
         self._set_playing(False)
 
     # -- model and settings ------------------------------------------------------------------------------------------
@@ -233,28 +191,18 @@ class TranslateTab(QWidget):
         self.mode_changed.emit("Generate" if generating else "Translate")
 
     def save_settings(self, settings: QSettings) -> None:
-        settings.setValue("translate/speed", self.speed_combo.currentText())
-        settings.setValue("translate/instant", self.instant_check.isChecked())
-        settings.setValue("translate/max_len", self.max_len_spin.value())
+        self.playback.save_settings(settings)
+        self.sampling_row.save_settings(settings)
         settings.setValue("translate/kind", self.attention.kind or "")
         settings.setValue("translate/layer", -1 if self.attention.chosen_layer is None else self.attention.chosen_layer)
         settings.setValue("translate/head", self.attention.chosen_head)
-        settings.setValue("generate/sampled", self.sampling_combo.currentIndex() == 1)
-        settings.setValue("generate/temperature", self.temperature_spin.value())
-        settings.setValue("generate/seed", self.seed_spin.value())
 
     def restore_settings(self, settings: QSettings) -> None:
-        speed = settings.value("translate/speed", "Normal")
-        if speed in SPEEDS:
-            self.speed_combo.setCurrentText(speed)
-        self.instant_check.setChecked(settings.value("translate/instant", False, type=bool))
-        self.max_len_spin.setValue(settings.value("translate/max_len", DecodeConfig().max_len, type=int))
+        self.playback.restore_settings(settings)
+        self.sampling_row.restore_settings(settings)
         self.attention.restore_choice(settings.value("translate/kind", "") or None,
                                       settings.value("translate/layer", -1, type=int),
                                       settings.value("translate/head", 0, type=int))
-        self.sampling_combo.setCurrentIndex(1 if settings.value("generate/sampled", True, type=bool) else 0)
-        self.temperature_spin.setValue(settings.value("generate/temperature", 1.0, type=float))
-        self.seed_spin.setValue(settings.value("generate/seed", 0, type=int))
 
     # -- decoding ----------------------------------------------------------------------------------------------------
 
@@ -278,16 +226,7 @@ class TranslateTab(QWidget):
     def _decode_config(self) -> DecodeConfig:
         """The decoding settings of this run; a sampled one advances the seed for the next."""
         decode = DecodeConfig(max_len=self.max_len_spin.value())
-        if not self.generating or self.sampling_combo.currentIndex() == 0:
-            return decode
-        seed = self.seed_spin.value()
-        self.seed_spin.setValue((seed + 1) % (2**31))
-        return decode.replace(temperature=self.temperature_spin.value(), seed=seed)
-
-    @Slot(int)
-    def _on_sampling_changed(self, index: int) -> None:
-        for w in (self.temperature_spin, self.seed_spin):
-            w.setEnabled(index == 1)
+        return self.sampling_row.drawn(decode) if self.generating else decode
 
     @Slot(object)
     def _on_worker_event(self, event) -> None:
@@ -335,10 +274,7 @@ class TranslateTab(QWidget):
         self._set_playing(not self.timer.isActive())
 
     def _set_playing(self, playing: bool) -> None:
-        (self.timer.start if playing else self.timer.stop)()
-        icon = QStyle.StandardPixmap.SP_MediaPause if playing else QStyle.StandardPixmap.SP_MediaPlay
-        self.play_button.setIcon(self.style().standardIcon(icon))
-        self.play_button.setAccessibleDescription("playing" if playing else "paused")
+        self.playback.set_playing(playing)
 
     @Slot()
     def _on_timer_timeout(self) -> None:
@@ -372,10 +308,6 @@ class TranslateTab(QWidget):
     def _on_slider_value_changed(self, value: int) -> None:
         self._set_playing(False)
         self.go_to(value)
-
-    @Slot(str)
-    def _on_speed_changed(self, name: str) -> None:
-        self.timer.setInterval(SPEEDS.get(name, 350))
 
     # -- rendering ---------------------------------------------------------------------------------------------------
 

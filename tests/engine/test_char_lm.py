@@ -10,7 +10,7 @@ from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.models.protocol import count_parameters
 from attnviz.engine.models.transformer import Transformer
-from attnviz.engine.training import learning_rate
+from attnviz.engine.schedule import learning_rate
 from attnviz.engine.translator import load_translator
 from tests.helpers import make_toy_lm, train_toy_lm
 

@@ -16,8 +16,9 @@ from attnviz.engine.data import CorpusSpec
 from attnviz.engine.events import CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStep, TrainStopped
 from attnviz.engine.metrics import smoothed_loss
 from attnviz.engine.presets import Recipe, get_preset
+from attnviz.engine.schedule import learning_rate
 from attnviz.engine.tokenize import TokenizerSpec
-from attnviz.engine.training import learning_rate, train
+from attnviz.engine.training import train
 from attnviz.engine.translator import load_translator
 
 TINY_MODEL = {"model.d_model": "32", "model.ff_dim": "64", "model.heads": "4", "model.enc_layers": "1",

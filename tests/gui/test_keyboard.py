@@ -5,8 +5,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMenu, QTabWidget
 
-from attnviz.gui.shortcuts import (ShortcutsDialog, clashes, mnemonic, mnemonic_owners, shortcut_clashes,
-                                   shortcut_rows)
+from attnviz.gui.shortcuts import ShortcutsDialog, clashes, mnemonic, mnemonic_owners, shortcut_clashes, shortcut_rows
 from tests.gui.conftest import translate
 from tests.helpers import make_toy_lm, train_toy_lm
 
