@@ -53,3 +53,11 @@ def translate(qtbot, window, text: str, instant: bool = True):
     for view in (tab.source_view, tab.output_view, tab.attention.grid, tab.attention.heatmap):
         view.repaint()
     return tab
+
+
+def load(qtbot, window, path: str, timeout: int = 30000):
+    """Open ``path`` (a checkpoint or a model folder) in ``window`` and wait until it is the loaded model."""
+    window.load_model(path)
+    qtbot.waitUntil(lambda: window.translator is not None and window.translator.metadata["path"] == path,
+                    timeout=timeout)
+    return window.translate_tab

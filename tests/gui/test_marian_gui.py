@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from attnviz.cli import main
-from tests.gui.conftest import translate
+from tests.gui.conftest import load, translate
 from tests.marian_folder import build_marian_folder
 
 pytest.importorskip("transformers", reason="building a Marian folder needs the test extra")
@@ -21,13 +21,6 @@ def marian_folder(tmp_path_factory, data_dir):
     folder = tmp_path_factory.mktemp("gui-marian") / "opus-mt-de-en"
     build_marian_folder(folder, data_dir)
     return str(folder)
-
-
-def load(qtbot, window, path):
-    window.load_model(path)
-    qtbot.waitUntil(lambda: window.translator is not None and window.translator.metadata["path"] == path,
-                    timeout=30000)
-    return window.translate_tab
 
 
 def test_a_folder_opens_and_its_pieces_merge_into_words(qtbot, window, marian_folder):

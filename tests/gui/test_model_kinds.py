@@ -4,7 +4,7 @@ into Generate (prefix, greedy or sampled with a seed, masked self-attention only
 import pytest
 
 from attnviz.engine.config import DecodeConfig
-from tests.gui.conftest import translate
+from tests.gui.conftest import load, translate
 from tests.helpers import make_toy_lm, make_toy_translator, train_toy, train_toy_lm
 
 
@@ -24,13 +24,6 @@ def rnn_checkpoint(tmp_path_factory):
     path = tmp_path_factory.mktemp("rnn") / "lstm.safetensors"
     translator.save(path, name="lstm")
     return str(path)
-
-
-def load(qtbot, window, path):
-    window.load_model(path)
-    qtbot.waitUntil(lambda: window.translator is not None and window.translator.metadata["path"] == path,
-                    timeout=20000)
-    return window.translate_tab
 
 
 def kinds(tab):
