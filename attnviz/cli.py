@@ -48,9 +48,11 @@ def _add_generate(sub) -> None:
     p.add_argument("-m", "--model", required=True, help="language-model checkpoint (.safetensors)")
     p.add_argument("--prefix", default="", help="the start of every sequence (default: empty)")
     p.add_argument("--n", type=int_range(1, 100_000), default=10, help="how many sequences (default 10)")
-    p.add_argument("--temperature", type=float_range(0.0, 1000.0), help="0 = greedy, > 0 samples the softmax at that temperature "
+    p.add_argument("--temperature", type=float_range(0.0, 1000.0),
+                   help="0 = greedy, > 0 samples the softmax at that temperature "
                    "(default: the one the model's recipe names, e.g. 1.0 for names-char; 1.0 when it names none)")
-    p.add_argument("--seed", type=int_range(0, 2**63 - 1), help="seed of the sampling, to reproduce an output (default: the recipe's, "
+    p.add_argument("--seed", type=int_range(0, 2**63 - 1),
+                   help="seed of the sampling, to reproduce an output (default: the recipe's, "
                    "else 0)")
     p.add_argument("--json", action="store_true", help="print one JSON object per sequence")
     p.add_argument("--attention", metavar="OUT.npz", type=output_file,

@@ -108,7 +108,8 @@ def cmd_data_download(args) -> int:
 
 
 def _overrides(args) -> dict[str, str]:
-    settings = {setting: getattr(args, flag) for flag, setting in TRAIN_FLAGS.items() if getattr(args, flag) is not None}
+    settings = {setting: getattr(args, flag) for flag, setting in TRAIN_FLAGS.items()
+                if getattr(args, flag) is not None}
     for item in args.set:
         key, sep, value = item.partition("=")
         if not sep:

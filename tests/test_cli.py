@@ -59,7 +59,8 @@ def test_attention_export_loads_without_pickle(model_path, tmp_path, capsys):
     npz = tmp_path / "att.npz"
     assert main(["translate", "-m", model_path, "--attention", str(npz), "q1 q2", "q3 q4 q5"]) == 0
     data = np.load(npz)  # allow_pickle=False by default
-    assert data["s0_cross"].shape == (2, 4, 3, 4) and list(data["s1_src_tokens"]) == ["<sos>", "q3", "q4", "q5", "<eos>"]
+    assert data["s0_cross"].shape == (2, 4, 3, 4)
+    assert list(data["s1_src_tokens"]) == ["<sos>", "q3", "q4", "q5", "<eos>"]
     np.testing.assert_allclose(data["s1_encoder"].sum(-1), 1, atol=1e-5)
     sidecar = json.loads(npz.with_suffix(".json").read_text())
     assert sidecar["translations"][1]["shapes"]["decoder"] == [2, 4, 4, 4]
@@ -84,7 +85,8 @@ def test_bad_checkpoint_is_one_clear_line(tmp_path):
     bad.write_text("not a model")
     out = run("translate", "-m", str(bad), "Hallo")
     assert out.returncode == 1 and "Traceback" not in out.stderr
-    assert out.stderr.strip() == f"attnviz: error: {bad} is not a safetensors file (its first bytes are not a safetensors header)."
+    assert out.stderr.strip() == (f"attnviz: error: {bad} is not a safetensors file "
+                                  "(its first bytes are not a safetensors header).")
 
 
 def test_help_lists_the_commands():

@@ -55,7 +55,7 @@ def test_json_output_is_valid_utf8_with_an_error_object_per_bad_line(model_path)
     assert out.returncode == 1
     objects = [json.loads(line) for line in out.stdout.decode("utf-8", errors="strict").splitlines()]
     assert [o["line"] for o in objects] == list(range(1, len(HOSTILE) + 1))
-    for (raw, ok), obj in zip(HOSTILE, objects):
+    for (_raw, ok), obj in zip(HOSTILE, objects):
         assert ("error" in obj) == (ok is False), obj
     assert objects[4] == {"line": 5, "error": "not valid UTF-8 (byte 0xff at position 3); the line was not read"}
     assert objects[8]["source"] == "q1 \U0001f600" and objects[0]["tokens"] == ["w2", "w1"]

@@ -26,7 +26,8 @@ class _DictMixin:
         names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
         unknown = sorted(set(data) - names)
         if unknown:
-            raise ConfigError(f"{cls.__name__}: unknown setting(s) {', '.join(unknown)}; known: {', '.join(sorted(names))}")
+            raise ConfigError(f"{cls.__name__}: unknown setting(s) {', '.join(unknown)}; "
+                              f"known: {', '.join(sorted(names))}")
         return cls(**data)
 
     def replace(self: C, **changes: Any) -> C:
@@ -175,8 +176,10 @@ class TrainConfig(_DictMixin):
             _require(getattr(self, name) >= 0, f"{name} must be >= 0, not {getattr(self, name)}")
         _require(self.lr > 0, f"lr must be positive, not {self.lr}")
         _require(self.schedule in SCHEDULES, f"schedule must be one of {SCHEDULES}, not {self.schedule!r}")
-        _require(self.schedule not in WARMUP_SCHEDULES or self.warmup >= 1, "warmup must be at least 1 for a warm-up schedule")
-        _require(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas), f"betas must be two numbers in [0, 1), not {self.betas}")
+        _require(self.schedule not in WARMUP_SCHEDULES or self.warmup >= 1,
+                 "warmup must be at least 1 for a warm-up schedule")
+        _require(len(self.betas) == 2 and all(0 <= b < 1 for b in self.betas),
+                 f"betas must be two numbers in [0, 1), not {self.betas}")
         _require(0 <= self.label_smoothing < 1, f"label_smoothing must be in [0, 1), not {self.label_smoothing}")
         _require(0 <= self.teacher_forcing <= 1, f"teacher_forcing must be in [0, 1], not {self.teacher_forcing}")
         _require(self.clip_norm >= 0, f"clip_norm must be >= 0, not {self.clip_norm}")

@@ -231,7 +231,8 @@ def missing_files(spec: CorpusSpec, data_dir: str | os.PathLike) -> list[str]:
     """The files of ``spec`` not found in ``data_dir`` (custom files: their own paths)."""
     data_dir = Path(data_dir)
     if spec.kind == "multi30k":
-        return [f"multi30k_{s}.{lang}.gz" for s in ("train", "val", spec.test_split) for lang in (spec.src_lang, spec.tgt_lang)
+        return [f"multi30k_{s}.{lang}.gz" for s in ("train", "val", spec.test_split)
+                for lang in (spec.src_lang, spec.tgt_lang)
                 if not _multi30k_file(data_dir, s, lang).exists()]
     return [name for name in spec.expected_files() if not (data_dir / name).exists()]
 

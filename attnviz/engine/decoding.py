@@ -78,7 +78,8 @@ def decode_steps(model, source: DecodeInput, tgt_vocab: Vocab, decode: DecodeCon
     device = device_of(model)
     src_ids, forced = list(source.src_ids), list(source.forced)
     enc = model.encode(torch.tensor([src_ids], dtype=torch.long, device=device), need_weights=True)
-    enc_attn = torch.stack(enc.attention, 1)[0].cpu().numpy().copy() if enc.attention else None  # L x [1,H,S,S] -> [L,H,S,S]
+    # L x [1,H,S,S] -> [L,H,S,S]
+    enc_attn = torch.stack(enc.attention, 1)[0].cpu().numpy().copy() if enc.attention else None
     yield EncoderPass(tuple(source.src_tokens), enc_attn, tuple(source.warnings))
     cache = model.start(enc)
     prefix, k = [SOS_ID], min(decode.topk, len(tgt_vocab))
@@ -151,7 +152,8 @@ def beam_batch(model, src: Tensor, beam: int = 5, max_len: int = 50, length_pena
     """
     model.eval()
     device, b = device_of(model), src.size(0)
-    cache = model.start(model.encode(src.to(device))).select(torch.arange(b, device=device).repeat_interleave(beam))  # B -> B * beam rows
+    # B -> B * beam rows
+    cache = model.start(model.encode(src.to(device))).select(torch.arange(b, device=device).repeat_interleave(beam))
     scores = torch.zeros(b, beam, device=device)
     scores[:, 1:] = float("-inf")  # all beams start identical: keep one alive at first
     tokens = torch.full((b * beam,), SOS_ID, dtype=torch.long, device=device)

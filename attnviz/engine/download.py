@@ -64,7 +64,8 @@ SOURCES: dict[str, tuple[str, list[RemoteFile]]] = {
     "multi30k": ("Multi30k task 1 German/English/French, raw (official repository); research and education use",
                  [RemoteFile(MULTI30K + name, "multi30k_" + name, digest, size=_MULTI30K_SIZES[name])
                   for name, digest in _MULTI30K_SUMS.items()]),
-    "tatoeba-fra": ("Tatoeba English-French pairs (PyTorch tutorial archive), CC BY 2.0 FR: tatoeba.org, manythings.org",
+    "tatoeba-fra": ("Tatoeba English-French pairs (PyTorch tutorial archive), "
+                    "CC BY 2.0 FR: tatoeba.org, manythings.org",
                     [RemoteFile("https://download.pytorch.org/tutorial/data.zip", "eng-fra.txt",
                                 "6b0f3decdb78600485b58efb541f5a2ab69ba888742ac04180e013084e40de7c", "data/eng-fra.txt",
                                 bound=2 * 9_541_158 + (4 << 20))]),

@@ -161,4 +161,5 @@ def check_model_settings(path: Path, settings: dict[str, Any]) -> None:
         elif kind == "float" and not (type(value) in (int, float) and math.isfinite(value)):
             raise CheckpointError(f"{where} is {value!r:.40}, but it must be a finite number.")
         elif kind in ("str", "bool") and type(value) is not {"str": str, "bool": bool}[kind]:
-            raise CheckpointError(f"{where} is {value!r:.40}, but it must be a {'string' if kind == 'str' else 'bool'}.")
+            raise CheckpointError(f"{where} is {value!r:.40}, "
+                                  f"but it must be a {'string' if kind == 'str' else 'bool'}.")

@@ -67,7 +67,8 @@ class Recipe:
             if section == "model":
                 allowed |= {f.name for f in dataclasses.fields(ModelConfig)} - {"src_vocab_size", "tgt_vocab_size"}
             if name not in allowed:
-                raise ConfigError(f"unknown setting {key!r}; known in {section or 'recipe'}: {', '.join(sorted(allowed))}")
+                raise ConfigError(f"unknown setting {key!r}; known in {section or 'recipe'}: "
+                                  f"{', '.join(sorted(allowed))}")
             target[name] = _parse(raw)
         try:
             recipe = Recipe.from_dict(data)

@@ -210,7 +210,8 @@ def _sentencepiece(model_proto: bytes):  # -> sentencepiece.SentencePieceProcess
     return processor
 
 
-_NO_SPACE_BEFORE = {".", ",", "!", "?", ";", ":", ")", "]", "}", "%", "...", "n't", "'s", "'re", "'m", "'ll", "'ve", "'d"}
+_NO_SPACE_BEFORE = {".", ",", "!", "?", ";", ":", ")", "]", "}", "%", "...",
+                    "n't", "'s", "'re", "'m", "'ll", "'ve", "'d"}
 _NO_SPACE_AFTER = {"(", "[", "{", "$"}
 
 

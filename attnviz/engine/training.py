@@ -253,7 +253,8 @@ class _Trainer:
         words = self.data.tgt_spec.words()
         scored = hyps if words is self.data.tgt_spec else [words.tokenize(self.translator.detokenize(h)) for h in hyps]
         bleu, _ = bleu_tok(scored, self.data.val_refs[:n])
-        return bleu, tuple(Sample(self.translator.detokenize(h), s, r) for (s, r), h in zip(self.data.val_pairs[:3], hyps))
+        return bleu, tuple(Sample(self.translator.detokenize(h), s, r)
+                           for (s, r), h in zip(self.data.val_pairs[:3], hyps))
 
     def _generated(self) -> tuple[Sample, ...]:
         """A language model's samples: three sequences drawn at temperature 1 (seeded by the step)."""

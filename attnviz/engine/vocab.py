@@ -33,7 +33,8 @@ class Vocab:
         self._stoi = {tok: i for i, tok in enumerate(itos)}
 
     @classmethod
-    def build(cls, counts: Counter[str] | Iterable[Iterable[str]], min_freq: int = 1, max_size: int | None = None) -> Vocab:
+    def build(cls, counts: Counter[str] | Iterable[Iterable[str]], min_freq: int = 1,
+              max_size: int | None = None) -> Vocab:
         """Build from token counts (or from tokenized sentences); ``max_size`` counts the specials too."""
         if min_freq < 1:
             raise ConfigError(f"min_freq must be at least 1, not {min_freq}")
@@ -42,7 +43,8 @@ class Vocab:
             for sentence in counts:
                 counter.update(sentence)
             counts = counter
-        ordered = sorted((t for t, n in counts.items() if n >= min_freq and t not in SPECIALS), key=lambda t: (-counts[t], t))
+        ordered = sorted((t for t, n in counts.items() if n >= min_freq and t not in SPECIALS),
+                         key=lambda t: (-counts[t], t))
         if max_size is not None:
             if max_size < len(SPECIALS):
                 raise ConfigError(f"max_size must leave room for the {len(SPECIALS)} specials, not {max_size}")

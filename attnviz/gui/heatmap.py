@@ -154,8 +154,8 @@ class HeatmapView(QWidget):
         for i in range(0, len(d.rows), g.row_every):
             y = int(cells.top() + (i + 0.5) * g.cell)
             label = metrics.elidedText(d.rows[i], Qt.TextElideMode.ElideRight, band)
-            painter.drawText(QRect(0, y - 9, g.left - 6, 18), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
-                             label)
+            painter.drawText(QRect(0, y - 9, g.left - 6, 18),
+                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, label)
         depth = g.bottom - 30
         for j in range(0, len(d.cols), g.col_every):
             x = int(cells.left() + (j + 0.5) * g.cell)
@@ -298,7 +298,8 @@ class HeatmapView(QWidget):
         row, col = cell
         d = self._data
         QToolTip.showText(event.globalPosition().toPoint(),
-                          f"{d.rows[row]} \u2192 {d.cols[col]}\n" + self.describe_cell(row, col).split(": ", 1)[1], self)
+                          f"{d.rows[row]} \u2192 {d.cols[col]}\n" + self.describe_cell(row, col).split(": ", 1)[1],
+                          self)
         self.hovered.emit(row, col)
 
     def leaveEvent(self, event) -> None:  # noqa: N802

@@ -131,7 +131,8 @@ class RecipeForm(QWidget):
         self.preset_combo = named(QComboBox(), "presetCombo", "Recipe")
         for name, recipe in PRESETS.items():
             self.preset_combo.addItem(name, name)
-            self.preset_combo.setItemData(self.preset_combo.count() - 1, recipe.description, Qt.ItemDataRole.ToolTipRole)
+            self.preset_combo.setItemData(self.preset_combo.count() - 1, recipe.description,
+                                          Qt.ItemDataRole.ToolTipRole)
         self.preset_combo.addItem("Custom data files", CUSTOM)
         self.description = QLabel()
         self.description.setWordWrap(True)
@@ -199,7 +200,8 @@ class RecipeForm(QWidget):
 
     def base_recipe(self) -> Recipe:
         if self.preset_combo.currentData() == CUSTOM:
-            paths = {split: [self.file_edits[f"{split}.src"].text().strip(), self.file_edits[f"{split}.tgt"].text().strip()]
+            paths = {split: [self.file_edits[f"{split}.src"].text().strip(),
+                             self.file_edits[f"{split}.tgt"].text().strip()]
                      for split in ("train", "val")}
             return custom_recipe(self.src_lang_edit.text().strip(), self.tgt_lang_edit.text().strip(), paths)
         return PRESETS[self.preset_combo.currentData()]
@@ -245,7 +247,8 @@ class RecipeForm(QWidget):
         self.custom.setVisible(custom)
         base = self.base_recipe() if not custom else PRESETS["multi30k-de-en"]
         self.description.setText(base.description if not custom else
-                                 "Your own aligned files (one sentence per line) with reference A's model and training.")
+                                 "Your own aligned files (one sentence per line) "
+                                 "with reference A's model and training.")
         self._loading = True
         keys = editable_keys(base)
         self.table.setRowCount(len(keys))
@@ -257,7 +260,8 @@ class RecipeForm(QWidget):
             self.table.setItem(row, 1, QTableWidgetItem(show_value(current_value(base, key))))
         self._loading = False
         if not self.out_edit.text() or Path(self.out_edit.text()).stem in {*PRESETS, "custom"}:
-            self.out_edit.setText(str(default_runs_dir() / f"{self.preset_combo.currentText() if not custom else 'custom'}.safetensors"))
+            self.out_edit.setText(str(default_runs_dir()
+                                      / f"{self.preset_combo.currentText() if not custom else 'custom'}.safetensors"))
         self._validate()
 
     @Slot(QTableWidgetItem)
@@ -309,7 +313,8 @@ class RecipeForm(QWidget):
             self.data_edit.setText(path)
 
     def _browse_out(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Checkpoint", self.output_path(), "attnviz checkpoints (*.safetensors)")
+        path, _ = QFileDialog.getSaveFileName(self, "Checkpoint", self.output_path(),
+                                              "attnviz checkpoints (*.safetensors)")
         if path:
             self.out_edit.setText(path if path.endswith(".safetensors") else path + ".safetensors")
 

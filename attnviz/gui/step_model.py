@@ -7,6 +7,9 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
 from attnviz.engine.events import DecodeStep
 
 COLUMNS = ("Step", "Token", "Probability", "Entropy (nats)", "Runner-up")
+# The invalid (root) index as a shared default: the same single instance the old
+# ``parent=QModelIndex()`` defaults created once at definition time.
+_ROOT = QModelIndex()
 
 
 def describe_step(step: DecodeStep) -> str:
@@ -36,10 +39,10 @@ class StepTableModel(QAbstractTableModel):
         self._steps.append(step)
         self.endInsertRows()
 
-    def rowCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def rowCount(self, parent=_ROOT) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(self._steps)
 
-    def columnCount(self, parent=QModelIndex()) -> int:  # noqa: N802
+    def columnCount(self, parent=_ROOT) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(COLUMNS)
 
     def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802

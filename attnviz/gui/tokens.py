@@ -93,7 +93,8 @@ class TokenStrip(QWidget):
                 fill = color_at(self._weights[i])
                 text = QColor("black") if self._weights[i] > 0.55 else QColor("white")
             painter.setBrush(fill)
-            painter.setPen(QPen(QColor(255, 80, 80), 2) if i == self._current else QPen(pal.color(QPalette.ColorRole.Mid)))
+            painter.setPen(QPen(QColor(255, 80, 80), 2) if i == self._current
+                           else QPen(pal.color(QPalette.ColorRole.Mid)))
             painter.drawRoundedRect(QRectF(rect), 6, 6)
             painter.setPen(text)
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, tok)
@@ -133,7 +134,8 @@ class TopKView(QWidget):
         further down (or from outside the top k)."""
         self._items, self._entropy = list(items), entropy
         self._chosen = chosen if chosen is not None else (self._items[0] if self._items else None)
-        self.setToolTip("\n".join(f"{t}: {p:.4f}" + (" (chosen)" if self._is_chosen(t) else "") for t, p in self._items))
+        self.setToolTip("\n".join(f"{t}: {p:.4f}" + (" (chosen)" if self._is_chosen(t) else "")
+                                  for t, p in self._items))
         self.update()
         announce(self)
 
@@ -175,8 +177,8 @@ class TopKView(QWidget):
         for i, (tok, p) in enumerate(self._items):
             y = top + i * row_h
             painter.setPen(pal.color(QPalette.ColorRole.WindowText))
-            painter.drawText(QRect(4, y, label_w - 6, row_h), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
-                             tok)
+            painter.drawText(QRect(4, y, label_w - 6, row_h),
+                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, tok)
             chosen = self._is_chosen(tok)
             painter.fillRect(QRect(label_w, y + 2, int(bar_w * p), row_h - 4),
                              pal.color(QPalette.ColorRole.Highlight) if chosen else color_at(0.35 + 0.5 * p))

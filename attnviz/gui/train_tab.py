@@ -63,7 +63,8 @@ class TrainTab(QWidget):
         self.form = RecipeForm()
         self.start_button = _button("&Start", "startButton", "Start training this recipe (Ctrl+R)")
         self.pause_button = _button("&Pause", "pauseButton", "Pause or resume training (Ctrl+P)")
-        self.stop_button = _button("St&op", "stopButton", "Stop after asking: a checkpoint is saved and the run can be resumed (Ctrl+.)")
+        self.stop_button = _button("St&op", "stopButton",
+                                   "Stop after asking: a checkpoint is saved and the run can be resumed (Ctrl+.)")
         self.resume_button = _button("Resume a run...", "resumeButton",
                                      "Continue a stopped or interrupted run from its training-state file")
         self.download_button = _button("Do&wnload data", "downloadButton", "Download the corpus this recipe needs")

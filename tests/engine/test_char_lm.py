@@ -92,7 +92,8 @@ def test_sampling_is_reproducible_by_seed_and_varies_across_seeds():
 
 def test_generation_stops_at_the_context(trained_lm):
     translator, _ = trained_lm
-    steps = [e for e in translator.steps("", DecodeConfig(max_len=500, temperature=5.0, seed=3)) if isinstance(e, DecodeStep)]
+    steps = [e for e in translator.steps("", DecodeConfig(max_len=500, temperature=5.0, seed=3))
+             if isinstance(e, DecodeStep)]
     assert len(steps) <= translator.config.max_positions
 
 

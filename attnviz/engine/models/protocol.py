@@ -34,7 +34,8 @@ class Decoded:
     def last_rows(self) -> tuple[Tensor | None, Tensor | None]:
         """The last query's attention of every layer: [B, L, H, t] (decoder self) and [B, L, H, S] (cross)."""
         def rows(weights: list[Tensor]) -> Tensor | None:
-            return torch.stack([w[:, :, -1] for w in weights], dim=1) if weights else None  # L x [B, H, t] -> [B, L, H, t]
+            # L x [B, H, t] -> [B, L, H, t]
+            return torch.stack([w[:, :, -1] for w in weights], dim=1) if weights else None
 
         return rows(self.self_attention), rows(self.cross_attention)
 

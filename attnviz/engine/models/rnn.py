@@ -73,7 +73,8 @@ class LuongAttention(nn.Module):
     def forward(self, h: Tensor, keys: Tensor, memory: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
         """Decoder states ``h`` [B, T, Hd] -> attentional states [B, T, A] and alignment weights [B, T, S]."""
         if self.score == "concat":
-            scores = self.v(torch.tanh(self.w_query(h)[:, :, None] + keys[:, None])).squeeze(-1)  # [B, T, S, Hd] -> [B, T, S]
+            # [B, T, S, Hd] -> [B, T, S]
+            scores = self.v(torch.tanh(self.w_query(h)[:, :, None] + keys[:, None])).squeeze(-1)
         else:  # scaled by 1/sqrt(Hd): unscaled, uniform(-0.1, 0.1) weights give scores of about +-10 and a softmax
             # saturated on one source position from the first step, whose gradient never lets attention learn
             scores = h @ keys.transpose(1, 2) * self.scale  # [B, T, Hd] x [B, Hd, S] -> [B, T, S]

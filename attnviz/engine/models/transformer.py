@@ -181,7 +181,8 @@ class Embedding(nn.Module):
 
     def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
         if offset + ids.size(1) > self.max_positions:
-            raise ValueError(f"sequence length {offset + ids.size(1)} exceeds the model's {self.max_positions} positions")
+            raise ValueError(f"sequence length {offset + ids.size(1)} exceeds the model's "
+                             f"{self.max_positions} positions")
         pos = torch.arange(offset, offset + ids.size(1), device=ids.device)
         pos_emb = self.positions(pos) if self.positions is not None else self.table[pos]
         return self.drop(self.tokens(ids) * self.scale + pos_emb)  # [B, T, D]
