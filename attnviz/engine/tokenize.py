@@ -131,7 +131,9 @@ class TokenizerSpec:
     def detokenize(self, tokens: list[str]) -> str:
         """Tokens of this side back into text."""
         if self.mode == "sentencepiece":
-            return self._processor().decode(list(tokens))
+            text = self._processor().decode(list(tokens))
+            # lowercased pieces: capitalise the sentence as the word-level spaCy detokenizer does
+            return text[:1].upper() + text[1:] if self.lowercase else text
         return detokenize(tokens, self.mode)
 
     def _processor(self):  # -> sentencepiece.SentencePieceProcessor

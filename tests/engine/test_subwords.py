@@ -29,7 +29,7 @@ def _sentences(n: int, seed: int = 0) -> list[str]:
 def test_a_learned_model_splits_words_into_pieces_and_joins_them_back():
     spec = TokenizerSpec("de", mode="sentencepiece", vocab_size=320).trained(_sentences(400))
     pieces = spec.tokenize("Der Hundes springt über die Straße")
-    assert pieces[0].startswith(WORD_START) and spec.detokenize(pieces) == "der hundes springt über die straße"
+    assert pieces[0].startswith(WORD_START) and spec.detokenize(pieces) == "Der hundes springt über die straße"
     assert spec.word_starts(pieces) == [p.startswith(WORD_START) for p in pieces]
     assert any(p.startswith("<0x") for p in spec.pieces())  # byte pieces: unseen characters are never <unk>
     assert spec.trained(["anything"]) is spec  # a spec that has its model keeps it
