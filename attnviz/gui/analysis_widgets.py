@@ -11,7 +11,7 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal, Slot
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
-from attnviz.engine.analysis.names import SIGNED_VIEWS, VIEWS
+from attnviz.engine.analysis.names import SIDE_BY_SIDE, SIGNED_VIEWS, VIEWS
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.gui.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.widgets import named
@@ -107,6 +107,9 @@ class SentenceViews(QWidget):
         self.quantity.setWordWrap(True)
         self.heatmap = HeatmapView()
         self.heatmap.placeholder = "Translate a sentence, then open this tab to see it under each view"
+        self.side_heatmap = HeatmapView()  # the compared checkpoint, in the side-by-side view
+        self.side_heatmap.setObjectName("sideHeatmap")
+        self.side_heatmap.hide()
         row = QHBoxLayout()
         for text, widget in (("&View:", self.view_combo), ("K&ind:", self.kind_combo), ("L&ayer:", self.layer_spin),
                              ("H&ead:", self.head_spin)):
@@ -118,7 +121,10 @@ class SentenceViews(QWidget):
         layout = QVBoxLayout(self)
         layout.addLayout(row)
         layout.addWidget(self.quantity)
-        layout.addWidget(self.heatmap, 1)
+        maps = QHBoxLayout()
+        maps.addWidget(self.heatmap, 1)
+        maps.addWidget(self.side_heatmap, 1)
+        layout.addLayout(maps, 1)
         for combo in (self.view_combo, self.kind_combo):
             combo.currentIndexChanged.connect(self._on_choice_changed)
         for spin in (self.layer_spin, self.head_spin):
@@ -128,7 +134,8 @@ class SentenceViews(QWidget):
                   labels: dict[str, tuple[tuple[str, ...], tuple[str, ...]]]) -> None:
         """``views``: view -> kind -> [L, H, Tq, Tk]; ``labels``: kind -> (row labels, column labels)."""
         self.views, self.labels = views, labels
-        for combo, items in ((self.view_combo, list(views)), (self.kind_combo, list(views.get("raw", {})))):
+        names = list(views) + (["side-by-side"] if all(v in views for v in SIDE_BY_SIDE) else [])
+        for combo, items in ((self.view_combo, names), (self.kind_combo, list(views.get("raw", {})))):
             current = combo.currentData()
             combo.blockSignals(True)
             combo.clear()
@@ -141,7 +148,9 @@ class SentenceViews(QWidget):
     @Slot()
     def _on_choice_changed(self) -> None:
         view, kind = self.view_combo.currentData(), self.kind_combo.currentData()
-        maps = self.views.get(view, {}).get(kind)
+        side = view == "side-by-side"
+        self.side_heatmap.setVisible(side)
+        maps = self.views.get(SIDE_BY_SIDE[0] if side else view, {}).get(kind)
         if maps is None:
             self.heatmap.set_data(None)
             self.quantity.setText("" if view is None else f"{VIEWS[view]}: not available for this attention kind")
@@ -149,13 +158,20 @@ class SentenceViews(QWidget):
         self.layer_spin.setRange(1, maps.shape[0])
         self.head_spin.setRange(1, maps.shape[1])
         self.head_spin.setEnabled(not view.startswith("rollout"))
-        rows, cols = self.labels[kind]
-        info = ATTENTION_KINDS[kind]
-        matrix = maps[self.layer_spin.value() - 1, self.head_spin.value() - 1]
         where = f"layer {self.layer_spin.value()}" + ("" if view.startswith("rollout") else
                                                       f", head {self.head_spin.value()}")
         signed = view in SIGNED_VIEWS
-        self.quantity.setText(f"Shown: {VIEWS[view]} ({info.label}, {where})" +
+        self.quantity.setText(f"Shown: {VIEWS[view]} ({ATTENTION_KINDS[kind].label}, {where})" +
                               ("." if signed else "; every row sums to 1."))
-        self.heatmap.set_data(HeatmapData(matrix, rows[: matrix.shape[0]], cols[: matrix.shape[1]], info.query_axis,
-                                          info.key_axis, f"{info.label}: {VIEWS[view]}", per_map=signed))
+        self.heatmap.set_data(self._map(maps, kind, "loaded model" if side else VIEWS[view], signed))
+        if side:
+            self.side_heatmap.set_data(self._map(self.views[SIDE_BY_SIDE[1]][kind], kind, "compared checkpoint",
+                                                 False))
+
+    def _map(self, maps: np.ndarray, kind: str, what: str, signed: bool) -> HeatmapData:
+        """The chosen layer and head of ``maps`` [L, H, Tq, Tk] as a heatmap."""
+        rows, cols = self.labels[kind]
+        info = ATTENTION_KINDS[kind]
+        matrix = maps[self.layer_spin.value() - 1, self.head_spin.value() - 1]
+        return HeatmapData(matrix, rows[: matrix.shape[0]], cols[: matrix.shape[1]], info.query_axis, info.key_axis,
+                           f"{info.label}: {what}", per_map=signed)

@@ -108,6 +108,14 @@ def test_current_sentence_against_a_second_checkpoint(qtbot, loaded, tmp_path):
     assert views.heatmap.data().per_map and "minus" in views.quantity.text()
     raw, compared = views.views["raw"]["cross"], views.views["compare"]["cross"]
     assert abs(views.views["difference"]["cross"] - (compared - raw)).max() < 1e-6
+    assert views.side_heatmap.isHidden()
+    views.view_combo.setCurrentIndex(views.view_combo.findData("side-by-side"))  # A beside B
+    views.kind_combo.setCurrentIndex(views.kind_combo.findData("cross"))
+    assert not views.side_heatmap.isHidden() and "beside" in views.quantity.text()
+    layer, head = views.layer_spin.value() - 1, views.head_spin.value() - 1
+    assert abs(views.heatmap.data().matrix - raw[layer, head]).max() == 0
+    assert abs(views.side_heatmap.data().matrix - compared[layer, head]).max() == 0
+    assert "compared checkpoint" in views.side_heatmap.data().title
 
 
 def test_compare_dialog_starts_at_the_other_file_of_the_run(tmp_path):

@@ -23,5 +23,7 @@ VIEWS = {"raw": "raw attention weights",
          "rollout": "attention rollout (heads averaged, raw products)",
          "rollout-residual": "attention rollout with residual (0.5 A + 0.5 I, heads averaged)",
          "compare": "raw attention weights of the compared checkpoint (same output tokens teacher-forced)",
-         "difference": "compared checkpoint's raw weights minus the loaded model's (colour scale per map)"}
+         "difference": "compared checkpoint's raw weights minus the loaded model's (colour scale per map)",
+         "side-by-side": "raw attention weights: the loaded model (left) beside the compared checkpoint (right)"}
+SIDE_BY_SIDE = ("raw", "compare")  # the two views the side-by-side view shows, left and right
 SIGNED_VIEWS = ("difference",)  # rows do not sum to 1: drawn on a per-map colour scale
