@@ -21,6 +21,7 @@ from typing import Any
 import torch
 from safetensors.torch import load as st_load
 from safetensors.torch import save as st_save
+from torch.overrides import TorchFunctionMode
 
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.header import FORMAT, FORMAT_VERSION, read_header
@@ -92,6 +93,22 @@ def load_tensors(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, tor
     return meta, {k: (v.float() if v.is_floating_point() else v) for k, v in tensors.items()}
 
 
+class _SkipInit(TorchFunctionMode):
+    """Skips weight initialisation while a shapes-only model is built: random init on the meta device goes through
+    torch's compiler stack (importing torch._dynamo and sympy: seconds, and modules a frozen app leaves out).
+    A function mode is thread-local, so a model built at the same moment on another thread is initialised."""
+
+    SKIPPED = frozenset({*(getattr(torch.nn.init, name) for name in (
+        "normal_", "uniform_", "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+        "trunc_normal_", "zeros_", "ones_", "constant_", "orthogonal_")),
+        torch.Tensor.normal_, torch.Tensor.uniform_, torch.Tensor.zero_, torch.Tensor.fill_})
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if func in self.SKIPPED:
+            return args[0] if args else (kwargs or {}).get("tensor")
+        return func(*args, **(kwargs or {}))
+
+
 def check_against_index(path: str | os.PathLike, build_fn: Callable[[Any], Any], cfg: Any,
                         index: dict[str, Any]) -> None:
     """Build ``build_fn(cfg)`` on torch's meta device (shapes only, no memory) and refuse the checkpoint unless its
@@ -99,7 +116,7 @@ def check_against_index(path: str | os.PathLike, build_fn: Callable[[Any], Any],
     from attnviz.engine.models.protocol import stored_state  # the networks import this module's neighbours
 
     try:
-        with torch.device("meta"):
+        with torch.device("meta"), _SkipInit():
             model = build_fn(cfg)
     except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
         raise CheckpointError(f"{path}: its model settings cannot build a model ({exc}).") from None

@@ -162,3 +162,17 @@ def test_metadata_is_plain_json_in_the_header(saved):
     assert json.loads(json.dumps(meta)) == meta
     assert "encoder.0.self_attn.q_proj.weight" in index
     assert np.prod(index["out_proj.weight"]["shape"]) == 16 * 32
+
+
+def test_loading_never_imports_torchs_compiler(tmp_path, trained_translator):
+    """The shapes-only model of the size check skips weight init: on the meta device init runs torch's compiler
+    stack (torch._dynamo, sympy), seconds of imports that the standalone app leaves out."""
+    import subprocess
+    import sys
+
+    path = tmp_path / "m.safetensors"
+    trained_translator.save(path)
+    code = ("import sys; from attnviz.engine.translator import load_translator; "
+            f"load_translator({str(path)!r}); print(sorted({{'sympy', 'torch._dynamo'}} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == "[]"
