@@ -15,7 +15,7 @@ from typing import Any
 
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import CheckpointError, ConfigError
-from attnviz.engine.header import read_header
+from attnviz.engine.header import TOKENIZER_PREFIX, read_header
 from attnviz.engine.kinds import ModelKind
 from attnviz.engine.records import EvalRecord, SplitMetrics
 from attnviz.engine.tokenize import languages_label
@@ -137,7 +137,7 @@ def stored_parameters(index: Mapping[str, Any]) -> int:
     """Parameters stored in a safetensors tensor index (tied weights are stored once, so counted once)."""
     total = 0
     for name, entry in index.items():
-        if name.startswith("tokenizer."):  # a SentencePiece model's bytes, not weights
+        if name.startswith(TOKENIZER_PREFIX):  # a SentencePiece model's bytes, not weights
             continue
         shape = entry.get("shape") if isinstance(entry, Mapping) else None
         if isinstance(shape, list) and all(isinstance(n, int) for n in shape):

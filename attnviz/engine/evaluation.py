@@ -24,10 +24,8 @@ def evaluate_pairs(translator: Translator, pairs: Sequence[Pair], decode: Decode
     hyps = translator.translate_batch_tokens([s for s, _ in pairs], decode)
     seconds = time.perf_counter() - start
     hyp_text = [translator.detokenize(h) for h in hyps]
-    words = translator.tgt_spec.words()
-    refs_tok = [words.tokenize(r) for _, r in pairs]
-    if words is not translator.tgt_spec:  # subword pieces: BLEU counts the words of the detokenized text
-        hyps = [words.tokenize(t) for t in hyp_text]
+    refs_tok = [translator.tgt_spec.words().tokenize(r) for _, r in pairs]
+    hyps = [translator.tgt_spec.scored_words(h) for h in hyps]
     refs_raw = [r for _, r in pairs]
     report: dict[str, Any] = {"source": source, "sentences": len(pairs), "seconds": round(seconds, 2),
                               "decode": f"beam {decode.beam}" if decode.beam > 1 else "greedy"}

@@ -15,6 +15,7 @@ from attnviz.engine.header_schema import attnviz_metadata, check_index, check_me
 
 FORMAT = "attnviz-checkpoint"
 FORMAT_VERSION = 1
+TOKENIZER_PREFIX = "tokenizer."  # tensors holding a side's SentencePiece model bytes: tokenizer.src, tokenizer.tgt
 _MAX_HEADER = 100 * 1024 * 1024
 
 
@@ -26,8 +27,9 @@ def _sniff_foreign(path: Path, head: bytes) -> None:
             "or train one with `attnviz train`.")
 
 
-def read_header(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Validate the safetensors framing of ``path``; return (attnviz metadata, tensor index)."""
+def read_index(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Validate the safetensors framing of ``path`` (any safetensors file, attnviz's or not); return (the raw
+    header, its checked tensor index)."""
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"{path}: no such file. Check the path, or pick one of the bundled models.")
@@ -63,6 +65,13 @@ def read_header(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]
     if 8 + n + end > size:
         raise CheckpointError(f"{path} is truncated: it should be {8 + n + end} bytes but has {size}. "
                               "It was probably cut off while copying or saving; copy or download it again.")
+    return header, index
+
+
+def read_header(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Validate the safetensors framing and the attnviz metadata of ``path``; return (metadata, tensor index)."""
+    path = Path(path)
+    header, index = read_index(path)
     meta_raw = attnviz_metadata(path, header)
     if meta_raw is None:
         raise CheckpointError(f"{path} is a safetensors file but not an attnviz checkpoint (no attnviz metadata).")

@@ -23,6 +23,7 @@ from typing import Any
 from attnviz.engine.card import ModelCard, card_from_metadata
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import CheckpointError, ConfigError
+from attnviz.engine.header import read_index
 from attnviz.engine.kinds.marian import MARIAN
 from attnviz.engine.tokenize import TokenizerSpec
 from attnviz.engine.vocab import SPECIALS, Vocab
@@ -160,10 +161,8 @@ def _weight_shapes(folder: Path) -> dict[str, list[int]]:
     path = folder / "model.safetensors"
     if not path.is_file():
         return {}
-    with open(path, "rb") as f:
-        size = int.from_bytes(f.read(8), "little")
-        header = json.loads(f.read(size)) if 2 <= size <= 100 * 1024 * 1024 else {}
-    return {k: v.get("shape", []) for k, v in header.items() if isinstance(v, dict)}
+    _, index = read_index(path)
+    return {k: v["shape"] for k, v in index.items()}
 
 
 def marian_card(folder: str | Path) -> ModelCard:

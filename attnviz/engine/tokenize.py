@@ -164,6 +164,12 @@ class TokenizerSpec:
         mode = "spacy" if self.lang in LANGUAGE_NAMES else "whitespace"
         return TokenizerSpec(self.lang, mode=mode, lowercase=True, normalize=self.normalize)
 
+    def scored_words(self, tokens: list[str]) -> list[str]:
+        """This side's tokens as the words BLEU counts: unchanged for a word tokenizer; subword pieces are
+        detokenized and split by ``words()``."""
+        words = self.words()
+        return list(tokens) if words is self else words.tokenize(self.detokenize(list(tokens)))
+
     def pieces(self) -> list[str]:
         """Every piece of a SentencePiece model but its own control symbols (its vocabulary, in id order)."""
         sp = self._processor()

@@ -250,9 +250,7 @@ class _Trainer:
         """bleu_tok on the first ``bleu_sentences`` validation pairs, and three (source, reference, output)."""
         n = self.cfg.bleu_sentences or len(self.data.val_pairs)
         hyps = self.translator.translate_batch_tokens([s for s, _ in self.data.val_pairs[:n]])
-        words = self.data.tgt_spec.words()
-        scored = hyps if words is self.data.tgt_spec else [words.tokenize(self.translator.detokenize(h)) for h in hyps]
-        bleu, _ = bleu_tok(scored, self.data.val_refs[:n])
+        bleu, _ = bleu_tok([self.data.tgt_spec.scored_words(h) for h in hyps], self.data.val_refs[:n])
         return bleu, tuple(Sample(self.translator.detokenize(h), s, r)
                            for (s, r), h in zip(self.data.val_pairs[:3], hyps))
 

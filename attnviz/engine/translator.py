@@ -22,12 +22,12 @@ from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.decoding import DecodeInput, beam_batch, decode_steps, greedy_batch, pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import DecodeStep, EncoderPass, Translation, assemble
+from attnviz.engine.header import TOKENIZER_PREFIX
 from attnviz.engine.marian import is_model_folder
 from attnviz.engine.models.protocol import count_parameters, load_stored_state, stored_state
 from attnviz.engine.tokenize import LANGUAGE_NAMES, TokenizerSpec
 from attnviz.engine.vocab import EOS, SOS, Vocab
 
-TOKENIZER_PREFIX = "tokenizer."  # tensors holding a side's SentencePiece model bytes: tokenizer.src, tokenizer.tgt
 GREEDY = DecodeConfig()
 SAMPLED = DecodeConfig(temperature=1.0)
 
