@@ -100,6 +100,7 @@ class PlaybackBar(QWidget):
         self.slider = named(QSlider(Qt.Orientation.Horizontal), "stepSlider", "Decoding step",
                             "Scrub through the decoding steps")
         self.slider.setRange(0, 0)
+        self.slider.setMinimumWidth(60)  # at 1024 px the bar's other controls squeezed it to its handle
         self.step_label = QLabel("step 0 / 0")
         self.speed_combo = named(QComboBox(), "speedCombo", "Playback speed")
         self.speed_combo.addItems(list(SPEEDS))
