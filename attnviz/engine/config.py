@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.heads import KIND_ALIASES, HeadRef
 from attnviz.engine.kinds import ModelKind, all_kinds, get_kind, kind_names
 from attnviz.engine.kinds.transformer import TRANSFORMER
 
@@ -126,8 +127,17 @@ class DecodeConfig(_DictMixin):
     topk: int = 10  # candidates reported per step
     temperature: float = 0.0  # step-by-step decoding: 0 = greedy, > 0 = sample from softmax(logits / temperature)
     seed: int = 0  # of the sampling generator, so a sampled output can be reproduced
+    heads_off: tuple[HeadRef, ...] = ()  # attention heads switched off while decoding (``engine.head_mask``)
+    rescale_heads: bool = False  # scale an altered layer's remaining heads by H / (H - off)
 
     def __post_init__(self) -> None:
+        try:
+            refs = tuple(sorted({HeadRef(str(k), int(la), int(h)) for k, la, h in self.heads_off}))
+        except (TypeError, ValueError):
+            raise ConfigError(f"heads_off must list (kind, layer, head) triples, not {self.heads_off!r}") from None
+        _require(all(r.kind in KIND_ALIASES.values() and r.layer >= 0 and r.head >= 0 for r in refs),
+                 f"heads_off names an unknown kind or a negative index: {refs!r}")
+        object.__setattr__(self, "heads_off", refs)
         _require(self.temperature >= 0, f"temperature must be >= 0 (0 = greedy), not {self.temperature}")
         _require(self.max_len >= 1, f"max_len must be at least 1, not {self.max_len}")
         _require(self.beam >= 1, f"beam must be at least 1, not {self.beam}")

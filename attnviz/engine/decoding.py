@@ -1,7 +1,9 @@
-"""Search: step-by-step decoding (greedy or sampled) as a generator of events, and batched greedy and beam search.
+"""Search: step-by-step decoding (greedy or sampled) as a generator of events, and batched greedy search (beam
+search is in ``engine.beam``).
 
 Every function drives a model through the incremental protocol (``encode``, ``start``, ``step``), so any model kind
-that implements it (Transformer, RNN, language model) decodes here without special cases. ``recompute=True``
+that implements it (Transformer, RNN, language model) decodes here without special cases. Heads that
+``DecodeConfig.heads_off`` names are switched off around every model call (``engine.head_mask``). ``recompute=True``
 decodes the whole prefix again at every step instead of using the cache: the slow reference that tests and
 benchmarks compare against.
 """
@@ -17,6 +19,7 @@ from torch import Tensor
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import DecodeStep, EncoderPass
+from attnviz.engine.head_mask import heads_off
 from attnviz.engine.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
 
 
@@ -77,17 +80,20 @@ def decode_steps(model, source: DecodeInput, tgt_vocab: Vocab, decode: DecodeCon
     model.eval()
     device = device_of(model)
     src_ids, forced = list(source.src_ids), list(source.forced)
-    enc = model.encode(torch.tensor([src_ids], dtype=torch.long, device=device), need_weights=True)
+    gates = lambda: heads_off(model, decode.heads_off, decode.rescale_heads)  # noqa: E731 (around model calls)
+    with gates():
+        enc = model.encode(torch.tensor([src_ids], dtype=torch.long, device=device), need_weights=True)
+        cache = model.start(enc)
     # L x [1,H,S,S] -> [L,H,S,S]
     enc_attn = torch.stack(enc.attention, 1)[0].cpu().numpy().copy() if enc.attention else None
     yield EncoderPass(tuple(source.src_tokens), enc_attn, tuple(source.warnings))
-    cache = model.start(enc)
     prefix, k = [SOS_ID], min(decode.topk, len(tgt_vocab))
     for t in range(step_limit(model, decode.max_len)):
-        if recompute:
-            logits, self_rows, cross_rows = _recomputed_step(model, prefix, enc, True)
-        else:
-            logits, self_rows, cross_rows = model.step(torch.tensor([prefix[-1]], device=device), cache, True)
+        with gates():
+            if recompute:
+                logits, self_rows, cross_rows = _recomputed_step(model, prefix, enc, True)
+            else:
+                logits, self_rows, cross_rows = model.step(torch.tensor([prefix[-1]], device=device), cache, True)
         logp = allowed_logits(logits[0]).log_softmax(-1)
         probs = logp.exp()
         top_p, top_i = probs.topk(k)
@@ -142,61 +148,3 @@ def greedy_batch(model, src: Tensor, max_len: int = 50) -> list[list[int]]:
             keep = (~finished).nonzero().squeeze(1)
             alive, tokens, cache = alive[keep.cpu()], tokens[keep], cache.select(keep)
     return outputs
-
-
-@torch.inference_mode()
-def beam_batch(model, src: Tensor, beam: int = 5, max_len: int = 50, length_penalty: float = 1.0) -> list[list[int]]:
-    """Beam search for a padded batch [B, S]; hypotheses are ranked by log-probability / GNMT length penalty.
-
-    Returns each sentence's best ids without ``<eos>``. Runs all B x beam hypotheses as one batch with the cache.
-    """
-    model.eval()
-    device, b = device_of(model), src.size(0)
-    # B -> B * beam rows
-    cache = model.start(model.encode(src.to(device))).select(torch.arange(b, device=device).repeat_interleave(beam))
-    scores = torch.zeros(b, beam, device=device)
-    scores[:, 1:] = float("-inf")  # all beams start identical: keep one alive at first
-    tokens = torch.full((b * beam,), SOS_ID, dtype=torch.long, device=device)
-    history = torch.empty(b * beam, 0, dtype=torch.long)
-    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
-    steps = step_limit(model, max_len)
-
-    def penalty(length: int) -> float:
-        return ((5 + length) / 6) ** length_penalty if length_penalty else 1.0
-
-    for t in range(steps):
-        logits, _, _ = model.step(tokens, cache, False)
-        logp = allowed_logits(logits).log_softmax(-1)  # [B * beam, V]
-        vocab = logp.size(-1)
-        total = (scores.view(-1, 1) + logp).view(b, beam * vocab)
-        top_scores, top_idx = total.topk(2 * beam, dim=-1)  # 2 x beam: eos endings still leave beam to extend
-        top_scores, top_idx = top_scores.cpu(), top_idx.cpu()
-        origin, token = top_idx // vocab, top_idx % vocab  # [B, 2 * beam]
-        new_scores = torch.full((b, beam), float("-inf"))
-        pick_rows, pick_tokens = [], []
-        for i in range(b):
-            kept = 0
-            for rank, (score, o, tok) in enumerate(zip(top_scores[i].tolist(), origin[i].tolist(), token[i].tolist())):
-                if score == float("-inf") or kept == beam:
-                    break
-                if tok == EOS_ID or t == steps - 1:
-                    if rank < beam:  # an ending only counts when it is among the beam best
-                        ids = history[i * beam + o].tolist() + ([] if tok == EOS_ID else [tok])
-                        finished[i].append((score / penalty(t + 1), ids))
-                    continue
-                new_scores[i, kept] = score
-                pick_rows.append(i * beam + o)
-                pick_tokens.append(tok)
-                kept += 1
-            for _ in range(kept, beam):  # dead slots copy a live row with score -inf
-                pick_rows.append(i * beam)
-                pick_tokens.append(EOS_ID)
-        best_alive = new_scores.max(dim=1).values / penalty(t + 1)
-        if t == steps - 1 or all(len(f) >= beam and max(s for s, _ in f) >= best_alive[i].item() or
-                                 best_alive[i].item() == float("-inf") for i, f in enumerate(finished)):
-            break
-        rows = torch.tensor(pick_rows)
-        history = torch.cat([history[rows], torch.tensor(pick_tokens)[:, None]], dim=1)
-        tokens, scores = torch.tensor(pick_tokens, device=device), new_scores.to(device)
-        cache = cache.select(rows.to(device))
-    return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]

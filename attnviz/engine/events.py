@@ -143,6 +143,52 @@ def assemble(first: EncoderPass, steps: list[DecodeStep], text: str) -> Translat
     )
 
 
+# -- beam search ----------------------------------------------------------------------------------------------------
+
+
+BEAM_STATUSES = ("alive", "finished", "pruned")
+
+
+@dataclass(frozen=True)
+class BeamNode:
+    """One hypothesis' newest token in a search tree: a beam candidate, or a step of a greedy or what-if path.
+
+    ``step`` is the ``DecodeStep`` that chose the token: its top-k, entropy and attention rows are those of the
+    parent's distribution (shared by siblings), so a node's path of steps is the hypothesis' whole decoding.
+    """
+
+    id: int
+    parent: int  # -1: the root (the decoder's <sos>)
+    step: DecodeStep
+    score: float  # the sum of the log-probabilities of the path's tokens
+    status: str  # "alive" (kept in the beam), "finished" (ended, or reached the step limit), "pruned" (dropped)
+    normalised: float | None = None  # a finished hypothesis' score / length penalty: what ranks the n-best
+    branch: int = 0  # 0: the search itself; k: the k-th what-if branch
+
+    def __post_init__(self) -> None:
+        if self.status not in BEAM_STATUSES:
+            raise ValueError(f"status must be one of {BEAM_STATUSES}, not {self.status!r}")
+
+
+@dataclass(frozen=True)
+class BeamStep:
+    """One step of beam search: every candidate it considered, kept, finished or pruned."""
+
+    index: int
+    nodes: tuple[BeamNode, ...]
+
+    @property
+    def alive(self) -> tuple[BeamNode, ...]:
+        return tuple(n for n in self.nodes if n.status == "alive")
+
+
+@dataclass(frozen=True)
+class BeamDone:
+    """The end of a beam search: finished hypotheses' node ids, best first (by length-normalised score)."""
+
+    ranking: tuple[int, ...]
+
+
 # -- training -------------------------------------------------------------------------------------------------------
 
 

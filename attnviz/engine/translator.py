@@ -16,12 +16,14 @@ from typing import Any
 
 import torch
 
+from attnviz.engine.beam import beam_batch, beam_steps
 from attnviz.engine.card import ModelCard, card_from_metadata
 from attnviz.engine.checkpoint import check_against_index, check_finite, load_tensors, save_tensors
 from attnviz.engine.config import DecodeConfig, ModelConfig
-from attnviz.engine.decoding import DecodeInput, beam_batch, decode_steps, greedy_batch, pad_batch
+from attnviz.engine.decoding import DecodeInput, decode_steps, greedy_batch, pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
-from attnviz.engine.events import DecodeStep, EncoderPass, Translation, assemble
+from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, Translation, assemble
+from attnviz.engine.head_mask import heads_off
 from attnviz.engine.header import TOKENIZER_PREFIX
 from attnviz.engine.marian import is_model_folder
 from attnviz.engine.models.protocol import count_parameters, load_stored_state, stored_state
@@ -109,13 +111,25 @@ class Translator:
                                 "{limit} were kept.")
         return self.tgt_vocab.encode(tokens), warnings
 
-    def prepare(self, text: str) -> DecodeInput:
-        """What decoding reads: a translation model's tokenized source, or a language model's forced prefix."""
+    def prepare(self, text: str, forced: Sequence[int] | None = None) -> DecodeInput:
+        """What decoding reads: a translation model's tokenized source, or a language model's forced prefix.
+
+        ``forced`` target ids (a what-if prefix) replace a language model's prefix and lead a translation."""
         if self.has_source:
             labels, ids, warnings = self.prepare_source(text)
-            return DecodeInput(ids, labels, (), warnings)
-        forced, warnings = self.prepare_prefix(text)
-        return DecodeInput((), (), forced, warnings)
+            return DecodeInput(ids, labels, tuple(forced or ()), warnings)
+        prefix, warnings = self.prepare_prefix(text)
+        return DecodeInput((), (), tuple(prefix if forced is None else forced), warnings)
+
+    def target_ids(self, text: str) -> list[int]:
+        """Target-side text (a typed forced prefix) as vocabulary ids; raises ``InputError`` naming the words the
+        vocabulary lacks, since forcing ``<unk>`` would not be what was typed."""
+        tokens = self.tgt_spec.tokenize(text or "")
+        unknown = sorted({t for t in tokens if t not in self.tgt_vocab})
+        if unknown:
+            raise InputError(f"Not in the model's output vocabulary: {', '.join(unknown[:8])}. Choose words the "
+                             "model knows (its top-k lists show some).")
+        return self.tgt_vocab.encode(tokens)
 
     def detokenize(self, tokens: Sequence[str]) -> str:
         return self.tgt_spec.detokenize([t for t in tokens if t != EOS])
@@ -123,13 +137,20 @@ class Translator:
     # -- decoding ---------------------------------------------------------------------------------------------------
 
     def steps(self, text: str, decode: DecodeConfig = GREEDY, *, recompute: bool = False,
-              generator: torch.Generator | None = None) -> Iterator[EncoderPass | DecodeStep]:
+              generator: torch.Generator | None = None,
+              forced: Sequence[int] | None = None) -> Iterator[EncoderPass | DecodeStep]:
         """Decoding of one sentence (or a language model's prefix) as events: an ``EncoderPass``, then a
         ``DecodeStep`` per token; greedy, or sampled at ``decode.temperature`` (from ``generator``, or one seeded
-        with ``decode.seed``). ``recompute`` decodes the whole prefix at every step (the reference for tests)."""
+        with ``decode.seed``), after the ``forced`` target ids if any. ``recompute`` decodes the whole prefix at
+        every step (the reference for tests)."""
         if decode.temperature > 0 and generator is None:
             generator = torch.Generator().manual_seed(decode.seed)
-        yield from decode_steps(self.model, self.prepare(text), self.tgt_vocab, decode, recompute, generator)
+        yield from decode_steps(self.model, self.prepare(text, forced), self.tgt_vocab, decode, recompute, generator)
+
+    def beam_steps(self, text: str, decode: DecodeConfig,
+                   forced: Sequence[int] | None = None) -> Iterator[EncoderPass | BeamStep | BeamDone]:
+        """Beam search of one sentence (width ``decode.beam``) as events, with every candidate's attention."""
+        yield from beam_steps(self.model, self.prepare(text, forced), self.tgt_vocab, decode)
 
     def translate(self, text: str, decode: DecodeConfig = GREEDY, *,
                   generator: torch.Generator | None = None) -> Translation:
@@ -155,12 +176,12 @@ class Translator:
                 prepared.append(None)
         order = sorted((i for i, p in enumerate(prepared) if p is not None), key=lambda i: len(prepared[i]))
         results: list[list[str]] = [[] for _ in texts]
-        with torch.inference_mode():
+        with torch.inference_mode(), heads_off(self.model, decode.heads_off, decode.rescale_heads):
             for start in range(0, len(order), batch_size):
                 chunk = order[start:start + batch_size]
                 src = pad_batch([prepared[i] for i in chunk])
                 if decode.beam > 1:
-                    ids = beam_batch(self.model, src, decode.beam, decode.max_len, decode.length_penalty)
+                    ids = beam_batch(self.model, src, decode)
                 else:
                     ids = greedy_batch(self.model, src, decode.max_len)
                 for i, out in zip(chunk, ids, strict=True):

@@ -2,8 +2,9 @@ import numpy as np
 import pytest
 import torch
 
+from attnviz.engine.beam import beam_batch
 from attnviz.engine.config import DecodeConfig
-from attnviz.engine.decoding import beam_batch, greedy_batch, pad_batch
+from attnviz.engine.decoding import greedy_batch, pad_batch
 from attnviz.engine.errors import InputError
 from attnviz.engine.events import DecodeStep, EncoderPass
 from tests.helpers import make_toy_translator
@@ -94,7 +95,7 @@ def test_beam_of_one_is_greedy_and_wider_beams_score_at_least_as_well(trained_tr
     model, tr = trained_translator.model, trained_translator
     src = pad_batch([tr.prepare_source(s)[1] for s in SENTENCES])
     greedy = greedy_batch(model, src)
-    assert beam_batch(model, src, beam=1, length_penalty=0) == greedy
+    assert beam_batch(model, src, DecodeConfig(beam=1, length_penalty=0)) == greedy
 
     def logprob(i, ids):
         tgt = torch.tensor([[2, *ids, 3]])
@@ -102,7 +103,7 @@ def test_beam_of_one_is_greedy_and_wider_beams_score_at_least_as_well(trained_tr
             logp = model(src[i:i + 1], tgt[:, :-1]).log_softmax(-1)
         return logp[0].gather(1, tgt[0, 1:, None]).sum().item()
 
-    wide = beam_batch(model, src, beam=4, length_penalty=0)
+    wide = beam_batch(model, src, DecodeConfig(beam=4, length_penalty=0))
     for i, (g, w) in enumerate(zip(greedy, wide)):
         assert logprob(i, w) >= logprob(i, g) - 1e-4
 

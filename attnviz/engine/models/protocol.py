@@ -62,6 +62,11 @@ class IncrementalModel(nn.Module):
             return logits, None, None
         return (logits, *out.last_rows())
 
+    def attention_modules(self) -> dict[str, list[nn.Module]]:
+        """Each attention kind's modules, one per layer, each with a ``head_gate`` attribute its forward pass
+        applies (``engine.head_mask``); a kind that cannot switch heads off leaves this empty."""
+        return {}
+
     @property
     def max_target_len(self) -> int:
         return self.cfg.max_positions
@@ -100,6 +105,9 @@ class SearchModel(Protocol):
 
     def project(self, hidden: Tensor) -> Tensor:
         """Hidden states [B, T, D] -> logits [B, T, V]."""
+
+    def attention_modules(self) -> dict[str, list[nn.Module]]:
+        """Attention kind -> its modules per layer, each with a ``head_gate`` (see ``engine.head_mask``)."""
 
     def __call__(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
         """Training: logits [B, T, V] for the target inputs ``tgt_in``."""

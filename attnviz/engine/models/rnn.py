@@ -51,6 +51,8 @@ class RNNCache:
 class LuongAttention(nn.Module):
     """Global attention: scores, masked softmax over the source, context and attentional state."""
 
+    head_gate: Tensor | None = None  # [1] while its one head is switched off (``engine.head_mask``)
+
     def __init__(self, hidden: int, out_dim: int, score: str):
         super().__init__()
         self.score, self.scale = score, hidden ** -0.5
@@ -79,6 +81,8 @@ class LuongAttention(nn.Module):
             # saturated on one source position from the first step, whose gradient never lets attention learn
             scores = h @ keys.transpose(1, 2) * self.scale  # [B, T, Hd] x [B, Hd, S] -> [B, T, S]
         weights = scores.masked_fill(~mask[:, 0], float("-inf")).softmax(dim=-1)  # mask [B, 1, 1, S] -> [B, 1, S]
+        if self.head_gate is not None:  # switched off: zero weights, so a zero context
+            weights = weights * self.head_gate[0]
         context = weights @ memory  # [B, T, S] x [B, S, Hd] -> [B, T, Hd]
         return torch.tanh(self.w_c(torch.cat([context, h], dim=-1))), weights
 
@@ -126,6 +130,10 @@ class RNNAttention(IncrementalModel):
 
     def project(self, hidden: Tensor) -> Tensor:
         return self.out_proj(self.drop(hidden))  # [B, T, A] -> [B, T, V]
+
+    def attention_modules(self) -> dict[str, list[LuongAttention]]:
+        """Its one attention (cross, one layer of one head), where ``engine.head_mask`` switches it off."""
+        return {"cross": [self.attention]}
 
     def forward(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
         """Logits [B, T, V]; with ``teacher_forcing`` < 1 each step is fed, per sentence and at random, the gold

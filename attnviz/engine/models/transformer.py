@@ -40,6 +40,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: f
 
 
 class MultiHeadAttention(nn.Module):
+    head_gate: Tensor | None = None  # [H] multipliers while heads are switched off (``engine.head_mask``)
+
     def __init__(self, d_model: int, heads: int, dropout: float):
         super().__init__()
         self.heads, self.dropout = heads, dropout
@@ -58,6 +60,10 @@ class MultiHeadAttention(nn.Module):
     def forward(self, x: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool):
         q = self.split(self.q_proj(x))
         out, weights = attention(q, k, v, mask, self.dropout if self.training else 0.0, need_weights)
+        if self.head_gate is not None:  # an off head's weights are zero, so its output [B, H, T, dh] is too
+            gate = self.head_gate[:, None, None]
+            out = out * gate
+            weights = None if weights is None else weights * (gate != 0)
         b, _, t, _ = out.shape
         return self.out_proj(out.transpose(1, 2).reshape(b, t, -1)), weights  # [B, H, T, dh] -> [B, T, D]
 
@@ -272,6 +278,14 @@ class Transformer(IncrementalModel):
 
     def project(self, hidden: Tensor) -> Tensor:
         return self.out_proj(hidden)  # [B, T, D] -> [B, T, V]
+
+    def attention_modules(self) -> dict[str, list[MultiHeadAttention]]:
+        """Each attention kind's modules, one per layer (where ``engine.head_mask`` switches heads off)."""
+        modules = {"decoder": [layer.self_attn for layer in self.decoder]}
+        if self.cfg.has_source:
+            modules |= {"encoder": [layer.self_attn for layer in self.encoder],
+                        "cross": [layer.cross_attn for layer in self.decoder]}
+        return modules
 
     def forward(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
         """Teacher-forced logits [B, T, V] for training (a Transformer always sees the gold prefix)."""
