@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from attnviz import __version__, cli_analysis
 from attnviz.cli_args import BEAM, LENGTH_PENALTY, MAX_BEAM, MAX_LENGTH, float_range, int_range, output_file
 from attnviz.cli_convert import add_command as add_convert
+from attnviz.cli_eval import add_commands as add_eval_commands
+from attnviz.cli_eval import add_head_flags, head_settings
 from attnviz.cli_train import add_commands
 from attnviz.engine.errors import AttnvizError, InputError
 
@@ -38,6 +40,11 @@ def _add_translate(sub) -> None:
     p.add_argument("--length-penalty", type=LENGTH_PENALTY, default=1.0,
                    help="GNMT length penalty alpha for beam search (0 to 10)")
     p.add_argument("--max-len", type=MAX_LENGTH, default=50, help="most output tokens per sentence (default 50)")
+    p.add_argument("--n-best", type=int_range(1, MAX_BEAM), metavar="K",
+                   help="print the K best hypotheses of the beam (K <= --beam) with their length-normalised score "
+                        "and summed log-probability: LINE, RANK, SCORE, LOGPROB, TEXT tab-separated, or an n_best "
+                        "list in each --json object")
+    add_head_flags(p)
     p.set_defaults(func=cmd_translate)
 
 
@@ -91,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_generate(sub)
     _add_info(sub)
     add_commands(sub)
+    add_eval_commands(sub)
     add_convert(sub)
     cli_analysis.add_commands(sub)
     return parser
@@ -113,15 +121,20 @@ def cmd_translate(args) -> int:
     from attnviz.engine.export import save_attention
     from attnviz.engine.translator import load_translator
 
-    decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty)
+    if args.n_best and args.n_best > args.beam:
+        raise InputError(f"--n-best {args.n_best} asks for more hypotheses than the beam keeps; use --beam "
+                         f"{args.n_best} or more, or a smaller --n-best")
     lines = read_lines(args.sentences)
     args.model = args.model or _default_model()
     translator = load_translator(args.model)
     if not translator.has_source:
         raise InputError(f"{args.model} is a language model: it continues text instead of translating it. Use "
                          f"attnviz generate -m {args.model} --prefix TEXT")
-    # with --attention the search's own output is re-scored teacher-forced: the printed translation never changes
-    translate_lines(translator, lines, decode, attention=bool(args.attention))
+    decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty,
+                          **head_settings(args, translator))
+    # --attention and --n-best search each sentence as events (the same choice as the batched search), keeping the
+    # chosen hypothesis' own attention and every finished hypothesis' score
+    translate_lines(translator, lines, decode, capture=bool(args.attention), n_best=args.n_best or 0)
     if args.attention:
         done = [line for line in lines if line.translation is not None]
         found = [line.translation for line in done]
@@ -132,7 +145,7 @@ def cmd_translate(args) -> int:
         save_attention(args.attention, found, translator.info, [line.text for line in done])
         print(f"attention of {len(found)} sentence(s) saved to {args.attention}", file=sys.stderr)
     utf8_stdout()
-    failed = write_lines(lines, args.json)
+    failed = write_lines(lines, args.json, args.n_best or 0)
     if failed:
         print(f"attnviz: {failed} of {len(lines)} line(s) could not be translated (their output lines are empty)",
               file=sys.stderr)

@@ -62,7 +62,7 @@ class _Progress:
         step = max(1, event.total // 10)
         if not self.tty and event.done != event.total and event.done // step == (event.done - 1) // step:
             return
-        line = f"{event.phase}: {event.done}/{event.total} sentences"
+        line = f"{event.phase}: {event.done}/{event.total} {getattr(event, 'unit', 'sentences')}"
         print(("\r" + line) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
         self.last = line
 
@@ -73,11 +73,12 @@ class _Progress:
 
 def _run(steps, ready_type):
     """Consume an analysis generator, showing progress; return its result event."""
+    from attnviz.engine.analysis.importance import ImportanceProgress
     from attnviz.engine.analysis.run import AnalysisProgress
 
     progress, result = _Progress(), None
     for event in steps:
-        if isinstance(event, AnalysisProgress):
+        if isinstance(event, (AnalysisProgress, ImportanceProgress)):
             progress(event)
         elif isinstance(event, ready_type):
             result = event

@@ -13,6 +13,7 @@ import sys
 from dataclasses import dataclass, field
 
 from attnviz.engine.errors import InputError
+from attnviz.engine.vocab import EOS
 
 
 @dataclass
@@ -25,6 +26,7 @@ class Line:
     output: str = ""
     warnings: list[str] = field(default_factory=list)
     translation: object = None  # the full Translation when attention is exported
+    n_best: list[dict] = field(default_factory=list)  # with --n-best: rank, text, tokens, score, logprob
 
     @property
     def blank(self) -> bool:
@@ -59,11 +61,11 @@ def read_lines(sentences: list[str]) -> list[Line]:
     return lines
 
 
-def translate_lines(translator, lines: list[Line], decode, attention: bool) -> None:
-    """Fill in each line's tokens and output (or its error). With ``attention`` the search's own output (greedy or
-    beam) is re-scored teacher-forced, so the printed translation is the same with and without it."""
+def translate_lines(translator, lines: list[Line], decode, capture: bool = False, n_best: int = 0) -> None:
+    """Fill in each line's tokens and output (or its error). Plain output takes the batched search; ``capture``
+    (attention export) or ``n_best`` runs the search sentence by sentence as events (``beam_steps``, greedy when
+    the beam is 1), which chooses the same tokens and keeps every hypothesis' attention and score."""
     from attnviz.engine.decoding import step_limit
-    from attnviz.engine.rescore import forced_translation
 
     todo = []
     for line in lines:
@@ -74,18 +76,44 @@ def translate_lines(translator, lines: list[Line], decode, attention: bool) -> N
             except InputError as exc:
                 line.error = str(exc)
     limit = step_limit(translator.model, decode.max_len)
-    for line, toks in zip(todo, translator.translate_batch_tokens([x.text for x in todo], decode), strict=True):
-        line.tokens, line.output = toks, translator.detokenize(toks)
-        ended = len(toks) < limit  # a search that stops before its step limit stopped at <eos>
-        if not ended:
+    if capture or n_best:
+        ended = [_search_line(translator, line, decode, n_best) for line in todo]
+    else:
+        ended = []
+        for line, toks in zip(todo, translator.translate_batch_tokens([x.text for x in todo], decode), strict=True):
+            line.tokens, line.output = toks, translator.detokenize(toks)
+            ended.append(len(toks) < limit)  # a search that stops before its step limit stopped at <eos>
+    for line, done in zip(todo, ended, strict=True):
+        if not done:
             line.warnings = [*line.warnings, f"the translation reached the limit of {limit} tokens and was cut "
                              "there (raise --max-len to let it finish)"]
-        if attention:
-            line.translation = forced_translation(translator, line.text, toks, ended)
 
 
-def write_lines(lines: list[Line], as_json: bool) -> int:
-    """Print one line per input line (warnings on stderr); returns how many lines failed."""
+def _search_line(translator, line: Line, decode, n_best: int) -> bool:
+    """One line searched as events into a ``SearchTree``: its chosen translation with every attention map and its
+    n-best list. Returns whether the chosen hypothesis ended with ``<eos>``."""
+    from attnviz.engine.search_tree import SearchTree
+
+    events = translator.beam_steps(line.text, decode)
+    tree = SearchTree(next(events))
+    for event in events:
+        tree.add(event)
+    if tree.chosen is None:  # nothing finished (cannot happen with a finite step limit): an empty translation
+        return False
+    line.translation = tree.translation(tree.chosen, translator.detokenize)
+    ended = bool(line.translation.tokens) and line.translation.tokens[-1] == EOS
+    line.tokens = [t for t in line.translation.tokens if t != EOS]
+    line.output = line.translation.text
+    for node in tree.n_best(n_best):
+        words = [s.token for s in tree.path(node.id) if s.token != EOS]
+        line.n_best.append({"rank": len(line.n_best) + 1, "text": translator.detokenize(words), "tokens": words,
+                            "score": node.normalised, "logprob": node.score})
+    return ended
+
+
+def write_lines(lines: list[Line], as_json: bool, n_best: int = 0) -> int:
+    """Print one line per input line (warnings on stderr), or with ``n_best`` one line per hypothesis (LINE, RANK,
+    normalised score, summed log-probability, text; tab-separated); returns how many lines failed."""
     import json
 
     failed = 0
@@ -100,8 +128,11 @@ def write_lines(lines: list[Line], as_json: bool) -> int:
             print(json.dumps({"line": line.number, "error": line.error}, ensure_ascii=False) if as_json else "")
         elif as_json:
             print(json.dumps({"line": line.number, "source": line.text, "src_tokens": line.src_tokens,
-                              "tokens": line.tokens, "text": line.output, "warnings": line.warnings},
-                             ensure_ascii=False))
+                              "tokens": line.tokens, "text": line.output, "warnings": line.warnings,
+                              **({"n_best": line.n_best} if n_best else {})}, ensure_ascii=False))
+        elif n_best and line.n_best:
+            for h in line.n_best:
+                print(f"{line.number}\t{h['rank']}\t{h['score']:.4f}\t{h['logprob']:.4f}\t{h['text']}")
         else:
             print(line.output)
     return failed

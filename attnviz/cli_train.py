@@ -1,4 +1,5 @@
-"""Command-line sub-commands for training and measuring: ``train``, ``evaluate`` and ``presets``.
+"""Command-line sub-commands for training: ``train``, ``release``, ``presets`` and ``data`` (``evaluate`` is in
+``cli_eval``).
 
 They consume the engine's event generators and print a progress line and one summary line per evaluation.
 """
@@ -12,7 +13,7 @@ import threading
 import time
 from pathlib import Path
 
-from attnviz.cli_args import BEAM, LENGTH_PENALTY, MAX_LENGTH, int_range
+from attnviz.cli_args import BEAM, int_range
 from attnviz.engine.errors import ConfigError
 
 TRAIN_FLAGS = {  # flag -> recipe setting
@@ -52,19 +53,6 @@ def add_commands(sub) -> None:
     p = sub.add_parser("presets", help="list the training recipes")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_presets)
-
-    p = sub.add_parser("evaluate", help="measure a checkpoint: BLEU, chrF, PPL")
-    p.add_argument("-m", "--model", required=True)
-    p.add_argument("--preset", help="use this recipe's corpus (default: the one stored in the checkpoint)")
-    p.add_argument("--split", default="test", choices=["val", "test"])
-    p.add_argument("--src", help="source file (plain or .gz), one sentence per line")
-    p.add_argument("--ref", help="reference file aligned with --src")
-    p.add_argument("--data-dir")
-    p.add_argument("--beam", type=BEAM, default=1)
-    p.add_argument("--length-penalty", type=LENGTH_PENALTY, default=1.0)
-    p.add_argument("--max-len", type=MAX_LENGTH, default=50)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
-    p.set_defaults(func=cmd_evaluate)
 
 
 def add_data_command(sub) -> None:
@@ -199,30 +187,4 @@ def cmd_presets(args) -> int:
         return 0
     for name, recipe in PRESETS.items():
         print(f"{name}\n    {recipe.description}")
-    return 0
-
-
-def cmd_evaluate(args) -> int:
-    from attnviz.engine.config import DecodeConfig
-    from attnviz.engine.evaluation import evaluate_files, evaluate_split
-    from attnviz.engine.translator import load_translator
-
-    translator = load_translator(args.model)
-    decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty)
-    if args.src or args.ref:
-        if not (args.src and args.ref):
-            raise ConfigError("--src and --ref go together: give both files")
-        report = evaluate_files(translator, args.src, args.ref, decode)
-    else:
-        report = evaluate_split(translator, args.split, decode, args.preset, args.data_dir)
-    if args.json:
-        print(json.dumps(report, ensure_ascii=False))
-    else:
-        print(f"{report['sentences']} sentences ({report['source']}), {report['decode']}, {report['seconds']:.1f} s")
-        if "bleu_tok" in report:
-            print(f"  bleu_tok  {report['bleu_tok']:.2f}  ({report['bleu_tok_signature']})")
-            print(f"  sacrebleu {report['sacrebleu']:.2f}  ({report['sacrebleu_signature']})")
-            print(f"  chrF      {report['chrf']:.2f}  ({report['chrf_signature']})")
-        if report.get("ppl") is not None:
-            print(f"  loss {report['loss']:.3f}  ppl {report['ppl']:.2f}  accuracy {report['accuracy']:.3f}")
     return 0

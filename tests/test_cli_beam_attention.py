@@ -1,5 +1,6 @@
-"""``attnviz translate --beam N --attention``: the printed translation is the beam's, with or without
---attention, and the saved attention is that of the printed tokens (re-scored teacher-forced)."""
+"""``attnviz translate --beam N --attention``/``--n-best K``: the printed translation is the beam's, with or
+without them; the saved attention is the one the search captured for the chosen hypothesis (``SearchTree``), and the
+n-best list is ranked by normalised score with the chosen hypothesis first."""
 
 import json
 
@@ -8,7 +9,7 @@ import pytest
 
 from attnviz.cli import main
 from attnviz.engine.config import DecodeConfig
-from attnviz.engine.rescore import forced_translation, search_translations
+from attnviz.engine.search_tree import SearchTree
 
 
 @pytest.fixture(scope="module")
@@ -37,23 +38,59 @@ def test_attention_never_changes_the_printed_translation(model_path, tmp_path, c
         np.testing.assert_allclose(cross.sum(-1), 1.0, atol=1e-5)
 
 
-def test_rescoring_a_given_output_records_its_attention(trained_translator):
-    t = forced_translation(trained_translator, "q1 q2 q3", ["w1", "w9"], ended=True)
-    assert t.tokens == ("w1", "w9", "<eos>") and t.text == trained_translator.detokenize(["w1", "w9"])
-    assert t.attention["cross"].shape[2:] == (3, 5) and not any(s.forced for s in t.steps)
-    greedy = trained_translator.translate("q1 q2 q3")
-    again = forced_translation(trained_translator, "q1 q2 q3", list(greedy.words), ended=True)
-    assert again.tokens == greedy.tokens  # greedy's own output re-scored gives greedy's maps
-    for kind in ("encoder", "decoder", "cross"):
-        np.testing.assert_allclose(again.attention[kind], greedy.attention[kind], atol=1e-5)
-    np.testing.assert_allclose(again.probabilities, greedy.probabilities, atol=1e-5)
+def _tree(translator, text, decode):
+    events = translator.beam_steps(text, decode)
+    tree = SearchTree(next(events))
+    for event in events:
+        tree.add(event)
+    return tree
 
 
-def test_search_translations_follow_the_beam(trained_translator):
-    decode = DecodeConfig(beam=4, max_len=20)
-    found = search_translations(trained_translator, [*SENTENCES, ""], decode)
-    assert found[-1] is None
-    assert [list(t.words) for t in found[:-1]] == trained_translator.translate_batch_tokens(SENTENCES, decode)
+@pytest.mark.parametrize("beam", [1, 4])
+def test_saved_attention_is_the_search_trees_chosen_translation(model_path, trained_translator, tmp_path, capsys,
+                                                                beam):
+    npz = tmp_path / "att.npz"
+    assert main(["translate", "-m", model_path, "--beam", str(beam), "--attention", str(npz), *SENTENCES]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    data = np.load(npz)
+    decode = DecodeConfig(beam=beam)
+    for i, text in enumerate(SENTENCES):
+        tree = _tree(trained_translator, text, decode)
+        chosen = tree.translation(tree.chosen, trained_translator.detokenize)
+        assert printed[i] == chosen.text
+        for kind in ("encoder", "decoder", "cross"):
+            np.testing.assert_allclose(data[f"s{i}_{kind}"], chosen.attention[kind], atol=1e-6)
+        np.testing.assert_allclose(data[f"s{i}_probabilities"], chosen.probabilities, atol=1e-6)
+
+
+def test_n_best_lists_k_hypotheses_best_first(model_path, capsys):
+    assert main(["translate", "-m", model_path, "--beam", "4", *SENTENCES]) == 0
+    beam_output = capsys.readouterr().out.splitlines()
+    assert main(["translate", "-m", model_path, "--beam", "4", "--n-best", "3", *SENTENCES]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert len(rows) == 3 * len(SENTENCES)
+    for i, output in enumerate(beam_output):
+        mine = [r for r in rows if r[0] == str(i + 1)]
+        assert [r[1] for r in mine] == ["1", "2", "3"]
+        assert mine[0][4] == output  # the first hypothesis is what --beam prints
+        scores = [float(r[2]) for r in mine]
+        assert scores == sorted(scores, reverse=True)
+        assert len({r[4] for r in mine}) == 3  # distinct hypotheses
+    assert main(["translate", "-m", model_path, "--beam", "4", "--n-best", "2", "--json", *SENTENCES]) == 0
+    objects = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    for o, output in zip(objects, beam_output, strict=True):
+        best = o["n_best"]
+        assert len(best) == 2 and best[0]["text"] == o["text"] == output and best[0]["tokens"] == o["tokens"]
+        assert best[0]["score"] >= best[1]["score"]
+        for h in best:  # the normalised score is the log-probability over the GNMT length penalty (alpha 1)
+            length = len(h["tokens"]) + 1  # + <eos>
+            assert h["score"] == pytest.approx(h["logprob"] / ((5 + length) / 6), rel=1e-6)
+            assert h["logprob"] < 0
+
+
+def test_n_best_needs_a_beam_that_wide(model_path, capsys):
+    assert main(["translate", "-m", model_path, "--beam", "2", "--n-best", "3", "q1"]) == 2
+    assert "--n-best 3" in capsys.readouterr().err
 
 
 def test_the_npz_sidecar_keeps_source_text_probabilities_top_k_and_entropy(model_path, tmp_path, capsys):

@@ -1,0 +1,150 @@
+"""Head importance: the BLEU a corpus loses when one attention head alone is switched off, for every head.
+
+``importance_steps`` decodes the corpus once with every head on (the baseline), then once per head with that head
+off (``DecodeConfig.heads_off``), yielding an ``ImportanceProgress`` after each decode and one ``ImportanceReady``
+with every head's BLEU and its loss (baseline - BLEU: positive when the head helps), most important first. A stop
+event is checked between heads: a stopped run yields nothing more. The CLI (``attnviz head-importance``) and the
+Analysis tab drive the same generator; ``ImportanceReady.to_json``/``from_json`` is the saved file's format.
+
+Torch is not imported here: the translator brings it, so the GUI can import this module at start-up.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from attnviz.engine.config import DecodeConfig
+from attnviz.engine.errors import InputError
+from attnviz.engine.heads import KIND_ALIASES, SHORT_NAMES, HeadRef
+
+FORMAT = "attnviz head importance 1"
+
+
+@dataclass(frozen=True)
+class ImportanceProgress:
+    done: int  # decodes finished: the baseline, then one per head
+    total: int
+    phase: str = "heads off"
+    unit: str = "decodes"
+    head: HeadRef | None = None  # the head just measured (None: the baseline)
+
+
+@dataclass(frozen=True)
+class HeadScore:
+    kind: str  # "encoder", "decoder" or "cross"
+    layer: int  # 0-based
+    head: int  # 0-based
+    bleu: float  # bleu_tok with this head alone off
+    delta: float  # baseline - bleu: the BLEU lost (negative: the corpus scores better without the head)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "layer": self.layer + 1, "head": self.head + 1, "bleu": self.bleu,
+                "delta": self.delta}
+
+
+@dataclass(frozen=True)
+class ImportanceReady:
+    baseline: float  # bleu_tok with every head on
+    heads: tuple[HeadScore, ...]  # most important (largest delta) first
+    layout: dict[str, tuple[int, int]]  # kind -> (layers, heads) of the kinds measured
+    sentences: int
+    source: str
+    decode: str = "greedy"
+    rescale_heads: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)  # e.g. the model's path
+
+    def matrix(self, kind: str) -> np.ndarray:
+        """[layers, heads] of the BLEU lost per head (NaN where a head was not measured)."""
+        out = np.full(self.layout[kind], np.nan)
+        for h in self.heads:
+            if h.kind == kind:
+                out[h.layer, h.head] = h.delta
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, **self.extra, "source": self.source, "sentences": self.sentences,
+                "decode": self.decode, "rescale_heads": self.rescale_heads, "metric": "bleu_tok",
+                "baseline_bleu": self.baseline, "layout": {k: list(v) for k, v in self.layout.items()},
+                "heads": [h.to_json() for h in self.heads]}
+
+    @classmethod
+    def from_json(cls, data: Any) -> ImportanceReady:
+        """Read a saved file back; ``InputError`` when it is not one ``to_json`` wrote."""
+        try:
+            if data.get("format") != FORMAT:
+                raise KeyError("format")
+            layout = {KIND_ALIASES[k]: (int(v[0]), int(v[1])) for k, v in data["layout"].items()}
+            heads = tuple(HeadScore(KIND_ALIASES[h["kind"]], int(h["layer"]) - 1, int(h["head"]) - 1,
+                                    float(h["bleu"]), float(h["delta"])) for h in data["heads"])
+            if any(not (0 <= h.layer < layout[h.kind][0] and 0 <= h.head < layout[h.kind][1]) for h in heads):
+                raise ValueError("head outside the layout")
+            return cls(float(data["baseline_bleu"]), heads, layout, int(data["sentences"]), str(data["source"]),
+                       str(data.get("decode", "greedy")), bool(data.get("rescale_heads", False)))
+        except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
+            raise InputError(f"This is not a head-importance file written by attnviz ({exc}); make one with "
+                             "attnviz head-importance --out FILE.json or the Analysis tab.") from None
+
+
+def kinds_to_measure(translator, kinds: Sequence[str] | None) -> dict[str, tuple[int, int]]:
+    """The layout of the attention kinds to measure: all the model has, or ``kinds`` (enc/dec/cross aliases)."""
+    layout = dict(translator.config.model_kind.layout(translator.config))
+    if not kinds:
+        return layout
+    chosen = {}
+    for name in kinds:
+        kind = KIND_ALIASES.get(name.strip().lower())
+        if kind is None or kind not in layout:
+            have = ", ".join(SHORT_NAMES[k] for k in layout)
+            raise InputError(f"Unknown or absent attention kind {name!r}: this model has {have}.")
+        chosen[kind] = layout[kind]
+    return chosen
+
+
+def corpus_bleu(translator, pairs: Sequence[tuple[str, str]], decode: DecodeConfig) -> float:
+    """bleu_tok of the corpus translated with ``decode`` (evaluate's figure, without the teacher-forced pass)."""
+    from attnviz.engine.metrics import bleu_tok
+
+    hyps = translator.translate_batch_tokens([s for s, _ in pairs], decode)
+    refs = [translator.tgt_spec.words().tokenize(r) for _, r in pairs]
+    return bleu_tok([translator.tgt_spec.scored_words(h) for h in hyps], refs)[0]
+
+
+def importance_steps(translator, pairs: Sequence[tuple[str, str]], decode: DecodeConfig | None = None, *,
+                     kinds: Sequence[str] | None = None, source: str = "corpus",
+                     stop: threading.Event | None = None) -> Iterator[ImportanceProgress | ImportanceReady]:
+    """Every head of ``kinds`` (default: all) switched off alone; ``decode``'s own ``heads_off`` are ignored."""
+    if not translator.has_source:
+        raise InputError("Head importance is measured in BLEU, which needs a translation model; this is a "
+                         "language model.")
+    if not pairs:
+        raise InputError("The corpus has no sentences to measure head importance on.")
+    decode = (decode or DecodeConfig()).replace(heads_off=())
+    layout = kinds_to_measure(translator, kinds)
+    refs = [HeadRef(k, la, h) for k, (layers, heads) in layout.items() for la in range(layers) for h in range(heads)]
+    total = len(refs) + 1
+    baseline = corpus_bleu(translator, pairs, decode)
+    yield ImportanceProgress(1, total)
+    scores = []
+    for done, ref in enumerate(refs, 2):
+        if stop is not None and stop.is_set():
+            return
+        bleu = corpus_bleu(translator, pairs, decode.replace(heads_off=(ref,)))
+        scores.append(HeadScore(ref.kind, ref.layer, ref.head, bleu, baseline - bleu))
+        yield ImportanceProgress(done, total, head=ref)
+    scores.sort(key=lambda s: (-s.delta, s.kind, s.layer, s.head))
+    yield ImportanceReady(baseline, tuple(scores), layout, len(pairs), source,
+                          f"beam {decode.beam}" if decode.beam > 1 else "greedy", decode.rescale_heads)
+
+
+def compute_importance(translator, pairs, decode: DecodeConfig | None = None,
+                       kinds: Sequence[str] | None = None) -> ImportanceReady:
+    """The result without progress (tests, scripts)."""
+    for event in importance_steps(translator, pairs, decode, kinds=kinds):
+        if isinstance(event, ImportanceReady):
+            return event
+    raise RuntimeError("head importance ended without a result")
