@@ -1,5 +1,5 @@
 """AnalysisTab: what the loaded model's heads do over a corpus, how well they align, and one sentence's attention
-as raw, norm-weighted or rolled-out maps.
+as raw, norm-weighted or rolled-out maps, and (``importance_panel``) the BLEU each head is worth.
 
 A run (through the generic worker, with a progress bar and Cancel) computes the head statistics over the model's
 val/test split or a text file and, with a gold alignment file, the AER of every cross-attention head. The results
@@ -11,7 +11,6 @@ the tags are stated in the view. The engine does the work; this tab only asks an
 from __future__ import annotations
 
 from html import escape
-from pathlib import Path
 
 from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal, Slot
 from PySide6.QtWidgets import (
@@ -35,26 +34,13 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.analysis.jobs import analysis_job, views_job
 from attnviz.engine.analysis.names import PROXY, STATS, THRESHOLDS
-from attnviz.engine.runs import RunPaths, run_checkpoint
-from attnviz.gui.analysis_widgets import HeadMap, SentenceViews, StatsTableModel
+from attnviz.gui.analysis_widgets import HeadMap, SentenceViews, StatsTableModel, run_partner
+from attnviz.gui.importance_panel import ImportancePanel
 from attnviz.gui.widgets import named
 from attnviz.gui.worker import Worker
 
 SHARES = {"max_weight", "sos", "eos", "punct", "sink", "same", "prev", "next", "norm_entropy", "alignment_proxy"}
 AER = "aer"
-
-
-def run_partner(path: str | None) -> str:
-    """Where the compare dialog starts: the other file of the same training run (its last checkpoint beside the
-    best, the best beside any other), else the model's folder."""
-    if not path:
-        return ""
-    current = Path(path)
-    best = run_checkpoint(current)
-    for candidate in ((RunPaths(best).last,) if current == best else (best, RunPaths(best).last)):
-        if candidate != current and candidate.exists():
-            return str(candidate)
-    return str(current.parent)
 
 
 class AnalysisTab(QWidget):
@@ -124,6 +110,7 @@ class AnalysisTab(QWidget):
         self.open_button = named(QPushButton("Open in Trans&late"), "openSentenceButton",
                                  "Open the selected sentence in the Translate tab")
         self.sentence_views = SentenceViews()
+        self.importance = ImportancePanel(self.corpus_choice)
         self._layout()
 
     def _layout(self) -> None:
@@ -159,6 +146,7 @@ class AnalysisTab(QWidget):
         self.pages = QTabWidget()
         self.pages.addTab(map_page, "Heads")
         self.pages.addTab(self.sentence_views, "Current sentence")
+        self.pages.addTab(self.importance, "Head importance")
         splitter = QSplitter(Qt.Orientation.Horizontal)
         splitter.addWidget(self.table)
         splitter.addWidget(self.pages)
@@ -187,6 +175,7 @@ class AnalysisTab(QWidget):
         self.table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
         self.open_button.clicked.connect(self._on_open_clicked)
         self.sentence_list.itemDoubleClicked.connect(self._on_sentence_double_clicked)
+        self.importance.status.connect(self.status)
 
     @staticmethod
     def _thresholds_text() -> str:
@@ -204,6 +193,7 @@ class AnalysisTab(QWidget):
         self.sentence_views.set_views({}, {})
         self._set_running(False)
         self.run_button.setEnabled(translator is not None)
+        self.importance.set_translator(translator)
 
     def set_translation(self, translation) -> None:
         """The Translate tab's current sentence, shown under each view (computed in the background)."""
@@ -211,11 +201,15 @@ class AnalysisTab(QWidget):
             translator, compare = self.translator, self.compare
             self.view_worker.start(lambda stop: views_job(translator, translation, compare))
 
+    def corpus_choice(self) -> tuple[str | None, str | None, str | None]:
+        """(split, None, None), or (None, source file, reference file) for text files."""
+        split = self.corpus_combo.currentData()
+        return (None, *self.files) if split == "files" else (split, None, None)
+
     def run(self) -> None:
         if self.translator is None:
             return
-        split = self.corpus_combo.currentData()
-        corpus = (None, *self.files) if split == "files" else (split, None, None)
+        split, corpus = self.corpus_combo.currentData(), self.corpus_choice()
         if split == "files" and not self.files[0]:
             self.status.emit("Choose a source file first (Corpus: Text files...)")
             return
@@ -228,8 +222,7 @@ class AnalysisTab(QWidget):
         self.diff_check.setEnabled(False)
         self.progress.setValue(0)
         self._set_running(True)
-        self.worker.start(lambda stop: analysis_job(translator, corpus, limit, targets, gold, compare,
-                                                              stop))
+        self.worker.start(lambda stop: analysis_job(translator, corpus, limit, targets, gold, compare, stop))
 
     @Slot()
     def cancel(self) -> None:

@@ -1,10 +1,13 @@
 """Views of the Analysis tab: the head-statistics table model, a clickable layer x head map and the panel that
-shows one sentence's attention as raw, norm-weighted or rolled-out maps.
+shows one sentence's attention as raw, norm-weighted or rolled-out maps; ``run_partner`` picks where the compare
+dialog starts.
 
 They are views: data arrives through one setter each and nothing here runs the model.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal, Slot
@@ -13,10 +16,24 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLay
 
 from attnviz.engine.analysis.names import SIDE_BY_SIDE, SIGNED_VIEWS, VIEWS
 from attnviz.engine.events import ATTENTION_KINDS
+from attnviz.engine.runs import RunPaths, run_checkpoint
 from attnviz.gui.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.widgets import named
 
 NO_PARENT = QModelIndex()  # a table has no parent index
+
+
+def run_partner(path: str | None) -> str:
+    """Where the compare dialog starts: the other file of the same training run (its last checkpoint beside the
+    best, the best beside any other), else the model's folder."""
+    if not path:
+        return ""
+    current = Path(path)
+    best = run_checkpoint(current)
+    for candidate in ((RunPaths(best).last,) if current == best else (best, RunPaths(best).last)):
+        if candidate != current and candidate.exists():
+            return str(candidate)
+    return str(current.parent)
 
 
 class StatsTableModel(QAbstractTableModel):

@@ -1,8 +1,8 @@
 """The Analysis view's background jobs: generators the GUI's worker runs (the CLI drives the same engine steps).
 
 ``analysis_job`` chains head statistics, the AER of every head with a gold file, and a second checkpoint's
-statistics; ``views_job`` computes one sentence under every view. Torch loads only when a job runs, so the GUI
-imports this module at start-up without it.
+statistics; ``importance_job`` measures the BLEU each head is worth; ``views_job`` computes one sentence under
+every view. Torch loads only when a job runs, so the GUI imports this module at start-up without it.
 """
 
 from __future__ import annotations
@@ -25,6 +25,21 @@ def analysis_job(translator, corpus: tuple[str, str | None, str | None], limit: 
         for event in head_stats_steps(load_comparable(compare, translator), sources, refs if use_refs else None,
                                       stop=stop):
             yield HeadStatsReady(event.stats, "compare") if isinstance(event, HeadStatsReady) else event
+
+
+def importance_job(translator, corpus: tuple[str | None, str | None, str | None], limit: int, stop):
+    """Worker job: every head switched off alone on the corpus (a split, or a source and a reference file)."""
+    from attnviz.engine.analysis.importance import importance_steps
+    from attnviz.engine.analysis.run import corpus_pairs
+    from attnviz.engine.errors import InputError
+
+    split, src, tgt = corpus
+    sources, refs = corpus_pairs(translator, split or "val", src, tgt, limit)
+    if refs is None:
+        raise InputError("Head importance is measured in BLEU and needs references: choose a source file and its "
+                         "reference file, or a split of the model's corpus.")
+    source = f"{src} / {tgt}" if src else f"{split} split"
+    yield from importance_steps(translator, list(zip(sources, refs)), source=source, stop=stop)
 
 
 def views_job(translator, translation, compare: str | None = None):

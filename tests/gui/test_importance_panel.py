@@ -1,0 +1,80 @@
+"""The Analysis tab's head-importance page: Compute fills a layer x head map per kind with the engine's figures
+(hover tells them exactly), Cancel stops between heads, and a saved file opens into the same map."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from attnviz.engine.analysis.importance import compute_importance
+
+
+@pytest.fixture()
+def corpus(tmp_path):
+    src, tgt = tmp_path / "src.txt", tmp_path / "tgt.txt"
+    src.write_text("q1 q2 q3\nq4 q5\nq6 q7 q8 q9\nq10\n")
+    tgt.write_text("w3 w2 w1\nw5 w4\nw9 w8 w7 w6\nw10\n")
+    return str(src), str(tgt)
+
+
+def test_compute_shows_every_kinds_bleu_lost(qtbot, loaded, corpus, trained_translator):
+    tab = loaded.analysis_tab
+    panel = tab.importance
+    tab.pages.setCurrentWidget(panel)
+    tab.set_files(*corpus)
+    panel.compute()
+    assert panel.cancel_button.isEnabled() and not panel.compute_button.isEnabled()
+    qtbot.waitUntil(lambda: not panel.is_running() and panel.result is not None, timeout=60000)
+    expected = compute_importance(trained_translator, list(zip(*[open(f).read().split("\n")[:4] for f in corpus])))
+    assert panel.result.baseline == pytest.approx(expected.baseline)
+    assert [panel.kind_combo.itemData(i) for i in range(panel.kind_combo.count())] == ["encoder", "decoder", "cross"]
+    for i, kind in enumerate(("encoder", "decoder", "cross")):
+        panel.kind_combo.setCurrentIndex(i)
+        shown = panel.map.data().matrix
+        assert shown.shape == (2, 4)
+        np.testing.assert_allclose(shown, expected.matrix(kind))
+        assert "BLEU lost" in panel.map.data().title
+    top = panel.result.heads[0]
+    panel.kind_combo.setCurrentIndex(panel.kind_combo.findData(top.kind))
+    hover = panel.map.describe_cell(top.layer, top.head)
+    assert f"layer {top.layer + 1}, head {top.head + 1}" in hover and f"{top.delta:+.4f}" in hover
+    assert f"{top.bleu:.4f}" in hover
+    assert f"{panel.result.baseline:.2f}" in panel.summary.text() and panel.save_button.isEnabled()
+
+
+def test_cancel_stops_and_references_are_required(qtbot, loaded, corpus):
+    tab = loaded.analysis_tab
+    panel = tab.importance
+    tab.set_files(corpus[0], None)
+    with qtbot.waitSignal(panel.status) as blocker:
+        panel.compute()
+    assert "references" in blocker.args[0] and not panel.is_running()
+    tab.set_files(*corpus)
+    panel.compute()
+    panel.cancel()
+    assert panel.compute_button.isEnabled() and not panel.cancel_button.isEnabled() and panel.result is None
+
+
+def test_a_saved_file_opens_into_the_map(qtbot, loaded, tmp_path, trained_translator, capsys):
+    from attnviz.cli import main
+
+    model = tmp_path / "toy.safetensors"
+    trained_translator.save(model, name="toy")
+    (tmp_path / "s.txt").write_text("q1 q2 q3\nq4 q5\n")
+    (tmp_path / "r.txt").write_text("w3 w2 w1\nw5 w4\n")
+    out = tmp_path / "imp.json"
+    assert main(["head-importance", "-m", str(model), "--src", str(tmp_path / "s.txt"), "--ref",
+                 str(tmp_path / "r.txt"), "--kinds", "cross", "--out", str(out)]) == 0
+    panel = loaded.analysis_tab.importance
+    panel.open_file(str(out))
+    data = json.loads(out.read_text())
+    assert panel.kind_combo.count() == 1 and panel.kind_combo.currentData() == "cross"
+    for h in data["heads"]:
+        assert panel.map.data().matrix[h["layer"] - 1, h["head"] - 1] == pytest.approx(h["delta"])
+    panel.save_file(str(tmp_path / "again.json"))
+    assert json.loads((tmp_path / "again.json").read_text())["heads"] == data["heads"]
+    (tmp_path / "bad.json").write_text("{\"format\": 3}")
+    panel.open_file(str(tmp_path / "bad.json"))
+    assert "Cannot open bad.json" in panel.summary.text() and panel.result is not None  # the last result stays
