@@ -6,7 +6,11 @@ Measures, in one run, on a reference-A-sized Transformer (random weights unless 
 - batched translation of 1,000 sentences (Multi30k test sources when ATTNVIZ_DATA is set, else synthetic);
 - step-by-step decoding with full capture on a MarianMT-sized model (kind ``marian``: 6+6 layers, d 512, 8 heads,
   ff 2048, vocabulary 58,101 pieces plus attnviz's <sos>, shared and tied embeddings; random weights): milliseconds
-  per step, median of ``--repeats`` runs (skip with ``--no-marian``).
+  per step, median of ``--repeats`` runs (skip with ``--no-marian``);
+- exploring decoding (issue 18) on the first ``--explore`` batch sentences: greedy with full capture
+  (``Translator.translate``) against beam 5 with every candidate's attention (``beam_steps`` into a ``SearchTree``),
+  and re-decoding a sentence greedily after a head toggle (one cross-attention head off), milliseconds per sentence,
+  medians (skip with ``--explore 0``).
 
 With random weights ``<eos>`` is suppressed so every sentence decodes the full ``--tokens`` steps: a harder case
 than real translation, whose outputs average about 13 tokens.
@@ -28,7 +32,9 @@ from pathlib import Path
 import torch
 
 from attnviz.engine.config import DecodeConfig, ModelConfig
+from attnviz.engine.heads import HeadRef
 from attnviz.engine.models.transformer import Transformer
+from attnviz.engine.search_tree import SearchTree
 from attnviz.engine.tokenize import TokenizerSpec
 from attnviz.engine.translator import Translator, build_model, load_translator
 from attnviz.engine.vocab import EOS_ID, Vocab
@@ -89,6 +95,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=1000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-marian", action="store_true", help="skip the MarianMT-sized measurement")
+    parser.add_argument("--explore", type=int, default=20, help="sentences for the beam / head-toggle figures")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     translator = load_translator(args.model) if args.model else random_translator()
@@ -101,6 +108,8 @@ def main() -> None:
     start = time.perf_counter()
     outputs = translator.translate_batch_tokens(texts, DecodeConfig(max_len=args.tokens if not args.model else 50))
     batch_s = time.perf_counter() - start
+    max_len = args.tokens if not args.model else 50
+    explore = exploration_figures(translator, texts[: args.explore], max_len) if args.explore else {}
     marian = {} if args.no_marian else marian_figures(args.tokens, args.repeats)
     print(json.dumps({
         "model": args.model or "random reference-A weights (9,038,341 parameters), <eos> suppressed",
@@ -113,9 +122,48 @@ def main() -> None:
         "batch_source": origin,
         "batch_output_tokens_mean": round(sum(map(len, outputs)) / len(outputs), 1),
         "batch_seconds": round(batch_s, 2),
+        **explore,
         **marian,
         "targets": {"speedup_at_least": 1.5, "batch_seconds_under": 5.0},
     }, indent=2))
+
+
+def _ms(run) -> float:
+    start = time.perf_counter()
+    run()
+    return (time.perf_counter() - start) * 1000
+
+
+def _beam_tree(translator: Translator, text: str, decode: DecodeConfig) -> SearchTree:
+    events = translator.beam_steps(text, decode)
+    tree = SearchTree(next(events))
+    for event in events:
+        tree.add(event)
+    tree.translation(tree.chosen, translator.detokenize)  # the chosen hypothesis' maps, as the app shows them
+    return tree
+
+
+def exploration_figures(translator: Translator, texts: list[str], max_len: int) -> dict:
+    """Per sentence: greedy with capture, beam 5 with every candidate's attention, greedy with one head off."""
+    greedy, beam5 = DecodeConfig(max_len=max_len), DecodeConfig(max_len=max_len, beam=5)
+    layers = translator.config.model_kind.layout(translator.config)["cross"][0]
+    toggled = greedy.replace(heads_off=(HeadRef("cross", layers - 1, 0),))
+    runs = {"greedy": lambda t: translator.translate(t, greedy), "beam5": lambda t: _beam_tree(translator, t, beam5),
+            "toggle": lambda t: translator.translate(t, toggled)}
+    for run in runs.values():  # warm-up
+        run(texts[0])
+    figures: dict[str, list[float]] = {name: [] for name in runs}
+    for text in texts:  # interleaved, so a busy moment of a shared machine weighs on all three alike
+        for name, run in runs.items():
+            figures[name].append(_ms(lambda r=run, t=text: r(t)))
+    nodes = [len(_beam_tree(translator, t, beam5).nodes) for t in texts[:5]]
+    return {"explore_sentences": len(texts),
+            "greedy_capture_ms_per_sentence_median": round(statistics.median(figures["greedy"]), 1),
+            "beam5_capture_ms_per_sentence_median": round(statistics.median(figures["beam5"]), 1),
+            "beam5_vs_greedy": round(statistics.median(figures["beam5"]) / statistics.median(figures["greedy"]), 2),
+            "beam5_tree_nodes_first5": nodes,
+            "head_toggle_redecode_ms_median": round(statistics.median(figures["toggle"]), 1),
+            "head_toggled": f"cross:{layers}.1"}
 
 
 def marian_figures(tokens: int, repeats: int) -> dict:
