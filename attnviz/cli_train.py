@@ -164,7 +164,13 @@ def cmd_train(args) -> int:
 
 
 def _torchrun(args) -> int:
-    """``attnviz train --nproc N ...``: become ``torchrun --standalone --nproc_per_node N -m attnviz train ...``."""
+    """``attnviz train --nproc N ...`` runs ``torchrun --standalone --nproc_per_node N -m attnviz train ...`` in
+    this process: SIGINT or SIGTERM reaches torchrun, which hands it to every worker (each stops after the same
+    step; rank 0 saves). Exit status: 0 done, 130 stopped, 1 a worker failed (its message is printed above)."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import main as torchrun
+
     from attnviz.engine.distributed import world_size
 
     if world_size() > 1:
@@ -173,15 +179,19 @@ def _torchrun(args) -> int:
     for arg in args.argv:
         if skip or arg == "--nproc":
             skip = not skip and arg == "--nproc"
-            continue
-        if not arg.startswith("--nproc="):
+        elif not arg.startswith("--nproc="):
             rest.append(arg)
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-               str(args.nproc), "-m", "attnviz", *rest]
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os.execv(sys.executable, command)  # signals to this process now reach torchrun, which forwards them
-    return 1  # not reached
+    try:
+        torchrun(["--standalone", "--nproc_per_node", str(args.nproc), "-m", "attnviz", *rest])
+    except SignalException:
+        return 130
+    except ChildFailedError as exc:
+        rank, failure = exc.get_first_failure()
+        stopped = failure.exitcode == 130
+        print(f"attnviz: {'stopped' if stopped else 'error: training process ' + str(rank) + ' failed'} "
+              f"(exit status {failure.exitcode})", file=sys.stderr)
+        return 130 if stopped else 1
+    return 0
 
 
 class _Progress:
