@@ -124,7 +124,7 @@ def _label(n: int) -> str:
 
 
 def processes(steps: int, counts: list[int]) -> dict:
-    result = {"cpu": {"threads_per_process": 1, "steps": steps,
+    result = {"cpu": {"threads_per_process": 1, "steps": steps, "cpu_cores": os.cpu_count(),
                       **{_label(n): run_processes(n, steps, "cpu") for n in counts}}}
     if torch.cuda.is_available():
         gpus = torch.cuda.device_count()
@@ -156,6 +156,7 @@ def main() -> None:
         report.update(bucketing(args.steps, args.threads))
     if args.mode in ("all", "processes"):
         report["processes"] = processes(args.steps, [int(n) for n in args.processes.split(",")])
+        report["load_average_1min_after"] = round(os.getloadavg()[0], 2)  # other jobs on the machine skew the figures
     print(json.dumps(report, indent=2))
 
 
