@@ -150,3 +150,19 @@ def test_killing_the_launcher_saves_and_one_process_resumes_at_the_global_positi
     left = 50 - position  # one process takes one batch a step, from where the two left off
     expected = (epoch, position + 3) if left > 3 else (epoch + 1, 3 - left)
     assert (after["step"], after["epoch"], after["batch_index"]) == (step + 3, *expected)
+
+
+def test_one_process_run_resumes_with_two_at_its_global_position(tmp_path):
+    settings = corpus(tmp_path)
+    out = tmp_path / "r.safetensors"
+    flags = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
+    alone = subprocess.run([sys.executable, "-m", "attnviz", "train", "--preset", "multi30k-de-en", "--out", str(out),
+                            "--max-steps", "3", *flags], env=env(), capture_output=True, text=True, timeout=120)
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    two = subprocess.run([sys.executable, "-m", "attnviz", "train", "--nproc", "2", "--resume", str(out),
+                          "--max-steps", "5"], env=env(), capture_output=True, text=True, timeout=120)
+    assert two.returncode == 0, two.stderr[-3000:]
+    assert "resuming at step 3" in two.stdout and "x 2 processes" in two.stdout
+    meta, _ = read_header(tmp_path / "r.state.safetensors")
+    assert (meta["step"], meta["epoch"], meta["batch_index"]) == (5, 1, 3 + 2 * 2)  # two batches a step from 3
+    assert not any(k.startswith("module.") for k in load_file(str(tmp_path / "r.last.safetensors")))
