@@ -6,10 +6,12 @@ the mean of the two batches' losses (autograd accumulates g0 / 2 + g1 / 2). Only
 in the last bit of float32 (about 6e-8 relative); Adam's update per step is at most about lr (1e-3) per weight and
 smooth in the gradient where the gradient is not tiny, so after 6 steps the weights may differ by a small multiple of
 1e-7 times lr: 1e-5 absolute leaves margin yet is far below one step's change (checked too), so a rank that trained on
-other batches or an unaveraged gradient fails it. The exception is a weight whose true gradient is zero, the key
-projections' biases (softmax ignores what adds the same to every score): their gradient is rounding noise, which
-Adam scales up to steps of about lr each way, so they are only held within steps x lr. (In practice, on one thread
-each, the two runs come out bit for bit equal.)
+other batches fails it (one batch a step instead of two: 1e-2 apart). Adam is scale invariant, so the weights would
+not show a sum of the ranks' gradients instead of their mean: the last step's gradients (no clipping) are compared
+too, within 1e-4 relative (1e-7 absolute for entries near zero), as the weights they are taken at agree. The
+exception is a weight whose true gradient is zero, the key projections' biases (softmax ignores what adds the same
+to every score): their gradient is rounding noise, which Adam scales up to steps of about lr each way, so they are
+only held within steps x lr. (In practice, on one thread each, the two runs come out bit for bit equal.)
 """
 
 from __future__ import annotations
@@ -56,7 +58,9 @@ recipe = Recipe.from_dict(json.loads(open(sys.argv[1]).read()))
 for event in training.train(recipe, sys.argv[2], max_steps=int(sys.argv[3])):
     pass
 rank = os.environ["RANK"]
-save_file({k: v.contiguous() for k, v in seen[0].model.state_dict().items()}, sys.argv[2] + f".rank{rank}")
+model = seen[0].model
+grads = {"grad." + k: p.grad for k, p in model.named_parameters() if p.grad is not None}  # the last step's
+save_file({k: v.contiguous() for k, v in (model.state_dict() | grads).items()}, sys.argv[2] + f".rank{rank}")
 """
 
 
@@ -76,7 +80,8 @@ def torchrun(*args: str) -> list[str]:
 
 
 def one_process_reference(recipe, steps: int, world: int = 2) -> dict[str, torch.Tensor]:
-    """What two ranks compute, in one process: each step's loss is the mean of the two ranks' batch losses."""
+    """What two ranks compute, in one process: each step's loss is the mean of the two ranks' batch losses. Returns
+    the weights, and the last step's gradients as ``grad.NAME``."""
     cfg = recipe.train
     torch.set_num_threads(1)
     torch.manual_seed(cfg.seed)
@@ -92,13 +97,17 @@ def one_process_reference(recipe, steps: int, world: int = 2) -> dict[str, torch
             losses.append(smoothed_loss(model(src, tgt[:, :-1], 1.0), tgt[:, 1:], 0.0))
         opt.zero_grad()
         (sum(losses) / world).backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
+        if cfg.clip_norm:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
         opt.step()
-    return {k: v.detach() for k, v in model.state_dict().items()}
+    grads = {"grad." + k: p.grad.detach().clone() for k, p in model.named_parameters() if p.grad is not None}
+    return {k: v.detach() for k, v in model.state_dict().items()} | grads
 
 
 def test_two_processes_equal_one_over_the_same_global_batches(tmp_path):
-    recipe = get_preset("multi30k-de-en").override(corpus(tmp_path))
+    # no clipping, so the last step's gradients are DDP's average as it left them (Adam alone would hide a sum:
+    # it is scale invariant)
+    recipe = get_preset("multi30k-de-en").override(corpus(tmp_path) | {"train.clip_norm": "0"})
     (tmp_path / "recipe.json").write_text(json.dumps(recipe.to_dict()))
     script = tmp_path / "ranks.py"
     script.write_text(RANK_SCRIPT)
@@ -112,16 +121,21 @@ def test_two_processes_equal_one_over_the_same_global_batches(tmp_path):
         assert torch.equal(rank0[name], rank1[name]), name
     saved = load_file(str(tmp_path / "d.last.safetensors"))
     assert not any(k.startswith("module.") for k in saved)  # rank 0 saved the model, not its DDP wrapper
-    weights = {k: v for k, v in saved.items() if k in rank0}
-    assert weights.keys() == rank0.keys() and all(torch.equal(weights[k], rank0[k]) for k in rank0)
+    model_weights = {k for k in rank0 if not k.startswith("grad.")}
+    weights = {k: v for k, v in saved.items() if k in model_weights}
+    assert weights.keys() == model_weights and all(torch.equal(weights[k], rank0[k]) for k in model_weights)
     meta, _ = read_header(tmp_path / "d.state.safetensors")
     assert (meta["step"], meta["epoch"], meta["batch_index"]) == (6, 1, 12)  # the position counts global batches
     reference, first = one_process_reference(recipe, 6), one_process_reference(recipe, 1)
-    moved = max((reference[k] - first[k]).abs().max().item() for k in reference)
+    moved = max((reference[k] - first[k]).abs().max().item() for k in model_weights)
     assert moved > 1e-3  # five steps move the weights by far more than the tolerance
-    for name, tensor in reference.items():
+    for name in model_weights:
         zero_gradient = "k_proj.bias" in name
-        torch.testing.assert_close(rank0[name], tensor, rtol=0, atol=6 * 1e-3 if zero_gradient else 1e-5, msg=name)
+        torch.testing.assert_close(rank0[name], reference[name], rtol=0, atol=6 * 1e-3 if zero_gradient else 1e-5,
+                                   msg=name)
+    for name in (k for k in reference if k.startswith("grad.") and "k_proj.bias" not in k):
+        # the gradient of the mean of the two losses: DDP averaged (a sum would be twice as large)
+        torch.testing.assert_close(rank0[name], reference[name], rtol=1e-4, atol=1e-7, msg=name)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
