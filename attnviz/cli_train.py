@@ -139,8 +139,6 @@ def cmd_train(args) -> int:
     from attnviz.engine.runs import recipe_of_run, run_checkpoint
     from attnviz.engine.training import train
 
-    if args.nproc > 1:
-        return _torchrun(args)
     if args.resume:
         # any file of a run (best, .last, .state, .epochN) resumes that run; its best is never written over .last
         recipe, out = recipe_of_run(args.resume).override(_overrides(args)), str(run_checkpoint(args.resume))
@@ -149,6 +147,8 @@ def cmd_train(args) -> int:
         out = args.out or str(Path("runs") / f"{recipe.name}.safetensors")
     else:
         raise ConfigError("say what to train: --preset NAME (see `attnviz presets`) or --resume CHECKPOINT")
+    if args.nproc > 1:  # the settings are valid (checked once, above): start the processes
+        return _torchrun(args)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl+C or kill: save a resumable checkpoint, then exit
         signal.signal(sig, lambda *_: stop.set())

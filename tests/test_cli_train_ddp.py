@@ -180,3 +180,10 @@ def test_one_process_run_resumes_with_two_at_its_global_position(tmp_path):
     meta, _ = read_header(tmp_path / "r.state.safetensors")
     assert (meta["step"], meta["epoch"], meta["batch_index"]) == (5, 1, 3 + 2 * 2)  # two batches a step from 3
     assert not any(k.startswith("module.") for k in load_file(str(tmp_path / "r.last.safetensors")))
+
+
+def test_bad_settings_are_refused_once_before_any_process_starts(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "attnviz", "train", "--nproc", "2", "--preset", "multi30k-de-en",
+                          "--lr", "-1", "--out", str(tmp_path / "x.safetensors")], env=env(), capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 1 and out.stderr.count("lr must be positive") == 1 and "torch" not in out.stderr
