@@ -247,6 +247,7 @@ def explain(exc: AttnvizError) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # as typed (train --nproc hands it on to torchrun)
     if args.self_test:
         from attnviz.selftest import run_self_test
 

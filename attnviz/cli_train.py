@@ -7,6 +7,7 @@ They consume the engine's event generators and print a progress line and one sum
 from __future__ import annotations
 
 import json
+import os
 import signal
 import sys
 import threading
@@ -20,7 +21,7 @@ TRAIN_FLAGS = {  # flag -> recipe setting
     "epochs": "train.epochs", "lr": "train.lr", "batch_size": "train.batch_size", "max_tokens": "train.max_tokens",
     "seed": "train.seed", "device": "train.device", "label_smoothing": "train.label_smoothing",
     "warmup": "train.warmup", "schedule": "train.schedule", "threads": "train.threads",
-    "eval_every": "train.eval_every",
+    "eval_every": "train.eval_every", "precision": "train.precision",
 }
 
 
@@ -35,6 +36,9 @@ def add_commands(sub) -> None:
     p.add_argument("--data-dir", help="folder with the corpora (default: $ATTNVIZ_DATA or the user data folder)")
     p.add_argument("--max-steps", type=int_range(0, 10**12), default=0,
                    help="stop after this many optimizer steps in total")
+    p.add_argument("--nproc", type=int_range(1, 1024), default=1,
+                   help="train with N processes on this machine (DistributedDataParallel, started through torchrun; "
+                        "one per GPU on CUDA); see the README for several machines")
     for flag, setting in TRAIN_FLAGS.items():
         p.add_argument("--" + flag.replace("_", "-"), dest=flag, help=f"sets {setting}")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override any recipe setting")
@@ -118,6 +122,7 @@ def _clock(seconds: float) -> str:
 
 def cmd_train(args) -> int:
     from attnviz.engine import events as ev
+    from attnviz.engine.distributed import world_size
     from attnviz.engine.presets import get_preset
     from attnviz.engine.runs import recipe_of_run, run_checkpoint
     from attnviz.engine.training import train
@@ -130,19 +135,72 @@ def cmd_train(args) -> int:
         out = args.out or str(Path("runs") / f"{recipe.name}.safetensors")
     else:
         raise ConfigError("say what to train: --preset NAME (see `attnviz presets`) or --resume CHECKPOINT")
-    tty, last_print = sys.stderr.isatty(), 0.0
+    if args.nproc > 1:  # the settings are valid (checked once, above): start the processes
+        return _torchrun(args)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl+C or kill: save a resumable checkpoint, then exit
         signal.signal(sig, lambda *_: stop.set())
+    show = _Progress(recipe.name, out) if world_size() == 1 or os.environ.get("RANK") == "0" else None
     for event in train(recipe, out, args.data_dir, resume=bool(args.resume), stop=stop, max_steps=args.max_steps):
+        if show:  # under torchrun only rank 0 prints
+            show(event)
+        if isinstance(event, ev.TrainStopped):
+            return 130
+        if isinstance(event, ev.TrainFailed):
+            return 1
+    return 0
+
+
+def _torchrun(args) -> int:
+    """``attnviz train --nproc N ...`` runs ``torchrun --standalone --nproc_per_node N -m attnviz train ...`` in
+    this process: SIGINT or SIGTERM reaches torchrun, which hands it to every worker (each stops after the same
+    step; rank 0 saves). Exit status: 0 done, 130 stopped, 1 a worker failed (its message is printed above)."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import main as torchrun
+
+    from attnviz.engine.distributed import world_size
+
+    if world_size() > 1:
+        raise ConfigError("--nproc starts torchrun itself: under torchrun, leave it out")
+    rest, skip = [], False
+    for arg in args.argv:
+        if skip or arg == "--nproc":
+            skip = not skip and arg == "--nproc"
+        elif not arg.startswith("--nproc="):
+            rest.append(arg)
+    try:
+        torchrun(["--standalone", "--nproc_per_node", str(args.nproc), "-m", "attnviz", *rest])
+    except SignalException:
+        return 130
+    except ChildFailedError as exc:
+        rank, failure = exc.get_first_failure()
+        stopped = failure.exitcode == 130
+        print(f"attnviz: {'stopped' if stopped else 'error: training process ' + str(rank) + ' failed'} "
+              f"(exit status {failure.exitcode})", file=sys.stderr)
+        return 130 if stopped else 1
+    return 0
+
+
+class _Progress:
+    """Prints a run's events: a progress line, one line per evaluation and per saved best checkpoint."""
+
+    def __init__(self, name: str, out: str):
+        self.name, self.out, self.tty, self.last_print = name, out, sys.stderr.isatty(), 0.0
+
+    def __call__(self, event) -> None:
+        from attnviz.engine import events as ev
+
+        tty = self.tty
         if isinstance(event, ev.TrainStarted):
-            print(f"training {recipe.name}: {event.parameters:,} parameters, {event.train_pairs:,} train / "
+            print(f"training {self.name}: {event.parameters:,} parameters, {event.train_pairs:,} train / "
                   f"{event.val_pairs:,} val pairs, {event.total_steps:,} steps on {event.device}"
+                  + (f" x {event.processes} processes" if event.processes > 1 else "")
                   + (f", resuming at step {event.resumed_from_step}" if event.resumed_from_step else ""), flush=True)
         elif isinstance(event, ev.TrainStep):
             now = time.monotonic()
-            if now - last_print >= (0.5 if tty else 30):
-                last_print = now
+            if now - self.last_print >= (0.5 if tty else 30):
+                self.last_print = now
                 line = (f"epoch {event.epoch} [{_bar(event.progress)}] {event.progress:6.1%} step {event.step} "
                         f"loss {event.loss:.3f} lr {event.lr:.2e} {event.tokens_per_s:,.0f} tok/s "
                         f"ETA {_clock(event.eta_s)}")
@@ -159,16 +217,13 @@ def cmd_train(args) -> int:
         elif isinstance(event, ev.TrainFinished):
             print(f"finished: best {event.best_path}, last {event.last_path}", flush=True)
         elif isinstance(event, ev.TrainStopped):
-            print(f"stopped at step {event.step}; resume with --resume {out}", flush=True)
-            return 130
+            print(f"stopped at step {event.step}; resume with --resume {self.out}", flush=True)
         elif isinstance(event, ev.TrainNote):
             print(("\n" if tty else "") + f"note: {event.message}", file=sys.stderr, flush=True)
         elif isinstance(event, ev.TrainFailed):
             print(f"attnviz: error: {event.message}" + (f" Last good checkpoint: {event.last_good}"
                                                        if event.last_good else " No resumable checkpoint was "
                                                        "saved yet."), file=sys.stderr)
-            return 1
-    return 0
 
 
 def cmd_release(args) -> int:

@@ -148,6 +148,7 @@ class DecodeConfig(_DictMixin):
 SCHEDULES = ("constant", "noam", "inverse_sqrt", "one_cycle")
 WARMUP_SCHEDULES = ("noam", "inverse_sqrt")  # the schedules that read train.warmup
 DEVICES = ("auto", "cpu", "cuda")
+PRECISIONS = ("fp32", "bf16")  # bf16: autocast on CUDA (a CPU run of such a recipe trains in float32 and says so)
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,7 @@ class TrainConfig(_DictMixin):
     seed: int = 1234
     device: str = "auto"
     threads: int = 0  # CPU threads for torch; 0 keeps torch's default
+    precision: str = "fp32"  # "fp32", or "bf16": mixed precision (bfloat16 autocast) on CUDA
     eval_every: int = 0  # steps between evaluations; 0 = at the end of every epoch
     bleu_sentences: int = 0  # validation sentences decoded for BLEU at each evaluation; 0 = all
     keep_metric: str = "val_loss"  # "val_loss" (lower is better), "bleu" or "accuracy" (higher is better)
@@ -194,6 +196,7 @@ class TrainConfig(_DictMixin):
         _require(0 <= self.teacher_forcing <= 1, f"teacher_forcing must be in [0, 1], not {self.teacher_forcing}")
         _require(self.clip_norm >= 0, f"clip_norm must be >= 0, not {self.clip_norm}")
         _require(self.device in DEVICES, f"device must be one of {DEVICES}, not {self.device!r}")
+        _require(self.precision in PRECISIONS, f"precision must be one of {PRECISIONS}, not {self.precision!r}")
         _require(self.keep_metric in ("val_loss", "bleu", "accuracy"),
                  f"keep_metric must be val_loss, bleu or accuracy, not {self.keep_metric!r}")
 

@@ -201,6 +201,7 @@ class TrainStarted:
     val_pairs: int
     device: str
     resumed_from_step: int = 0
+    processes: int = 1  # training processes (torchrun's world size); each takes its share of every step's batches
 
 
 @dataclass(frozen=True)

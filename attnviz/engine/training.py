@@ -23,12 +23,13 @@ from pathlib import Path
 import torch
 
 from attnviz.engine.batching import batch_tensors, eval_batches, make_batches
-from attnviz.engine.checkpoint import load_tensors, save_tensors
+from attnviz.engine.checkpoint import load_tensors
 from attnviz.engine.config import DecodeConfig, TrainConfig, check_training
 from attnviz.engine.data import Pair, load_splits, resolve_data_dir
 from attnviz.engine.datacheck import check_prepared
+from attnviz.engine.distributed import Ranks, join
 from attnviz.engine.divergence import DivergenceWatch
-from attnviz.engine.errors import CheckpointError
+from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.events import (
     CheckpointSaved,
     EvalResult,
@@ -44,14 +45,13 @@ from attnviz.engine.metrics import bleu_tok, smoothed_loss, teacher_forced_stats
 from attnviz.engine.models.protocol import count_parameters, load_stored_state
 from attnviz.engine.presets import Recipe
 from attnviz.engine.records import EvalRecord
-from attnviz.engine.resume_point import SaveError, remove_stale_temps, restore_last, save_failed, weights_entries
+from attnviz.engine.resume_point import SaveError, remove_stale_temps, restore_last, save_failed
 from attnviz.engine.runs import RunPaths, run_checkpoint
-from attnviz.engine.schedule import learning_rate, pick_device
+from attnviz.engine.schedule import learning_rate
 from attnviz.engine.tokenize import TokenizerSpec
+from attnviz.engine.train_state import load_state, param_names, save_state
 from attnviz.engine.translator import Translator, build_model, load_translator
 from attnviz.engine.vocab import PAD_ID, SPECIALS, Vocab
-
-STATE_VERSION = 1
 
 
 @dataclass
@@ -109,55 +109,20 @@ def _optimizer(model, cfg: TrainConfig) -> torch.optim.Adam:
                             weight_decay=cfg.weight_decay)
 
 
-def _save_state(path: Path, opt, step: int, epoch: int, batch_index: int, extra: dict,
-                weights: dict[str, torch.Tensor]) -> None:
-    tensors = {"rng.torch": torch.get_rng_state(), **weights_entries(weights)}
-    for i, state in opt.state_dict()["state"].items():
-        for key, value in state.items():
-            tensors[f"opt.{i}.{key}"] = value if torch.is_tensor(value) else torch.tensor(value)
-    groups = [{k: v for k, v in g.items() if k != "params"} | {"params": g["params"]}
-              for g in opt.state_dict()["param_groups"]]
-    meta = {"kind": "training-state", "state_version": STATE_VERSION, "step": step, "epoch": epoch,
-            "batch_index": batch_index, "param_groups": groups, **extra}
-    save_tensors(path, tensors, meta)
-
-
-def _param_names(model: torch.nn.Module) -> list[str]:
-    """The model's parameter names in optimizer order (a training-state file records them)."""
-    return [name for name, _ in model.named_parameters()]
-
-
-def _load_state(path: Path, opt, names: list[str]) -> dict:
-    """Restore the optimizer (its slots follow the model's parameter ``names``, in order) and the RNG."""
-    meta, tensors = load_tensors(path)
-    if meta.get("kind") != "training-state" or meta.get("state_version") != STATE_VERSION:
-        raise CheckpointError(f"{path} is not an attnviz training-state file of version {STATE_VERSION}.")
-    if meta.get("param_names", names) != names:
-        raise CheckpointError(f"{path} was written for a model whose parameters differ or come in another order; "
-                              "it cannot be resumed. Start a new run, or fine-tune from the run's checkpoint.")
-    state: dict[int, dict] = {}
-    for name, value in tensors.items():
-        if name.startswith("opt."):
-            _, index, key = name.split(".", 2)
-            state.setdefault(int(index), {})[key] = value
-    groups = [dict(g, betas=tuple(g["betas"])) for g in meta["param_groups"]]
-    opt.load_state_dict({"state": state, "param_groups": groups})
-    torch.set_rng_state(tensors["rng.torch"].to(torch.uint8))
-    return meta
-
-
 class _Trainer:
     """One run's mutable state; ``train`` drives it and turns its work into events."""
 
-    def __init__(self, recipe: Recipe, out, data_dir, resume: bool):
+    def __init__(self, recipe: Recipe, out, data_dir, resume: bool, ranks: Ranks, device: torch.device):
         # resuming from any file of a run (its .last or .state too) continues that run and writes its own files
-        self.recipe, self.cfg = recipe, recipe.train
+        self.recipe, self.cfg, self.dist, self.device = recipe, recipe.train, ranks, device
         self.paths = RunPaths(run_checkpoint(out) if resume else Path(out))
         self.notes = [f"removed {name}, left behind by a save that was cut short" for name in
-                      remove_stale_temps(self.paths)]
-        self.device = pick_device(self.cfg.device)
+                      (remove_stale_temps(self.paths) if ranks.is_main else ())]
         if self.cfg.threads:
             torch.set_num_threads(self.cfg.threads)
+        self.amp = self.cfg.precision == "bf16" and device.type == "cuda"
+        if self.cfg.precision == "bf16" and not self.amp:
+            self.notes.append(f"precision bf16 needs a CUDA GPU; this run on {device} trains in fp32")
         self.step, self.epoch, self.batch_index = 0, 1, 0
         self.history: list[EvalRecord] = []
         self.best_score: float | None = None
@@ -166,12 +131,15 @@ class _Trainer:
         if resume:
             self._resume(data_dir)
         else:
-            torch.manual_seed(self.cfg.seed)
+            torch.manual_seed(self.cfg.seed)  # the same initial weights on every rank
             self.data = prepare(recipe, data_dir)
             cfg = recipe.model_config(len(self.data.src_vocab), len(self.data.tgt_vocab))
             self.model = build_model(cfg).to(self.device)
             self.opt = _optimizer(self.model, self.cfg)
         check_training(self.model.cfg, self.cfg)
+        if ranks.rank:  # other dropout masks than rank 0's
+            torch.manual_seed(self.cfg.seed + 1_000_003 * ranks.rank + self.step)
+        self.forward = ranks.wrap(self.model)  # what a step calls; evaluation and checkpoints use the model itself
         self.translator = Translator(self.model, self.data.src_vocab, self.data.tgt_vocab, self.data.src_spec,
                                      self.data.tgt_spec)
         # The corpus, vocabularies and model live for the whole run: take them out of the cyclic garbage
@@ -179,15 +147,16 @@ class _Trainer:
         gc.freeze()
 
     def _resume(self, data_dir) -> None:
-        repaired = restore_last(self.paths)
+        repaired = restore_last(self.paths) if self.dist.is_main else None
         if repaired:
             self.notes.append(repaired)
+        self.dist.agree(False)  # the other ranks read .last once rank 0 has repaired it
         last = load_translator(self.paths.last)
         self.model = last.model.to(self.device)
         self.data = prepare(self.recipe, data_dir, (last.src_vocab, last.tgt_vocab), last.config.max_positions,
                             (last.src_spec, last.tgt_spec))
         self.opt = _optimizer(self.model, self.cfg)
-        meta = _load_state(self.paths.state, self.opt, _param_names(self.model))
+        meta = load_state(self.paths.state, self.opt, param_names(self.model))
         if meta["step"] != last.metadata.get("step"):
             raise CheckpointError(f"{self.paths.state.name} (step {meta['step']}) does not belong to "
                                   f"{self.paths.last.name} (step {last.metadata.get('step')}).")
@@ -223,9 +192,9 @@ class _Trainer:
         # resume point, and a cut between the two files is repaired on resume (see engine.resume_point)
         weights, last_meta = self.translator.checkpoint_parts(**self.checkpoint_meta())
         try:
-            _save_state(self.paths.state, self.opt, self.step, epoch, batch_index,
+            save_state(self.paths.state, self.opt, self.step, epoch, batch_index,
                         {"history": self._history_dicts(), "best_score": self.best_score,
-                         "recipe": self.recipe.to_dict(), "param_names": _param_names(self.model),
+                         "recipe": self.recipe.to_dict(), "param_names": param_names(self.model),
                          "checkpoint": last_meta}, weights)
         except OSError as exc:
             raise save_failed(self.paths.state, exc) from None
@@ -268,79 +237,125 @@ def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = 
           stop: threading.Event | None = None, max_steps: int = 0) -> Iterator:
     """Train ``recipe`` and write its checkpoints next to ``out``; see the module docstring for the events.
 
-    ``max_steps`` ends the run after that many optimizer steps in total (resumed steps included).
+    ``max_steps`` ends the run after that many optimizer steps in total (resumed steps included). Under torchrun
+    every process runs this generator; see ``engine.distributed`` for what each rank does.
     """
-    run = None
+    run, ranks = None, Ranks()
     try:
-        run = _Trainer(recipe, out, data_dir, resume)
+        ranks, device = join(recipe.train.device)
+        run = _Trainer(recipe, out, data_dir, resume, ranks, device)
         yield from (TrainNote(note) for note in run.notes)
         yield from _train(run, max_steps, stop)
     except SaveError as exc:
         yield TrainFailed(str(exc), run.last_good if run else None)
     finally:
         gc.unfreeze()  # the run's objects become collectable again (a GUI may train many runs in one process)
+        ranks.close()
 
 
 def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Iterator:
-    cfg, model = run.cfg, run.model
-    steps_per_epoch = len(run.batches(1))
+    cfg, ranks = run.cfg, run.dist
+    steps_per_epoch = len(run.batches(1)) // ranks.world
+    if not steps_per_epoch:
+        raise ConfigError(f"an epoch has {len(run.batches(1))} batches, fewer than the {ranks.world} processes; "
+                          "use fewer processes or smaller batches", settings=("batch_size", "max_tokens"))
     planned = steps_per_epoch * cfg.epochs  # what the schedule spans, even when max_steps ends the run sooner
     total = min(planned, max_steps or 1 << 62)
-    yield TrainStarted(total, cfg.epochs, count_parameters(model), len(run.data.train), len(run.data.val),
-                       str(run.device), run.step)
+    yield TrainStarted(total, cfg.epochs, count_parameters(run.model), len(run.data.train), len(run.data.val),
+                       str(run.device), run.step, ranks.world)
     started, window_tokens, first_step = time.perf_counter(), 0, run.step
     # rates and the ETA count only the steps' own time: a paused consumer holds a yield, and evaluations are not
     # training, so neither may make tokens/s drop or the ETA grow
     busy, window_busy = 0.0, 0.0
-    model.train()
+    run.model.train()
     epoch_start, watch = run.epoch, DivergenceWatch()
     for epoch in range(epoch_start, cfg.epochs + 1):
         run.epoch = epoch
         batches = run.batches(epoch)
-        for index in range(run.batch_index if epoch == epoch_start else 0, len(batches)):
-            if (stop is not None and stop.is_set()) or (max_steps and run.step >= max_steps):
-                yield run.save_resume_point(epoch, index)
+        for index in ranks.steps(len(batches), run.batch_index if epoch == epoch_start else 0):
+            if ranks.agree(stop is not None and stop.is_set()) or (max_steps and run.step >= max_steps):
+                yield from _main_only(run, _resume_point, run, epoch, index)
                 if max_steps and run.step >= max_steps:
                     yield TrainFinished(str(run.paths.best), str(run.paths.last), None)
                 else:
                     yield TrainStopped(run.step, str(run.paths.last))
                 return
             step_start = time.perf_counter()
-            src, tgt = (t.to(run.device) for t in batch_tensors([run.data.train[i] for i in batches[index]]))
-            lr = learning_rate(run.step + 1, cfg, model.cfg.d_model, planned)
-            for group in run.opt.param_groups:
-                group["lr"] = lr
-            loss = smoothed_loss(model(src, tgt[:, :-1], cfg.teacher_forcing), tgt[:, 1:], cfg.label_smoothing)
-            problem = _loss_problem(loss.item(), run.step + 1, lr, watch)
+            loss, tokens, lr, problem = _step(run, batches[index + ranks.rank], planned, watch)
             if problem:
                 yield TrainFailed(problem, run.last_good)
                 return
-            run.opt.zero_grad(set_to_none=True)
-            loss.backward()
-            if cfg.clip_norm:
-                torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
-            run.opt.step()
-            run.step += 1
-            window_tokens += int((tgt[:, 1:] != PAD_ID).sum())
-            loss_value = loss.item()  # waits for the step to finish on a GPU
+            window_tokens += tokens
             now = time.perf_counter()
             busy, window_busy = busy + now - step_start, window_busy + now - step_start
             per_step = busy / max(run.step - first_step, 1)
-            yield TrainStep(run.step, epoch, loss_value, lr, window_tokens / max(window_busy, 1e-9),
+            yield TrainStep(run.step, epoch, loss, lr, window_tokens / max(window_busy, 1e-9),
                             run.step / total, per_step * (total - run.step))
             if cfg.eval_every and run.step % cfg.eval_every == 0:
-                yield from _evaluate_and_save(run, now - started, epoch, index + 1)
+                yield from _main_only(run, _evaluate_and_save, run, now - started, epoch, index + ranks.world)
                 window_tokens, window_busy = 0, 0.0
-        if not cfg.eval_every:
-            yield from _evaluate_and_save(run, time.perf_counter() - started, epoch + 1, 0)
-            window_tokens, window_busy = 0, 0.0
-        if cfg.save_epochs:
-            yield run.save(run.paths.epoch(epoch), "epoch")
+        if not cfg.eval_every or cfg.save_epochs:
+            yield from _main_only(run, _epoch_end, run, time.perf_counter() - started, epoch)
+            window_tokens, window_busy = (0, 0.0) if not cfg.eval_every else (window_tokens, window_busy)
     if cfg.eval_every and run.step % cfg.eval_every:  # the steps after the last evaluation count too
-        yield from _evaluate_and_save(run, time.perf_counter() - started, cfg.epochs + 1, 0)
-    yield run.save_resume_point(cfg.epochs + 1, 0)  # the end of a run always saves (no-op if it just did)
-    yield from _average(run)
+        yield from _main_only(run, _evaluate_and_save, run, time.perf_counter() - started, cfg.epochs + 1, 0)
+    yield from _main_only(run, _run_end, run)
     yield TrainFinished(str(run.paths.best), str(run.paths.last), run.history[-1] if run.history else None)
+
+
+def _step(run: _Trainer, indices: list[int], planned: int, watch: DivergenceWatch
+          ) -> tuple[float, int, float, str | None]:
+    """One optimizer step on this rank's batch: (loss averaged over ranks, target tokens of all ranks, learning
+    rate, why training must stop or None; then no step was taken)."""
+    cfg = run.cfg
+    src, tgt = (t.to(run.device) for t in batch_tensors([run.data.train[i] for i in indices]))
+    lr = learning_rate(run.step + 1, cfg, run.model.cfg.d_model, planned)
+    for group in run.opt.param_groups:
+        group["lr"] = lr
+    with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.amp):
+        loss = smoothed_loss(run.forward(src, tgt[:, :-1], cfg.teacher_forcing), tgt[:, 1:], cfg.label_smoothing)
+    loss_value, tokens = run.dist.mean_loss(loss, int((tgt[:, 1:] != PAD_ID).sum()))
+    problem = _loss_problem(loss_value, run.step + 1, lr, watch)
+    if problem:
+        return loss_value, tokens, lr, problem
+    run.opt.zero_grad(set_to_none=True)
+    loss.backward()  # under DDP: the gradients are averaged over the ranks here
+    if cfg.clip_norm:
+        torch.nn.utils.clip_grad_norm_(run.model.parameters(), cfg.clip_norm)
+    run.opt.step()
+    run.step += 1
+    if run.device.type == "cuda":
+        torch.cuda.synchronize(run.device)  # the step's time is its own, not the next step's
+    return loss_value, tokens, lr, None
+
+
+def _main_only(run: _Trainer, work, *args) -> Iterator:
+    """Rank 0 does ``work(*args)`` (evaluating, saving) while the other ranks wait; every rank learns whether it
+    failed to save (``SaveError``), so none is left waiting. In a single process: just ``work(*args)``."""
+    failure = None
+    if run.dist.is_main:
+        try:
+            yield from work(*args)
+        except SaveError as exc:
+            failure = exc
+    if run.dist.agree(failure is not None):
+        raise failure or SaveError("rank 0 could not save a checkpoint (its message says why); every rank stopped.")
+
+
+def _resume_point(run: _Trainer, epoch: int, index: int) -> Iterator:
+    yield run.save_resume_point(epoch, index)
+
+
+def _epoch_end(run: _Trainer, elapsed: float, epoch: int) -> Iterator:
+    if not run.cfg.eval_every:
+        yield from _evaluate_and_save(run, elapsed, epoch + 1, 0)
+    if run.cfg.save_epochs:
+        yield run.save(run.paths.epoch(epoch), "epoch")
+
+
+def _run_end(run: _Trainer) -> Iterator:
+    yield run.save_resume_point(run.cfg.epochs + 1, 0)  # the end of a run always saves (no-op if it just did)
+    yield from _average(run)
 
 
 def _loss_problem(loss: float, step: int, lr: float, watch: DivergenceWatch) -> str | None:

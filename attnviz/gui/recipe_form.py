@@ -44,6 +44,7 @@ EDITABLE = (
     "train.epochs", "train.batch_size", "train.max_tokens", "train.lr", "train.schedule", "train.warmup",
     "train.label_smoothing", "train.clip_norm", "train.weight_decay", "train.eval_every", "train.bleu_sentences",
     "train.keep_metric", "train.average_last", "train.save_epochs", "train.seed", "train.device", "train.threads",
+    "train.precision",
     "model.d_model", "model.enc_layers", "model.dec_layers", "model.heads", "model.ff_dim", "model.dropout",
     "model.positions", "model.norm", "model.tie_output", "model.max_positions", "model.hidden", "model.score",
     "train.teacher_forcing", "corpus.limit", "min_freq", "probe",

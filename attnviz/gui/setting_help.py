@@ -21,6 +21,7 @@ SETTING_HELP = {
     "train.save_epochs": "Keep every epoch's weights next to the checkpoint (needed for averaging).",
     "train.seed": "Random seed of initialisation, batching and dropout: the same seed repeats the run.",
     "train.device": "Where to train: auto (a GPU when there is one), cpu or cuda.",
+    "train.precision": "fp32, or bf16: mixed precision (bfloat16 autocast) on a CUDA GPU; a CPU run trains in fp32.",
     "train.threads": "CPU threads for torch (0 = torch's default); fewer leaves the computer responsive.",
     "train.teacher_forcing": "Chance that the decoder is fed the correct previous word rather than its own guess.",
     "model.d_model": "Width of every hidden vector (the embedding size of an LSTM model).",

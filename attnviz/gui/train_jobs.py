@@ -30,6 +30,15 @@ def download_job(name: str, data_dir: str):
     return job
 
 
+ONE_PROCESS = ("the app trains in one process; for several (DistributedDataParallel), run attnviz train --nproc N "
+               "in a terminal")
+
+
+def run_where(device: str, processes: int = 1) -> str:
+    """The device and the number of processes a run uses, as the Train tab shows them."""
+    return f"Device: {device} · {processes} process{'es' if processes != 1 else ''}"
+
+
 def format_eta(seconds: float) -> str:
     seconds = int(max(seconds, 0))
     return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"

@@ -44,6 +44,7 @@ def _progress_pane(tab) -> QWidget:
     upper_layout.setContentsMargins(0, 0, 0, 0)
     upper_layout.addLayout(curve_bar)
     upper_layout.addWidget(tab.progress_label)
+    upper_layout.addWidget(tab.device_label)
     upper_layout.addWidget(tab.message)
     upper_layout.addWidget(scrolled(tab.curves), 1)
     right = QSplitter(Qt.Orientation.Vertical)

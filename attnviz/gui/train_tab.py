@@ -40,7 +40,7 @@ from attnviz.gui.curves import CurvesPanel
 from attnviz.gui.evaluations import EvaluationsPanel
 from attnviz.gui.forming import FormingPanel, Snapshot
 from attnviz.gui.recipe_form import RecipeForm
-from attnviz.gui.train_jobs import TrainJob, download_job, download_text, format_eta
+from attnviz.gui.train_jobs import ONE_PROCESS, TrainJob, download_job, download_text, format_eta, run_where
 from attnviz.gui.train_layout import lay_out
 from attnviz.gui.widgets import named
 from attnviz.gui.worker import Worker
@@ -78,6 +78,9 @@ class TrainTab(QWidget):
         self.progress.setTextVisible(True)
         self.progress_label = QLabel("Choose a recipe and press Start.")
         self.progress_label.setObjectName("progressLabel")
+        self.device_label = named(QLabel(run_where("auto (a CUDA GPU when there is one)")), "trainDevice",
+                                  "Training device and processes", ONE_PROCESS)
+        self.device_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message = QLabel()
         self.message.setObjectName("trainMessage")
         self.message.setWordWrap(True)
@@ -304,6 +307,7 @@ class TrainTab(QWidget):
             resumed = f", resumed at step {item.resumed_from_step:,}" if item.resumed_from_step else ""
             self.progress_label.setText(f"{item.parameters:,} parameters, {item.train_pairs:,} training pairs, "
                                         f"{item.total_steps:,} steps on {item.device}{resumed}")
+            self.device_label.setText(run_where(item.device, item.processes))
         elif isinstance(item, CheckpointSaved):
             self.paths["best" if item.role in ("best", "average") else "last"] = item.path
             self._update_buttons()

@@ -5,6 +5,7 @@ import json
 
 import numpy as np
 import pytest
+import torch
 from PySide6.QtWidgets import QMessageBox
 
 from attnviz.engine.translator import load_translator
@@ -38,9 +39,12 @@ def tab(window, data_dir, tmp_path):
 
 
 def test_start_gives_curves_an_evaluation_row_and_attention_frames(qtbot, tab, tmp_path):
+    assert "1 process" in tab.device_label.text() and "--nproc" in tab.device_label.toolTip()
     tab.start()
     qtbot.waitUntil(lambda: not tab.is_running(), timeout=120000)
     assert tab.message.isHidden(), tab.message.text()
+    used = "cuda" if torch.cuda.is_available() else "cpu"  # the recipe's device is auto
+    assert tab.device_label.text() == f"Device: {used} · 1 process"
     steps = tab.curves.raw_loss.xs
     assert steps == sorted(steps) and len(steps) == tab.total_steps > 0
     assert tab.curve_updates >= 1
