@@ -58,23 +58,24 @@ class HeadsOffPanel(QWidget):
         self.before_title, self.after_title = QLabel("<b>All heads on</b>"), QLabel("<b>With heads off</b>")
         self.before_text = self._text("beforeText", "Translation with every head on")
         self.after_text = self._text("afterText", "Translation with the heads switched off")
-        self.summary = QLabel("Ctrl+click a map in the head grid below to switch that head off (its layer label: the "
-                              "whole layer); the sentence re-decodes at once. Changed tokens are highlighted and "
-                              "[bracketed].")
-        self.summary.setWordWrap(True)
+        self.summary = QLabel("Ctrl+click a map in the head grid to switch it off; changed tokens are [bracketed].")
+        self.summary.setToolTip("Ctrl+click a map in the head grid below to switch that head off, Ctrl+click a "
+                                "layer's label for the whole layer (keyboard: Space, Shift+Space); the sentence "
+                                "re-decodes at once. Changed tokens are highlighted and [bracketed].")
+        self.summary.setMinimumWidth(1)  # unwrapped: a wrapped label would make the scroll area scroll
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         grid = QGridLayout()
         grid.addWidget(QLabel("Off:"), 0, 0)
-        grid.addWidget(self.off_edit, 0, 1, 1, 2)
-        grid.addWidget(self.rescale_check, 1, 1)
-        grid.addWidget(self.reset_button, 1, 2)
-        grid.addWidget(self.before_title, 2, 0, 1, 2)
-        grid.addWidget(self.after_title, 2, 2)
-        grid.addWidget(self.before_text, 3, 0, 1, 2)
-        grid.addWidget(self.after_text, 3, 2)
+        grid.addWidget(self.off_edit, 0, 1)
+        grid.addWidget(self.rescale_check, 0, 2)
+        grid.addWidget(self.reset_button, 0, 3)
+        grid.addWidget(self.before_title, 1, 0, 1, 2)
+        grid.addWidget(self.after_title, 1, 2, 1, 2)
+        grid.addWidget(self.before_text, 2, 0, 1, 2)
+        grid.addWidget(self.after_text, 2, 2, 1, 2)
         grid.setColumnStretch(1, 1)
-        grid.setColumnStretch(2, 1)
-        grid.setRowStretch(3, 1)
+        grid.setColumnStretch(3, 1)
+        grid.setRowStretch(2, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self.summary)
@@ -85,11 +86,14 @@ class HeadsOffPanel(QWidget):
         self.after_tokens: list[str] = []
         self.changed: tuple[set[int], set[int]] = (set(), set())
 
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        self.summary.setVisible(self.height() > 170)  # a short window keeps the texts, not the help
+
     @staticmethod
     def _text(name: str, accessible: str) -> QTextEdit:
         edit = named(QTextEdit(), name, accessible)
         edit.setReadOnly(True)
-        edit.setMinimumHeight(30)
+        edit.setMinimumHeight(24)
         edit.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse |
                                      Qt.TextInteractionFlag.TextSelectableByKeyboard)
         return edit

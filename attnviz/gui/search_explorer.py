@@ -14,7 +14,7 @@ the same decode with every head on, computed in a third worker when not already 
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Slot
+from PySide6.QtCore import QObject, QTimer, Slot
 from PySide6.QtWidgets import QTabWidget
 
 from attnviz.engine.config import DecodeConfig
@@ -59,6 +59,11 @@ class SearchExplorer(QObject):
         self._after: tuple[tuple, list[str]] | None = None
         self.panel, self.heads_panel = SearchPanel(), HeadsOffPanel()
         self.branch_worker, self.base_worker = Worker(self), Worker(self)
+        self._best = ROOT  # the best live hypothesis of the beam so far
+        self._redraw = QTimer(self)  # draws a running beam at most every 40 ms, so its events never queue up
+        self._redraw.setSingleShot(True)
+        self._redraw.setInterval(40)
+        self._redraw.timeout.connect(self._on_redraw)
         self.side = QTabWidget()
         self.side.setObjectName("searchTabs")
         self.side.addTab(tab.step_table, "Steps")
@@ -100,7 +105,8 @@ class SearchExplorer(QObject):
         """The main decode's event factory for the tab's worker; resets the tree."""
         self.branch_worker.cancel()
         self.text, self.decode, self.beam = text, decode, beam
-        self.tree, self.shown, self._tip, self._following = None, [], ROOT, True
+        self.tree, self.shown, self._tip, self._following, self._best = None, [], ROOT, True, ROOT
+        self._redraw.stop()
         self.panel.tree_view.set_tree(None)
         self.panel.set_rows([], None)
         if beam:
@@ -124,14 +130,27 @@ class SearchExplorer(QObject):
                 self.panel.tree_view.refresh()
             return False
         self.tree.add(event)
-        self.panel.tree_view.refresh()
-        if isinstance(event, BeamStep) and self._following and event.alive:
-            self.show_node(max(event.alive, key=lambda n: n.score).id, finished=False)
+        if isinstance(event, BeamStep):
+            self._best = max(event.alive, key=lambda n: n.score).id if event.alive else self._best
+            if not self._redraw.isActive():  # steps that arrive together are drawn once
+                self._redraw.start()
         elif isinstance(event, BeamDone) and self.tree.chosen is not None:
+            self._redraw.stop()
+            self.panel.tree_view.refresh()
             self.show_node(self.tree.chosen if self._following else self.panel.tree_view.selected)
             self._fill_rows()
-            self.side.setCurrentWidget(self.panel_scroll)
+            if self.side.currentWidget() is not self.heads_scroll:  # a heads-off re-decode keeps its comparison
+                self.side.setCurrentWidget(self.panel_scroll)
         return True
+
+    @Slot()
+    def _on_redraw(self) -> None:
+        """The beam so far: the tree, and (unless a node was chosen) the best live hypothesis in every view."""
+        if self.tree is None:
+            return
+        self.panel.tree_view.refresh()
+        if self._following and self._best in self.tree.nodes:
+            self.show_node(self._best, finished=False)
 
     def decoded(self) -> None:
         """The main decode ended: list the greedy path and compare with every head on."""

@@ -30,7 +30,7 @@ from attnviz.gui.beam_tree import BeamTreeView
 from attnviz.gui.widgets import named
 
 LEGEND = ("<span style='color:#e67814'>\u25a0 chosen</span> · <span style='color:#28963c'>\u25a1 finished</span> · "
-          "faded, dashed: pruned · <span style='color:#823cc8'>\u25a0 what-if</span> · edge width: probability")
+          "faded: pruned · <span style='color:#823cc8'>\u25a0 what-if</span> · edge width: probability")
 
 
 class CopyTable(QTableWidget):
@@ -59,7 +59,7 @@ class SearchPanel(QWidget):
         self.tree_scroll.setObjectName("beamTreeScroll")
         self.tree_scroll.setWidgetResizable(True)
         self.tree_scroll.setWidget(self.tree_view)
-        self.tree_scroll.setMinimumSize(160, 50)
+        self.tree_scroll.setMinimumSize(160, 40)
         self.nbest = named(CopyTable(0, 4), "nbestTable", "n-best list",
                            "The finished hypotheses, best first, and the what-if branches; click one to show it; "
                            "Ctrl+C copies the selected rows")
@@ -67,12 +67,15 @@ class SearchPanel(QWidget):
         self.nbest.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.nbest.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.nbest.verticalHeader().hide()
+        self.nbest.setWordWrap(False)
+        self.nbest.setTextElideMode(Qt.TextElideMode.ElideRight)
         header = self.nbest.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        self.nbest.setMinimumSize(120, 50)
+        self.nbest.setMinimumSize(120, 40)
         self.legend = QLabel(LEGEND)
-        self.legend.setWordWrap(True)
+        self.legend.setMinimumWidth(1)  # one line, unwrapped: a wrapped label would make the scroll area scroll
+        self.tree_view.setToolTip(LEGEND.replace(" · ", "<br>"))
         self.legend.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self._build_what_if()
         self._node_of_row: list[int] = []
@@ -121,6 +124,9 @@ class SearchPanel(QWidget):
         layout.addWidget(self.legend)
         layout.addWidget(splitter, 1)
         layout.addLayout(row)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        self.legend.setVisible(self.height() > 150)  # a short window keeps the tree, not the legend (its tooltip)
 
     def set_vocabulary(self, tokens: list[str]) -> None:
         self.completer.model().setStringList(tokens)
