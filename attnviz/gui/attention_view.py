@@ -245,9 +245,11 @@ class AttentionPanel(QWidget):
                            {(r.layer, r.head) for r in self.heads_off if r.kind == kind})
         masked_text = " Hatched grey cells are future positions the decoder may not see (masked, not zero)." \
             if masked is not None else ""
+        off_text = " Crossed-out heads are switched off: their maps are all zero." \
+            if any(r.kind == kind for r in self.heads_off) else ""
         self.caption.setText(f"{title}. Rows: {info.query_axis}; columns: {info.key_axis}; each row sums to 1."
-                             f"{masked_text} Hover a cell for its exact weight; click a small map to open it, "
-                             "Ctrl+click to switch it off.")
+                             f"{masked_text}{off_text} Hover a cell for its exact weight; click a small map to open "
+                             "it, Ctrl+click to switch it off.")
 
     @Slot(int)
     def _on_kind_changed(self, index: int) -> None:

@@ -6,8 +6,9 @@ faded and dashed, each what-if branch in purple with its label. Clicking a node,
 emits ``activated(node id)``; the arrow keys move the cursor (Left: parent, Right: first child, Up/Down: the
 neighbours in the step) and a screen reader reads the node under it ("step 3, 'dogs', p 0.42, pruned").
 
-Layout: a depth-first walk, best children first; a node's first child stays on its row, later children open new
-rows below, so every hypothesis reads left to right on one line until it branches.
+Layout: columns are steps; the chosen hypothesis reads along the top row, the other candidates of a step sit below
+it grouped by parent, and each what-if branch has a row of its own beneath the search, so a beam of width k needs
+about 2k rows however long the sentence is.
 """
 
 from __future__ import annotations
@@ -66,30 +67,31 @@ class BeamTreeView(QWidget):
         self.update()
         announce(self)
 
-    def _order(self, ids: list[int]) -> list[int]:
-        nodes = self.tree.nodes
-        return sorted(ids, key=lambda i: (i not in self._chosen_path, nodes[i].branch, nodes[i].status == "pruned",
-                                          -nodes[i].score, i))
-
     def _layout(self) -> None:
+        """Columns are steps. In each column the search's nodes are ranked: the chosen hypothesis' node first
+        (so it reads along the top row), then by their parent's row (siblings together, edges short), live before
+        pruned, then by score. Each what-if branch gets its own row below them, so it reads as one straight line."""
         self._pos.clear()
         self._children.clear()
         if self.tree is None:
             return
+        nodes = self.tree.nodes
         self._chosen_path = self.tree.on_path(self.tree.chosen)
-        for node in self.tree.nodes.values():
+        columns: dict[int, list[int]] = {}
+        for node in nodes.values():
             self._children.setdefault(node.parent, []).append(node.id)
-        self._children = {k: self._order(v) for k, v in self._children.items()}
-        next_row, stack = 1, [(ROOT, 0)]
-        while stack:  # depth first, iteratively (a path may be a thousand tokens long)
-            node_id, row = stack.pop()
-            if row is None:
-                row, next_row = next_row, next_row + 1
-            self._pos[node_id] = (self.tree.depth(node_id), row)
-            kids = self._children.get(node_id, [])
-            stack.extend((k, None) for k in reversed(kids[1:]))
-            if kids:
-                stack.append((kids[0], row))
+            if not node.branch:
+                columns.setdefault(node.step.index + 1, []).append(node.id)
+        self._pos[ROOT] = (0, 0)
+        for col in sorted(columns):
+            ranked = sorted(columns[col], key=lambda i: (i not in self._chosen_path, self._pos[nodes[i].parent][1],
+                                                         nodes[i].status == "pruned", -nodes[i].score, i))
+            self._pos.update((i, (col, row)) for row, i in enumerate(ranked))
+        below = max((len(c) for c in columns.values()), default=1)
+        for node in nodes.values():
+            if node.branch:
+                self._pos[node.id] = (node.step.index + 1, below + node.branch - 1)
+        self._children = {k: sorted(v, key=lambda i: self._pos[i][1]) for k, v in self._children.items()}
 
     def node_ids(self) -> list[int]:
         """Every node drawn, the root (-1) excluded."""

@@ -68,7 +68,7 @@ class HeadsOffPanel(QWidget):
         grid.addWidget(QLabel("Off:"), 0, 0)
         grid.addWidget(self.off_edit, 0, 1)
         grid.addWidget(self.rescale_check, 0, 2)
-        grid.addWidget(self.reset_button, 0, 3)
+        grid.addWidget(self.reset_button, 0, 3, Qt.AlignmentFlag.AlignLeft)
         grid.addWidget(self.before_title, 1, 0, 1, 2)
         grid.addWidget(self.after_title, 1, 2, 1, 2)
         grid.addWidget(self.before_text, 2, 0, 1, 2)

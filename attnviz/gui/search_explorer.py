@@ -17,6 +17,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, QTimer, Slot
 from PySide6.QtWidgets import QTabWidget
 
+from attnviz.engine.beam import length_penalty
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import InputError
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass
@@ -211,10 +212,13 @@ class SearchExplorer(QObject):
 
     def _fill_rows(self) -> None:
         tree, detok = self.tree, self.tab.translator.detokenize
-        rows = [(str(i + 1), n, detok([s.token for s in tree.path(n.id)]))
+        rows = [(str(i + 1), n, detok([s.token for s in tree.path(n.id)]), n.normalised)
                 for i, n in enumerate(tree.n_best(self.decode.beam if self.beam else 1))]
         tips = {n.branch: n for n in sorted(tree.nodes.values(), key=lambda n: n.id) if n.branch}
-        rows += [(f"what-if {b}", n, detok([s.token for s in tree.path(n.id)])) for b, n in sorted(tips.items())]
+        alpha = self.decode.length_penalty if self.beam else 0.0  # a branch's end, ranked as the search ranks
+        rows += [(f"what-if {b}", n, detok([s.token for s in tree.path(n.id)]),
+                  None if n.normalised is None else n.score / length_penalty(n.step.index + 1, alpha))
+                 for b, n in sorted(tips.items())]
         self.panel.set_rows(rows, self.panel.tree_view.selected)
 
     # -- what-if -----------------------------------------------------------------------------------------------------

@@ -131,12 +131,13 @@ class SearchPanel(QWidget):
     def set_vocabulary(self, tokens: list[str]) -> None:
         self.completer.model().setStringList(tokens)
 
-    def set_rows(self, rows: list[tuple[str, BeamNode, str]], selected: int | None) -> None:
-        """The n-best list: (rank label, node, hypothesis text) per row; ``selected`` node's row is selected."""
+    def set_rows(self, rows: list[tuple[str, BeamNode, str, float | None]], selected: int | None) -> None:
+        """The n-best list: (rank label, node, hypothesis text, normalised score) per row; ``selected`` node's row
+        is selected."""
         self.nbest.setRowCount(len(rows))
-        self._node_of_row = [node.id for _, node, _ in rows]
-        for r, (rank, node, text) in enumerate(rows):
-            normalised = "" if node.normalised is None else f"{node.normalised:.3f}"
+        self._node_of_row = [row[1].id for row in rows]
+        for r, (rank, node, text, score) in enumerate(rows):
+            normalised = "" if score is None else f"{score:.3f}"
             for c, value in enumerate((rank, text, normalised, f"{node.score:.3f}")):
                 item = QTableWidgetItem(value)
                 item.setToolTip(f"{rank}: {text} (normalised {normalised or '-'}, log-probability {node.score:.3f})")
