@@ -17,7 +17,6 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, QTimer, Slot
 from PySide6.QtWidgets import QTabWidget
 
-from attnviz.engine.beam import length_penalty
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import InputError
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass
@@ -211,6 +210,8 @@ class SearchExplorer(QObject):
         self.panel.select_row(node_id)
 
     def _fill_rows(self) -> None:
+        from attnviz.engine.beam import length_penalty  # imports torch: here, once a model is loaded, not at start
+
         tree, detok = self.tree, self.tab.translator.detokenize
         rows = [(str(i + 1), n, detok([s.token for s in tree.path(n.id)]), n.normalised)
                 for i, n in enumerate(tree.n_best(self.decode.beam if self.beam else 1))]
