@@ -22,7 +22,8 @@ from PySide6.QtWidgets import (
 )
 
 from attnviz.engine.events import ATTENTION_KINDS
-from attnviz.gui.heatmap import HeadGrid, HeatmapData, HeatmapView
+from attnviz.gui.head_grid import HeadGrid
+from attnviz.gui.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.session import DecodeSession
 
 MEAN = "Mean of heads"
@@ -56,6 +57,7 @@ def head_choices(heads: int, wanted: int) -> tuple[list[str], int]:
 
 class AttentionPanel(QWidget):
     selection_changed = Signal()  # layer/head/kind changed: token shading follows
+    head_toggled = Signal(str, int, int)  # kind, layer, head (-1: the whole layer) to switch off or on again
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -75,6 +77,7 @@ class AttentionPanel(QWidget):
                                     "pieces, averaged over its query pieces, so every row still sums to 1")
         self.merge_check.setEnabled(False)
         self.alignment_head: tuple[int, int] | None = None  # (layer, head) of cross-attention trained to align
+        self.heads_off: tuple = ()  # HeadRefs switched off (engine.heads), crossed out in the grid
         self.heatmap = HeatmapView()
         self.grid = HeadGrid()
         self.caption = QLabel()
@@ -112,6 +115,8 @@ class AttentionPanel(QWidget):
         self.head_combo.currentIndexChanged.connect(self._on_selector_changed)
         self.scale_combo.currentIndexChanged.connect(self._on_selector_changed)
         self.grid.selected.connect(self._on_grid_selected)
+        self.grid.toggled.connect(self._on_grid_toggled)
+        self.grid.layer_toggled.connect(self._on_grid_layer_toggled)
         self.merge_check.toggled.connect(self._on_merge_toggled)
 
     def _zoom_buttons(self) -> list[QToolButton]:
@@ -236,11 +241,15 @@ class AttentionPanel(QWidget):
                                           highlight, self.per_map, masked))
         self.grid.set_maps(session.maps(kind, self._step), self.per_map,
                            None if self.head is None else (self.layer, self.head),
-                           self.alignment_head if kind == "cross" else None)
+                           self.alignment_head if kind == "cross" else None,
+                           {(r.layer, r.head) for r in self.heads_off if r.kind == kind})
         masked_text = " Hatched grey cells are future positions the decoder may not see (masked, not zero)." \
             if masked is not None else ""
+        off_text = " Crossed-out heads are switched off: their maps are all zero." \
+            if any(r.kind == kind for r in self.heads_off) else ""
         self.caption.setText(f"{title}. Rows: {info.query_axis}; columns: {info.key_axis}; each row sums to 1."
-                             f"{masked_text} Hover a cell for its exact weight; click a small map to open it.")
+                             f"{masked_text}{off_text} Hover a cell for its exact weight; click a small map to open "
+                             "it, Ctrl+click to switch it off.")
 
     @Slot(int)
     def _on_kind_changed(self, index: int) -> None:
@@ -269,3 +278,13 @@ class AttentionPanel(QWidget):
     @Slot(int, int)
     def _on_grid_selected(self, layer: int, head: int) -> None:
         self.select(layer=layer, head=head)
+
+    @Slot(int, int)
+    def _on_grid_toggled(self, layer: int, head: int) -> None:
+        if self.kind:
+            self.head_toggled.emit(self.kind, layer, head)
+
+    @Slot(int)
+    def _on_grid_layer_toggled(self, layer: int) -> None:
+        if self.kind:
+            self.head_toggled.emit(self.kind, layer, -1)

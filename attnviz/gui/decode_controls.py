@@ -1,6 +1,7 @@
-"""The Translate tab's decoding controls: the sampling row of Generate mode (greedy or sampled, temperature, seed)
-and the playback bar (step back / play / step forward, the step slider, speed and its timer, Instant, maximum
-output length), each remembering its own settings; and the example sentences the tab offers.
+"""The Translate tab's decoding controls: the decoding row (greedy; sampled, in Generate mode, with temperature and
+seed; or beam search with its width and length penalty) and the playback bar (step back / play / step forward, the
+step slider, speed and its timer, Instant, maximum output length), each remembering its own settings; and the
+example sentences the tab offers.
 
 Plain widgets that hold their controls; the tab connects and reads them.
 """
@@ -38,14 +39,19 @@ def load_examples() -> dict[str, list[str]]:
         return {}
 
 
+MODES = ("greedy", "sampled", "beam")
+
+
 class SamplingRow(QWidget):
-    """How a language model continues its prefix: greedy, or sampled at a temperature from a seed."""
+    """How the next decode searches: greedy (the most probable token each step), sampled at a temperature from a
+    seed (offered for a language model, as before), or beam search (width 1-12, GNMT length penalty alpha)."""
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.sampling_combo = named(QComboBox(), "samplingCombo", "Decoding",
-                                    "Greedy: always the most probable character; Sampled: drawn from the softmax")
-        self.sampling_combo.addItems(["Greedy", "Sampled"])
+                                    "Greedy: always the most probable token; Sampled: drawn from the softmax (language "
+                                    "models); Beam search: the best of several hypotheses, shown as a tree")
+        self.sampling_combo.addItems(["Greedy", "Sampled", "Beam search"])
         self.temperature_spin = named(QDoubleSpinBox(), "temperatureSpin", "Temperature",
                                       "Sampling temperature: below 1 sharper, above 1 flatter")
         self.temperature_spin.setRange(0.05, 5.0)
@@ -53,35 +59,78 @@ class SamplingRow(QWidget):
         self.temperature_spin.setValue(1.0)
         self.seed_spin = named(QSpinBox(), "seedSpin", "Seed", "Seed of the sampling; it advances after each sample")
         self.seed_spin.setRange(0, 2**31 - 1)
+        self.beam_spin = named(QSpinBox(), "beamWidthSpin", "Beam width", "Hypotheses kept at each step (1-12)")
+        self.beam_spin.setRange(1, 12)
+        self.beam_spin.setValue(5)
+        self.penalty_spin = named(QDoubleSpinBox(), "lengthPenaltySpin", "Length penalty",
+                                  "GNMT length penalty alpha: finished hypotheses rank by score / ((5 + length) / 6) "
+                                  "** alpha; 0 ranks by the summed log-probability alone")
+        self.penalty_spin.setRange(0.0, 3.0)
+        self.penalty_spin.setSingleStep(0.1)
+        self.penalty_spin.setValue(DecodeConfig().length_penalty)
+        self.decoding_label = QLabel("Decodin&g")
+        self.decoding_label.setBuddy(self.sampling_combo)
+        self.sample_labels = (QLabel("Temperature"), QLabel("Seed"))
+        self.beam_labels = (QLabel("Width"), QLabel("Length penalty"))
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        for w in (QLabel("Decoding"), self.sampling_combo, QLabel("Temperature"), self.temperature_spin,
-                  QLabel("Seed"), self.seed_spin):
+        for w in (self.decoding_label, self.sampling_combo, self.sample_labels[0], self.temperature_spin,
+                  self.sample_labels[1], self.seed_spin, self.beam_labels[0], self.beam_spin, self.beam_labels[1],
+                  self.penalty_spin):
             layout.addWidget(w)
         layout.addStretch(1)
+        self.extra = QHBoxLayout()  # the tab adds the heads-off summary here
+        layout.addLayout(self.extra)
+        self.generating = True
         self.sampling_combo.currentIndexChanged.connect(self._on_sampling_changed)
         self._on_sampling_changed(0)
 
+    @property
+    def mode(self) -> str:
+        return MODES[max(self.sampling_combo.currentIndex(), 0)]
+
+    def set_generating(self, generating: bool) -> None:
+        """Sampling is offered for a language model only; a translation model that was sampling turns greedy."""
+        self.generating = generating
+        self.sampling_combo.model().item(1).setEnabled(generating)
+        if not generating and self.mode == "sampled":
+            self.sampling_combo.setCurrentIndex(0)
+        self._on_sampling_changed(self.sampling_combo.currentIndex())
+
     @Slot(int)
     def _on_sampling_changed(self, index: int) -> None:
-        for w in (self.temperature_spin, self.seed_spin):
+        for w in (self.temperature_spin, self.seed_spin, *self.sample_labels):
             w.setEnabled(index == 1)
+            w.setVisible(self.generating)
+        for w in (self.beam_spin, self.penalty_spin, *self.beam_labels):
+            w.setEnabled(index == 2)
 
     def drawn(self, decode: DecodeConfig) -> DecodeConfig:
-        """``decode`` greedy or sampled as chosen; a sample takes the seed and advances it for the next one."""
-        if self.sampling_combo.currentIndex() == 0:
+        """``decode`` greedy, sampled or beam as chosen; a sample takes the seed and advances it for the next one."""
+        if self.mode == "beam":
+            return decode.replace(beam=self.beam_spin.value(), length_penalty=self.penalty_spin.value())
+        if self.mode == "greedy":
             return decode
         seed = self.seed_spin.value()
         self.seed_spin.setValue((seed + 1) % (2**31))
         return decode.replace(temperature=self.temperature_spin.value(), seed=seed)
 
     def save_settings(self, settings: QSettings) -> None:
-        settings.setValue("generate/sampled", self.sampling_combo.currentIndex() == 1)
+        settings.setValue("generate/sampled", self.mode == "sampled")
+        settings.setValue("decode/mode", self.mode)
+        settings.setValue("decode/beam", self.beam_spin.value())
+        settings.setValue("decode/length_penalty", self.penalty_spin.value())
         settings.setValue("generate/temperature", self.temperature_spin.value())
         settings.setValue("generate/seed", self.seed_spin.value())
 
     def restore_settings(self, settings: QSettings) -> None:
-        self.sampling_combo.setCurrentIndex(1 if settings.value("generate/sampled", True, type=bool) else 0)
+        sampled = settings.value("generate/sampled", True, type=bool)
+        mode = settings.value("decode/mode", "sampled" if sampled else "greedy")
+        self.sampling_combo.setCurrentIndex(MODES.index(mode) if mode in MODES else 0)
+        if mode == "sampled" and not self.generating:
+            self.sampling_combo.setCurrentIndex(0)
+        self.beam_spin.setValue(settings.value("decode/beam", 5, type=int))
+        self.penalty_spin.setValue(settings.value("decode/length_penalty", DecodeConfig().length_penalty, type=float))
         self.temperature_spin.setValue(settings.value("generate/temperature", 1.0, type=float))
         self.seed_spin.setValue(settings.value("generate/seed", 0, type=int))
 

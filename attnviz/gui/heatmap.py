@@ -1,6 +1,6 @@
-"""Attention drawn with QPainter: one large labelled heatmap, and a grid of every layer x head.
+"""Attention drawn with QPainter: one large labelled heatmap (the grid of every layer x head is in head_grid.py).
 
-Both take their data through one setter and paint a cached QImage, so redrawing is cheap (matplotlib is kept for
+It takes its data through one setter and paints a cached QImage, so redrawing is cheap (matplotlib is kept for
 export). Rows are queries, columns keys, and the axis titles say so; the colour scale is fixed to 0..1 unless the
 per-map scale is chosen, so maps compare.
 """
@@ -304,78 +304,3 @@ class HeatmapView(QWidget):
 
     def leaveEvent(self, event) -> None:  # noqa: N802
         self.hovered.emit(-1, -1)
-
-
-class HeadGrid(QWidget):
-    """Every layer x head of one attention kind as small maps; clicking one selects it (``selected`` signal)."""
-
-    selected = Signal(int, int)  # layer, head
-
-    def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setObjectName("headGrid")
-        self.setAccessibleName("All layers and heads")
-        self.setMinimumSize(240, 160)
-        self.setMouseTracking(True)
-        self._images: list[list[QImage]] = []
-        self._current: tuple[int, int] | None = None
-        self._marked: tuple[int, int] | None = None
-        self._tiles: dict[tuple[int, int], QRect] = {}
-
-    def set_maps(self, maps: np.ndarray | None, per_map: bool = False, current: tuple[int, int] | None = None,
-                 marked: tuple[int, int] | None = None) -> None:
-        """``maps`` [L, H, R, C]; ``current`` (layer, head) is outlined; ``marked`` is the head the model was trained
-        to align with (guided alignment), drawn with a gold dashed frame."""
-        self._images = [] if maps is None else [[to_image(m, per_map) for m in layer] for layer in maps]
-        self._current, self._marked = current, marked
-        self.setAccessibleDescription("" if marked is None else
-                                      f"Layer {marked[0] + 1}, head {marked[1] + 1} was trained to align words")
-        self.update()
-
-    def sizeHint(self) -> QSize:
-        return QSize(420, 300)
-
-    def paintEvent(self, event) -> None:  # noqa: N802
-        painter = QPainter(self)
-        self._tiles.clear()
-        if not self._images:
-            return
-        layers, heads = len(self._images), len(self._images[0])
-        label_w, label_h, gap = 26, 16, 4
-        tile_w = (self.width() - label_w - gap * heads) / heads
-        tile_h = (self.height() - label_h - gap * layers) / layers
-        size = max(4, int(min(tile_w, tile_h)))
-        text = self.palette().color(QPalette.ColorRole.WindowText)
-        painter.setPen(text)
-        for h in range(heads):
-            painter.drawText(QRect(label_w + h * (size + gap), 0, size, label_h), Qt.AlignmentFlag.AlignCenter,
-                             f"H{h + 1}")
-        for layer in range(layers):
-            y = label_h + layer * (size + gap)
-            painter.setPen(text)
-            painter.drawText(QRect(0, y, label_w - 2, size), Qt.AlignmentFlag.AlignCenter, f"L{layer + 1}")
-            for h in range(heads):
-                tile = QRect(label_w + h * (size + gap), y, size, size)
-                painter.drawImage(tile, self._images[layer][h])
-                self._tiles[(layer, h)] = tile
-                if self._marked == (layer, h):
-                    painter.setPen(QPen(QColor(230, 180, 30), 2, Qt.PenStyle.DashLine))
-                    painter.drawRect(tile.adjusted(-3, -3, 3, 3))
-                if self._current == (layer, h):
-                    painter.setPen(QPen(QColor(255, 80, 80), 2))
-                    painter.drawRect(tile.adjusted(-1, -1, 1, 1))
-
-    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
-        for (layer, head), tile in self._tiles.items():
-            if tile.contains(event.position().toPoint()):
-                self.selected.emit(layer, head)
-                return
-
-    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802
-        for (layer, head), tile in self._tiles.items():
-            if tile.contains(event.position().toPoint()):
-                aligned = " (trained to align words: guided alignment)" if self._marked == (layer, head) else ""
-                QToolTip.showText(event.globalPosition().toPoint(), f"Layer {layer + 1}, head {head + 1}{aligned}: "
-                                  "click to open it in the large view", self)
-                return
-

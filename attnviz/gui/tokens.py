@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from PySide6.QtCore import QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPalette, QPen
-from PySide6.QtWidgets import QSizePolicy, QWidget
+from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 
 from attnviz.gui.accessible import announce
 from attnviz.gui.colormap import color_at
@@ -116,7 +116,12 @@ class TokenStrip(QWidget):
 
 
 class TopKView(QWidget):
-    """The best candidates of one step as horizontal bars with exact probabilities; the chosen one first."""
+    """The best candidates of one step as horizontal bars with exact probabilities; the chosen one first.
+
+    Double-clicking a candidate (or "Decode on with ..." in its context menu) emits ``alternative(token)``: a what-if
+    that takes it at this step instead."""
+
+    alternative = Signal(str)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -127,6 +132,7 @@ class TopKView(QWidget):
         self._chosen: tuple[str, float] | None = None
         self.placeholder = "The likeliest next tokens appear here"
         self.setMinimumSize(200, 120)
+        self._rows: list[QRect] = []
 
     def set_candidates(self, items: Sequence[tuple[str, float]], entropy: float | None,
                        chosen: tuple[str, float] | None = None) -> None:
@@ -135,7 +141,8 @@ class TopKView(QWidget):
         self._items, self._entropy = list(items), entropy
         self._chosen = chosen if chosen is not None else (self._items[0] if self._items else None)
         self.setToolTip("\n".join(f"{t}: {p:.4f}" + (" (chosen)" if self._is_chosen(t) else "")
-                                  for t, p in self._items))
+                                  for t, p in self._items) + ("\nDouble-click one to decode on with it instead"
+                                                              if self._items else ""))
         self.update()
         announce(self)
 
@@ -174,6 +181,7 @@ class TopKView(QWidget):
         row_h = max(14, (self.height() - top - 2) // len(self._items))
         label_w, value_w = 90, 56
         bar_w = max(10, self.width() - label_w - value_w - 12)
+        self._rows = [QRect(0, top + i * row_h, self.width(), row_h) for i in range(len(self._items))]
         for i, (tok, p) in enumerate(self._items):
             y = top + i * row_h
             painter.setPen(pal.color(QPalette.ColorRole.WindowText))
@@ -184,3 +192,21 @@ class TopKView(QWidget):
                              pal.color(QPalette.ColorRole.Highlight) if chosen else color_at(0.35 + 0.5 * p))
             painter.drawText(QRect(label_w + bar_w + 4, y, value_w, row_h), Qt.AlignmentFlag.AlignVCenter,
                              f"{p:.3f}" + (" \u2190" if chosen else ""))  # an arrow marks the token taken
+
+    def token_at(self, pos) -> str | None:
+        return next((self._items[i][0] for i, r in enumerate(self._rows) if r.contains(pos) and i < len(self._items)),
+                    None)
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        token = self.token_at(event.position().toPoint())
+        if token is not None:
+            self.alternative.emit(token)
+
+    def contextMenuEvent(self, event) -> None:  # noqa: N802
+        token = self.token_at(event.pos())
+        if token is None:
+            return
+        menu = QMenu(self)
+        menu.addAction(f"Decode on with {token!r} at this step").triggered.connect(
+            lambda checked=False, t=token: self.alternative.emit(t))
+        menu.exec(event.globalPos())

@@ -30,10 +30,12 @@ from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.tokenize import LANGUAGE_NAMES
 from attnviz.gui.attention_view import AttentionPanel
 from attnviz.gui.decode_controls import PlaybackBar, SamplingRow, load_examples
+from attnviz.gui.search_explorer import SearchExplorer
 from attnviz.gui.session import DecodeSession, word_merger
 from attnviz.gui.shortcuts import SentenceEdit
 from attnviz.gui.step_model import StepTableModel
 from attnviz.gui.tokens import TokenStrip, TopKView
+from attnviz.gui.translate_mode import apply_mode_texts
 from attnviz.gui.translation_text import TranslationText, WarningList
 from attnviz.gui.widgets import named
 from attnviz.gui.worker import Worker
@@ -89,6 +91,7 @@ class TranslateTab(QWidget):
         self.step_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.step_table.verticalHeader().hide()
         self.attention = AttentionPanel()
+        self.search = SearchExplorer(self)  # the step table, search tree and heads-off pages
         self._build_layout()
 
     def _build_layout(self) -> None:
@@ -103,13 +106,13 @@ class TranslateTab(QWidget):
             tokens.addWidget(view)
         tokens.addWidget(self.translation_text)
         tokens.addWidget(self.playback)
-        tokens.addStretch(1)
+        tokens.addWidget(self.search.side, 1)  # steps, search tree, heads off
         token_box = QWidget()
         token_box.setLayout(tokens)
         tokens.setContentsMargins(0, 0, 0, 0)
-        top = QSplitter(Qt.Orientation.Horizontal)  # the step table can be widened to read every column
+        top = QSplitter(Qt.Orientation.Horizontal)  # the top-k chart can be widened
         top.setObjectName("translateTopSplitter")
-        for widget, stretch in ((token_box, 5), (self.topk_view, 2), (self.step_table, 3)):
+        for widget, stretch in ((token_box, 5), (self.topk_view, 2)):
             top.addWidget(widget)
             top.setStretchFactor(top.indexOf(widget), stretch)
         top.setChildrenCollapsible(False)
@@ -117,7 +120,8 @@ class TranslateTab(QWidget):
         splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.addWidget(top)
         splitter.addWidget(self.attention)
-        splitter.setStretchFactor(1, 3)
+        splitter.setStretchFactor(0, 1)  # the top holds the search tree too
+        splitter.setStretchFactor(1, 1)
         layout = QVBoxLayout(self)
         layout.addLayout(entry)
         layout.addWidget(self.sampling_row)
@@ -158,27 +162,11 @@ class TranslateTab(QWidget):
         lang = translator.src_spec.lang if translator else ""
         language = LANGUAGE_NAMES.get(lang, lang)
         generating = self.generating
-        self.lang_label.setText("Prefi&x:" if generating else f"{language or 'Source'} &sentence:")
-        self.source_edit.setPlaceholderText(
-            "Loading model..." if translator is None else
-            "Type the first characters (or nothing) and press Enter" if generating else
-            f"Type a {language} sentence and press Enter")
-        self.source_edit.setAccessibleName("Prefix to continue" if generating else "Sentence to translate")
-        self.translate_button.setText("Gener&ate" if generating else "Tr&anslate")
-        self.translate_button.setToolTip("Generate from the prefix (Enter)" if generating else
-                                         "Translate the sentence (Enter)")
-        self.output_title.setText("<b>Generated</b>" if generating else "<b>Translation</b>")
-        self.output_view.set_placeholder("Generated characters appear here, one by one" if generating else
-                                         "The translation appears here, token by token")
-        self.translation_text.set_placeholder("The generated text, to select or copy" if generating else
-                                              "The translation as text, to select or copy")
-        self.attention.heatmap.placeholder = ("Generate to see the model's attention" if generating else
-                                              "Translate a sentence to see its attention")
-        self.topk_view.placeholder = ("The likeliest next characters appear here" if generating else
-                                      "The likeliest next tokens appear here")
+        apply_mode_texts(self, generating, language, translator is not None)
         for w in (self.source_title, self.source_view, self.examples_combo):
             w.setVisible(not generating)
-        self.sampling_row.setVisible(generating)
+        self.sampling_row.set_generating(generating)
+        self.search.set_translator(translator)
         self.examples_combo.clear()
         self.examples_combo.addItem("Examples...")
         self.examples_combo.addItems(self.examples.get(lang, []))
@@ -217,21 +205,20 @@ class TranslateTab(QWidget):
             return
         self._show_message("")
         self._reset()
-        translator, decode = self.translator, self._decode_config()
+        translator, decode, beam = self.translator, self._decode_config(), self.sampling_row.mode == "beam"
         self.session = DecodeSession(translator.detokenize, word_merger(translator))
-        self.worker.start(lambda stop: translator.steps(text, decode))
-        self._set_playing(not self.instant_check.isChecked())
+        self.worker.start(self.search.job(translator, text, decode, beam))
+        self._set_playing(not self.instant_check.isChecked() and not beam)
         self.status.emit("Generating..." if self.generating else "Translating...")
 
     def _decode_config(self) -> DecodeConfig:
         """The decoding settings of this run; a sampled one advances the seed for the next."""
-        decode = DecodeConfig(max_len=self.max_len_spin.value())
-        return self.sampling_row.drawn(decode) if self.generating else decode
+        return self.sampling_row.drawn(self.search.config(DecodeConfig(max_len=self.max_len_spin.value())))
 
     @Slot(object)
     def _on_worker_event(self, event) -> None:
-        if self.session is None:
-            return
+        if self.session is None or self.search.add(event):
+            return  # beam events: the explorer shows them
         self.session.add(event)
         if isinstance(event, EncoderPass):
             self.source_view.set_tokens(event.src_tokens)
@@ -257,6 +244,7 @@ class TranslateTab(QWidget):
     def _on_worker_finished(self) -> None:
         if self.session is not None:
             self.session.finished = True
+            self.search.decoded()
             self._stop_at_end()
             self._show_text()
             verb = "Generated" if self.generating else "Translated"

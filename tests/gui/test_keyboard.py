@@ -16,11 +16,15 @@ def test_mnemonic_reads_the_marked_letter():
 
 
 def window_states(window):
-    """Every combination of what can be on screen at once: each main tab, and each page of the Train tab's
-    lower tabs; the Train tab's Pause button in both of its texts."""
+    """Every combination of what can be on screen at once: each main tab, each page of the Translate tab's side
+    tabs and of the Train tab's lower tabs; the Train tab's Pause button in both of its texts."""
     train = window.train_tab
     window.tabs.setCurrentWidget(window.translate_tab)
     yield "Translate tab"
+    side = window.translate_tab.search.side  # steps, search tree, heads off
+    for i in range(side.count()):
+        side.setCurrentIndex(i)
+        yield f"Translate tab, {side.tabText(i)!r}"
     window.tabs.setCurrentWidget(train)
     for i in range(train.lower_tabs.count()):
         train.lower_tabs.setCurrentIndex(i)

@@ -28,6 +28,23 @@ def test_both_tabs_fit_and_keep_their_controls_on_screen(qtbot, loaded, size):
     for widget in (tab.source_edit, tab.translate_button, tab.translation_text, tab.attention.heatmap_scroll,
                    window.statusBar()):
         assert visible_in(widget, window), widget.objectName()
+    for widget in (tab.sampling_row.sampling_combo, tab.sampling_row.beam_spin, tab.sampling_row.penalty_spin,
+                   tab.search.side, tab.topk_view):
+        assert visible_in(widget, window), widget.objectName()
+    search = tab.search
+    for page, widgets in ((search.panel_scroll, (search.panel.tree_scroll, search.panel.nbest, search.panel.token_edit,
+                                                  search.panel.what_if_button, search.panel.prefix_button)),
+                          (search.heads_scroll, (search.heads_panel.off_edit, search.heads_panel.rescale_check,
+                                                 search.heads_panel.reset_button, search.heads_panel.before_text,
+                                                 search.heads_panel.after_text))):
+        search.side.setCurrentWidget(page)
+        qtbot.wait(20)
+        viewport = page.viewport().rect()
+        assert not page.verticalScrollBar().isVisible() and not page.horizontalScrollBar().isVisible(), size
+        rects = [QRect(w.mapTo(page.viewport(), QPoint(0, 0)), w.size()) for w in widgets]
+        for w, rect in zip(widgets, rects):  # on the page, not clipped by it, and not over each other
+            assert w.isVisible() and viewport.contains(rect), (size, w.objectName(), rect, viewport)
+        assert all(not a.intersects(b) for i, a in enumerate(rects) for b in rects[i + 1:]), (size, rects)
     window.tabs.setCurrentWidget(window.train_tab)
     qtbot.wait(50)
     train = window.train_tab

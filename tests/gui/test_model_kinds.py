@@ -45,7 +45,8 @@ def test_a_language_model_turns_the_tab_into_generate(qtbot, window, lm_checkpoi
     assert data.matrix.shape == (len(tokens), len(tokens)) and abs(data.matrix.sum(axis=1) - 1).max() < 1e-5
     assert abs(data.matrix[0, 1:]).max() == 0  # causal: the first step sees only <sos>
     tab = load(qtbot, window, toy_checkpoint)  # back to a translation model
-    assert window.tabs.tabText(0) == "&Translate" and tab.source_view.isVisible() and not tab.sampling_row.isVisible()
+    assert window.tabs.tabText(0) == "&Translate" and tab.source_view.isVisible() and tab.sampling_row.isVisible()
+    assert not tab.temperature_spin.isVisible()  # sampling is offered for a language model only
 
 
 def test_generate_accepts_an_empty_prefix_and_samples_reproducibly(qtbot, window, lm_checkpoint):
