@@ -176,6 +176,18 @@ class SearchExplorer(QObject):
         return id(self.tab.translator), self.text, self.beam, repr(self.decode.replace(heads_off=(),
                                                                                         rescale_heads=False))
 
+    PAGE_MIN = 150  # px the search tree or heads-off page needs to show a few rows
+
+    def make_room(self, splitter, index: int) -> None:
+        """Opening the search tree or heads-off page on a short screen moves ``splitter`` (the tab's top over the
+        attention panel) so the page shows a few rows, leaving the attention panel at least 220 px."""
+        if index == 0:  # the step table is fine small
+            return
+        top, bottom = splitter.sizes()
+        give = min(self.PAGE_MIN - self.side.currentWidget().height(), bottom - 220)
+        if give > 0:
+            splitter.setSizes([top + give, bottom - give])
+
     # -- showing a hypothesis ----------------------------------------------------------------------------------------
 
     @Slot(int)

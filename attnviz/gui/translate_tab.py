@@ -117,7 +117,9 @@ class TranslateTab(QWidget):
             top.setStretchFactor(top.indexOf(widget), stretch)
         top.setChildrenCollapsible(False)
         self.step_table.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
-        splitter = QSplitter(Qt.Orientation.Vertical)
+        self.top_splitter = top
+        self.splitter = splitter = QSplitter(Qt.Orientation.Vertical)
+        splitter.setObjectName("translateSplitter")
         splitter.addWidget(top)
         splitter.addWidget(self.attention)
         splitter.setStretchFactor(0, 1)  # the top holds the search tree too
@@ -129,6 +131,7 @@ class TranslateTab(QWidget):
         layout.addWidget(splitter, 1)
 
     def _connect(self) -> None:
+        self.search.side.currentChanged.connect(lambda index: self.search.make_room(self.splitter, index))
         self.source_edit.returnPressed.connect(self.translate)
         self.translate_button.clicked.connect(self.translate)
         self.examples_combo.activated.connect(self._on_examples_activated)
@@ -184,8 +187,14 @@ class TranslateTab(QWidget):
         settings.setValue("translate/kind", self.attention.kind or "")
         settings.setValue("translate/layer", -1 if self.attention.chosen_layer is None else self.attention.chosen_layer)
         settings.setValue("translate/head", self.attention.chosen_head)
+        settings.setValue("translate/splitter", self.splitter.saveState())
+        settings.setValue("translate/top_splitter", self.top_splitter.saveState())
 
     def restore_settings(self, settings: QSettings) -> None:
+        for splitter, key in ((self.splitter, "translate/splitter"), (self.top_splitter, "translate/top_splitter")):
+            state = settings.value(key)
+            if state is not None:
+                splitter.restoreState(state)
         self.playback.restore_settings(settings)
         self.sampling_row.restore_settings(settings)
         self.attention.restore_choice(settings.value("translate/kind", "") or None,

@@ -193,3 +193,25 @@ def test_the_decoding_mode_is_remembered(qtbot, loaded, settings):
     assert tab.sampling_row.mode == "beam" and tab.sampling_row.beam_spin.value() == 7
     assert abs(tab.sampling_row.penalty_spin.value() - 0.6) < 1e-9
     assert tab._decode_config().beam == 7
+
+
+def test_the_tree_page_makes_room_on_a_short_screen_and_the_split_is_remembered(qtbot, loaded, settings):
+    from attnviz.gui.main_window import MainWindow
+
+    loaded.resize(1024, 700)
+    tab = decode(qtbot, loaded, mode="greedy")
+    tab.search.side.setCurrentIndex(0)
+    tab.splitter.setSizes([0, 10_000])  # the top squeezed to its minimum: the side page is short
+    top, bottom = tab.splitter.sizes()
+    assert tab.search.side.height() < tab.search.PAGE_MIN
+    tab.search.side.setCurrentWidget(tab.search.panel_scroll)
+    grown, rest = tab.splitter.sizes()
+    assert grown > top and rest < bottom and rest >= 220  # the page got room, the attention panel kept 220 px
+    tab.save_settings(settings)
+    again = MainWindow(settings)
+    qtbot.addWidget(again)
+    again.resize(1024, 700)
+    again.show()
+    qtbot.waitUntil(lambda: again.translate_tab.splitter.sizes()[0] > 0)
+    restored = again.translate_tab.splitter.sizes()  # (an empty tab's minimum heights differ by a few px)
+    assert abs(restored[0] - grown) <= 8 and abs(restored[1] - rest) <= 8 and restored != [top, bottom]
