@@ -122,7 +122,7 @@ def _clock(seconds: float) -> str:
 
 def cmd_train(args) -> int:
     from attnviz.engine import events as ev
-    from attnviz.engine.distributed import world_size
+    from attnviz.engine.distributed import exit_worker, world_size
     from attnviz.engine.presets import get_preset
     from attnviz.engine.runs import recipe_of_run, run_checkpoint
     from attnviz.engine.training import train
@@ -141,14 +141,18 @@ def cmd_train(args) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl+C or kill: save a resumable checkpoint, then exit
         signal.signal(sig, lambda *_: stop.set())
     show = _Progress(recipe.name, out) if world_size() == 1 or os.environ.get("RANK") == "0" else None
-    for event in train(recipe, out, args.data_dir, resume=bool(args.resume), stop=stop, max_steps=args.max_steps):
+    code = 0
+    events = train(recipe, out, args.data_dir, resume=bool(args.resume), stop=stop, max_steps=args.max_steps)
+    for event in events:
         if show:  # under torchrun only rank 0 prints
             show(event)
-        if isinstance(event, ev.TrainStopped):
-            return 130
-        if isinstance(event, ev.TrainFailed):
-            return 1
-    return 0
+        if isinstance(event, (ev.TrainStopped, ev.TrainFailed)):
+            code = 130 if isinstance(event, ev.TrainStopped) else 1
+            break
+    events.close()  # leaves the process group, if any
+    if world_size() > 1:
+        exit_worker(code)
+    return code
 
 
 def _torchrun(args) -> int:

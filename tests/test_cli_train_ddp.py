@@ -45,6 +45,7 @@ RANK_SCRIPT = """
 import sys
 from safetensors.torch import save_file
 from attnviz.engine import training
+from attnviz.engine.distributed import exit_worker
 from attnviz.engine.presets import Recipe
 import json, os
 
@@ -61,6 +62,7 @@ rank = os.environ["RANK"]
 model = seen[0].model
 grads = {"grad." + k: p.grad for k, p in model.named_parameters() if p.grad is not None}  # the last step's
 save_file({k: v.contiguous() for k, v in (model.state_dict() | grads).items()}, sys.argv[2] + f".rank{rank}")
+exit_worker(0)  # as `attnviz train` ends a worker
 """
 
 

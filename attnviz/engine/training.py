@@ -250,6 +250,8 @@ def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = 
         yield TrainFailed(str(exc), run.last_good if run else None)
     finally:
         gc.unfreeze()  # the run's objects become collectable again (a GUI may train many runs in one process)
+        if run is not None:
+            run.forward = None  # DDP's reducer goes before the process group it uses (else exit may abort)
         ranks.close()
 
 
