@@ -111,18 +111,33 @@ def shortcut_rows(window: QWidget) -> list[tuple[str, str]]:
     return rows
 
 
+# Keys and gestures inside views (no menu action carries them), listed in the Help dialog after the shortcuts.
+VIEW_KEYS = (
+    ("Arrow keys, Enter", "Search tree: move between nodes; show that hypothesis everywhere"),
+    ("Arrow keys, Enter", "Head grid: move between heads; open the head in the large view"),
+    ("Space, Shift+Space", "Head grid: switch the head off or on; switch its whole layer"),
+    ("Ctrl+click, Ctrl+Shift+click", "Head grid: switch a head off or on; its whole layer (or Ctrl+click a layer's "
+                                     "label)"),
+    ("Arrow keys", "Heatmap: move between cells; the exact weight is read out"),
+    ("Ctrl+wheel", "Heatmap: zoom"),
+    ("Double-click", "Top-k chart: decode on with that candidate instead (what-if; also in its context menu)"),
+)
+
+
 class ShortcutsDialog(QDialog):
-    """Help > Keyboard shortcuts: every key of the window's actions, and how mnemonics work."""
+    """Help > Keyboard shortcuts: every key of the window's actions, the keys inside views, and how mnemonics
+    work."""
 
     def __init__(self, window: QWidget):
         super().__init__(window)
         self.setWindowTitle("Keyboard shortcuts")
-        rows = shortcut_rows(window)
+        rows = shortcut_rows(window) + list(VIEW_KEYS)
         self.table = QTableWidget(len(rows), 2, self)
         self.table.setObjectName("shortcutsTable")
         self.table.setAccessibleName("Keyboard shortcuts")
         self.table.setHorizontalHeaderLabels(["Keys", "Action"])
         self.table.verticalHeader().hide()
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)  # wrapped rows
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
@@ -138,7 +153,7 @@ class ShortcutsDialog(QDialog):
         layout.addWidget(self.table, 1)
         layout.addWidget(note)
         layout.addWidget(buttons)
-        self.resize(520, 560)
+        self.resize(660, 600)
 
 
 def window_keys(widget: QWidget) -> set[int]:

@@ -5,7 +5,15 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QMenu, QTabWidget
 
-from attnviz.gui.shortcuts import ShortcutsDialog, clashes, mnemonic, mnemonic_owners, shortcut_clashes, shortcut_rows
+from attnviz.gui.shortcuts import (
+    VIEW_KEYS,
+    ShortcutsDialog,
+    clashes,
+    mnemonic,
+    mnemonic_owners,
+    shortcut_clashes,
+    shortcut_rows,
+)
 from tests.gui.conftest import translate
 from tests.helpers import make_toy_lm, train_toy_lm
 
@@ -124,9 +132,12 @@ def test_help_lists_every_shortcut(qtbot, window):
         assert wanted in texts, wanted
     dialog = ShortcutsDialog(window)
     qtbot.addWidget(dialog)
-    assert dialog.table.rowCount() == len(rows) >= 18
+    assert dialog.table.rowCount() == len(rows) + len(VIEW_KEYS) and len(rows) >= 18
     keys = [dialog.table.item(r, 0).text() for r in range(dialog.table.rowCount())]
     assert all(keys) and "Ctrl+E" in keys
+    actions = [dialog.table.item(r, 1).text() for r in range(dialog.table.rowCount())]
+    assert any(a.startswith("Head grid: switch the head off") for a in actions)  # the keys inside views follow
+    assert any(a.startswith("Search tree:") for a in actions)
 
 
 @pytest.mark.parametrize("paused, answer, stops", [(False, False, False), (False, True, True), (True, None, True)])
