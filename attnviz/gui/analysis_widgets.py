@@ -93,12 +93,13 @@ class HeadMap(HeatmapView):
         self.setAccessibleName("Statistic per layer and head")
         self.placeholder = "Run the analysis to see a statistic per layer and head"
 
-    def show_matrix(self, matrix: np.ndarray, title: str, fixed_scale: bool) -> None:
-        """``matrix`` [L, H]; a fixed 0..1 colour scale for shares, per-map for entropies and distances."""
+    def show_matrix(self, matrix: np.ndarray, title: str, fixed_scale: bool, signed: bool = False) -> None:
+        """``matrix`` [L, H]; a fixed 0..1 colour scale for shares, per-map for entropies and distances, a
+        diverging one centred on zero for ``signed`` figures."""
         layers, heads = matrix.shape
         self.set_data(HeatmapData(np.nan_to_num(matrix), tuple(f"L{i + 1}" for i in range(layers)),
                                   tuple(f"H{h + 1}" for h in range(heads)), "layer", "head", title,
-                                  per_map=not fixed_scale))
+                                  per_map=not fixed_scale, signed=signed))
 
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         cell = self.cell_at(event.position().toPoint())
@@ -191,4 +192,4 @@ class SentenceViews(QWidget):
         info = ATTENTION_KINDS[kind]
         matrix = maps[self.layer_spin.value() - 1, self.head_spin.value() - 1]
         return HeatmapData(matrix, rows[: matrix.shape[0]], cols[: matrix.shape[1]], info.query_axis, info.key_axis,
-                           f"{info.label}: {what}", per_map=signed)
+                           f"{info.label}: {what}", per_map=signed, signed=signed)

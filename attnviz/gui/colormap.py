@@ -1,4 +1,7 @@
-"""Attention matrices to images: a viridis lookup table and numpy -> QImage conversion (no matplotlib needed)."""
+"""Attention matrices to images: viridis and a diverging lookup table, numpy -> QImage (no matplotlib needed).
+
+Weights and other non-negative figures use viridis; signed figures (a difference between two models, the BLEU a
+head is worth) use a diverging blue-white-red scale centred on zero, so the sign reads at a glance."""
 
 from __future__ import annotations
 
@@ -12,6 +15,19 @@ LUT = np.stack([np.interp(np.linspace(0, 1, 256), np.linspace(0, 1, len(_ANCHORS
                 for c in range(3)], axis=1).round().astype(np.uint8)  # [256, 3]
 
 
+# ColorBrewer RdBu reversed: blue below zero, white at zero, red above (colour-blind safe)
+_DIVERGING = np.array([(33, 102, 172), (67, 147, 195), (146, 197, 222), (209, 229, 240), (247, 247, 247),
+                       (253, 219, 199), (244, 165, 130), (214, 96, 77), (178, 24, 43)], dtype=np.float64)
+DIVERGING_LUT = np.stack([np.interp(np.linspace(0, 1, 256), np.linspace(0, 1, len(_DIVERGING)), _DIVERGING[:, c])
+                          for c in range(3)], axis=1).round().astype(np.uint8)  # [256, 3]
+
+
+def signed_limit(matrix: np.ndarray) -> float:
+    """The half-width of a signed scale: the largest magnitude (1 for an all-zero or empty matrix)."""
+    m = float(np.nanmax(np.abs(matrix))) if matrix.size and not np.isnan(matrix).all() else 0.0
+    return m if m > 0 else 1.0
+
+
 def normalise(matrix: np.ndarray, per_map: bool) -> np.ndarray:
     """Values in 0..1: fixed scale clips to 0..1 (attention weights); per-map stretches min..max."""
     if per_map and matrix.size:
@@ -20,14 +36,20 @@ def normalise(matrix: np.ndarray, per_map: bool) -> np.ndarray:
     return np.clip(matrix, 0.0, 1.0)
 
 
-def to_image(matrix: np.ndarray, per_map: bool = False) -> QImage:
-    """A [R, C] matrix as an RGB image of R x C pixels (scale it when painting)."""
-    rgb = np.ascontiguousarray(LUT[(normalise(matrix, per_map) * 255).round().astype(np.intp)])  # [R, C, 3]
+def to_image(matrix: np.ndarray, per_map: bool = False, signed: bool = False) -> QImage:
+    """A [R, C] matrix as an RGB image of R x C pixels (scale it when painting); ``signed``: the diverging scale
+    from -m to m, m the largest magnitude. NaN (nothing measured) is drawn as the scale's zero."""
+    if signed:
+        values, lut = (np.clip(np.nan_to_num(matrix) / signed_limit(matrix), -1.0, 1.0) + 1) / 2, DIVERGING_LUT
+    else:
+        values, lut = np.nan_to_num(normalise(matrix, per_map)), LUT
+    rgb = np.ascontiguousarray(lut[(values * 255).round().astype(np.intp)])  # [R, C, 3]
     rows, cols = matrix.shape
     image = QImage(rgb.data, cols, rows, cols * 3, QImage.Format.Format_RGB888)
     return image.copy()  # own the pixels: the numpy buffer goes away
 
 
-def color_at(value: float) -> QColor:
-    r, g, b = LUT[int(round(min(max(value, 0.0), 1.0) * 255))]
+def color_at(value: float, signed: bool = False) -> QColor:
+    """The colour at ``value`` in 0..1 of the scale (for a signed scale 0.5 is zero)."""
+    r, g, b = (DIVERGING_LUT if signed else LUT)[int(round(min(max(value, 0.0), 1.0) * 255))]
     return QColor(int(r), int(g), int(b))

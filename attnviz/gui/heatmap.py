@@ -15,7 +15,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QImage, QMouseEvent, QPainter, 
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from attnviz.gui.accessible import announce
-from attnviz.gui.colormap import color_at, to_image
+from attnviz.gui.colormap import color_at, signed_limit, to_image
 from attnviz.gui.heatmap_layout import MARGIN_RIGHT, Geometry, colour_ticks, geometry, tick_digits, zoomed
 
 
@@ -30,6 +30,7 @@ class HeatmapData:
     highlight_row: int | None = None
     per_map: bool = False
     masked: np.ndarray | None = None  # [R, C] True where the query may not look (future keys): not a zero weight
+    signed: bool = False  # a diverging scale centred on zero (differences, BLEU lost)
 
 
 class HeatmapView(QWidget):
@@ -61,7 +62,8 @@ class HeatmapView(QWidget):
 
     def set_data(self, data: HeatmapData | None) -> None:
         self._data = data
-        self._image = to_image(data.matrix, data.per_map) if data is not None and data.matrix.size else None
+        self._image = (to_image(data.matrix, data.per_map, data.signed) if data is not None and data.matrix.size
+                       else None)
         if self.current is not None and (data is None or self.current[0] >= data.matrix.shape[0]
                                          or self.current[1] >= data.matrix.shape[1]):
             self.current = None
@@ -211,12 +213,15 @@ class HeatmapView(QWidget):
 
     def colour_range(self) -> tuple[float, float]:
         d = self._data
+        if d.signed:
+            m = signed_limit(d.matrix)
+            return -m, m
         return (float(d.matrix.min()), float(d.matrix.max())) if d.per_map else (0.0, 1.0)
 
     def _draw_colour_bar(self, painter: QPainter, cells: QRect, text_color: QColor) -> None:
         bar = QRect(cells.right() + 14, cells.top(), 12, max(cells.height(), 60))
         for y in range(bar.height()):
-            painter.setPen(color_at(1 - y / max(bar.height() - 1, 1)))
+            painter.setPen(color_at(1 - y / max(bar.height() - 1, 1), self._data.signed))
             painter.drawLine(bar.left(), bar.top() + y, bar.right(), bar.top() + y)
         lo, hi = self.colour_range()
         digits = tick_digits(lo, hi)

@@ -52,7 +52,7 @@ class ImportanceMap(HeadMap):
             return
         label = ATTENTION_KINDS[kind].label if kind in ATTENTION_KINDS else kind
         self.show_matrix(result.matrix(kind), f"{label}: BLEU lost when the head alone is off "
-                         f"(baseline {result.baseline:.2f})", False)
+                         f"(baseline {result.baseline:.2f})", False, signed=True)
 
     def describe_cell(self, row: int, col: int) -> str:
         if self.result is None:
@@ -189,7 +189,7 @@ class ImportancePanel(QWidget):
                 if top is not None else "")
         self.summary.setText(f"Baseline bleu_tok {result.baseline:.2f} on {result.sentences} sentences "
                              f"({result.source}, {result.decode}); colour: BLEU lost when the head alone is off "
-                             f"(negative: better without it).{best}")
+                             f"(red: it helps; blue: the corpus scores better without it).{best}")
         self._set_running(self.is_running())
         self._show()
         self.status.emit(f"Head importance: {len(result.heads)} heads measured")

@@ -42,6 +42,22 @@ def test_compute_shows_every_kinds_bleu_lost(qtbot, loaded, corpus, trained_tran
     assert f"layer {top.layer + 1}, head {top.head + 1}" in hover and f"{top.delta:+.4f}" in hover
     assert f"{top.bleu:.4f}" in hover
     assert f"{panel.result.baseline:.2f}" in panel.summary.text() and panel.save_button.isEnabled()
+    # a diverging scale centred on zero: a head that helps and one that hurts differ in hue, not only in shade
+    assert panel.map.data().signed
+    lo, hi = panel.map.colour_range()
+    assert lo == -hi and hi == pytest.approx(max(abs(h.delta) for h in panel.result.heads if h.kind == top.kind)
+                                             or 1.0)
+
+
+def test_the_signed_scale_is_blue_below_white_at_and_red_above_zero():
+    from attnviz.gui.colormap import to_image
+
+    image = to_image(np.array([[-2.0, 0.0, 2.0, np.nan]]), signed=True)
+    blue, white, red, unmeasured = (image.pixelColor(c, 0) for c in range(4))
+    assert blue.blue() > 150 > blue.red() and red.red() > 150 > red.blue()
+    assert min(white.red(), white.green(), white.blue()) > 240 and unmeasured == white
+    plain = to_image(np.array([[0.0, 1.0]]))  # weights keep viridis: dark purple to yellow
+    assert plain.pixelColor(0, 0).blue() > plain.pixelColor(0, 0).green() and plain.pixelColor(1, 0).red() > 200
 
 
 def test_cancel_stops_and_references_are_required(qtbot, loaded, corpus):
