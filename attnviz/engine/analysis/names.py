@@ -26,4 +26,4 @@ VIEWS = {"raw": "raw attention weights",
          "difference": "compared checkpoint's raw weights minus the loaded model's (colour scale per map)",
          "side-by-side": "raw attention weights: the loaded model (left) beside the compared checkpoint (right)"}
 SIDE_BY_SIDE = ("raw", "compare")  # the two views the side-by-side view shows, left and right
-SIGNED_VIEWS = ("difference",)  # rows do not sum to 1: drawn on a per-map colour scale
+SIGNED_VIEWS = ("difference",)  # rows do not sum to 1: drawn on a diverging scale centred on zero
