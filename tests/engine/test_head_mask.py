@@ -123,3 +123,25 @@ def test_the_model_is_unchanged_when_decoding_fails_midway(trained):
     with pytest.raises(RuntimeError), heads_off(trained.model, parse_heads("cross:1.1", LAYOUT)):
         raise RuntimeError("interrupted")
     assert trained.model.decoder[0].cross_attn.head_gate is None
+
+
+def test_heads_are_off_only_in_the_thread_that_switched_them_off(trained):
+    import threading
+
+    plain = trained.translate(TEXT)
+    masked = trained.translate(TEXT, off("cross:2.*"))
+    assert masked.tokens != plain.tokens or masked.probabilities != plain.probabilities
+    inside, results = threading.Event(), {}
+
+    def other_thread():
+        inside.wait(10)
+        results["other"] = trained.translate(TEXT)  # while the main thread holds every layer-2 cross head off
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    with heads_off(trained.model, parse_heads("cross:2.*", LAYOUT)):
+        inside.set()
+        worker.join(30)
+        results["here"] = trained.translate(TEXT)  # this thread's gates hold (no config needed)
+    assert results["other"].probabilities == plain.probabilities
+    assert results["here"].probabilities == masked.probabilities

@@ -63,8 +63,8 @@ class IncrementalModel(nn.Module):
         return (logits, *out.last_rows())
 
     def attention_modules(self) -> dict[str, list[nn.Module]]:
-        """Each attention kind's modules, one per layer, each with a ``head_gate`` attribute its forward pass
-        applies (``engine.head_mask``); a kind that cannot switch heads off leaves this empty."""
+        """Each attention kind's modules, one per layer, each a ``head_mask.HeadGated`` whose forward pass applies
+        its ``head_gate``; a kind that cannot switch heads off leaves this empty."""
         return {}
 
     @property

@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnviz.engine.config import ModelConfig
+from attnviz.engine.head_mask import HeadGated
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
 from attnviz.engine.vocab import PAD_ID
 
@@ -48,10 +49,9 @@ class RNNCache:
                         self.length)
 
 
-class LuongAttention(nn.Module):
-    """Global attention: scores, masked softmax over the source, context and attentional state."""
-
-    head_gate: Tensor | None = None  # [1] while its one head is switched off (``engine.head_mask``)
+class LuongAttention(HeadGated, nn.Module):
+    """Global attention: scores, masked softmax over the source, context and attentional state; ``head_gate`` is
+    [1] while its one head is switched off in this thread (``engine.head_mask``)."""
 
     def __init__(self, hidden: int, out_dim: int, score: str):
         super().__init__()
@@ -81,8 +81,9 @@ class LuongAttention(nn.Module):
             # saturated on one source position from the first step, whose gradient never lets attention learn
             scores = h @ keys.transpose(1, 2) * self.scale  # [B, T, Hd] x [B, Hd, S] -> [B, T, S]
         weights = scores.masked_fill(~mask[:, 0], float("-inf")).softmax(dim=-1)  # mask [B, 1, 1, S] -> [B, 1, S]
-        if self.head_gate is not None:  # switched off: zero weights, so a zero context
-            weights = weights * self.head_gate[0]
+        gate = self.head_gate
+        if gate is not None:  # switched off: zero weights, so a zero context
+            weights = weights * gate[0]
         context = weights @ memory  # [B, T, S] x [B, S, Hd] -> [B, T, Hd]
         return torch.tanh(self.w_c(torch.cat([context, h], dim=-1))), weights
 

@@ -20,6 +20,7 @@ from torch import Tensor, nn
 
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.head_mask import HeadGated
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
 from attnviz.engine.vocab import PAD_ID
 
@@ -39,8 +40,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: f
     return F.dropout(weights, dropout_p) @ v, weights
 
 
-class MultiHeadAttention(nn.Module):
-    head_gate: Tensor | None = None  # [H] multipliers while heads are switched off (``engine.head_mask``)
+class MultiHeadAttention(HeadGated, nn.Module):
+    """``head_gate``: [H] multipliers while heads are switched off in this thread (``engine.head_mask``)."""
 
     def __init__(self, d_model: int, heads: int, dropout: float):
         super().__init__()
@@ -60,8 +61,9 @@ class MultiHeadAttention(nn.Module):
     def forward(self, x: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, need_weights: bool):
         q = self.split(self.q_proj(x))
         out, weights = attention(q, k, v, mask, self.dropout if self.training else 0.0, need_weights)
-        if self.head_gate is not None:  # an off head's weights are zero, so its output [B, H, T, dh] is too
-            gate = self.head_gate[:, None, None]
+        gate = self.head_gate
+        if gate is not None:  # an off head's weights are zero, so its output [B, H, T, dh] is too
+            gate = gate[:, None, None]
             out = out * gate
             weights = None if weights is None else weights * (gate != 0)
         b, _, t, _ = out.shape
