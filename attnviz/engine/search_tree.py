@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 from attnviz.engine.events import BeamDone, BeamNode, BeamStep, DecodeStep, EncoderPass, Translation, assemble
 from attnviz.engine.vocab import EOS_ID
@@ -56,6 +57,11 @@ class SearchTree:
         self.branches += 1
         return self.add_chain(steps, parent, self.branches)
 
+    def graft(self, parent: int) -> Graft:
+        """A what-if branch searched by beam after a forced prefix, to be fed its events (``Graft.add``)."""
+        self.branches += 1
+        return Graft(self, parent, self.branches)
+
     # -- reading ----------------------------------------------------------------------------------------------------
 
     @property
@@ -98,6 +104,35 @@ class SearchTree:
 
     def n_best(self, k: int) -> list[BeamNode]:
         return [self.nodes[i] for i in self.ranking[:k]]
+
+
+class Graft:
+    """Hangs a beam search decoded after a forced prefix (the path to ``parent``, then the what-if token) under
+    ``parent``: the nodes of the repeated prefix are dropped, the others join the tree with fresh ids in branch
+    ``branch``. ``ranking`` is the branch's finished nodes, best first, once its ``BeamDone`` arrived."""
+
+    def __init__(self, tree: SearchTree, parent: int, branch: int):
+        self.tree, self.parent, self.branch = tree, parent, branch
+        self.start = tree.depth(parent)  # the what-if token's position
+        self.ids: dict[int, int] = {ROOT: ROOT}  # the search's node id -> the tree's
+        self.ranking: tuple[int, ...] = ()
+
+    def add(self, event: BeamStep | BeamDone) -> list[int]:
+        """Take one event; returns the tree ids of the nodes it added."""
+        if isinstance(event, BeamDone):
+            self.ranking = tuple(self.ids[i] for i in event.ranking if i in self.ids)
+            return []
+        added = []
+        for node in event.nodes:
+            if node.step.index < self.start:  # the forced path to the parent, already in the tree
+                if node.status == "alive":
+                    self.ids[node.id] = self.parent
+                continue
+            new_id = max(self.tree.nodes, default=ROOT) + 1
+            self.ids[node.id] = new_id
+            self.tree.nodes[new_id] = replace(node, id=new_id, parent=self.ids[node.parent], branch=self.branch)
+            added.append(new_id)
+        return added
 
 
 def _logp(step: DecodeStep) -> float:

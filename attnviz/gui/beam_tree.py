@@ -7,8 +7,8 @@ emits ``activated(node id)``; the arrow keys move the cursor (Left: parent, Righ
 neighbours in the step) and a screen reader reads the node under it ("step 3, 'dogs', p 0.42, pruned").
 
 Layout: columns are steps; the chosen hypothesis reads along the top row, the other candidates of a step sit below
-it grouped by parent, and each what-if branch has a row of its own beneath the search, so a beam of width k needs
-about 2k rows however long the sentence is.
+it grouped by parent, and each what-if branch has a band of its own beneath the search (one row for a greedy
+branch, a few for a beam search), so a beam of width k needs about 2k rows however long the sentence is.
 """
 
 from __future__ import annotations
@@ -70,27 +70,29 @@ class BeamTreeView(QWidget):
     def _layout(self) -> None:
         """Columns are steps. In each column the search's nodes are ranked: the chosen hypothesis' node first
         (so it reads along the top row), then by their parent's row (siblings together, edges short), live before
-        pruned, then by score. Each what-if branch gets its own row below them, so it reads as one straight line."""
+        pruned, then by score. Each what-if branch gets a band of rows of its own below them, laid out the same way:
+        one row for a greedy branch, so it reads as one straight line, a few for a beam search."""
         self._pos.clear()
         self._children.clear()
         if self.tree is None:
             return
         nodes = self.tree.nodes
         self._chosen_path = self.tree.on_path(self.tree.chosen)
-        columns: dict[int, list[int]] = {}
+        columns: dict[tuple[int, int], list[int]] = {}  # (branch, column) -> node ids
         for node in nodes.values():
             self._children.setdefault(node.parent, []).append(node.id)
-            if not node.branch:
-                columns.setdefault(node.step.index + 1, []).append(node.id)
+            columns.setdefault((node.branch, node.step.index + 1), []).append(node.id)
         self._pos[ROOT] = (0, 0)
-        for col in sorted(columns):
-            ranked = sorted(columns[col], key=lambda i: (i not in self._chosen_path, self._pos[nodes[i].parent][1],
-                                                         nodes[i].status == "pruned", -nodes[i].score, i))
-            self._pos.update((i, (col, row)) for row, i in enumerate(ranked))
-        below = max((len(c) for c in columns.values()), default=1)
-        for node in nodes.values():
-            if node.branch:
-                self._pos[node.id] = (node.step.index + 1, below + node.branch - 1)
+        top = 0
+        for branch in sorted({b for b, _ in columns}):  # a branch's parent lies in the search or an earlier branch
+            height = 0
+            for col in sorted(c for b, c in columns if b == branch):
+                ranked = sorted(columns[(branch, col)], key=lambda i: (
+                    i not in self._chosen_path, self._pos[nodes[i].parent][1], nodes[i].status == "pruned",
+                    -nodes[i].score, i))
+                self._pos.update((i, (col, top + row)) for row, i in enumerate(ranked))
+                height = max(height, len(ranked))
+            top += height
         self._children = {k: sorted(v, key=lambda i: self._pos[i][1]) for k, v in self._children.items()}
 
     def node_ids(self) -> list[int]:

@@ -52,7 +52,8 @@ class SearchExplorer(QObject):
         self.text, self.decode, self.beam = "", DecodeConfig(), False
         self.shown: list[int] = []  # node ids of the hypothesis the tab shows, in order
         self._tip = ROOT  # the end of the path (main or what-if) being added
-        self._branch = 0
+        self._branch, self._graft = 0, None  # the what-if branch decoding now (a graft when it is a beam search)
+        self._branch_ends: dict[int, int] = {}  # branch -> its end (a beam branch's best finished node)
         self._following = True  # while a beam decodes, show its best live hypothesis (until a node is clicked)
         self.heads_off: set[HeadRef] = set()
         self._baseline: tuple[tuple, list[str]] | None = None  # (decode key, tokens) with every head on
@@ -106,6 +107,7 @@ class SearchExplorer(QObject):
         self.branch_worker.cancel()
         self.text, self.decode, self.beam = text, decode, beam
         self.tree, self.shown, self._tip, self._following, self._best = None, [], ROOT, True, ROOT
+        self._branch_ends = {}
         self._redraw.stop()
         self.panel.tree_view.set_tree(None)
         self.panel.set_rows([], None)
@@ -227,7 +229,7 @@ class SearchExplorer(QObject):
         tree, detok = self.tree, self.tab.translator.detokenize
         rows = [(str(i + 1), n, detok([s.token for s in tree.path(n.id)]), n.normalised)
                 for i, n in enumerate(tree.n_best(self.decode.beam if self.beam else 1))]
-        tips = {n.branch: n for n in sorted(tree.nodes.values(), key=lambda n: n.id) if n.branch}
+        tips = {b: tree.nodes[i] for b, i in self._branch_ends.items() if i in tree.nodes}
         alpha = self.decode.length_penalty if self.beam else 0.0  # a branch's end, ranked as the search ranks
         rows += [(f"what-if {b}", n, detok([s.token for s in tree.path(n.id)]),
                   None if n.normalised is None else n.score / length_penalty(n.step.index + 1, alpha))
@@ -272,16 +274,33 @@ class SearchExplorer(QObject):
         self._start_branch(ids, ROOT, f"after the prefix {text.strip()!r}")
 
     def _start_branch(self, forced: list[int], parent: int, what: str) -> None:
-        translator, text, decode = self.tab.translator, self.text, self.decode.replace(beam=1)
-        self.tree.branches += 1
-        self._branch, self._branch_tip = self.tree.branches, parent
+        """Decode on after ``forced`` as the main decode did: a beam search grafted under ``parent`` in beam mode,
+        else a greedy (or sampled) path."""
+        translator, text, decode = self.tab.translator, self.text, self.decode
+        self._branch_tip = parent
+        if self.beam:
+            self._graft = self.tree.graft(parent)
+            self._branch = self._graft.branch
+            job = lambda stop: translator.beam_steps(text, decode, forced=forced)  # noqa: E731
+        else:
+            self._graft = None
+            self.tree.branches += 1
+            self._branch = self.tree.branches
+            job = lambda stop: translator.steps(text, decode, forced=forced)  # noqa: E731
         self.tab._show_message("")
         self.tab.status.emit(f"Decoding what-if branch {self._branch}: {what}...")
-        self.branch_worker.start(lambda stop: translator.steps(text, decode, forced=forced))
+        self.branch_worker.start(job)
 
     @Slot(object)
     def _on_branch_event(self, event) -> None:
-        if isinstance(event, DecodeStep) and self.tree is not None:
+        if self.tree is None:
+            return
+        if self._graft is not None and isinstance(event, (BeamStep, BeamDone)):
+            self._graft.add(event)
+            if self._graft.ranking:
+                self._branch_tip = self._graft.ranking[0]
+            self.panel.tree_view.refresh()
+        elif isinstance(event, DecodeStep):
             ids = self.tree.add_chain([event], self._branch_tip, self._branch)
             if ids:
                 self._branch_tip = ids[-1]
@@ -289,8 +308,9 @@ class SearchExplorer(QObject):
 
     @Slot()
     def _on_branch_finished(self) -> None:
-        if self.tree is None or self._branch_tip == ROOT:
+        if self.tree is None or self._branch_tip not in self.tree.nodes:
             return
+        self._branch_ends[self._branch] = self._branch_tip
         self._following = False
         self.show_node(self._branch_tip)
         self._fill_rows()

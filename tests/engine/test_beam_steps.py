@@ -141,3 +141,25 @@ def test_beam_batch_pads_finished_sentences_without_changing_others():
     alone = [beam_batch(translator.model, src[i:i + 1, : (src[i] != 0).sum()], DecodeConfig(beam=3))[0]
              for i in range(2)]
     assert together == alone
+
+
+def test_a_beam_what_if_branch_is_grafted_under_its_parent(trained):
+    tree = search(trained, beam=3)
+    chosen = tree.path(tree.chosen)
+    node = next(n for n in tree.nodes.values() if n.step is chosen[1])  # the chosen path's second token
+    other = next(tok for tok, _ in node.step.topk if tok != node.step.token)
+    forced = tree.forced_ids(node.id, trained.tgt_vocab.id(other))
+    events = list(trained.beam_steps(TEXT, DecodeConfig(beam=3), forced=forced))
+    graft, before = tree.graft(node.parent), set(tree.nodes)
+    added = [i for e in events[1:] for i in graft.add(e)]
+    assert set(added) == set(tree.nodes) - before and all(tree.nodes[i].branch == 1 for i in added)
+    first = [tree.nodes[i] for i in added if tree.nodes[i].step.index == 1]
+    assert len(first) == 1 and first[0].step.token == other and first[0].parent == node.parent and first[0].step.forced
+    engine = {n.id: n for e in events[1:-1] for n in e.nodes}
+    best = graft.ranking[0]
+    assert tree.path(best)[0] is chosen[0]  # the shared prefix is the tree's own node
+    want, node_id = [], events[-1].ranking[0]
+    while node_id != -1:
+        want.insert(0, engine[node_id].step.token)
+        node_id = engine[node_id].parent
+    assert [s.token for s in tree.path(best)][1:] == want[1:] and tree.nodes[best].status == "finished"

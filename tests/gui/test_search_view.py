@@ -105,6 +105,32 @@ def test_a_what_if_branch_from_the_top_k_chart(qtbot, loaded):
     assert labels == ["1", "what-if 1"]
 
 
+def test_a_what_if_in_beam_mode_is_a_beam_search_grafted_on_the_tree(qtbot, loaded):
+    tab = decode(qtbot, loaded, mode="beam", width=3)
+    tree, search = tab.search.tree, tab.search
+    first = [s.token for s in tab.session.steps]
+    tab.go_to(1)
+    alternative = next(tok for tok, _ in tab.session.steps[1].topk if tok != first[1])
+    search.what_if(alternative)
+    qtbot.waitUntil(lambda: tree.branches == 1 and idle(tab), timeout=20000)
+    qtbot.waitUntil(lambda: 1 in search._branch_ends, timeout=5000)
+    forced = [loaded.translator.tgt_vocab.id(t) for t in (first[0], alternative)]
+    events = list(loaded.translator.beam_steps(TEXT, search.decode, forced=forced))
+    engine = {n.id: n for e in events[1:-1] for n in e.nodes}
+    want, node_id = [], events[-1].ranking[0]
+    while node_id != -1:
+        want.insert(0, engine[node_id].step.token)
+        node_id = engine[node_id].parent
+    assert tab.output_view.tokens() == want  # the branch's best hypothesis is shown
+    branch = [n for n in tree.nodes.values() if n.branch == 1]
+    assert len(branch) == sum(1 for n in engine.values() if n.step.index >= 1)  # every candidate after the prefix
+    assert {n.status for n in branch} >= {"finished"} and len({n.step.index for n in branch}) < len(branch)
+    rows = search.panel.tree_view._pos
+    assert min(rows[n.id][1] for n in branch) > max(rows[n.id][1] for n in tree.nodes.values() if not n.branch)
+    labels = [search.panel.nbest.item(r, 0).text() for r in range(search.panel.nbest.rowCount())]
+    assert labels[-1] == "what-if 1"
+
+
 def test_what_if_input_is_checked_with_a_message(qtbot, loaded):
     tab = decode(qtbot, loaded)
     panel = tab.search.panel
