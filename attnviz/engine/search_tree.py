@@ -42,7 +42,7 @@ class SearchTree:
             if step.index < start:
                 continue
             score += _logp(step)
-            node_id = max(self.nodes, default=ROOT) + 1
+            node_id = self.next_id()
             ended = step.token_id == EOS_ID
             self.nodes[node_id] = BeamNode(node_id, parent, step, score, "finished" if ended else "alive",
                                            score if ended else None, branch)
@@ -52,15 +52,21 @@ class SearchTree:
             self.ranking = (ids[-1],)
         return ids
 
+    def next_id(self) -> int:
+        return max(self.nodes, default=ROOT) + 1
+
+    def new_branch(self) -> int:
+        """The number of the next what-if branch."""
+        self.branches += 1
+        return self.branches
+
     def add_branch(self, steps: Iterable[DecodeStep], parent: int) -> list[int]:
         """A what-if branch: a path decoded with a forced prefix that leaves the tree below ``parent``."""
-        self.branches += 1
-        return self.add_chain(steps, parent, self.branches)
+        return self.add_chain(steps, parent, self.new_branch())
 
     def graft(self, parent: int) -> Graft:
         """A what-if branch searched by beam after a forced prefix, to be fed its events (``Graft.add``)."""
-        self.branches += 1
-        return Graft(self, parent, self.branches)
+        return Graft(self, parent, self.new_branch())
 
     # -- reading ----------------------------------------------------------------------------------------------------
 
@@ -128,7 +134,7 @@ class Graft:
                 if node.status == "alive":
                     self.ids[node.id] = self.parent
                 continue
-            new_id = max(self.tree.nodes, default=ROOT) + 1
+            new_id = self.tree.next_id()
             self.ids[node.id] = new_id
             self.tree.nodes[new_id] = replace(node, id=new_id, parent=self.ids[node.parent], branch=self.branch)
             added.append(new_id)

@@ -283,9 +283,7 @@ class SearchExplorer(QObject):
             self._branch = self._graft.branch
             job = lambda stop: translator.beam_steps(text, decode, forced=forced)  # noqa: E731
         else:
-            self._graft = None
-            self.tree.branches += 1
-            self._branch = self.tree.branches
+            self._graft, self._branch = None, self.tree.new_branch()
             job = lambda stop: translator.steps(text, decode, forced=forced)  # noqa: E731
         self.tab._show_message("")
         self.tab.status.emit(f"Decoding what-if branch {self._branch}: {what}...")

@@ -105,13 +105,24 @@ def kinds_to_measure(translator, kinds: Sequence[str] | None) -> dict[str, tuple
     return chosen
 
 
-def corpus_bleu(translator, pairs: Sequence[tuple[str, str]], decode: DecodeConfig) -> float:
-    """bleu_tok of the corpus translated with ``decode`` (evaluate's figure, without the teacher-forced pass)."""
+def bleu_scorer(translator, pairs: Sequence[tuple[str, str]]):
+    """A function ``decode -> bleu_tok`` of the corpus translated with ``decode`` (evaluate's figure, without the
+    teacher-forced pass); the references are tokenized once for all the decodes."""
     from attnviz.engine.metrics import bleu_tok
 
-    hyps = translator.translate_batch_tokens([s for s, _ in pairs], decode)
+    sources = [s for s, _ in pairs]
     refs = [translator.tgt_spec.words().tokenize(r) for _, r in pairs]
-    return bleu_tok([translator.tgt_spec.scored_words(h) for h in hyps], refs)[0]
+
+    def score(decode: DecodeConfig) -> float:
+        hyps = translator.translate_batch_tokens(sources, decode)
+        return bleu_tok([translator.tgt_spec.scored_words(h) for h in hyps], refs)[0]
+
+    return score
+
+
+def corpus_bleu(translator, pairs: Sequence[tuple[str, str]], decode: DecodeConfig) -> float:
+    """bleu_tok of the corpus translated with ``decode`` once."""
+    return bleu_scorer(translator, pairs)(decode)
 
 
 def importance_steps(translator, pairs: Sequence[tuple[str, str]], decode: DecodeConfig | None = None, *,
@@ -127,13 +138,14 @@ def importance_steps(translator, pairs: Sequence[tuple[str, str]], decode: Decod
     layout = kinds_to_measure(translator, kinds)
     refs = [HeadRef(k, la, h) for k, (layers, heads) in layout.items() for la in range(layers) for h in range(heads)]
     total = len(refs) + 1
-    baseline = corpus_bleu(translator, pairs, decode)
+    bleu_of = bleu_scorer(translator, pairs)
+    baseline = bleu_of(decode)
     yield ImportanceProgress(1, total)
     scores = []
     for done, ref in enumerate(refs, 2):
         if stop is not None and stop.is_set():
             return
-        bleu = corpus_bleu(translator, pairs, decode.replace(heads_off=(ref,)))
+        bleu = bleu_of(decode.replace(heads_off=(ref,)))
         scores.append(HeadScore(ref.kind, ref.layer, ref.head, bleu, baseline - bleu))
         yield ImportanceProgress(done, total, head=ref)
     scores.sort(key=lambda s: (-s.delta, s.kind, s.layer, s.head))
