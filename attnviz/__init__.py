@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from attnviz._version import __version__
+
 __all__ = ["__version__", "load_translator"]
 
 if TYPE_CHECKING:

@@ -2,7 +2,7 @@
 
 import sys
 
-from attnviz.cli import main
+from attnviz.cli.main import main
 
 if __name__ == "__main__":
     sys.exit(main())

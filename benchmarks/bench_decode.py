@@ -34,10 +34,10 @@ import torch
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.heads import HeadRef
 from attnviz.engine.models.transformer import Transformer
-from attnviz.engine.search_tree import SearchTree
-from attnviz.engine.tokenize import TokenizerSpec
+from attnviz.engine.search.tree import SearchTree
+from attnviz.engine.text.tokenize import TokenizerSpec
+from attnviz.engine.text.vocab import EOS_ID, Vocab
 from attnviz.engine.translator import Translator, build_model, load_translator
-from attnviz.engine.vocab import EOS_ID, Vocab
 
 SENTENCE = "Ein kleines Mädchen in einem rosa Kleid klettert eine Treppe zu einem Spielhaus hinauf ."
 

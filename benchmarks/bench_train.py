@@ -24,12 +24,12 @@ import time
 
 import torch
 
-from attnviz.engine.batching import batch_tensors, make_batches
+from attnviz.engine.corpus.batching import batch_tensors, make_batches
 from attnviz.engine.metrics import smoothed_loss
-from attnviz.engine.presets import get_preset
-from attnviz.engine.training import prepare
+from attnviz.engine.text.vocab import PAD_ID
+from attnviz.engine.training.loop import prepare
+from attnviz.engine.training.presets import get_preset
 from attnviz.engine.translator import build_model
-from attnviz.engine.vocab import PAD_ID
 
 
 def measure(model, opt, data, batches, steps: int) -> dict:
@@ -75,7 +75,7 @@ def bucketing(steps: int, threads: int) -> dict:
 
 def worker(steps: int, device_name: str, bf16: bool) -> None:
     """One process of a torchrun run (or alone): ``steps`` timed DDP steps after 3 warm-up steps."""
-    from attnviz.engine.distributed import join
+    from attnviz.engine.training.distributed import join
 
     torch.set_num_threads(1)
     ranks, device = join(device_name)

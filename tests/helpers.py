@@ -8,11 +8,11 @@ import random
 import torch
 
 from attnviz.engine.config import ModelConfig
-from attnviz.engine.decoding import pad_batch
 from attnviz.engine.kinds import get_kind
-from attnviz.engine.tokenize import TokenizerSpec
+from attnviz.engine.search.greedy import pad_batch
+from attnviz.engine.text.tokenize import TokenizerSpec
+from attnviz.engine.text.vocab import PAD_ID, Vocab
 from attnviz.engine.translator import Translator, build_model
-from attnviz.engine.vocab import PAD_ID, Vocab
 
 SRC_WORDS = [f"q{i}" for i in range(12)]
 TGT_WORDS = [f"w{i}" for i in range(12)]

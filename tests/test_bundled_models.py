@@ -105,7 +105,7 @@ def test_the_bundled_language_model_generates_names():
 
 
 def test_the_small_lstm_preset_reproduces_the_bundled_lstms_recipe():
-    from attnviz.engine.presets import get_preset
+    from attnviz.engine.training.presets import get_preset
 
     stored = load_translator(MODELS / "de-en-lstm-multi30k.safetensors").metadata["recipe"]
     preset = get_preset("multi30k-de-en-lstm-small").to_dict()

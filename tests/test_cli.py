@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from attnviz.cli import main
+from attnviz.cli.main import main
 
 
 @pytest.fixture(scope="module")

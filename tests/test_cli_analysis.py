@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from attnviz.cli import main
+from attnviz.cli.main import main
 from tests.helpers import make_toy_translator
 
 

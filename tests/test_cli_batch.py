@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from attnviz.cli import main
+from attnviz.cli.main import main
 
 HOSTILE = [  # (raw line, translatable)
     (b"q1 q2", True),

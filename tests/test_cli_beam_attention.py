@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from attnviz.cli import main
+from attnviz.cli.main import main
 from attnviz.engine.config import DecodeConfig
-from attnviz.engine.search_tree import SearchTree
+from attnviz.engine.search.tree import SearchTree
 
 
 @pytest.fixture(scope="module")

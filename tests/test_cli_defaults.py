@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
-from attnviz.cli import main
-from attnviz.engine.data import load_split
-from attnviz.engine.presets import get_preset
+from attnviz.cli.main import main
+from attnviz.engine.corpus.reader import load_split
+from attnviz.engine.training.presets import get_preset
 from attnviz.gui.model_list import default_model_path
 
 

@@ -5,7 +5,7 @@ import json
 import numpy as np
 import pytest
 
-from attnviz.cli import main
+from attnviz.cli.main import main
 from tests.helpers import make_toy_lm, train_toy_lm
 
 
@@ -71,7 +71,7 @@ def test_info_and_evaluate_describe_a_language_model(lm_path, capsys):
 
 
 def _with_recipe_decoding(translator, path, temperature: float, seed: int) -> str:
-    from attnviz.engine.presets import get_preset
+    from attnviz.engine.training.presets import get_preset
 
     recipe = get_preset("names-char").to_dict()
     recipe["decode"] = dict(recipe["decode"], temperature=temperature, seed=seed)

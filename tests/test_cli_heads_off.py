@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from attnviz.cli import main
+from attnviz.cli.main import main
 from attnviz.engine.analysis.importance import ImportanceReady
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.heads import HeadRef

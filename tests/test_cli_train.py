@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from attnviz.cli import main
+from attnviz.cli.main import main
 from attnviz.engine.metrics import bleu_tok
 
 

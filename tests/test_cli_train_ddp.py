@@ -28,11 +28,11 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
-from attnviz.engine.batching import batch_tensors, make_batches
-from attnviz.engine.header import read_header
+from attnviz.engine.checkpoints.header import read_header
+from attnviz.engine.corpus.batching import batch_tensors, make_batches
 from attnviz.engine.metrics import smoothed_loss
-from attnviz.engine.presets import get_preset
-from attnviz.engine.training import prepare
+from attnviz.engine.training.loop import prepare
+from attnviz.engine.training.presets import get_preset
 from attnviz.engine.translator import build_model
 
 SETTINGS = {"corpus.kind": "files", "src_tokenizer.mode": "whitespace", "tgt_tokenizer.mode": "whitespace",
@@ -44,9 +44,9 @@ SETTINGS = {"corpus.kind": "files", "src_tokenizer.mode": "whitespace", "tgt_tok
 RANK_SCRIPT = """
 import sys
 from safetensors.torch import save_file
-from attnviz.engine import training
-from attnviz.engine.distributed import exit_worker
-from attnviz.engine.presets import Recipe
+from attnviz.engine.training import loop as training
+from attnviz.engine.training.distributed import exit_worker
+from attnviz.engine.training.presets import Recipe
 import json, os
 
 seen = []

@@ -12,7 +12,7 @@ PACKAGE = Path(__file__).resolve().parent.parent / "attnviz"
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 # a kind's companion modules: the MarianMT folder reader checks Hugging Face's own model_type "marian"
-COMPANIONS = {"engine/marian.py": {"marian"}}
+COMPANIONS = {"engine/hub/marian.py": {"marian"}}
 
 
 def _modules():

@@ -12,7 +12,8 @@ def modules_after_import(statement: str) -> set[str]:
 
 def test_engine_never_imports_qt_or_matplotlib():
     loaded = modules_after_import(
-        "import attnviz.engine.translator, attnviz.engine.decoding, attnviz.engine.checkpoint, attnviz.cli")
+        "import attnviz.engine.translator, attnviz.engine.search.greedy, attnviz.engine.checkpoints.store, "
+        "attnviz.cli.main")
     assert "torch" in loaded
     assert not {m for m in loaded if m.startswith(("PySide6", "matplotlib"))}
 

@@ -127,7 +127,7 @@ class DecodeConfig(_DictMixin):
     topk: int = 10  # candidates reported per step
     temperature: float = 0.0  # step-by-step decoding: 0 = greedy, > 0 = sample from softmax(logits / temperature)
     seed: int = 0  # of the sampling generator, so a sampled output can be reproduced
-    heads_off: tuple[HeadRef, ...] = ()  # attention heads switched off while decoding (``engine.head_mask``)
+    heads_off: tuple[HeadRef, ...] = ()  # attention heads switched off while decoding (``engine.search.head_mask``)
     rescale_heads: bool = False  # scale an altered layer's remaining heads by H / (H - off)
 
     def __post_init__(self) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from attnviz.engine.checkpoint import atomic_write
+from attnviz.engine.checkpoints.store import atomic_write
 from attnviz.engine.events import ATTENTION_KINDS, Translation
 from attnviz.engine.subwords import WordAttention
 

@@ -1,6 +1,7 @@
 """Which attention heads are switched off: parsed from and written as text, checked, and turned into gates.
 
-``engine.head_mask`` applies them to a model; this module needs no torch (the config and the CLI's parsing use it).
+``engine.search.head_mask`` applies them to a model; this module needs no torch (the config and the CLI's parsing
+use it).
 
 A head that is off has its attention weights zeroed, so it adds nothing to its layer's output (Michel et al.,
 2019, "Are Sixteen Heads Really Better than One?"). By default the remaining heads are left as they are; with

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from sacrebleu.metrics import BLEU, CHRF
 from torch import Tensor
 
-from attnviz.engine.vocab import PAD_ID
+from attnviz.engine.text.vocab import PAD_ID
 
 
 @dataclass

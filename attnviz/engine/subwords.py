@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from attnviz.engine.events import Translation
-from attnviz.engine.tokenize import WORD_START, TokenizerSpec
+from attnviz.engine.text.tokenize import WORD_START, TokenizerSpec
 
 
 def word_spans(starts: Sequence[bool]) -> list[tuple[int, int]]:

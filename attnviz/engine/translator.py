@@ -16,19 +16,19 @@ from typing import Any
 
 import torch
 
-from attnviz.engine.beam import beam_batch, beam_steps
-from attnviz.engine.card import ModelCard, card_from_metadata
-from attnviz.engine.checkpoint import check_against_index, check_finite, load_tensors, save_tensors
+from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata
+from attnviz.engine.checkpoints.header import TOKENIZER_PREFIX
+from attnviz.engine.checkpoints.store import check_against_index, check_finite, load_tensors, save_tensors
 from attnviz.engine.config import DecodeConfig, ModelConfig
-from attnviz.engine.decoding import DecodeInput, decode_steps, greedy_batch, pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, Translation, assemble
-from attnviz.engine.head_mask import heads_off
-from attnviz.engine.header import TOKENIZER_PREFIX
-from attnviz.engine.marian import is_model_folder
+from attnviz.engine.hub.marian import is_model_folder
 from attnviz.engine.models.protocol import count_parameters, load_stored_state, stored_state
-from attnviz.engine.tokenize import LANGUAGE_NAMES, TokenizerSpec
-from attnviz.engine.vocab import EOS, SOS, Vocab
+from attnviz.engine.search.beam import beam_batch, beam_steps
+from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch, pad_batch
+from attnviz.engine.search.head_mask import heads_off
+from attnviz.engine.text.tokenize import LANGUAGE_NAMES, TokenizerSpec
+from attnviz.engine.text.vocab import EOS, SOS, Vocab
 
 GREEDY = DecodeConfig()
 SAMPLED = DecodeConfig(temperature=1.0)
@@ -229,7 +229,7 @@ def load_translator(path: str | os.PathLike) -> Translator:
     """Load a checkpoint file (or a MarianMT folder) into a ready ``Translator``; raises ``CheckpointError`` with a
     clear message."""
     if is_model_folder(path):  # an imported model's folder (MarianMT), read as the Hub lays it out
-        from attnviz.engine.marian_load import load_marian
+        from attnviz.engine.hub.marian_weights import load_marian
 
         return load_marian(path)
     path = str(path)

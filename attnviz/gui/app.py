@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QApplication
 from attnviz.gui import collector
 from attnviz.gui.main_window import MainWindow
 from attnviz.gui.model_list import default_model_path
-from attnviz.gui.paths import resources_dir
+from attnviz.paths import resources_dir
 
 
 def make_app(argv: list[str] | None = None) -> QApplication:

@@ -13,13 +13,13 @@ from PySide6.QtCore import QSettings, Qt, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QToolBar
 
-from attnviz import __version__
+from attnviz._version import __version__
 from attnviz.gui import accessible
-from attnviz.gui.analysis_tab import AnalysisTab
+from attnviz.gui.analysis.tab import AnalysisTab
 from attnviz.gui.model_list import bundled_models, describe
 from attnviz.gui.shortcuts import ShortcutsDialog
-from attnviz.gui.train_tab import TrainTab
-from attnviz.gui.translate_tab import TranslateTab
+from attnviz.gui.train.tab import TrainTab
+from attnviz.gui.translate.tab import TranslateTab
 from attnviz.gui.worker import Worker
 
 OPEN_OTHER = "__open__"

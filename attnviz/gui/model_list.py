@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnviz.engine.card import read_card
+from attnviz.engine.checkpoints.card import read_card
 from attnviz.engine.errors import CheckpointError
-from attnviz.gui.paths import models_dir
+from attnviz.paths import models_dir
 
 DEFAULT_MODEL = "de-en-multi30k.safetensors"
 

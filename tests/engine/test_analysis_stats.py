@@ -11,7 +11,7 @@ import torch
 
 from attnviz.engine.analysis.run import AnalysisProgress, HeadStatsReady, compute_head_stats, head_stats_steps
 from attnviz.engine.analysis.stats import HeadStats, compare_stats, head_tags, row_statistics
-from attnviz.engine.vocab import EOS_ID, PAD_ID, SOS_ID
+from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID
 from tests.helpers import make_toy_lm, make_toy_translator
 
 WORD, DOT = 4, 5

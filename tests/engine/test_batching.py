@@ -1,8 +1,8 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from attnviz.engine.batching import batch_tensors, make_batches
 from attnviz.engine.config import TrainConfig
+from attnviz.engine.corpus.batching import batch_tensors, make_batches
 
 lengths_strategy = st.lists(st.tuples(st.integers(3, 60), st.integers(3, 60)), min_size=1, max_size=300)
 

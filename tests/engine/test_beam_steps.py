@@ -1,4 +1,4 @@
-"""Beam search as events (engine.beam.beam_steps) and the search tree built from them, over every kind."""
+"""Beam search as events (engine.search.beam.beam_steps) and the search tree built from them, over every kind."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ import math
 import numpy as np
 import pytest
 
-from attnviz.engine.beam import Candidate, beam_batch, prune
 from attnviz.engine.config import DecodeConfig
-from attnviz.engine.decoding import pad_batch
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass
 from attnviz.engine.kinds import all_kinds
-from attnviz.engine.search_tree import ROOT, SearchTree
-from attnviz.engine.vocab import EOS_ID
+from attnviz.engine.search.beam import Candidate, beam_batch, prune
+from attnviz.engine.search.greedy import pad_batch
+from attnviz.engine.search.tree import ROOT, SearchTree
+from attnviz.engine.text.vocab import EOS_ID
 from tests.helpers import make_toy_lm, make_toy_translator, train_toy
 
 SOURCE_KINDS = [k.name for k in all_kinds() if k.has_source and k.name != "marian"]

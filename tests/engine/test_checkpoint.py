@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from attnviz import load_translator
-from attnviz.engine import checkpoint
+from attnviz.engine.checkpoints import store as checkpoint
 from attnviz.engine.errors import CheckpointError
 from tests.helpers import make_toy_translator
 

@@ -9,8 +9,15 @@ import zipfile
 
 import pytest
 
-from attnviz.engine import download as dl
-from attnviz.engine.data import CorpusSpec, default_data_dir, load_splits, read_parallel, read_tsv, resolve_data_dir
+from attnviz.engine.corpus import download as dl
+from attnviz.engine.corpus.reader import (
+    CorpusSpec,
+    default_data_dir,
+    load_splits,
+    read_parallel,
+    read_tsv,
+    resolve_data_dir,
+)
 from attnviz.engine.errors import DataError
 
 
@@ -59,7 +66,7 @@ def test_missing_files_name_what_is_expected_and_how_to_get_it(tmp_path):
     assert "multi30k_train.fr.gz" in str(err.value) and "Download the multi30k corpus" in str(err.value)
     assert "--" not in str(err.value)  # the engine speaks of settings; each front end adds its own controls
     assert err.value.corpus == "multi30k" and err.value.settings == ("data_dir",)
-    from attnviz.cli import explain
+    from attnviz.cli.main import explain
 
     assert "attnviz data download multi30k" in explain(err.value) and "--data-dir" in explain(err.value)
 

@@ -3,10 +3,10 @@
 import pytest
 
 from attnviz.engine.config import TrainConfig
-from attnviz.engine.distributed import Ranks, join, world_size
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import TrainNote, TrainStarted
-from attnviz.engine.training import train
+from attnviz.engine.training.distributed import Ranks, join, world_size
+from attnviz.engine.training.loop import train
 from tests.engine.test_training import overfit_recipe
 
 

@@ -11,8 +11,8 @@ import time
 
 import pytest
 
-from attnviz.cli import main
-from attnviz.engine import download as dl
+from attnviz.cli.main import main
+from attnviz.engine.corpus import download as dl
 from attnviz.engine.errors import DataError
 
 CONTENT = bytes(range(256)) * 1024  # 256 KiB, several read blocks

@@ -1,4 +1,4 @@
-"""Switching attention heads off (engine.head_mask) through DecodeConfig.heads_off, in every search."""
+"""Switching attention heads off (engine.search.head_mask) through DecodeConfig.heads_off, in every search."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import ConfigError, InputError
 from attnviz.engine.events import DecodeStep
-from attnviz.engine.head_mask import heads_off
 from attnviz.engine.heads import HeadRef, format_heads, gate_values, parse_heads
+from attnviz.engine.search.head_mask import heads_off
 from tests.helpers import make_toy_lm, make_toy_translator, train_toy
 
 TEXT = "q1 q2 q3 q4"

@@ -12,9 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from attnviz import load_translator
-from attnviz.engine import checkpoint
+from attnviz.engine.checkpoints import store as checkpoint
+from attnviz.engine.checkpoints.header import read_header
 from attnviz.engine.errors import CheckpointError
-from attnviz.engine.header import read_header
 
 
 @pytest.fixture(scope="module")

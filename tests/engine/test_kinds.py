@@ -11,17 +11,17 @@ import pytest
 import torch
 from torch import Tensor, nn
 
-from attnviz.cli import main
-from attnviz.engine.card import read_card
+from attnviz.cli.main import main
+from attnviz.engine.checkpoints.card import read_card
 from attnviz.engine.config import DecodeConfig, ModelConfig
-from attnviz.engine.decoding import pad_batch
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.kinds import ModelKind, all_kinds, get_kind, registered
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel, SearchModel
-from attnviz.engine.tokenize import TokenizerSpec
+from attnviz.engine.search.greedy import pad_batch
+from attnviz.engine.text.tokenize import TokenizerSpec
+from attnviz.engine.text.vocab import PAD_ID, Vocab
 from attnviz.engine.translator import Translator, build_model, load_translator
-from attnviz.engine.vocab import PAD_ID, Vocab
 from tests.helpers import SRC_WORDS, example_config
 
 KINDS = [k.name for k in all_kinds()]

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 import torch
 
-from attnviz.cli import main
-from attnviz.engine.card import read_card
+from attnviz.cli.main import main
+from attnviz.engine.checkpoints.card import read_card
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.translator import load_translator

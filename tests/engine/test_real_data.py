@@ -4,8 +4,8 @@ import gzip
 
 import pytest
 
-from attnviz.engine.tokenize import TokenizerSpec
-from attnviz.engine.vocab import Vocab
+from attnviz.engine.text.tokenize import TokenizerSpec
+from attnviz.engine.text.vocab import Vocab
 
 pytestmark = pytest.mark.data
 

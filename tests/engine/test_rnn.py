@@ -5,12 +5,12 @@ import pytest
 import torch
 
 from attnviz.engine.config import DecodeConfig, ModelConfig, TrainConfig, check_training
-from attnviz.engine.decoding import pad_batch
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.models.protocol import count_parameters
 from attnviz.engine.models.rnn import RNNAttention
-from attnviz.engine.presets import get_preset
+from attnviz.engine.search.greedy import pad_batch
+from attnviz.engine.training.presets import get_preset
 from attnviz.engine.translator import build_model, load_translator
 from tests.helpers import make_toy_translator, train_toy
 

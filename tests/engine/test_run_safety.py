@@ -11,11 +11,11 @@ import sys
 import pytest
 import torch
 
-from attnviz.engine.checkpoint import read_header
-from attnviz.engine.divergence import DivergenceWatch
+from attnviz.engine.checkpoints.store import read_header
 from attnviz.engine.errors import CheckpointError, DataError
 from attnviz.engine.events import TrainFailed, TrainFinished, TrainNote, TrainStep
-from attnviz.engine.training import train
+from attnviz.engine.training.divergence import DivergenceWatch
+from attnviz.engine.training.loop import train
 from attnviz.engine.translator import load_translator
 from tests.engine.test_training import overfit_recipe
 
@@ -89,8 +89,8 @@ def test_a_kill_at_any_point_of_any_save_leaves_a_run_that_resumes_to_the_same_m
 
 KILL_INSIDE_SAVE = """
 import os, sys, json
-from attnviz.engine.presets import Recipe
-from attnviz.engine.training import train
+from attnviz.engine.training.presets import Recipe
+from attnviz.engine.training.loop import train
 real, calls = os.replace, {"n": 0}
 def replace(*args):
     calls["n"] += 1
@@ -129,7 +129,7 @@ def test_the_end_of_a_run_always_saves(tmp_path):
 @pytest.mark.parametrize("given", ["e.state.safetensors", "e.last.safetensors", "e.safetensors"])
 def test_resume_from_any_file_of_a_run_continues_it_and_never_overwrites_that_file(tmp_path, monkeypatch, capsys,
                                                                                    given):
-    from attnviz.cli import main
+    from attnviz.cli.main import main
 
     recipe = small_recipe(tmp_path, epochs=2)
     list(train(recipe, tmp_path / "e.safetensors", None, max_steps=3))
@@ -162,7 +162,7 @@ class FullDisk:
 
 
 def test_a_full_disk_is_one_line_naming_the_last_good_checkpoint(tmp_path, monkeypatch, capsys):
-    from attnviz.cli import main
+    from attnviz.cli.main import main
 
     recipe = small_recipe(tmp_path, epochs=2)
     list(train(recipe, tmp_path / "d.safetensors", None, max_steps=4))
@@ -212,7 +212,7 @@ def test_unusable_data_is_refused_before_training_naming_file_and_line(tmp_path,
 
 
 def test_mismatched_parallel_files_name_the_first_unpaired_line(tmp_path):
-    from attnviz.engine.data import read_parallel
+    from attnviz.engine.corpus.reader import read_parallel
 
     (tmp_path / "s.txt").write_text("a\nb\nc\n")
     (tmp_path / "t.txt").write_text("x\ny\n")
@@ -221,7 +221,7 @@ def test_mismatched_parallel_files_name_the_first_unpaired_line(tmp_path):
 
 
 def test_a_diverging_loss_stops_the_run_with_a_message(tmp_path, monkeypatch):
-    from attnviz.engine import training
+    from attnviz.engine.training import loop as training
 
     real, calls = training.smoothed_loss, {"n": 0}
 

@@ -3,7 +3,7 @@
 import pytest
 
 from attnviz.engine.errors import CheckpointError
-from attnviz.engine.runs import RunPaths, read_run_state, run_checkpoint
+from attnviz.engine.training.runs import RunPaths, read_run_state, run_checkpoint
 
 
 @pytest.mark.parametrize("name", ["run.safetensors", "run.last.safetensors", "run.state.safetensors",

@@ -9,12 +9,12 @@ import numpy as np
 import pytest
 
 from attnviz.engine.config import DecodeConfig, TrainConfig
-from attnviz.engine.data import CorpusSpec
+from attnviz.engine.corpus.reader import CorpusSpec
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import EvalResult, TrainFinished
-from attnviz.engine.presets import Recipe, get_preset
-from attnviz.engine.tokenize import WORD_START, TokenizerSpec, train_sentencepiece
-from attnviz.engine.training import train
+from attnviz.engine.text.tokenize import WORD_START, TokenizerSpec, train_sentencepiece
+from attnviz.engine.training.loop import train
+from attnviz.engine.training.presets import Recipe, get_preset
 from attnviz.engine.translator import load_translator
 
 GERMANISH = ["haus", "hund", "katze", "baum", "straße", "läuft", "springt", "schläft", "groß", "klein", "über"]

@@ -1,7 +1,7 @@
 import pytest
 
 from attnviz.engine.errors import ConfigError
-from attnviz.engine.tokenize import TokenizerSpec, _spacy_tokenizer, clean_text, detokenize, normalize_tatoeba
+from attnviz.engine.text.tokenize import TokenizerSpec, _spacy_tokenizer, clean_text, detokenize, normalize_tatoeba
 
 
 def test_spacy_splits_punctuation_and_lowercases():

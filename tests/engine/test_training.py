@@ -10,15 +10,15 @@ import time
 import pytest
 import torch
 
-from attnviz.engine.checkpoint import read_header
+from attnviz.engine.checkpoints.store import read_header
 from attnviz.engine.config import TrainConfig
-from attnviz.engine.data import CorpusSpec
+from attnviz.engine.corpus.reader import CorpusSpec
 from attnviz.engine.events import CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStep, TrainStopped
 from attnviz.engine.metrics import smoothed_loss
-from attnviz.engine.presets import Recipe, get_preset
-from attnviz.engine.schedule import learning_rate
-from attnviz.engine.tokenize import TokenizerSpec
-from attnviz.engine.training import train
+from attnviz.engine.text.tokenize import TokenizerSpec
+from attnviz.engine.training.loop import train
+from attnviz.engine.training.presets import Recipe, get_preset
+from attnviz.engine.training.schedule import learning_rate
 from attnviz.engine.translator import load_translator
 
 TINY_MODEL = {"model.d_model": "32", "model.ff_dim": "64", "model.heads": "4", "model.enc_layers": "1",
@@ -131,7 +131,7 @@ def test_stop_flag_saves_a_resumable_checkpoint(tmp_path):
 def test_a_nan_loss_stops_with_a_message_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
     pairs = [(f"a{i}", f"x{i}") for i in range(32)]
     recipe = overfit_recipe(tmp_path, pairs).override({"train.batch_size": "8", "train.eval_every": "2"})
-    import attnviz.engine.training as training
+    import attnviz.engine.training.loop as training
 
     real = training.smoothed_loss
     calls = {"n": 0}
@@ -161,8 +161,8 @@ def test_unknown_preset_and_bad_override_are_refused():
 
 KILL_SCRIPT = """
 import sys
-from attnviz.engine.presets import Recipe
-from attnviz.engine.training import train
+from attnviz.engine.training.presets import Recipe
+from attnviz.engine.training.loop import train
 import json
 recipe = Recipe.from_dict(json.loads(sys.argv[1]))
 for event in train(recipe, sys.argv[2], None):
@@ -194,7 +194,7 @@ def test_sigkill_during_training_never_corrupts_checkpoints(tmp_path):
 
 
 def test_release_stores_measured_metrics_and_picks_float16_only_when_lossless(tmp_path):
-    from attnviz.engine.release import release
+    from attnviz.engine.training.release import release
 
     pairs = [(f"a{i % 9} b{i % 5} c{i % 4}", f"x{i % 9} y{i % 5} z{i % 4}") for i in range(64)]
     recipe = overfit_recipe(tmp_path, pairs).override({"train.epochs": "40", "train.eval_every": "40"})

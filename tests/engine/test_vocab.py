@@ -3,7 +3,7 @@ from collections import Counter
 import pytest
 
 from attnviz.engine.errors import ConfigError
-from attnviz.engine.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIALS, UNK_ID, Vocab
+from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID, SPECIALS, UNK_ID, Vocab
 
 
 def test_specials_have_fixed_ids():

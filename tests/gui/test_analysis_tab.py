@@ -119,7 +119,7 @@ def test_current_sentence_against_a_second_checkpoint(qtbot, loaded, tmp_path):
 
 
 def test_compare_dialog_starts_at_the_other_file_of_the_run(tmp_path):
-    from attnviz.gui.analysis_tab import run_partner
+    from attnviz.gui.analysis.tab import run_partner
 
     best, last = tmp_path / "run.safetensors", tmp_path / "run.last.safetensors"
     assert run_partner(str(best)) == str(tmp_path)  # no partner yet: the folder

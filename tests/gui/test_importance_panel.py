@@ -50,7 +50,7 @@ def test_compute_shows_every_kinds_bleu_lost(qtbot, loaded, corpus, trained_tran
 
 
 def test_the_signed_scale_is_blue_below_white_at_and_red_above_zero():
-    from attnviz.gui.colormap import to_image
+    from attnviz.gui.attention.colormap import to_image
 
     image = to_image(np.array([[-2.0, 0.0, 2.0, np.nan]]), signed=True)
     blue, white, red, unmeasured = (image.pixelColor(c, 0) for c in range(4))
@@ -74,7 +74,7 @@ def test_cancel_stops_and_references_are_required(qtbot, loaded, corpus):
 
 
 def test_a_saved_file_opens_into_the_map(qtbot, loaded, tmp_path, trained_translator, capsys):
-    from attnviz.cli import main
+    from attnviz.cli.main import main
 
     model = tmp_path / "toy.safetensors"
     trained_translator.save(model, name="toy")

@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 from PySide6.QtCore import QPoint, QRect
 
-from attnviz.gui.heatmap import HeatmapData, HeatmapView
-from attnviz.gui.heatmap_layout import MAX_LABEL, colour_ticks, geometry, label_every, tick_digits
+from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
+from attnviz.gui.attention.layout import MAX_LABEL, colour_ticks, geometry, label_every, tick_digits
 from tests.gui.conftest import translate
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from attnviz.cli import main
+from attnviz.cli.main import main
 from tests.gui.conftest import load, translate
 from tests.marian_folder import build_marian_folder
 

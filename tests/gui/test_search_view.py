@@ -8,8 +8,8 @@ from PySide6.QtCore import Qt
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import BeamDone, BeamStep
 from attnviz.engine.heads import HeadRef
-from attnviz.engine.search_tree import ROOT
-from attnviz.gui.head_toggles import changed_tokens, marked_html
+from attnviz.engine.search.tree import ROOT
+from attnviz.gui.translate.head_toggles import changed_tokens, marked_html
 from tests.gui.conftest import translate
 
 TEXT = "q1 q2 q3 q4"

@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from attnviz.gui.session import DecodeSession
+from attnviz.gui.translate.session import DecodeSession
 
 
 def session_of(translator, text):

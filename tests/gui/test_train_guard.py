@@ -3,9 +3,9 @@ the "missing" message at once; every hyperparameter explains itself."""
 
 import pytest
 
-from attnviz.gui import train_guard
-from attnviz.gui.recipe_form import RecipeForm
-from attnviz.gui.train_guard import CANCEL, FRESH, OVERWRITE, choose_output, fresh_path, run_files
+from attnviz.gui.train import guard as train_guard
+from attnviz.gui.train.guard import CANCEL, FRESH, OVERWRITE, choose_output, fresh_path, run_files
+from attnviz.gui.train.recipe_form import RecipeForm
 
 
 def touch(path):

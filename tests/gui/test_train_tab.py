@@ -9,9 +9,9 @@ import torch
 from PySide6.QtWidgets import QMessageBox
 
 from attnviz.engine.translator import load_translator
-from attnviz.gui.curves import CurvePlot, Series, nice_ticks
-from attnviz.gui.forming import row_entropy
-from attnviz.gui.recipe_form import parse_value
+from attnviz.gui.train.curves import CurvePlot, Series, nice_ticks
+from attnviz.gui.train.forming import row_entropy
+from attnviz.gui.train.recipe_form import parse_value
 
 TINY = {"train.epochs": "3", "corpus.limit": "300", "model.d_model": "32", "model.ff_dim": "64", "model.heads": "2",
         "model.enc_layers": "1", "model.dec_layers": "1", "train.batch_size": "32", "train.lr": "0.003",

@@ -22,7 +22,7 @@ import numpy as np
 
 from attnviz.engine.analysis.corpus import attention_batches, encode_corpus
 from attnviz.engine.analysis.run import AnalysisProgress
-from attnviz.engine.data import read_lines
+from attnviz.engine.corpus.reader import read_lines
 from attnviz.engine.errors import ConfigError, InputError
 
 Links = set[tuple[int, int]]

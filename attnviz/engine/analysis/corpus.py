@@ -16,9 +16,9 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnviz.engine.decoding import device_of, greedy_batch, pad_batch
 from attnviz.engine.errors import InputError
-from attnviz.engine.vocab import EOS_ID, PAD_ID, SOS_ID
+from attnviz.engine.search.greedy import device_of, greedy_batch, pad_batch
+from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ import numpy as np
 from attnviz.engine.analysis.corpus import Example, attention_batches, batch_order, encode_corpus, greedy_targets
 from attnviz.engine.analysis.names import STATS
 from attnviz.engine.analysis.stats import HeadStats, punctuation_table, row_statistics
-from attnviz.engine.data import load_splits, read_lines, read_parallel, resolve_data_dir
+from attnviz.engine.corpus.reader import load_splits, read_lines, read_parallel, resolve_data_dir
 from attnviz.engine.errors import ConfigError, InputError
 
 
@@ -55,7 +55,7 @@ def corpus_pairs(translator, split: str = "val", src_file: str | None = None, tg
         else:
             sources, targets = [line for line in read_lines(src_file) if line.strip()], None
     else:
-        from attnviz.engine.evaluation import recipe_for
+        from attnviz.engine.training.evaluation import recipe_for
 
         recipe = recipe_for(translator, None)
         pairs = load_splits(recipe.corpus, resolve_data_dir(data_dir)).get(split)

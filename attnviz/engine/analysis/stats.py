@@ -38,7 +38,7 @@ from attnviz.engine.analysis.names import (
     SINK_SHARE,
     THRESHOLDS,
 )
-from attnviz.engine.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
+from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
 
 
 def is_punctuation(token: str) -> bool:

@@ -4,7 +4,7 @@ Its network is attnviz's Transformer with Marian's options (post-LN, sinusoidal 
 half and cos in the second, swish or another activation, embeddings shared between source and target and tied to
 the output, ``final_logits_bias`` as the output bias). It reads the source as its pieces and ``</s>``, with no
 start token; decoding starts from Marian's decoder start token (attnviz's ``<sos>`` maps onto it). Folders are read
-by ``engine.marian``; ``attnviz convert`` writes one checkpoint file with both SentencePiece models inside.
+by ``engine.hub.marian``; ``attnviz convert`` writes one checkpoint file with both SentencePiece models inside.
 """
 
 from __future__ import annotations

@@ -84,7 +84,7 @@ def count_parameters(model: nn.Module) -> int:
 
 @runtime_checkable
 class SearchModel(Protocol):
-    """What ``engine.decoding`` and ``engine.training`` call on a model (an ``nn.Module``).
+    """What ``engine.search.greedy`` and ``engine.training.loop`` call on a model (an ``nn.Module``).
 
     A cache is any object with ``select(index)`` (reorder or subset the batch, for beam search) and ``length``.
     """
@@ -107,7 +107,7 @@ class SearchModel(Protocol):
         """Hidden states [B, T, D] -> logits [B, T, V]."""
 
     def attention_modules(self) -> dict[str, list[nn.Module]]:
-        """Attention kind -> its modules per layer, each with a ``head_gate`` (see ``engine.head_mask``)."""
+        """Attention kind -> its modules per layer, each with a ``head_gate`` (see ``engine.search.head_mask``)."""
 
     def __call__(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
         """Training: logits [B, T, V] for the target inputs ``tgt_in``."""

@@ -19,9 +19,9 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnviz.engine.config import ModelConfig
-from attnviz.engine.head_mask import HeadGated
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
-from attnviz.engine.vocab import PAD_ID
+from attnviz.engine.search.head_mask import HeadGated
+from attnviz.engine.text.vocab import PAD_ID
 
 State = tuple[Tensor, Tensor]  # LSTM (h, c), each [layers, B, Hd]
 
@@ -51,7 +51,7 @@ class RNNCache:
 
 class LuongAttention(HeadGated, nn.Module):
     """Global attention: scores, masked softmax over the source, context and attentional state; ``head_gate`` is
-    [1] while its one head is switched off in this thread (``engine.head_mask``)."""
+    [1] while its one head is switched off in this thread (``engine.search.head_mask``)."""
 
     def __init__(self, hidden: int, out_dim: int, score: str):
         super().__init__()
@@ -133,7 +133,7 @@ class RNNAttention(IncrementalModel):
         return self.out_proj(self.drop(hidden))  # [B, T, A] -> [B, T, V]
 
     def attention_modules(self) -> dict[str, list[LuongAttention]]:
-        """Its one attention (cross, one layer of one head), where ``engine.head_mask`` switches it off."""
+        """Its one attention (cross, one layer of one head), where ``engine.search.head_mask`` switches it off."""
         return {"cross": [self.attention]}
 
     def forward(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:

@@ -20,9 +20,9 @@ from torch import Tensor, nn
 
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import ConfigError
-from attnviz.engine.head_mask import HeadGated
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
-from attnviz.engine.vocab import PAD_ID
+from attnviz.engine.search.head_mask import HeadGated
+from attnviz.engine.text.vocab import PAD_ID
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, need_weights: bool):
@@ -41,7 +41,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: f
 
 
 class MultiHeadAttention(HeadGated, nn.Module):
-    """``head_gate``: [H] multipliers while heads are switched off in this thread (``engine.head_mask``)."""
+    """``head_gate``: [H] multipliers while heads are switched off in this thread (``engine.search.head_mask``)."""
 
     def __init__(self, d_model: int, heads: int, dropout: float):
         super().__init__()
@@ -282,7 +282,7 @@ class Transformer(IncrementalModel):
         return self.out_proj(hidden)  # [B, T, D] -> [B, T, V]
 
     def attention_modules(self) -> dict[str, list[MultiHeadAttention]]:
-        """Each attention kind's modules, one per layer (where ``engine.head_mask`` switches heads off)."""
+        """Each attention kind's modules, one per layer (where ``engine.search.head_mask`` switches heads off)."""
         modules = {"decoder": [layer.self_attn for layer in self.decoder]}
         if self.cfg.has_source:
             modules |= {"encoder": [layer.self_attn for layer in self.encoder],

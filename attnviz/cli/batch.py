@@ -1,0 +1,146 @@
+"""Batch translation for ``attnviz translate``: every input line gets exactly one output line.
+
+Standard input is read as bytes and split into lines; each line is decoded on its own, so an undecodable line is
+reported by number (with the offending byte in hex, never echoed raw) while every other line is translated. A line
+the model cannot read (only control characters, NUL, a zero-width space...) gets an empty output line and a warning
+naming its line number on stderr, or ``{"line": N, "error": ...}`` with ``--json``; blank lines stay blank with a
+warning. ``translate_lines`` reports how many lines failed, and the command exits with status 1 when any did.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+
+from attnviz.engine.errors import InputError
+from attnviz.engine.text.vocab import EOS
+
+
+@dataclass
+class Line:
+    number: int  # 1-based
+    text: str = ""
+    error: str | None = None  # why this line cannot be translated
+    src_tokens: list[str] = field(default_factory=list)
+    tokens: list[str] = field(default_factory=list)
+    output: str = ""
+    warnings: list[str] = field(default_factory=list)
+    translation: object = None  # the full Translation when attention is exported
+    n_best: list[dict] = field(default_factory=list)  # with --n-best: rank, text, tokens, score, logprob
+
+    @property
+    def blank(self) -> bool:
+        return self.error is None and not self.text.strip()
+
+
+def decode_line(number: int, raw: bytes) -> Line:
+    try:
+        return Line(number, raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        return Line(number, error=f"not valid UTF-8 (byte 0x{raw[exc.start]:02x} at position {exc.start}); "
+                                  "the line was not read")
+
+
+def read_lines(sentences: list[str]) -> list[Line]:
+    """The SENTENCE arguments, or the lines of standard input, decoded one by one."""
+    if sentences:
+        if any(not s.strip() for s in sentences):
+            raise InputError("an empty sentence was given; pass text to translate, e.g. "
+                             "attnviz translate -m MODEL \"Ein Hund rennt.\"")
+        # argv holds undecodable bytes as surrogates: turn them back into bytes so they are reported, not echoed
+        return [decode_line(i, s.encode("utf-8", "surrogateescape")) for i, s in enumerate(sentences, 1)]
+    if sys.stdin is None or sys.stdin.isatty():
+        raise InputError("no sentences: pass them as arguments or one per line on standard input")
+    data = sys.stdin.buffer.read()
+    raws = data.split(b"\n")
+    if raws and raws[-1] == b"":
+        raws.pop()
+    lines = [decode_line(i, raw.removesuffix(b"\r")) for i, raw in enumerate(raws, 1)]
+    if all(line.blank for line in lines):
+        raise InputError("standard input has no text to translate (it is empty or only whitespace)")
+    return lines
+
+
+def translate_lines(translator, lines: list[Line], decode, capture: bool = False, n_best: int = 0) -> None:
+    """Fill in each line's tokens and output (or its error). Plain output takes the batched search; ``capture``
+    (attention export) or ``n_best`` runs the search sentence by sentence as events (``beam_steps``, greedy when
+    the beam is 1), which chooses the same tokens and keeps every hypothesis' attention and score."""
+    from attnviz.engine.search.greedy import step_limit
+
+    todo = []
+    for line in lines:
+        if line.error is None and not line.blank:
+            try:
+                line.src_tokens, _, line.warnings = translator.prepare_source(line.text)
+                todo.append(line)
+            except InputError as exc:
+                line.error = str(exc)
+    limit = step_limit(translator.model, decode.max_len)
+    if capture or n_best:
+        ended = [_search_line(translator, line, decode, n_best) for line in todo]
+    else:
+        ended = []
+        for line, toks in zip(todo, translator.translate_batch_tokens([x.text for x in todo], decode), strict=True):
+            line.tokens, line.output = toks, translator.detokenize(toks)
+            ended.append(len(toks) < limit)  # a search that stops before its step limit stopped at <eos>
+    for line, done in zip(todo, ended, strict=True):
+        if not done:
+            line.warnings = [*line.warnings, f"the translation reached the limit of {limit} tokens and was cut "
+                             "there (raise --max-len to let it finish)"]
+
+
+def _search_line(translator, line: Line, decode, n_best: int) -> bool:
+    """One line searched as events into a ``SearchTree``: its chosen translation with every attention map and its
+    n-best list. Returns whether the chosen hypothesis ended with ``<eos>``."""
+    from attnviz.engine.search.tree import SearchTree
+
+    events = translator.beam_steps(line.text, decode)
+    tree = SearchTree(next(events))
+    for event in events:
+        tree.add(event)
+    if tree.chosen is None:  # nothing finished (cannot happen with a finite step limit): an empty translation
+        return False
+    line.translation = tree.translation(tree.chosen, translator.detokenize)
+    ended = bool(line.translation.tokens) and line.translation.tokens[-1] == EOS
+    line.tokens = [t for t in line.translation.tokens if t != EOS]
+    line.output = line.translation.text
+    for node in tree.n_best(n_best):
+        words = [s.token for s in tree.path(node.id) if s.token != EOS]
+        line.n_best.append({"rank": len(line.n_best) + 1, "text": translator.detokenize(words), "tokens": words,
+                            "score": node.normalised, "logprob": node.score})
+    return ended
+
+
+def write_lines(lines: list[Line], as_json: bool, n_best: int = 0) -> int:
+    """Print one line per input line (warnings on stderr), or with ``n_best`` one line per hypothesis (LINE, RANK,
+    normalised score, summed log-probability, text; tab-separated); returns how many lines failed."""
+    import json
+
+    failed = 0
+    for line in lines:
+        for w in line.warnings:
+            print(f"warning: line {line.number}: {w}", file=sys.stderr)
+        if line.blank:
+            print(f"warning: line {line.number}: empty line left untranslated", file=sys.stderr)
+        if line.error is not None:
+            failed += 1
+            print(f"warning: line {line.number}: not translated: {line.error}", file=sys.stderr)
+            print(json.dumps({"line": line.number, "error": line.error}, ensure_ascii=False) if as_json else "")
+        elif as_json:
+            print(json.dumps({"line": line.number, "source": line.text, "src_tokens": line.src_tokens,
+                              "tokens": line.tokens, "text": line.output, "warnings": line.warnings,
+                              **({"n_best": line.n_best} if n_best else {})}, ensure_ascii=False))
+        elif n_best and line.n_best:
+            for h in line.n_best:
+                print(f"{line.number}\t{h['rank']}\t{h['score']:.4f}\t{h['logprob']:.4f}\t{h['text']}")
+        else:
+            print(line.output)
+    return failed
+
+
+def utf8_stdout() -> None:
+    """Output is UTF-8 whatever the locale says, so ``--json`` is always valid UTF-8."""
+    try:
+        sys.stdout.reconfigure(encoding="utf-8")
+    except (AttributeError, ValueError, OSError):
+        pass  # a replaced stdout (tests, embedding) keeps its own encoding

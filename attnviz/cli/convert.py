@@ -1,0 +1,53 @@
+"""``attnviz convert``: an imported model's folder (MarianMT / OPUS-MT) into one attnviz checkpoint file.
+
+The file holds the weights, the config, both vocabularies and both SentencePiece models, so it loads with no other
+file; every command and the app accept it like any attnviz checkpoint.
+"""
+
+from __future__ import annotations
+
+import sys
+
+from attnviz.engine.errors import InputError
+
+
+def add_command(sub) -> None:
+    p = sub.add_parser("convert", help="turn a MarianMT (OPUS-MT) folder into one attnviz checkpoint file",
+                       description="Read a MarianMT folder (config.json, model.safetensors or pytorch_model.bin, "
+                                   "source.spm, target.spm, vocab.json) and write one .safetensors checkpoint.")
+    p.add_argument("folder", help="the model folder, as downloaded from the Hugging Face Hub")
+    p.add_argument("--out", required=True, metavar="MODEL.safetensors", help="the checkpoint to write")
+    p.add_argument("--name", help="display name stored in the file (default: the folder's name)")
+    p.add_argument("--half", action="store_true", help="store float16 weights (half the size)")
+    p.add_argument("--alignment-head", metavar="LAYER.HEAD",
+                   help="the cross-attention head trained with guided alignment (1-based, e.g. 6.1 for the first "
+                        "head of the last layer of an OPUS-MT transformer-align model); the app marks it")
+    p.set_defaults(func=cmd_convert)
+
+
+def parse_head(text: str, layers: int, heads: int) -> list[int]:
+    """``"6.1"`` -> ``[5, 0]`` (0-based), checked against the model's layers and heads."""
+    layer, dot, head = text.partition(".")
+    if not (dot and layer.isdigit() and head.isdigit() and 1 <= int(layer) <= layers and 1 <= int(head) <= heads):
+        raise InputError(f"--alignment-head must be LAYER.HEAD with layer 1-{layers} and head 1-{heads}, not {text!r}")
+    return [int(layer) - 1, int(head) - 1]
+
+
+def cmd_convert(args) -> int:
+    from pathlib import Path
+
+    from attnviz.engine.hub.marian import is_model_folder
+    from attnviz.engine.translator import load_translator
+
+    if not is_model_folder(args.folder):
+        raise InputError(f"{args.folder} is not a model folder (it has no config.json); give the folder of a MarianMT "
+                         "model, e.g. one downloaded with huggingface-cli download Helsinki-NLP/opus-mt-de-en")
+    translator = load_translator(args.folder)
+    extra = {"name": args.name or Path(args.folder).resolve().name}
+    if args.alignment_head:
+        layers, heads = translator.config.model_kind.layout(translator.config)["cross"]
+        extra["alignment_head"] = parse_head(args.alignment_head, layers, heads)
+    translator.save(args.out, half=args.half, **extra)
+    card = translator.card
+    print(f"wrote {args.out}: {card.languages}, {card.parameters:,} parameters", file=sys.stderr)
+    return 0

@@ -1,0 +1,249 @@
+"""Command-line sub-commands for training: ``train``, ``release``, ``presets`` and ``data`` (``evaluate`` is in
+``cli.evaluate``).
+
+They consume the engine's event generators and print a progress line and one summary line per evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+
+from attnviz.cli.args import BEAM, int_range
+from attnviz.engine.errors import ConfigError
+
+TRAIN_FLAGS = {  # flag -> recipe setting
+    "epochs": "train.epochs", "lr": "train.lr", "batch_size": "train.batch_size", "max_tokens": "train.max_tokens",
+    "seed": "train.seed", "device": "train.device", "label_smoothing": "train.label_smoothing",
+    "warmup": "train.warmup", "schedule": "train.schedule", "threads": "train.threads",
+    "eval_every": "train.eval_every", "precision": "train.precision",
+}
+
+
+def add_commands(sub) -> None:
+    add_data_command(sub)
+    p = sub.add_parser("train", help="train a model from a preset recipe",
+                       description="Train a preset (see `attnviz presets`); any recipe setting can be changed with "
+                                   "its flag or --set SECTION.FIELD=VALUE (e.g. --set model.d_model=128).")
+    p.add_argument("--preset", help="recipe name (not needed with --resume)")
+    p.add_argument("--out", help="best checkpoint path (default: runs/PRESET.safetensors)")
+    p.add_argument("--resume", metavar="CKPT", help="continue the run whose checkpoint is CKPT")
+    p.add_argument("--data-dir", help="folder with the corpora (default: $ATTNVIZ_DATA or the user data folder)")
+    p.add_argument("--max-steps", type=int_range(0, 10**12), default=0,
+                   help="stop after this many optimizer steps in total")
+    p.add_argument("--nproc", type=int_range(1, 1024), default=1,
+                   help="train with N processes on this machine (DistributedDataParallel, started through torchrun; "
+                        "one per GPU on CUDA); see the README for several machines")
+    for flag, setting in TRAIN_FLAGS.items():
+        p.add_argument("--" + flag.replace("_", "-"), dest=flag, help=f"sets {setting}")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override any recipe setting")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("release", help="measure a trained checkpoint and write it for bundling, metrics inside")
+    p.add_argument("checkpoint")
+    p.add_argument("--out", required=True, help="the file to write (e.g. models/de-en-multi30k.safetensors)")
+    p.add_argument("--name", help="display name stored in the file")
+    p.add_argument("--beam", type=BEAM, default=5, help="beam width measured beside greedy (default 5)")
+    p.add_argument("--half", choices=["auto", "yes", "no"], default="auto",
+                   help="store float16 weights; auto: only if test bleu_tok moves by at most 0.1")
+    p.add_argument("--data-dir")
+    p.set_defaults(func=cmd_release)
+
+    p = sub.add_parser("presets", help="list the training recipes")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_presets)
+
+
+def add_data_command(sub) -> None:
+    p = sub.add_parser("data", help="fetch the public corpora")
+    data_sub = p.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+    d = data_sub.add_parser("download", help="download a corpus into the data folder (resumable, checksummed)")
+    d.add_argument("name", help="multi30k, tatoeba-fra, tatoeba-deu or names")
+    d.add_argument("--data-dir", help="target folder (default: $ATTNVIZ_DATA or the user data folder)")
+    d.add_argument("--mirror", help="fetch every file from MIRROR/<file name> instead of its origin")
+    d.set_defaults(func=cmd_data_download)
+    data_sub.add_parser("list", help="list the corpora that can be downloaded").set_defaults(func=cmd_data_list)
+
+
+def cmd_data_list(args) -> int:
+    from attnviz.engine.corpus.download import SOURCES
+
+    for name, (description, files) in SOURCES.items():
+        print(f"{name}\n    {description}\n    files: {', '.join(f.local for f in files)}")
+    return 0
+
+
+def cmd_data_download(args) -> int:
+    from attnviz.engine.corpus.download import download
+    from attnviz.engine.corpus.reader import resolve_data_dir
+
+    target = resolve_data_dir(args.data_dir)
+    tty, resumed = sys.stderr.isatty(), set()
+    for p in download(args.name, target, args.mirror):
+        if p.skipped:
+            print(f"{p.file}: already present and verified", file=sys.stderr)
+        elif p.resumed_from and p.file not in resumed:
+            resumed.add(p.file)
+            print(f"{p.file}: resuming the partial download at {p.resumed_from:,} bytes", file=sys.stderr)
+        elif p.finished:
+            print(("\r" if tty else "") + f"{p.file}: {p.done:,} bytes, checksum verified" + " " * 20, file=sys.stderr)
+        elif tty:
+            fraction = p.done / p.total if p.total else 0.0
+            print(f"\r{p.file} [{_bar(fraction)}] {p.done / 1e6:6.1f} MB", end="", file=sys.stderr, flush=True)
+    print(f"{args.name} is in {target}")
+    return 0
+
+
+def _overrides(args) -> dict[str, str]:
+    settings = {setting: getattr(args, flag) for flag, setting in TRAIN_FLAGS.items()
+                if getattr(args, flag) is not None}
+    for item in args.set:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--set expects KEY=VALUE, got {item!r}")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+def _bar(fraction: float, width: int = 24) -> str:
+    done = int(fraction * width)
+    return "#" * done + "." * (width - done)
+
+
+def _clock(seconds: float) -> str:
+    seconds = int(seconds)
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+def cmd_train(args) -> int:
+    from attnviz.engine import events as ev
+    from attnviz.engine.training.distributed import exit_worker, world_size
+    from attnviz.engine.training.loop import train
+    from attnviz.engine.training.presets import get_preset
+    from attnviz.engine.training.runs import recipe_of_run, run_checkpoint
+
+    if args.resume:
+        # any file of a run (best, .last, .state, .epochN) resumes that run; its best is never written over .last
+        recipe, out = recipe_of_run(args.resume).override(_overrides(args)), str(run_checkpoint(args.resume))
+    elif args.preset:
+        recipe = get_preset(args.preset).override(_overrides(args))
+        out = args.out or str(Path("runs") / f"{recipe.name}.safetensors")
+    else:
+        raise ConfigError("say what to train: --preset NAME (see `attnviz presets`) or --resume CHECKPOINT")
+    if args.nproc > 1:  # the settings are valid (checked once, above): start the processes
+        return _torchrun(args)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl+C or kill: save a resumable checkpoint, then exit
+        signal.signal(sig, lambda *_: stop.set())
+    show = _Progress(recipe.name, out) if world_size() == 1 or os.environ.get("RANK") == "0" else None
+    code = 0
+    events = train(recipe, out, args.data_dir, resume=bool(args.resume), stop=stop, max_steps=args.max_steps)
+    for event in events:
+        if show:  # under torchrun only rank 0 prints
+            show(event)
+        if isinstance(event, (ev.TrainStopped, ev.TrainFailed)):
+            code = 130 if isinstance(event, ev.TrainStopped) else 1
+            break
+    events.close()  # leaves the process group, if any
+    if world_size() > 1:
+        exit_worker(code)
+    return code
+
+
+def _torchrun(args) -> int:
+    """``attnviz train --nproc N ...`` runs ``torchrun --standalone --nproc_per_node N -m attnviz train ...`` in
+    this process: SIGINT or SIGTERM reaches torchrun, which hands it to every worker (each stops after the same
+    step; rank 0 saves). Exit status: 0 done, 130 stopped, 1 a worker failed (its message is printed above)."""
+    from torch.distributed.elastic.multiprocessing.api import SignalException
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError
+    from torch.distributed.run import main as torchrun
+
+    from attnviz.engine.training.distributed import world_size
+
+    if world_size() > 1:
+        raise ConfigError("--nproc starts torchrun itself: under torchrun, leave it out")
+    rest, skip = [], False
+    for arg in args.argv:
+        if skip or arg == "--nproc":
+            skip = not skip and arg == "--nproc"
+        elif not arg.startswith("--nproc="):
+            rest.append(arg)
+    try:
+        torchrun(["--standalone", "--nproc_per_node", str(args.nproc), "-m", "attnviz", *rest])
+    except SignalException:
+        return 130
+    except ChildFailedError as exc:
+        rank, failure = exc.get_first_failure()
+        stopped = failure.exitcode == 130
+        print(f"attnviz: {'stopped' if stopped else 'error: training process ' + str(rank) + ' failed'} "
+              f"(exit status {failure.exitcode})", file=sys.stderr)
+        return 130 if stopped else 1
+    return 0
+
+
+class _Progress:
+    """Prints a run's events: a progress line, one line per evaluation and per saved best checkpoint."""
+
+    def __init__(self, name: str, out: str):
+        self.name, self.out, self.tty, self.last_print = name, out, sys.stderr.isatty(), 0.0
+
+    def __call__(self, event) -> None:
+        from attnviz.engine import events as ev
+
+        tty = self.tty
+        if isinstance(event, ev.TrainStarted):
+            print(f"training {self.name}: {event.parameters:,} parameters, {event.train_pairs:,} train / "
+                  f"{event.val_pairs:,} val pairs, {event.total_steps:,} steps on {event.device}"
+                  + (f" x {event.processes} processes" if event.processes > 1 else "")
+                  + (f", resuming at step {event.resumed_from_step}" if event.resumed_from_step else ""), flush=True)
+        elif isinstance(event, ev.TrainStep):
+            now = time.monotonic()
+            if now - self.last_print >= (0.5 if tty else 30):
+                self.last_print = now
+                line = (f"epoch {event.epoch} [{_bar(event.progress)}] {event.progress:6.1%} step {event.step} "
+                        f"loss {event.loss:.3f} lr {event.lr:.2e} {event.tokens_per_s:,.0f} tok/s "
+                        f"ETA {_clock(event.eta_s)}")
+                print(("\r" + line) if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
+        elif isinstance(event, ev.EvalResult):
+            r = event.record
+            print(("\n" if tty else "") + f"eval step {r.step} epoch {r.epoch}: val loss {r.loss:.3f} "
+                  f"ppl {r.ppl:.2f} acc {r.accuracy:.3f}"
+                  + (f" bleu_tok {r.bleu:.2f}" if r.bleu is not None else
+                     f" samples {', '.join(s.output for s in event.samples)}")
+                  + f" ({_clock(r.seconds)})", flush=True)
+        elif isinstance(event, ev.CheckpointSaved) and event.role in ("best", "average"):
+            print(f"  saved {event.role}: {event.path}", flush=True)
+        elif isinstance(event, ev.TrainFinished):
+            print(f"finished: best {event.best_path}, last {event.last_path}", flush=True)
+        elif isinstance(event, ev.TrainStopped):
+            print(f"stopped at step {event.step}; resume with --resume {self.out}", flush=True)
+        elif isinstance(event, ev.TrainNote):
+            print(("\n" if tty else "") + f"note: {event.message}", file=sys.stderr, flush=True)
+        elif isinstance(event, ev.TrainFailed):
+            print(f"attnviz: error: {event.message}" + (f" Last good checkpoint: {event.last_good}"
+                                                       if event.last_good else " No resumable checkpoint was "
+                                                       "saved yet."), file=sys.stderr)
+
+
+def cmd_release(args) -> int:
+    from attnviz.engine.training.release import release
+
+    metrics = release(args.checkpoint, args.out, args.name, args.beam, args.half, args.data_dir)
+    print(json.dumps(metrics, indent=2, ensure_ascii=False))
+    return 0
+
+
+def cmd_presets(args) -> int:
+    from attnviz.engine.training.presets import PRESETS
+
+    if args.json:
+        print(json.dumps({name: r.to_dict() for name, r in PRESETS.items()}, indent=2))
+        return 0
+    for name, recipe in PRESETS.items():
+        print(f"{name}\n    {recipe.description}")
+    return 0

@@ -1,0 +1,1 @@
+"""Checkpoints: safetensors files, the header schema checked before anything is built, the torch-free card."""

@@ -1,0 +1,156 @@
+"""ModelCard: a typed, torch-free description of a checkpoint, read from its header.
+
+The model picker, ``attnviz info`` and the Train tab read a checkpoint through this card (languages, kind,
+sizes, metrics, history, recipe) instead of indexing raw metadata dicts; a ``Translator`` describes itself with
+the same card. Building one never imports torch: the parameter count comes from the tensor index's shapes.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from attnviz.engine.checkpoints.header import TOKENIZER_PREFIX, read_header
+from attnviz.engine.config import ModelConfig
+from attnviz.engine.errors import CheckpointError, ConfigError
+from attnviz.engine.kinds import ModelKind
+from attnviz.engine.records import EvalRecord, SplitMetrics
+from attnviz.engine.text.tokenize import languages_label
+
+
+@dataclass(frozen=True)
+class ModelCard:
+    """What a checkpoint holds, for people and for the parts of the app that only describe models."""
+
+    name: str
+    config: ModelConfig
+    src_tokenizer: Mapping[str, Any]
+    tgt_tokenizer: Mapping[str, Any]
+    src_vocab_size: int
+    tgt_vocab_size: int
+    parameters: int
+    dtype: str = "float32"
+    path: str | None = None
+    preset: str | None = None
+    metrics: Mapping[str, SplitMetrics] = field(default_factory=dict)  # split ("val", "test") -> figures
+    history: tuple[EvalRecord, ...] = ()
+    recipe: Mapping[str, Any] | None = None  # the training recipe, as ``Recipe.to_dict`` wrote it
+    train_config: Mapping[str, Any] | None = None
+    created: Mapping[str, Any] = field(default_factory=dict)
+    alignment_head: tuple[int, int] | None = None  # (layer, head), 0-based: the cross-attention head trained to align
+
+    @property
+    def kind(self) -> ModelKind:
+        return self.config.model_kind
+
+    @property
+    def src_lang(self) -> str:
+        return str(self.src_tokenizer.get("lang", "?"))
+
+    @property
+    def tgt_lang(self) -> str:
+        return str(self.tgt_tokenizer.get("lang", "?"))
+
+    @property
+    def languages(self) -> str:
+        """"German -> English", or "English characters (language model)"."""
+        return languages_label(self.src_lang, self.tgt_lang, self.kind.has_source,
+                               str(self.tgt_tokenizer.get("mode", "spacy")))
+
+    @property
+    def title(self) -> str:
+        """Languages, marked with the kind's short label when it has one ("German -> English (LSTM)")."""
+        return self.languages + (f" ({self.kind.short_label})" if self.kind.short_label else "")
+
+    def headline(self) -> str:
+        """The figure a model list shows: test BLEU, else validation loss, else nothing."""
+        test, val = self.metrics.get("test"), self.metrics.get("val")
+        if test is not None and test.bleu_tok is not None:
+            return f"test BLEU {test.bleu_tok:.1f}"
+        if val is not None and val.loss is not None:
+            return f"val loss {val.loss:.3f}"
+        return ""
+
+    def to_info(self) -> dict[str, Any]:
+        """The plain-JSON description ``attnviz info --json`` prints."""
+        return {
+            "src_lang": self.src_lang, "tgt_lang": self.tgt_lang, "languages": self.languages, "name": self.name,
+            "kind": self.kind.name, "attention_kinds": list(self.kind.attention_kinds),
+            "model": self.config.to_dict(), "parameters": self.parameters,
+            "src_vocab_size": self.src_vocab_size, "tgt_vocab_size": self.tgt_vocab_size,
+            "src_tokenizer": dict(self.src_tokenizer), "tgt_tokenizer": dict(self.tgt_tokenizer),
+            "metrics": {split: m.to_dict() for split, m in self.metrics.items()}, "preset": self.preset,
+            "train_config": None if self.train_config is None else dict(self.train_config),
+            "history": [r.to_dict() for r in self.history], "created": dict(self.created), "dtype": self.dtype,
+            "path": self.path, **({"alignment_head": list(self.alignment_head)} if self.alignment_head else {}),
+        }
+
+
+def _section(meta: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    value = meta.get(key)
+    if not isinstance(value, kind):
+        raise CheckpointError(f"{where}: its {key} is missing or not a {kind.__name__}; the file is damaged or was "
+                              "not written by attnviz. Re-save it with attnviz, or train a new model.")
+    return value
+
+
+def card_from_metadata(meta: Mapping[str, Any], parameters: int, path: str | None = None) -> ModelCard:
+    """A card from a checkpoint's metadata (raises ``CheckpointError`` naming what is wrong)."""
+    where = path or "the checkpoint"
+    try:
+        config = ModelConfig.from_dict(_section(meta, "model", dict, where))
+    except (ConfigError, TypeError) as exc:
+        raise CheckpointError(f"{where}: its model settings are invalid: {exc}") from None
+    metrics = meta.get("metrics") or {}
+    history = meta.get("history") or []
+    return ModelCard(
+        name=str(meta.get("name") or ""), config=config,
+        src_tokenizer=_section(meta, "src_tokenizer", dict, where),
+        tgt_tokenizer=_section(meta, "tgt_tokenizer", dict, where),
+        src_vocab_size=len(_section(meta, "src_vocab", list, where)),
+        tgt_vocab_size=len(_section(meta, "tgt_vocab", list, where)),
+        parameters=parameters, dtype=str(meta.get("dtype", "float32")), path=path, preset=meta.get("preset"),
+        metrics={str(k): SplitMetrics.from_dict(v) for k, v in metrics.items() if isinstance(v, Mapping)}
+        if isinstance(metrics, Mapping) else {},
+        history=tuple(EvalRecord.from_dict(r) for r in history if isinstance(r, Mapping))
+        if isinstance(history, list) else (),
+        recipe=meta.get("recipe") if isinstance(meta.get("recipe"), Mapping) else None,
+        train_config=meta.get("train_config") if isinstance(meta.get("train_config"), Mapping) else None,
+        created=meta.get("created") if isinstance(meta.get("created"), Mapping) else {},
+        alignment_head=_alignment_head(meta.get("alignment_head"), config),
+    )
+
+
+def _alignment_head(value: Any, config: ModelConfig) -> tuple[int, int] | None:
+    """A stored ``[layer, head]`` that exists in the model, else None."""
+    layout = config.model_kind.layout(config).get("cross")
+    if (isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value) and layout
+            and 0 <= value[0] < layout[0] and 0 <= value[1] < layout[1]):
+        return value[0], value[1]
+    return None
+
+
+def stored_parameters(index: Mapping[str, Any]) -> int:
+    """Parameters stored in a safetensors tensor index (tied weights are stored once, so counted once)."""
+    total = 0
+    for name, entry in index.items():
+        if name.startswith(TOKENIZER_PREFIX):  # a SentencePiece model's bytes, not weights
+            continue
+        shape = entry.get("shape") if isinstance(entry, Mapping) else None
+        if isinstance(shape, list) and all(isinstance(n, int) for n in shape):
+            total += math.prod(shape)
+    return total
+
+
+def read_card(path: str | os.PathLike) -> ModelCard:
+    """The card of the checkpoint at ``path`` (or of a MarianMT folder), from its header alone (no torch, no tensor
+    data read)."""
+    from attnviz.engine.hub.marian import is_model_folder, marian_card  # marian builds cards with this module
+
+    if is_model_folder(path):
+        return marian_card(path)
+    meta, index = read_header(path)
+    return card_from_metadata(meta, stored_parameters(index), str(path))

@@ -1,0 +1,1 @@
+"""Corpora: reading and checking parallel text, downloading the public sets, batching."""

@@ -1,0 +1,1 @@
+"""Imported model folders (MarianMT today): one module per folder format, registering itself."""

@@ -1,0 +1,186 @@
+"""Beam search: batched for corpora (``beam_batch``), and for one sentence as events with every attention map
+(``beam_steps``). Both rank with the same rules (``prune``, ``settled``), so they choose the same translation.
+
+At each step the 2 x beam best extensions of the live hypotheses are looked at in order of total log-probability:
+the first ``beam`` that do not end are kept; an ``<eos>`` among the first ``beam`` finishes its hypothesis (the
+rest are pruned). Finished hypotheses are ranked by score / GNMT length penalty ((5 + length) / 6) ** alpha. A
+search stops when it holds ``beam`` finished hypotheses and none alive ranks higher, or at the step limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from attnviz.engine.config import DecodeConfig
+from attnviz.engine.events import BeamDone, BeamNode, BeamStep, DecodeStep, EncoderPass
+from attnviz.engine.search.greedy import DecodeInput, allowed_logits, device_of, step_limit
+from attnviz.engine.search.head_mask import heads_off
+from attnviz.engine.text.vocab import EOS_ID, SOS_ID, Vocab
+
+NEG_INF = float("-inf")
+
+
+class Candidate(NamedTuple):
+    score: float  # total log-probability of the extended hypothesis
+    origin: int  # the live hypothesis (row) it extends
+    token: int
+
+
+class Pruned(NamedTuple):
+    kept: list[Candidate]  # live after this step, best first
+    ended: list[Candidate]  # finished at this step
+    dropped: list[Candidate]  # looked at but not kept
+
+
+def prune(candidates: list[Candidate], beam: int, last: bool) -> Pruned:
+    """Split one sentence's candidates (best first) into kept, finished and pruned; ``last``: the step limit."""
+    result = Pruned([], [], [])
+    for rank, cand in enumerate(candidates):
+        if cand.score == NEG_INF:
+            break
+        if len(result.kept) == beam:
+            result.dropped.append(cand)
+        elif cand.token == EOS_ID or last:
+            (result.ended if rank < beam else result.dropped).append(cand)  # an ending counts among the beam best
+        else:
+            result.kept.append(cand)
+    return result
+
+
+def length_penalty(length: int, alpha: float) -> float:
+    return ((5 + length) / 6) ** alpha if alpha else 1.0
+
+
+def settled(finished: list[float], best_alive: float, beam: int) -> bool:
+    """Whether a sentence's search is over: nothing alive, or ``beam`` finished and none alive ranks higher."""
+    return best_alive == NEG_INF or (len(finished) >= beam and max(finished) >= best_alive)
+
+
+def _candidates(scores: Tensor, logp: Tensor, width: int) -> list[Candidate]:
+    """The ``width`` best extensions of hypotheses with ``scores`` [n] by next-token ``logp`` [n, V]."""
+    vocab = logp.size(-1)
+    total = (scores[:, None] + logp).view(-1)
+    top_scores, top_idx = total.topk(min(width, total.numel()))
+    return [Candidate(s, i // vocab, i % vocab) for s, i in zip(top_scores.tolist(), top_idx.tolist())]
+
+
+@torch.inference_mode()
+def beam_batch(model, src: Tensor, decode: DecodeConfig) -> list[list[int]]:
+    """Beam search (width ``decode.beam``) for a padded batch [B, S]; each sentence's best ids without ``<eos>``.
+
+    Runs all B x beam hypotheses as one batch with the cache; a dead slot repeats a live row at score -inf.
+    """
+    model.eval()
+    device, b, beam = device_of(model), src.size(0), decode.beam
+    with heads_off(model, decode.heads_off, decode.rescale_heads):
+        cache = model.start(model.encode(src.to(device)))
+        cache = cache.select(torch.arange(b, device=device).repeat_interleave(beam))  # B -> B * beam rows
+        scores = torch.full((b, beam), NEG_INF)
+        scores[:, 0] = 0.0  # all beams start identical: keep one alive at first
+        tokens = torch.full((b * beam,), SOS_ID, dtype=torch.long, device=device)
+        history = [[] for _ in range(b * beam)]
+        finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
+        steps = step_limit(model, decode.max_len)
+        for t in range(steps):
+            logits, _, _ = model.step(tokens, cache, False)
+            logp = allowed_logits(logits).log_softmax(-1).cpu()  # [B * beam, V]
+            new_scores = torch.full((b, beam), NEG_INF)
+            rows, picked, done = [], [], []
+            for i in range(b):
+                base = i * beam
+                split = prune(_candidates(scores[i], logp[base:base + beam], 2 * beam), beam, t == steps - 1)
+                for c in split.ended:
+                    ids = history[base + c.origin] + ([] if c.token == EOS_ID else [c.token])
+                    finished[i].append((c.score / length_penalty(t + 1, decode.length_penalty), ids))
+                for slot, c in enumerate(split.kept):
+                    new_scores[i, slot] = c.score
+                rows += [base + c.origin for c in split.kept] + [base] * (beam - len(split.kept))
+                picked += [c.token for c in split.kept] + [EOS_ID] * (beam - len(split.kept))
+                best_alive = new_scores[i].max().item() / length_penalty(t + 1, decode.length_penalty)
+                done.append(settled([s for s, _ in finished[i]], best_alive, beam))
+            if t == steps - 1 or all(done):
+                break
+            history = [history[r] + [tok] for r, tok in zip(rows, picked)]
+            tokens, scores = torch.tensor(picked, device=device), new_scores
+            cache = cache.select(torch.tensor(rows, device=device))
+    return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
+
+
+class _Expansion(NamedTuple):
+    """What one live hypothesis' step computed, shared by every candidate that extends it."""
+
+    topk: tuple[tuple[str, float], ...]
+    entropy: float
+    self_rows: np.ndarray | None  # [L, H, t + 1]
+    cross_rows: np.ndarray | None  # [L, H, S]
+
+
+def _expansions(logp: Tensor, self_rows, cross_rows, vocab: Vocab, k: int) -> list[_Expansion]:
+    probs = logp.exp()
+    top_p, top_i = probs.topk(min(k, probs.size(-1)), dim=-1)
+    entropy = -(probs * logp).nan_to_num().sum(-1)
+    self_np = None if self_rows is None else self_rows.float().cpu().numpy()
+    cross_np = None if cross_rows is None else cross_rows.float().cpu().numpy()
+    return [_Expansion(tuple((vocab.token(i), p) for p, i in zip(top_p[r].tolist(), top_i[r].tolist())),
+                       float(entropy[r]), None if self_np is None else self_np[r],
+                       None if cross_np is None else cross_np[r]) for r in range(logp.size(0))]
+
+
+@torch.inference_mode()
+def beam_steps(model, source: DecodeInput, tgt_vocab: Vocab,
+               decode: DecodeConfig) -> Iterator[EncoderPass | BeamStep | BeamDone]:
+    """Beam search of one input as events: an ``EncoderPass``, a ``BeamStep`` per step (every candidate with its
+    status and attention rows) and a ``BeamDone`` ranking the finished hypotheses.
+
+    ``source.forced`` ids are taken first (one hypothesis), as in ``decoding.decode_steps``.
+    """
+    model.eval()
+    device, beam, forced = device_of(model), decode.beam, list(source.forced)
+    gates = lambda: heads_off(model, decode.heads_off, decode.rescale_heads)  # noqa: E731 (around model calls)
+    with gates():
+        enc = model.encode(torch.tensor([list(source.src_ids)], dtype=torch.long, device=device), need_weights=True)
+        cache = model.start(enc)
+    yield EncoderPass(tuple(source.src_tokens), torch.stack(enc.attention, 1)[0].cpu().numpy().copy()
+                      if enc.attention else None, tuple(source.warnings))
+    live: list[BeamNode | None] = [None]  # the hypotheses the cache rows hold; None: the root
+    scores, tokens = torch.zeros(1), torch.tensor([SOS_ID], device=device)
+    finished: list[BeamNode] = []
+    steps, next_id = step_limit(model, decode.max_len), 0
+    for t in range(steps):
+        with gates():
+            logits, self_rows, cross_rows = model.step(tokens, cache, True)
+        logp = allowed_logits(logits).log_softmax(-1).cpu()  # [n, V]
+        expansions = _expansions(logp, self_rows, cross_rows, tgt_vocab, decode.topk)
+        if t < len(forced):
+            split = Pruned([], [], [])
+            cand = Candidate(float(scores[0] + logp[0, forced[t]]), 0, int(forced[t]))
+            (split.ended if cand.token == EOS_ID or t == steps - 1 else split.kept).append(cand)
+        else:
+            split = prune(_candidates(scores, logp, 2 * beam), beam, t == steps - 1)
+        nodes = []
+        for status, group in (("alive", split.kept), ("finished", split.ended), ("pruned", split.dropped)):
+            for c in group:
+                exp, parent = expansions[c.origin], live[c.origin]
+                step = DecodeStep(index=t, token=tgt_vocab.token(c.token), token_id=c.token,
+                                  probability=float(logp[c.origin, c.token].exp()), topk=exp.topk,
+                                  entropy=exp.entropy, self_attention=exp.self_rows, cross_attention=exp.cross_rows,
+                                  src_len=len(source.src_ids), forced=t < len(forced))
+                normalised = c.score / length_penalty(t + 1, decode.length_penalty) if status == "finished" else None
+                nodes.append(BeamNode(next_id, -1 if parent is None else parent.id, step, c.score, status,
+                                      normalised))
+                next_id += 1
+        yield BeamStep(t, tuple(nodes))
+        finished += [n for n in nodes if n.status == "finished"]
+        kept = [n for n in nodes if n.status == "alive"]
+        best_alive = max((n.score for n in kept), default=NEG_INF) / length_penalty(t + 1, decode.length_penalty)
+        if settled([n.normalised for n in finished], best_alive, beam):
+            break
+        rows = torch.tensor([c.origin for c in split.kept], device=device)
+        live, scores = kept, torch.tensor([c.score for c in split.kept])
+        tokens, cache = torch.tensor([c.token for c in split.kept], device=device), cache.select(rows)
+    yield BeamDone(tuple(n.id for n in sorted(finished, key=lambda n: -n.normalised)))

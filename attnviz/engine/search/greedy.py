@@ -1,0 +1,150 @@
+"""Search: step-by-step decoding (greedy or sampled) as a generator of events, and batched greedy search (beam
+search is in ``engine.search.beam``).
+
+Every function drives a model through the incremental protocol (``encode``, ``start``, ``step``), so any model kind
+that implements it (Transformer, RNN, language model) decodes here without special cases. Heads that
+``DecodeConfig.heads_off`` names are switched off around every model call (``engine.search.head_mask``).
+``recompute=True`` decodes the whole prefix again at every step instead of using the cache: the slow reference
+that tests and benchmarks compare against.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import NamedTuple
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from attnviz.engine.config import DecodeConfig
+from attnviz.engine.events import DecodeStep, EncoderPass
+from attnviz.engine.search.head_mask import heads_off
+from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
+
+
+class DecodeInput(NamedTuple):
+    """One input ready for step-by-step decoding."""
+
+    src_ids: Sequence[int]  # what the model reads, with <sos>/<eos>; empty for a language model
+    src_tokens: Sequence[str]  # labels of ``src_ids``, one to one
+    forced: Sequence[int] = ()  # target ids the first steps take instead of choosing (a language model's prefix)
+    warnings: Sequence[str] = ()  # about the input (tokens dropped, unknown words)
+
+
+def device_of(model) -> torch.device:
+    return next(model.parameters()).device
+
+
+def step_limit(model, max_len: int) -> int:
+    """Output tokens a search may produce: ``max_len``, capped by the model's target position table."""
+    return max(1, min(max_len, getattr(model, "max_target_len", max_len)))
+
+
+def _recomputed_step(model, prefix: list[int], enc, need_weights: bool):
+    out = model.decode(torch.tensor([prefix], device=device_of(model)), enc, need_weights)
+    logits = model.project(out.hidden[:, -1])
+    if not need_weights:
+        return logits, None, None
+    return (logits, *out.last_rows())
+
+
+def allowed_logits(logits: Tensor) -> Tensor:
+    """Float logits with ``<pad>`` and ``<sos>`` ruled out: a search may never choose them."""
+    logits = logits.float().clone()
+    logits[..., PAD_ID] = float("-inf")
+    logits[..., SOS_ID] = float("-inf")
+    return logits
+
+
+def _numpy_or_none(rows: Tensor | None) -> np.ndarray | None:
+    return None if rows is None else rows[0].float().cpu().numpy().copy()
+
+
+def _choose(logp: Tensor, temperature: float, generator: torch.Generator | None) -> int:
+    """Greedy (``temperature`` 0) or a draw from softmax(logp / temperature), the same as from the logits."""
+    if temperature <= 0:
+        return int(logp.argmax())
+    return int(torch.multinomial((logp / temperature).softmax(-1).cpu(), 1, generator=generator))
+
+
+@torch.inference_mode()
+def decode_steps(model, source: DecodeInput, tgt_vocab: Vocab, decode: DecodeConfig, recompute: bool = False,
+                 generator: torch.Generator | None = None) -> Iterator[EncoderPass | DecodeStep]:
+    """Decode one input, yielding an ``EncoderPass`` and then one ``DecodeStep`` per token.
+
+    The first steps take ``source.forced`` (their steps say ``forced`` and report what the model would have
+    predicted); then each token is the most probable one (``decode.temperature`` 0) or drawn from the softmax at
+    that temperature with ``generator``. At most ``decode.max_len`` tokens; ``decode.topk`` candidates per step.
+    """
+    model.eval()
+    device = device_of(model)
+    src_ids, forced = list(source.src_ids), list(source.forced)
+    gates = lambda: heads_off(model, decode.heads_off, decode.rescale_heads)  # noqa: E731 (around model calls)
+    with gates():
+        enc = model.encode(torch.tensor([src_ids], dtype=torch.long, device=device), need_weights=True)
+        cache = model.start(enc)
+    # L x [1,H,S,S] -> [L,H,S,S]
+    enc_attn = torch.stack(enc.attention, 1)[0].cpu().numpy().copy() if enc.attention else None
+    yield EncoderPass(tuple(source.src_tokens), enc_attn, tuple(source.warnings))
+    prefix, k = [SOS_ID], min(decode.topk, len(tgt_vocab))
+    for t in range(step_limit(model, decode.max_len)):
+        with gates():
+            if recompute:
+                logits, self_rows, cross_rows = _recomputed_step(model, prefix, enc, True)
+            else:
+                logits, self_rows, cross_rows = model.step(torch.tensor([prefix[-1]], device=device), cache, True)
+        logp = allowed_logits(logits[0]).log_softmax(-1)
+        probs = logp.exp()
+        top_p, top_i = probs.topk(k)
+        is_forced = t < len(forced)
+        token_id = int(forced[t]) if is_forced else _choose(logp, decode.temperature, generator)
+        yield DecodeStep(
+            index=t,
+            token=tgt_vocab.token(token_id),
+            token_id=token_id,
+            probability=float(probs[token_id]),
+            topk=tuple((tgt_vocab.token(int(i)), float(p)) for p, i in zip(top_p, top_i)),
+            entropy=float(-(probs * logp).nan_to_num().sum()),
+            self_attention=_numpy_or_none(self_rows),
+            cross_attention=_numpy_or_none(cross_rows),
+            src_len=len(src_ids),
+            forced=is_forced,
+        )
+        if token_id == EOS_ID:
+            return
+        prefix.append(token_id)
+
+
+def pad_batch(sequences: Sequence[Sequence[int]]) -> Tensor:
+    """Right-pad id lists with PAD_ID into a [B, S] tensor."""
+    width = max(len(s) for s in sequences)
+    return torch.tensor([list(s) + [PAD_ID] * (width - len(s)) for s in sequences], dtype=torch.long)
+
+
+@torch.inference_mode()
+def greedy_batch(model, src: Tensor, max_len: int = 50) -> list[list[int]]:
+    """Greedy search for a padded batch [B, S]; returns each sentence's ids up to (without) ``<eos>``.
+
+    Finished sentences leave the batch, so a long straggler does not keep the rest computing.
+    """
+    model.eval()
+    src = src.to(device_of(model))
+    cache = model.start(model.encode(src))
+    b = src.size(0)
+    outputs: list[list[int]] = [[] for _ in range(b)]
+    alive = torch.arange(b)  # original index of each row still decoding
+    tokens = torch.full((b,), SOS_ID, dtype=torch.long, device=src.device)
+    for _ in range(step_limit(model, max_len)):
+        logits, _, _ = model.step(tokens, cache, False)
+        tokens = allowed_logits(logits).argmax(-1)
+        finished = tokens == EOS_ID
+        for row, tok in zip(alive.tolist(), tokens.tolist()):
+            if tok != EOS_ID:
+                outputs[row].append(tok)
+        if finished.all():
+            break
+        if finished.any():
+            keep = (~finished).nonzero().squeeze(1)
+            alive, tokens, cache = alive[keep.cpu()], tokens[keep], cache.select(keep)
+    return outputs

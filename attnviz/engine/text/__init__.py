@@ -1,0 +1,1 @@
+"""Text: per-language tokenizers and the vocabularies that own the special tokens."""

@@ -1,0 +1,236 @@
+"""Per-language tokenizers and the text normalisation recipes of the reference models.
+
+A ``TokenizerSpec`` is a small frozen description (language, splitting mode, lowercasing, normalisation) that travels
+inside checkpoints, so a loaded model tokenizes exactly as it was trained. spaCy's blank pipelines are created once
+per language and cached: the first ``spacy.blank('fr')`` costs seconds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import re
+import unicodedata
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from attnviz.engine.errors import ConfigError
+from attnviz.engine.text.vocab import SPECIALS
+
+MODES = ("spacy", "whitespace", "chars", "sentencepiece")
+SUBWORD_MODELS = ("unigram", "bpe")
+WORD_START = "\u2581"  # "▁": SentencePiece marks the piece that starts a word with it
+NORMALIZERS = ("none", "tatoeba")
+LANGUAGE_NAMES = {"de": "German", "en": "English", "fr": "French"}
+
+_SPACES = re.compile(r"\s+")
+
+
+_TATOEBA_PUNCT = re.compile(r"([.!?])")
+_TATOEBA_OTHER = re.compile(r"[^a-zA-Z.!?]+")
+
+
+def languages_label(src_lang: str, tgt_lang: str, has_source: bool = True, tgt_mode: str = "spacy") -> str:
+    """What a model works on, for people: "German -> English", or "English characters (language model)"."""
+    src, tgt = LANGUAGE_NAMES.get(src_lang, src_lang), LANGUAGE_NAMES.get(tgt_lang, tgt_lang)
+    if has_source:
+        return f"{src} -> {tgt}"
+    return f"{tgt} {'characters' if tgt_mode == 'chars' else 'words'} (language model)"
+
+
+def clean_text(text: str) -> str:
+    """Drop control and format characters, turn every kind of space (TAB, U+00A0, U+202F...) into one space."""
+    kept = []
+    for ch in text:
+        cat = unicodedata.category(ch)
+        if ch.isspace() or cat == "Zs":
+            kept.append(" ")
+        elif cat in ("Cc", "Cf", "Cs", "Co", "Cn"):
+            continue
+        else:
+            kept.append(ch)
+    return _SPACES.sub(" ", "".join(kept)).strip()
+
+
+def normalize_tatoeba(text: str) -> str:
+    """Reference B's recipe: lowercase, strip accents (NFD minus marks), space before .!?, letters and .!? only."""
+    text = "".join(c for c in unicodedata.normalize("NFD", text.lower().strip()) if unicodedata.category(c) != "Mn")
+    text = _TATOEBA_PUNCT.sub(r" \1", text)
+    text = _TATOEBA_OTHER.sub(" ", text)
+    return _SPACES.sub(" ", text).strip()
+
+
+@functools.cache
+def _spacy_tokenizer(lang: str):  # -> spacy.tokenizer.Tokenizer
+    import spacy  # slow import (about 2 s): only when a spaCy tokenizer is first needed
+
+    try:
+        return spacy.blank(lang).tokenizer
+    except Exception as exc:  # spaCy raises ImportError/ValueError subclasses for unknown codes
+        raise ConfigError(f"spaCy has no tokenizer for language {lang!r}: {exc}") from exc
+
+
+@dataclass(frozen=True)
+class TokenizerSpec:
+    """How one side of a corpus is split into tokens."""
+
+    lang: str
+    # "spacy" (blank pipeline), "whitespace", "chars" (one token per character) or "sentencepiece" (subword pieces
+    # of ``model_proto``; a piece that starts a word begins with WORD_START)
+    mode: str = "spacy"
+    lowercase: bool = True
+    normalize: str = "none"  # "none" or "tatoeba" (reference B)
+    # mode "sentencepiece" in a recipe: the vocabulary training learns from the training split of this side
+    vocab_size: int = 8000
+    subword_model: str = "unigram"  # or "bpe"
+    # the serialized SentencePiece model of mode "sentencepiece" (empty in a recipe until training learns one);
+    # checkpoints store it as a tensor, not in JSON
+    model_proto: bytes = field(default=b"", repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.mode not in MODES:
+            raise ConfigError(f"tokenizer mode must be one of {MODES}, not {self.mode!r}")
+        if self.normalize not in NORMALIZERS:
+            raise ConfigError(f"normalize must be one of {NORMALIZERS}, not {self.normalize!r}")
+        if not re.fullmatch(r"[a-z]{2,3}", self.lang):
+            raise ConfigError(f"language must be a two- or three-letter code such as 'de', not {self.lang!r}")
+        if self.model_proto and self.mode != "sentencepiece":
+            raise ConfigError(f"only a sentencepiece tokenizer takes a SentencePiece model, not mode {self.mode!r}")
+        if self.subword_model not in SUBWORD_MODELS:
+            raise ConfigError(f"subword_model must be one of {SUBWORD_MODELS}, not {self.subword_model!r}")
+        if not 16 <= self.vocab_size <= 1_000_000:
+            raise ConfigError(f"vocab_size must be between 16 and 1,000,000, not {self.vocab_size}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-able settings (without ``model_proto``, which travels as bytes of its own)."""
+        data = asdict(self)
+        del data["model_proto"]
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], model_proto: bytes = b"") -> TokenizerSpec:
+        return cls(**data, model_proto=model_proto)
+
+    def prepare(self) -> None:
+        """Create the underlying tokenizer now (so a later call does not pay for it)."""
+        if self.mode == "spacy":
+            _spacy_tokenizer(self.lang)
+        elif self.mode == "sentencepiece":
+            _sentencepiece(self.model_proto)
+
+    def tokenize(self, text: str) -> list[str]:
+        text = self.normalized(text)
+        if self.mode == "chars":
+            return list(text)
+        if self.mode == "whitespace":
+            return text.split()
+        if self.mode == "sentencepiece":
+            return self._processor().encode(text, out_type=str)
+        return [tok.text for tok in _spacy_tokenizer(self.lang)(text) if not tok.is_space]
+
+    def detokenize(self, tokens: list[str]) -> str:
+        """Tokens of this side back into text."""
+        if self.mode == "sentencepiece":
+            text = self._processor().decode(list(tokens))
+            # lowercased pieces: capitalise the sentence as the word-level spaCy detokenizer does
+            return text[:1].upper() + text[1:] if self.lowercase else text
+        return detokenize(tokens, self.mode)
+
+    def _processor(self):  # -> sentencepiece.SentencePieceProcessor
+        if not self.model_proto:
+            raise ConfigError("this sentencepiece tokenizer has no model yet: training learns one from the "
+                              "training data, or a checkpoint brings its own")
+        return _sentencepiece(self.model_proto)
+
+    def normalized(self, text: str) -> str:
+        """``text`` as the tokenizer sees it before splitting (control characters removed, case folded...)."""
+        text = clean_text(text)
+        if self.normalize == "tatoeba":
+            return normalize_tatoeba(text)
+        return text.lower() if self.lowercase else text
+
+    def word_starts(self, tokens: list[str]) -> list[bool]:
+        """Which tokens begin a word: every token, except SentencePiece pieces without the word-start mark
+        (``<sos>``/``<eos>`` stand alone; byte pieces continue the word they are in)."""
+        if self.mode != "sentencepiece":
+            return [True] * len(tokens)
+        return [t.startswith(WORD_START) or t in SPECIALS or i == 0 for i, t in enumerate(tokens)]
+
+    def words(self) -> TokenizerSpec:
+        """The word tokenizer BLEU counts with on this side: this spec, or for subword pieces the language's spaCy
+        words (whitespace words for a language spaCy lacks), so subword and word models are scored alike."""
+        if self.mode != "sentencepiece":
+            return self
+        mode = "spacy" if self.lang in LANGUAGE_NAMES else "whitespace"
+        return TokenizerSpec(self.lang, mode=mode, lowercase=True, normalize=self.normalize)
+
+    def scored_words(self, tokens: list[str]) -> list[str]:
+        """This side's tokens as the words BLEU counts: unchanged for a word tokenizer; subword pieces are
+        detokenized and split by ``words()``."""
+        words = self.words()
+        return list(tokens) if words is self else words.tokenize(self.detokenize(list(tokens)))
+
+    def pieces(self) -> list[str]:
+        """Every piece of a SentencePiece model but its own control symbols (its vocabulary, in id order)."""
+        sp = self._processor()
+        return [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if not (sp.is_control(i) or sp.is_unknown(i))]
+
+    def trained(self, texts: list[str]) -> TokenizerSpec:
+        """This spec with a SentencePiece model learned from ``texts`` (already the case: itself)."""
+        if self.mode != "sentencepiece" or self.model_proto:
+            return self
+        return dataclasses.replace(self, model_proto=train_sentencepiece(
+            [self.normalized(t) for t in texts], self.vocab_size, self.subword_model))
+
+
+def train_sentencepiece(texts: list[str], vocab_size: int, model_type: str) -> bytes:
+    """A SentencePiece model of ``vocab_size`` pieces (fewer when the texts hold fewer), with byte fallback so that
+    any character can be read without <unk>; deterministic for the same texts."""
+    import io
+
+    import sentencepiece
+
+    texts = [t for t in texts if t.strip()]
+    if not texts:
+        raise ConfigError("cannot learn a SentencePiece vocabulary from no text")
+    model = io.BytesIO()
+    try:
+        sentencepiece.SentencePieceTrainer.train(
+            sentence_iterator=iter(texts), model_writer=model, vocab_size=vocab_size, model_type=model_type,
+            character_coverage=1.0, byte_fallback=True, hard_vocab_limit=False, bos_id=-1, eos_id=-1, unk_id=0,
+            pad_id=-1, num_threads=1, minloglevel=2)
+    except RuntimeError as exc:  # sentencepiece reports a too-small vocabulary (and other limits) this way
+        characters = len(set("".join(texts)))
+        raise ConfigError(f"cannot learn a SentencePiece vocabulary of {vocab_size} pieces: it needs room for the "
+                          f"{characters} characters of the text and 256 byte pieces; raise vocab_size "
+                          f"({str(exc).split(']')[-1].strip()[:120]})") from None
+    return model.getvalue()
+
+@functools.lru_cache(maxsize=8)
+def _sentencepiece(model_proto: bytes):  # -> sentencepiece.SentencePieceProcessor
+    import sentencepiece
+
+    processor = sentencepiece.SentencePieceProcessor()
+    try:
+        processor.LoadFromSerializedProto(model_proto)
+    except Exception as exc:  # sentencepiece raises RuntimeError/OSError with its own text for a bad model
+        raise ConfigError(f"the SentencePiece model cannot be read ({exc}); the file is damaged") from None
+    return processor
+
+
+_NO_SPACE_BEFORE = {".", ",", "!", "?", ";", ":", ")", "]", "}", "%", "...",
+                    "n't", "'s", "'re", "'m", "'ll", "'ve", "'d"}
+_NO_SPACE_AFTER = {"(", "[", "{", "$"}
+
+
+def detokenize(tokens: list[str], mode: str = "spacy") -> str:
+    """Join tokens into readable text: no space before closing punctuation and English clitics."""
+    if mode == "chars":
+        return "".join(tokens)
+    out: list[str] = []
+    for tok in tokens:
+        if out and tok not in _NO_SPACE_BEFORE and out[-1] not in _NO_SPACE_AFTER:
+            out.append(" ")
+        out.append(tok)
+    text = "".join(out)
+    return text[:1].upper() + text[1:] if mode == "spacy" else text

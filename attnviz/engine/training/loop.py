@@ -1,0 +1,399 @@
+"""The training loop as a generator of typed events, with a stop flag checked between steps.
+
+``train(recipe, out)`` reads and tokenizes the corpus, builds vocabularies and the model, and yields
+``TrainStarted``, a ``TrainStep`` per optimizer step, an ``EvalResult`` per evaluation, ``CheckpointSaved`` for
+every file written, and ends with ``TrainFinished``, ``TrainStopped`` or ``TrainFailed``. Files for ``out`` =
+``run.safetensors``: ``run.safetensors`` (best by the recipe's metric), ``run.last.safetensors`` (latest),
+``run.state.safetensors`` (optimizer, schedule, data position and RNG: what ``resume`` needs, kept apart so
+inference checkpoints stay small) and, with ``save_epochs``, ``run.epochN.safetensors``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import math
+import os
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from attnviz.engine.checkpoints.store import load_tensors
+from attnviz.engine.config import DecodeConfig, TrainConfig, check_training
+from attnviz.engine.corpus.batching import batch_tensors, eval_batches, make_batches
+from attnviz.engine.corpus.checks import check_prepared
+from attnviz.engine.corpus.reader import Pair, load_splits, resolve_data_dir
+from attnviz.engine.errors import CheckpointError, ConfigError
+from attnviz.engine.events import (
+    CheckpointSaved,
+    EvalResult,
+    Sample,
+    TrainFailed,
+    TrainFinished,
+    TrainNote,
+    TrainStarted,
+    TrainStep,
+    TrainStopped,
+)
+from attnviz.engine.metrics import bleu_tok, smoothed_loss, teacher_forced_stats
+from attnviz.engine.models.protocol import count_parameters, load_stored_state
+from attnviz.engine.records import EvalRecord
+from attnviz.engine.text.tokenize import TokenizerSpec
+from attnviz.engine.text.vocab import PAD_ID, SPECIALS, Vocab
+from attnviz.engine.training.distributed import Ranks, join
+from attnviz.engine.training.divergence import DivergenceWatch
+from attnviz.engine.training.presets import Recipe
+from attnviz.engine.training.resume_point import SaveError, remove_stale_temps, restore_last, save_failed
+from attnviz.engine.training.runs import RunPaths, run_checkpoint
+from attnviz.engine.training.schedule import learning_rate
+from attnviz.engine.training.state import load_state, param_names, save_state
+from attnviz.engine.translator import Translator, build_model, load_translator
+
+
+@dataclass
+class Prepared:
+    """A corpus tokenized and encoded for one recipe."""
+
+    src_vocab: Vocab
+    tgt_vocab: Vocab
+    train: list[tuple[list[int], list[int]]]
+    val: list[tuple[list[int], list[int]]]
+    val_pairs: list[Pair]
+    val_refs: list[list[str]]
+    src_spec: TokenizerSpec  # the recipe's tokenizers, with any SentencePiece model learned for this run
+    tgt_spec: TokenizerSpec
+
+
+def prepare(recipe: Recipe, data_dir=None, vocabs: tuple[Vocab, Vocab] | None = None,
+            max_positions: int | None = None, specs: tuple[TokenizerSpec, TokenizerSpec] | None = None) -> Prepared:
+    """Read, tokenize and encode; tokenizers and vocabularies come from the training split unless given (resume).
+
+    A SentencePiece side learns its model from the training split's texts, and its vocabulary is every piece of
+    that model (byte pieces included), so the trained model reads any input without ``<unk>``."""
+    splits = load_splits(recipe.corpus, resolve_data_dir(data_dir))
+    src_spec, tgt_spec = specs or (recipe.src_tokenizer.trained([s for s, _ in splits.train]),
+                                   recipe.tgt_tokenizer.trained([t for _, t in splits.train]))
+    train_tok = [(src_spec.tokenize(s), tgt_spec.tokenize(t)) for s, t in splits.train]
+    val_tok = [(src_spec.tokenize(s), tgt_spec.tokenize(t)) for s, t in splits.val]
+    has_source = recipe.has_source
+    if vocabs is None:  # a language model's one vocabulary serves as both sides
+        tgt_vocab = _side_vocab(tgt_spec, (t for _, t in train_tok), recipe.min_freq)
+        vocabs = (_side_vocab(src_spec, (s for s, _ in train_tok), recipe.min_freq) if has_source else tgt_vocab,
+                  tgt_vocab)
+    limit = (max_positions or recipe.model.get("max_positions", 100)) - 2
+
+    def encode(pairs):  # a language model reads no source: its source ids stay empty
+        return [(vocabs[0].encode(s[:limit], True) if has_source else [], vocabs[1].encode(t[:limit], True))
+                for s, t in pairs if t and (s or not has_source)]
+
+    words = tgt_spec.words()  # BLEU counts words, also for a subword model
+    refs = [t for _, t in val_tok] if words is tgt_spec else [words.tokenize(t) for _, t in splits.val]
+    prepared = Prepared(vocabs[0], vocabs[1], encode(train_tok), encode(val_tok), splits.val, refs, src_spec, tgt_spec)
+    check_prepared(recipe.corpus, resolve_data_dir(data_dir), {"train": len(splits.train), "val": len(splits.val)},
+                   {"train": len(prepared.train), "val": len(prepared.val)})
+    return prepared
+
+
+def _side_vocab(spec: TokenizerSpec, sentences, min_freq: int) -> Vocab:
+    if spec.mode == "sentencepiece":
+        return Vocab(list(SPECIALS) + [p for p in spec.pieces() if p not in SPECIALS])
+    return Vocab.build(sentences, min_freq)
+
+
+def _optimizer(model, cfg: TrainConfig) -> torch.optim.Adam:
+    return torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.adam_eps,
+                            weight_decay=cfg.weight_decay)
+
+
+class _Trainer:
+    """One run's mutable state; ``train`` drives it and turns its work into events."""
+
+    def __init__(self, recipe: Recipe, out, data_dir, resume: bool, ranks: Ranks, device: torch.device):
+        # resuming from any file of a run (its .last or .state too) continues that run and writes its own files
+        self.recipe, self.cfg, self.dist, self.device = recipe, recipe.train, ranks, device
+        self.paths = RunPaths(run_checkpoint(out) if resume else Path(out))
+        self.notes = [f"removed {name}, left behind by a save that was cut short" for name in
+                      (remove_stale_temps(self.paths) if ranks.is_main else ())]
+        if self.cfg.threads:
+            torch.set_num_threads(self.cfg.threads)
+        self.amp = self.cfg.precision == "bf16" and device.type == "cuda"
+        if self.cfg.precision == "bf16" and not self.amp:
+            self.notes.append(f"precision bf16 needs a CUDA GPU; this run on {device} trains in fp32")
+        self.step, self.epoch, self.batch_index = 0, 1, 0
+        self.history: list[EvalRecord] = []
+        self.best_score: float | None = None
+        self.last_good: str | None = None
+        self.last_saved_step = -1
+        if resume:
+            self._resume(data_dir)
+        else:
+            torch.manual_seed(self.cfg.seed)  # the same initial weights on every rank
+            self.data = prepare(recipe, data_dir)
+            cfg = recipe.model_config(len(self.data.src_vocab), len(self.data.tgt_vocab))
+            self.model = build_model(cfg).to(self.device)
+            self.opt = _optimizer(self.model, self.cfg)
+        check_training(self.model.cfg, self.cfg)
+        if ranks.rank:  # other dropout masks than rank 0's
+            torch.manual_seed(self.cfg.seed + 1_000_003 * ranks.rank + self.step)
+        self.forward = ranks.wrap(self.model)  # what a step calls; evaluation and checkpoints use the model itself
+        self.translator = Translator(self.model, self.data.src_vocab, self.data.tgt_vocab, self.data.src_spec,
+                                     self.data.tgt_spec)
+        # The corpus, vocabularies and model live for the whole run: take them out of the cyclic garbage
+        # collector's reach, or every full collection walks them all (a 200+ ms pause that freezes a GUI's thread).
+        gc.freeze()
+
+    def _resume(self, data_dir) -> None:
+        repaired = restore_last(self.paths) if self.dist.is_main else None
+        if repaired:
+            self.notes.append(repaired)
+        self.dist.agree(False)  # the other ranks read .last once rank 0 has repaired it
+        last = load_translator(self.paths.last)
+        self.model = last.model.to(self.device)
+        self.data = prepare(self.recipe, data_dir, (last.src_vocab, last.tgt_vocab), last.config.max_positions,
+                            (last.src_spec, last.tgt_spec))
+        self.opt = _optimizer(self.model, self.cfg)
+        meta = load_state(self.paths.state, self.opt, param_names(self.model))
+        if meta["step"] != last.metadata.get("step"):
+            raise CheckpointError(f"{self.paths.state.name} (step {meta['step']}) does not belong to "
+                                  f"{self.paths.last.name} (step {last.metadata.get('step')}).")
+        self.step, self.epoch, self.batch_index = meta["step"], meta["epoch"], meta["batch_index"]
+        self.history = [EvalRecord.from_dict(r) for r in meta["history"]]
+        self.best_score = meta["best_score"]
+        self.last_good, self.last_saved_step = str(self.paths.last), self.step
+
+    def batches(self, epoch: int) -> list[list[int]]:
+        lengths = [(len(s), len(t)) for s, t in self.data.train]
+        return make_batches(lengths, self.cfg, seed=self.cfg.seed * 1000 + epoch)
+
+    def save(self, path: Path, role: str, extra_meta: dict | None = None) -> CheckpointSaved:
+        meta = self.checkpoint_meta() | (extra_meta or {})
+        try:
+            self.translator.save(path, **meta)
+        except OSError as exc:
+            raise save_failed(path, exc) from None
+        return CheckpointSaved(str(path), role, self.step)
+
+    def checkpoint_meta(self) -> dict:
+        return {"name": self.recipe.name, "preset": self.recipe.name, "recipe": self.recipe.to_dict(),
+                "train_config": self.cfg.to_dict(), "history": self._history_dicts(), "step": self.step,
+                "metrics": {"val": self.history[-1].to_dict()} if self.history else {}}
+
+    def _history_dicts(self) -> list[dict]:
+        return [r.to_dict() for r in self.history]
+
+    def save_resume_point(self, epoch: int, batch_index: int) -> CheckpointSaved:
+        if self.last_saved_step == self.step and self.last_good:
+            return CheckpointSaved(self.last_good, "last", self.step)
+        # the state file holds the weights and .last's metadata too, and is written first: it alone is a whole
+        # resume point, and a cut between the two files is repaired on resume (see engine.training.resume_point)
+        weights, last_meta = self.translator.checkpoint_parts(**self.checkpoint_meta())
+        try:
+            save_state(self.paths.state, self.opt, self.step, epoch, batch_index,
+                        {"history": self._history_dicts(), "best_score": self.best_score,
+                         "recipe": self.recipe.to_dict(), "param_names": param_names(self.model),
+                         "checkpoint": last_meta}, weights)
+        except OSError as exc:
+            raise save_failed(self.paths.state, exc) from None
+        try:
+            saved = self.save(self.paths.last, "last")
+        except SaveError as exc:  # the state file alone is a whole resume point: say so, and name it
+            self.last_good = str(self.paths.state)
+            raise SaveError(f"{exc} The training state of step {self.step} was saved, so resuming continues from "
+                            "there.") from None
+        self.last_good, self.last_saved_step = saved.path, self.step
+        return saved
+
+    def evaluate(self, elapsed: float) -> EvalResult:
+        stats = teacher_forced_stats(self.model, eval_batches(self.data.val), self.device)
+        bleu, samples = self._translation_quality() if self.translator.has_source else (None, self._generated())
+        probe = self.translator.translate(self.recipe.probe) if self.recipe.probe else None
+        self.model.train()
+        record = EvalRecord(self.step, self.epoch, stats.loss, stats.ppl, stats.accuracy, bleu, elapsed)
+        return EvalResult(record, samples, probe)
+
+    def _translation_quality(self) -> tuple[float, tuple[Sample, ...]]:
+        """bleu_tok on the first ``bleu_sentences`` validation pairs, and three (source, reference, output)."""
+        n = self.cfg.bleu_sentences or len(self.data.val_pairs)
+        hyps = self.translator.translate_batch_tokens([s for s, _ in self.data.val_pairs[:n]])
+        bleu, _ = bleu_tok([self.data.tgt_spec.scored_words(h) for h in hyps], self.data.val_refs[:n])
+        return bleu, tuple(Sample(self.translator.detokenize(h), s, r)
+                           for (s, r), h in zip(self.data.val_pairs[:3], hyps))
+
+    def _generated(self) -> tuple[Sample, ...]:
+        """A language model's samples: three sequences drawn at temperature 1 (seeded by the step)."""
+        drawn = self.translator.generate("", n=3, decode=DecodeConfig(temperature=1.0, seed=self.step))
+        return tuple(Sample(t.text) for t in drawn)
+
+    def score(self, record: EvalRecord) -> float:
+        """Higher is better."""
+        return {"val_loss": -record.loss, "bleu": record.bleu, "accuracy": record.accuracy}[self.cfg.keep_metric]
+
+
+def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = False,
+          stop: threading.Event | None = None, max_steps: int = 0) -> Iterator:
+    """Train ``recipe`` and write its checkpoints next to ``out``; see the module docstring for the events.
+
+    ``max_steps`` ends the run after that many optimizer steps in total (resumed steps included). Under torchrun
+    every process runs this generator; see ``engine.training.distributed`` for what each rank does.
+    """
+    run, ranks = None, Ranks()
+    try:
+        ranks, device = join(recipe.train.device)
+        run = _Trainer(recipe, out, data_dir, resume, ranks, device)
+        yield from (TrainNote(note) for note in run.notes)
+        yield from _train(run, max_steps, stop)
+    except SaveError as exc:
+        yield TrainFailed(str(exc), run.last_good if run else None)
+    finally:
+        gc.unfreeze()  # the run's objects become collectable again (a GUI may train many runs in one process)
+        if run is not None:
+            run.forward = None  # DDP's reducer goes before the process group it uses (else exit may abort)
+        ranks.close()
+
+
+def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Iterator:
+    cfg, ranks = run.cfg, run.dist
+    steps_per_epoch = len(run.batches(1)) // ranks.world
+    if not steps_per_epoch:
+        raise ConfigError(f"an epoch has {len(run.batches(1))} batches, fewer than the {ranks.world} processes; "
+                          "use fewer processes or smaller batches", settings=("batch_size", "max_tokens"))
+    planned = steps_per_epoch * cfg.epochs  # what the schedule spans, even when max_steps ends the run sooner
+    total = min(planned, max_steps or 1 << 62)
+    yield TrainStarted(total, cfg.epochs, count_parameters(run.model), len(run.data.train), len(run.data.val),
+                       str(run.device), run.step, ranks.world)
+    started, window_tokens, first_step = time.perf_counter(), 0, run.step
+    # rates and the ETA count only the steps' own time: a paused consumer holds a yield, and evaluations are not
+    # training, so neither may make tokens/s drop or the ETA grow
+    busy, window_busy = 0.0, 0.0
+    run.model.train()
+    epoch_start, watch = run.epoch, DivergenceWatch()
+    for epoch in range(epoch_start, cfg.epochs + 1):
+        run.epoch = epoch
+        batches = run.batches(epoch)
+        for index in ranks.steps(len(batches), run.batch_index if epoch == epoch_start else 0):
+            if ranks.agree(stop is not None and stop.is_set()) or (max_steps and run.step >= max_steps):
+                yield from _main_only(run, _resume_point, run, epoch, index)
+                if max_steps and run.step >= max_steps:
+                    yield TrainFinished(str(run.paths.best), str(run.paths.last), None)
+                else:
+                    yield TrainStopped(run.step, str(run.paths.last))
+                return
+            step_start = time.perf_counter()
+            loss, tokens, lr, problem = _step(run, batches[index + ranks.rank], planned, watch)
+            if problem:
+                yield TrainFailed(problem, run.last_good)
+                return
+            window_tokens += tokens
+            now = time.perf_counter()
+            busy, window_busy = busy + now - step_start, window_busy + now - step_start
+            per_step = busy / max(run.step - first_step, 1)
+            yield TrainStep(run.step, epoch, loss, lr, window_tokens / max(window_busy, 1e-9),
+                            run.step / total, per_step * (total - run.step))
+            if cfg.eval_every and run.step % cfg.eval_every == 0:
+                yield from _main_only(run, _evaluate_and_save, run, now - started, epoch, index + ranks.world)
+                window_tokens, window_busy = 0, 0.0
+        if not cfg.eval_every or cfg.save_epochs:
+            yield from _main_only(run, _epoch_end, run, time.perf_counter() - started, epoch)
+            window_tokens, window_busy = (0, 0.0) if not cfg.eval_every else (window_tokens, window_busy)
+    if cfg.eval_every and run.step % cfg.eval_every:  # the steps after the last evaluation count too
+        yield from _main_only(run, _evaluate_and_save, run, time.perf_counter() - started, cfg.epochs + 1, 0)
+    yield from _main_only(run, _run_end, run)
+    yield TrainFinished(str(run.paths.best), str(run.paths.last), run.history[-1] if run.history else None)
+
+
+def _step(run: _Trainer, indices: list[int], planned: int, watch: DivergenceWatch
+          ) -> tuple[float, int, float, str | None]:
+    """One optimizer step on this rank's batch: (loss averaged over ranks, target tokens of all ranks, learning
+    rate, why training must stop or None; then no step was taken)."""
+    cfg = run.cfg
+    src, tgt = (t.to(run.device) for t in batch_tensors([run.data.train[i] for i in indices]))
+    lr = learning_rate(run.step + 1, cfg, run.model.cfg.d_model, planned)
+    for group in run.opt.param_groups:
+        group["lr"] = lr
+    with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.amp):
+        loss = smoothed_loss(run.forward(src, tgt[:, :-1], cfg.teacher_forcing), tgt[:, 1:], cfg.label_smoothing)
+    loss_value, tokens = run.dist.mean_loss(loss, int((tgt[:, 1:] != PAD_ID).sum()))
+    problem = _loss_problem(loss_value, run.step + 1, lr, watch)
+    if problem:
+        return loss_value, tokens, lr, problem
+    run.opt.zero_grad(set_to_none=True)
+    loss.backward()  # under DDP: the gradients are averaged over the ranks here
+    if cfg.clip_norm:
+        torch.nn.utils.clip_grad_norm_(run.model.parameters(), cfg.clip_norm)
+    run.opt.step()
+    run.step += 1
+    if run.device.type == "cuda":
+        torch.cuda.synchronize(run.device)  # the step's time is its own, not the next step's
+    return loss_value, tokens, lr, None
+
+
+def _main_only(run: _Trainer, work, *args) -> Iterator:
+    """Rank 0 does ``work(*args)`` (evaluating, saving) while the other ranks wait; every rank learns whether it
+    failed to save (``SaveError``), so none is left waiting. In a single process: just ``work(*args)``."""
+    failure = None
+    if run.dist.is_main:
+        try:
+            yield from work(*args)
+        except SaveError as exc:
+            failure = exc
+    if run.dist.agree(failure is not None):
+        raise failure or SaveError("rank 0 could not save a checkpoint (its message says why); every rank stopped.")
+
+
+def _resume_point(run: _Trainer, epoch: int, index: int) -> Iterator:
+    yield run.save_resume_point(epoch, index)
+
+
+def _epoch_end(run: _Trainer, elapsed: float, epoch: int) -> Iterator:
+    if not run.cfg.eval_every:
+        yield from _evaluate_and_save(run, elapsed, epoch + 1, 0)
+    if run.cfg.save_epochs:
+        yield run.save(run.paths.epoch(epoch), "epoch")
+
+
+def _run_end(run: _Trainer) -> Iterator:
+    yield run.save_resume_point(run.cfg.epochs + 1, 0)  # the end of a run always saves (no-op if it just did)
+    yield from _average(run)
+
+
+def _loss_problem(loss: float, step: int, lr: float, watch: DivergenceWatch) -> str | None:
+    """Why training must stop at this loss: not finite, or diverging (see engine.training.divergence); else None."""
+    if not math.isfinite(loss):
+        return (f"the training loss became {loss} at step {step} (learning rate {lr:.3g}); training stopped. Lower "
+                "the learning rate or raise the warm-up, then resume or start again.")
+    return watch.update(loss, step, lr)
+
+
+def _evaluate_and_save(run: _Trainer, elapsed: float, next_epoch: int, next_index: int) -> Iterator:
+    result = run.evaluate(elapsed)
+    run.history.append(result.record)
+    yield result
+    score = run.score(result.record)
+    if run.best_score is None or score > run.best_score:
+        run.best_score = score
+        yield run.save(run.paths.best, "best")
+    yield run.save_resume_point(next_epoch, next_index)
+
+
+def _average(run: _Trainer) -> Iterator:
+    """Average the last N epoch snapshots; keep the average as best if validation says it is better."""
+    n = run.cfg.average_last
+    paths = [run.paths.epoch(e) for e in range(run.cfg.epochs - n + 1, run.cfg.epochs + 1)] if n else []
+    if n < 2 or not all(p.exists() for p in paths):
+        return
+    states = [load_tensors(p)[1] for p in paths]
+    averaged = {k: sum(s[k] for s in states) / len(states) for k in states[0]}
+    load_stored_state(run.model, averaged)
+    result = run.evaluate(0.0)
+    record = dataclasses.replace(result.record, averaged_epochs=tuple(p.name for p in paths))
+    yield result
+    if run.score(record) > (run.best_score if run.best_score is not None else -math.inf):
+        run.best_score = run.score(record)
+        run.history.append(record)
+        yield run.save(run.paths.best, "average")
+    else:
+        run.history.append(dataclasses.replace(record, kept=False))

@@ -1,0 +1,1 @@
+"""The Analysis tab's wing: head statistics, alignment, head importance."""

@@ -1,0 +1,229 @@
+"""The Analysis tab's head-importance page: the BLEU lost when each head alone is switched off, as a layer x head map
+per attention kind, computed in the background (progress, Cancel) or opened from a file that
+``attnviz head-importance --out`` (or this page's Save) wrote.
+
+The engine (``engine.analysis.importance``) does the work; this page asks for it and shows its ``ImportanceReady``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtWidgets import (
+    QComboBox,
+    QFileDialog,
+    QHBoxLayout,
+    QLabel,
+    QProgressBar,
+    QPushButton,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from attnviz.engine.analysis.importance import ImportanceProgress, ImportanceReady
+from attnviz.engine.analysis.jobs import importance_job
+from attnviz.engine.errors import AttnvizError
+from attnviz.engine.events import ATTENTION_KINDS
+from attnviz.gui.analysis.widgets import HeadMap
+from attnviz.gui.widgets import named
+from attnviz.gui.worker import Worker
+
+JSON_FILTER = "Head importance (*.json);;All files (*)"
+
+
+class ImportanceMap(HeadMap):
+    """The BLEU lost per layer and head; hovering (or the arrow keys) tells the exact figures."""
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("importanceMap")
+        self.setAccessibleName("BLEU lost per layer and head")
+        self.placeholder = "Compute head importance, or open a saved file, to see the BLEU each head is worth"
+        self.result: ImportanceReady | None = None
+        self.kind: str | None = None
+
+    def show_result(self, result: ImportanceReady | None, kind: str | None) -> None:
+        self.result, self.kind = result, kind
+        if result is None or kind not in result.layout:
+            self.set_data(None)
+            return
+        label = ATTENTION_KINDS[kind].label if kind in ATTENTION_KINDS else kind
+        self.show_matrix(result.matrix(kind), f"{label}: BLEU lost when the head alone is off "
+                         f"(baseline {result.baseline:.2f})", False, signed=True)
+
+    def describe_cell(self, row: int, col: int) -> str:
+        if self.result is None:
+            return super().describe_cell(row, col)
+        score = next((h for h in self.result.heads if (h.kind, h.layer, h.head) == (self.kind, row, col)), None)
+        if score is None:
+            return f"layer {row + 1}, head {col + 1}: not measured"
+        return (f"layer {row + 1}, head {col + 1}: BLEU lost {score.delta:+.4f} (BLEU {score.bleu:.4f} with it off, "
+                f"{self.result.baseline:.4f} with every head on)")
+
+
+class ImportancePanel(QWidget):
+    status = Signal(str)
+
+    def __init__(self, corpus, parent: QWidget | None = None):
+        """``corpus()`` returns the Analysis tab's choice: (split or None, source file, reference file)."""
+        super().__init__(parent)
+        self.corpus = corpus
+        self.translator = None
+        self.result: ImportanceReady | None = None
+        self.worker = Worker(self)
+        self.limit_spin = named(QSpinBox(), "importanceLimitSpin", "Sentences for head importance",
+                                "The corpus is decoded once per head: use the first N sentences (0 = all)")
+        self.limit_spin.setRange(0, 1_000_000)
+        self.limit_spin.setSpecialValueText("all")
+        self.limit_spin.setValue(100)
+        self.kind_combo = named(QComboBox(), "importanceKindCombo", "Attention kind of the importance map")
+        self.compute_button = named(QPushButton("Com&pute"), "computeImportanceButton", "Compute head importance",
+                                    "Switch each head off alone and measure the BLEU lost on the corpus chosen above")
+        self.cancel_button = named(QPushButton("Canc&el"), "cancelImportanceButton", "Cancel head importance")
+        self.open_button = named(QPushButton("Open sa&ved..."), "openImportanceButton", "Open saved head importance",
+                                 "A JSON file from attnviz head-importance --out, or saved here")
+        self.save_button = named(QPushButton("E&xport..."), "saveImportanceButton", "Save head importance as JSON")
+        self.progress = named(QProgressBar(), "importanceProgress", "Head importance progress")
+        self.progress.setFormat("%v / %m decodes")
+        self.summary = named(QLabel(), "importanceSummary", "Head importance summary")
+        self.summary.setWordWrap(True)
+        self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.map = ImportanceMap()
+        self._layout()
+        self.compute_button.clicked.connect(self.compute)
+        self.cancel_button.clicked.connect(self.cancel)
+        self.open_button.clicked.connect(self._on_open_clicked)
+        self.save_button.clicked.connect(self._on_save_clicked)
+        self.kind_combo.currentIndexChanged.connect(self._show)
+        self.worker.event.connect(self._on_event)
+        self.worker.failed.connect(self._on_failed)
+        self.worker.finished.connect(self._on_finished)
+        self.set_translator(None)
+
+    def _layout(self) -> None:
+        choices = QHBoxLayout()
+        for text, widget in (("Sentence&s:", self.limit_spin), ("&Attention:", self.kind_combo)):
+            label = QLabel(text)
+            label.setBuddy(widget)
+            choices.addWidget(label)
+            choices.addWidget(widget)
+        choices.addStretch(1)
+        self.kind_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+        running = QHBoxLayout()
+        for button in (self.compute_button, self.cancel_button):
+            running.addWidget(button)
+        running.addWidget(self.progress, 1)
+        running.addWidget(self.open_button)
+        running.addWidget(self.save_button)
+        layout = QVBoxLayout(self)
+        layout.addLayout(choices)
+        layout.addLayout(running)
+        layout.addWidget(self.summary)
+        layout.addWidget(self.map, 1)
+        self.summary.setText("Each head is switched off alone and the corpus chosen above is translated again "
+                             "(greedy); the map shows the BLEU lost. It decodes the corpus once per head.")
+
+    def set_translator(self, translator) -> None:
+        self.worker.cancel()
+        self.translator = translator
+        self._set_running(False)
+
+    def _set_running(self, running: bool) -> None:
+        can = self.translator is not None and self.translator.has_source
+        self.compute_button.setEnabled(can and not running)
+        self.cancel_button.setEnabled(running)
+        self.limit_spin.setEnabled(not running)
+        self.open_button.setEnabled(not running)
+        self.save_button.setEnabled(self.result is not None and not running)
+
+    def compute(self) -> None:
+        split, src, tgt = self.corpus()
+        if self.translator is None:
+            return
+        if split is None and not (src and tgt):
+            self.status.emit("Head importance needs references: choose a source file and its reference file")
+            return
+        translator, corpus, limit = self.translator, (split, src, tgt), self.limit_spin.value()
+        self.progress.setValue(0)
+        self._set_running(True)
+        self.worker.start(lambda stop: importance_job(translator, corpus, limit, stop))
+
+    @Slot()
+    def cancel(self) -> None:
+        self.worker.cancel()
+        self._set_running(False)
+        self.status.emit("Head importance cancelled")
+
+    def is_running(self) -> bool:
+        return self.worker.is_running()
+
+    @Slot(object)
+    def _on_event(self, event) -> None:
+        if isinstance(event, ImportanceProgress):
+            self.progress.setMaximum(event.total)
+            self.progress.setValue(event.done)
+        elif isinstance(event, ImportanceReady):
+            self.set_result(event)
+
+    @Slot(str)
+    def _on_failed(self, message: str) -> None:
+        self.summary.setText(f"<b>Head importance failed:</b> {message.splitlines()[0]}")
+        self.status.emit(message.splitlines()[0])
+
+    @Slot()
+    def _on_finished(self) -> None:
+        self._set_running(False)
+
+    def set_result(self, result: ImportanceReady) -> None:
+        self.result = result
+        self.kind_combo.blockSignals(True)
+        self.kind_combo.clear()
+        for kind in result.layout:
+            self.kind_combo.addItem(ATTENTION_KINDS[kind].label if kind in ATTENTION_KINDS else kind, kind)
+        self.kind_combo.blockSignals(False)
+        top = result.heads[0] if result.heads else None
+        best = (f" Most important: {top.kind} layer {top.layer + 1}, head {top.head + 1} ({top.delta:+.2f} BLEU)."
+                if top is not None else "")
+        self.summary.setText(f"Baseline bleu_tok {result.baseline:.2f} on {result.sentences} sentences "
+                             f"({result.source}, {result.decode}); colour: BLEU lost when the head alone is off "
+                             f"(red: it helps; blue: the corpus scores better without it).{best}")
+        self._set_running(self.is_running())
+        self._show()
+        self.status.emit(f"Head importance: {len(result.heads)} heads measured")
+
+    @Slot()
+    def _show(self) -> None:
+        self.map.show_result(self.result, self.kind_combo.currentData())
+
+    def open_file(self, path: str) -> None:
+        try:
+            self.set_result(ImportanceReady.from_json(json.loads(Path(path).read_text(encoding="utf-8"))))
+        except (OSError, ValueError, AttnvizError) as exc:
+            self.summary.setText(f"<b>Cannot open {Path(path).name}:</b> {exc}")
+            self.status.emit(f"Cannot open {path}")
+
+    def save_file(self, path: str) -> None:
+        data = {"model": (self.translator.metadata.get("path") if self.translator is not None else None),
+                **self.result.to_json()}
+        try:
+            Path(path).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        except OSError as exc:
+            self.status.emit(f"Cannot save {path}: {exc.strerror or exc}")
+            return
+        self.status.emit(f"Head importance saved to {path}")
+
+    @Slot()
+    def _on_open_clicked(self) -> None:
+        path, _ = QFileDialog.getOpenFileName(self, "Open head importance", "", JSON_FILTER)
+        if path:
+            self.open_file(path)
+
+    @Slot()
+    def _on_save_clicked(self) -> None:
+        path, _ = QFileDialog.getSaveFileName(self, "Save head importance", "head-importance.json", JSON_FILTER)
+        if path and self.result is not None:
+            self.save_file(path)
+

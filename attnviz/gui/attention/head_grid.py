@@ -1,0 +1,190 @@
+"""The grid of every layer x head of one attention kind as small maps; heads can be switched off from it.
+
+A click opens a head in the large view (``selected``). Ctrl+click a tile switches that head off or on again
+(``toggled``); Ctrl+click a layer's label (or Ctrl+Shift+click any tile of it) switches the whole layer
+(``layer_toggled``). From the keyboard: the arrow keys move a dashed cursor, Enter opens its head, Space switches
+it, Shift+Space its layer. An off head is drawn crossed out on a hatched grey tile, and said so in its tooltip and
+in the screen-reader text.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import QRect, QSize, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QImage, QMouseEvent, QPainter, QPalette, QPen
+from PySide6.QtWidgets import QToolTip, QWidget
+
+from attnviz.gui.accessible import announce
+from attnviz.gui.attention.colormap import to_image
+
+LABEL_W, LABEL_H, GAP = 26, 16, 4
+
+
+class HeadGrid(QWidget):
+    selected = Signal(int, int)  # layer, head: open it in the large view
+    toggled = Signal(int, int)  # layer, head: switch it off (or on again)
+    layer_toggled = Signal(int)  # layer: switch every head of it
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("headGrid")
+        self.setAccessibleName("All layers and heads")
+        self.setMinimumSize(240, 160)
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self._images: list[list[QImage]] = []
+        self._current: tuple[int, int] | None = None
+        self._marked: tuple[int, int] | None = None
+        self._tiles: dict[tuple[int, int], QRect] = {}
+        self._layer_labels: dict[int, QRect] = {}
+        self.off: set[tuple[int, int]] = set()  # (layer, head) switched off, of the kind shown
+        self.cursor: tuple[int, int] | None = None  # keyboard cursor
+
+    def set_maps(self, maps: np.ndarray | None, per_map: bool = False, current: tuple[int, int] | None = None,
+                 marked: tuple[int, int] | None = None, off: set[tuple[int, int]] | None = None) -> None:
+        """``maps`` [L, H, R, C]; ``current`` (layer, head) is outlined; ``marked`` is the head the model was trained
+        to align with (guided alignment), drawn with a gold dashed frame; ``off`` heads are crossed out."""
+        self._images = [] if maps is None else [[to_image(m, per_map) for m in layer] for layer in maps]
+        self._current, self._marked, self.off = current, marked, set(off or ())
+        if self.cursor is not None and (maps is None or self.cursor[0] >= maps.shape[0]
+                                        or self.cursor[1] >= maps.shape[1]):
+            self.cursor = None
+        self.setAccessibleDescription("" if marked is None else
+                                      f"Layer {marked[0] + 1}, head {marked[1] + 1} was trained to align words")
+        self._relayout()
+        self.update()
+        announce(self)
+
+    def sizeHint(self) -> QSize:
+        return QSize(420, 300)
+
+    def shape(self) -> tuple[int, int]:
+        return (len(self._images), len(self._images[0])) if self._images else (0, 0)
+
+    def tile_rect(self, layer: int, head: int) -> QRect:
+        return self._tiles[(layer, head)]
+
+    def layer_label_rect(self, layer: int) -> QRect:
+        return self._layer_labels[layer]
+
+    def _relayout(self) -> None:
+        self._tiles.clear()
+        self._layer_labels.clear()
+        layers, heads = self.shape()
+        if not layers:
+            return
+        tile_w = (self.width() - LABEL_W - GAP * heads) / heads
+        tile_h = (self.height() - LABEL_H - GAP * layers) / layers
+        size = max(4, int(min(tile_w, tile_h)))
+        for layer in range(layers):
+            y = LABEL_H + layer * (size + GAP)
+            self._layer_labels[layer] = QRect(0, y, LABEL_W - 2, size)
+            for h in range(heads):
+                self._tiles[(layer, h)] = QRect(LABEL_W + h * (size + GAP), y, size, size)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        self._relayout()
+
+    def paintEvent(self, event) -> None:  # noqa: N802
+        painter = QPainter(self)
+        self._relayout()
+        if not self._images:
+            return
+        text = self.palette().color(QPalette.ColorRole.WindowText)
+        painter.setPen(text)
+        for h in range(self.shape()[1]):
+            tile = self._tiles[(0, h)]
+            painter.drawText(QRect(tile.left(), 0, tile.width(), LABEL_H), Qt.AlignmentFlag.AlignCenter, f"H{h + 1}")
+        for layer, label in self._layer_labels.items():
+            painter.setPen(text)
+            all_off = all((layer, h) in self.off for h in range(self.shape()[1]))
+            painter.drawText(label, Qt.AlignmentFlag.AlignCenter, f"L{layer + 1}" + ("\u00d7" if all_off else ""))
+        for (layer, h), tile in self._tiles.items():
+            painter.drawImage(tile, self._images[layer][h])
+            if (layer, h) in self.off:
+                self._draw_off(painter, tile)
+            if self._marked == (layer, h):
+                painter.setPen(QPen(QColor(230, 180, 30), 2, Qt.PenStyle.DashLine))
+                painter.drawRect(tile.adjusted(-3, -3, 3, 3))
+            if self._current == (layer, h):
+                painter.setPen(QPen(QColor(255, 80, 80), 2))
+                painter.drawRect(tile.adjusted(-1, -1, 1, 1))
+            if self.cursor == (layer, h) and self.hasFocus():
+                painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 2, Qt.PenStyle.DashLine))
+                painter.drawRect(tile.adjusted(-2, -2, 2, 2))
+
+    @staticmethod
+    def _draw_off(painter: QPainter, tile: QRect) -> None:
+        """A switched-off head: hatched grey over its (all-zero) map and a cross, so it cannot pass for a map."""
+        painter.save()
+        painter.fillRect(tile, QColor(150, 150, 150))
+        painter.fillRect(tile, QBrush(QColor(90, 90, 90), Qt.BrushStyle.BDiagPattern))
+        painter.setPen(QPen(QColor(200, 30, 30), 2))
+        painter.drawLine(tile.topLeft(), tile.bottomRight())
+        painter.drawLine(tile.topRight(), tile.bottomLeft())
+        painter.restore()
+
+    # -- reading and input -------------------------------------------------------------------------------------------
+
+    def describe(self, layer: int, head: int) -> str:
+        state = ", switched off" if (layer, head) in self.off else ""
+        aligned = " (trained to align words: guided alignment)" if self._marked == (layer, head) else ""
+        return f"Layer {layer + 1}, head {head + 1}{state}{aligned}"
+
+    def accessible_value(self) -> str:
+        layers, heads = self.shape()
+        if not layers:
+            return "No attention yet"
+        where = self.describe(*self.cursor) if self.cursor else "arrow keys move between heads"
+        off = f"{len(self.off)} heads switched off. " if self.off else ""
+        return (f"{layers} layers by {heads} heads. {off}{where}. Enter opens a head, Space switches it off or on, "
+                "Shift+Space its whole layer")
+
+    def _tile_at(self, pos) -> tuple[int, int] | None:
+        return next((key for key, tile in self._tiles.items() if tile.contains(pos)), None)
+
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        pos, mods = event.position().toPoint(), event.modifiers()
+        ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
+        label = next((layer for layer, rect in self._layer_labels.items() if rect.contains(pos)), None)
+        if label is not None and ctrl:
+            self.layer_toggled.emit(label)
+            return
+        tile = self._tile_at(pos)
+        if tile is None:
+            return
+        if ctrl and mods & Qt.KeyboardModifier.ShiftModifier:
+            self.layer_toggled.emit(tile[0])
+        elif ctrl:
+            self.toggled.emit(*tile)
+        else:
+            self.selected.emit(*tile)
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802
+        layers, heads = self.shape()
+        moves = {Qt.Key.Key_Up: (-1, 0), Qt.Key.Key_Down: (1, 0), Qt.Key.Key_Left: (0, -1), Qt.Key.Key_Right: (0, 1)}
+        key, mods = event.key(), event.modifiers()
+        if not layers or mods & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier):
+            super().keyPressEvent(event)
+        elif key in moves:
+            layer, head = self.cursor or (0, 0)
+            dl, dh = moves[key] if self.cursor else (0, 0)
+            self.cursor = (min(max(layer + dl, 0), layers - 1), min(max(head + dh, 0), heads - 1))
+            self.setToolTip(self.describe(*self.cursor))
+            self.update()
+            announce(self)
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.cursor:
+            self.selected.emit(*self.cursor)
+        elif key == Qt.Key.Key_Space and self.cursor:
+            if mods & Qt.KeyboardModifier.ShiftModifier:
+                self.layer_toggled.emit(self.cursor[0])
+            else:
+                self.toggled.emit(*self.cursor)
+        else:
+            super().keyPressEvent(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        tile = self._tile_at(event.position().toPoint())
+        if tile is not None:
+            QToolTip.showText(event.globalPosition().toPoint(), self.describe(*tile) + ": click to open it in the "
+                              "large view; Ctrl+click switches it off or on, Ctrl+Shift+click its whole layer", self)

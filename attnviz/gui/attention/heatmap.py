@@ -1,0 +1,311 @@
+"""Attention drawn with QPainter: one large labelled heatmap (the grid of every layer x head is in head_grid.py).
+
+It takes its data through one setter and paints a cached QImage, so redrawing is cheap (matplotlib is kept for
+export). Rows are queries, columns keys, and the axis titles say so; the colour scale is fixed to 0..1 unless the
+per-map scale is chosen, so maps compare.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from PySide6.QtCore import QPoint, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QBrush, QColor, QFont, QImage, QMouseEvent, QPainter, QPalette, QPen
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+
+from attnviz.gui.accessible import announce
+from attnviz.gui.attention.colormap import color_at, signed_limit, to_image
+from attnviz.gui.attention.layout import MARGIN_RIGHT, Geometry, colour_ticks, geometry, tick_digits, zoomed
+
+
+@dataclass(frozen=True)
+class HeatmapData:
+    matrix: np.ndarray  # [R, C] weights
+    rows: tuple[str, ...]  # query labels
+    cols: tuple[str, ...]  # key labels
+    row_axis: str
+    col_axis: str
+    title: str = ""
+    highlight_row: int | None = None
+    per_map: bool = False
+    masked: np.ndarray | None = None  # [R, C] True where the query may not look (future keys): not a zero weight
+    signed: bool = False  # a diverging scale centred on zero (differences, BLEU lost)
+
+
+class HeatmapView(QWidget):
+    """A labelled heatmap with a colour bar; hovering a cell shows the exact weight and the token pair.
+
+    It fits the widget (``zoom`` None) or draws cells ``zoom`` pixels wide and asks for the room they need, so a
+    scroll area around it scrolls. The arrow keys move a current cell that a screen reader reads
+    (``accessible_value``); Ctrl+wheel zooms.
+    """
+
+    hovered = Signal(int, int)  # row, column; -1, -1 when the pointer leaves
+    zoom_changed = Signal()
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("heatmapView")
+        self.setAccessibleName("Attention heatmap")
+        self.setMouseTracking(True)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setMinimumSize(220, 180)
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self._data: HeatmapData | None = None
+        self._image: QImage | None = None
+        self._cells = QRect()
+        self._geometry: Geometry | None = None
+        self.zoom: float | None = None  # None: fit to the widget
+        self.current: tuple[int, int] | None = None  # keyboard cell, read by screen readers
+        self.placeholder = "Translate a sentence to see its attention"
+
+    def set_data(self, data: HeatmapData | None) -> None:
+        self._data = data
+        self._image = (to_image(data.matrix, data.per_map, data.signed) if data is not None and data.matrix.size
+                       else None)
+        if self.current is not None and (data is None or self.current[0] >= data.matrix.shape[0]
+                                         or self.current[1] >= data.matrix.shape[1]):
+            self.current = None
+        self._resize_for_zoom()
+        self._relayout()
+        self.update()
+        announce(self)
+
+    def data(self) -> HeatmapData | None:
+        return self._data
+
+    def sizeHint(self) -> QSize:
+        return QSize(560, 440)
+
+    # -- zoom --------------------------------------------------------------------------------------------------------
+
+    def set_zoom(self, cell: float | None) -> None:
+        """Cells ``cell`` pixels wide (scrolling when larger than the view), or None to fit the view."""
+        self.zoom = None if cell is None else zoomed(cell, 1.0)
+        self._resize_for_zoom()
+        self._relayout()
+        self.update()
+        self.zoom_changed.emit()
+
+    def zoom_by(self, factor: float) -> None:
+        """Zoom from the current cell size (the fitted one the first time)."""
+        current = self.zoom if self.zoom is not None else self._geometry.cell if self._geometry else 24.0
+        self.set_zoom(zoomed(current, factor))
+
+    def _resize_for_zoom(self) -> None:
+        if self.zoom is None or self._data is None:
+            self.setMinimumSize(220, 180)
+            return
+        g = self._compute(self.fontMetrics(), self.width(), self.height())
+        self.setMinimumSize(*g.size(*self._data.matrix.shape))
+
+    def wheelEvent(self, event) -> None:  # noqa: N802
+        if event.modifiers() & Qt.KeyboardModifier.ControlModifier and self._data is not None:
+            self.zoom_by(1.25 if event.angleDelta().y() > 0 else 0.8)
+            event.accept()
+        else:
+            super().wheelEvent(event)
+
+    # -- layout and painting -----------------------------------------------------------------------------------------
+
+    def _compute(self, metrics, width: int, height: int) -> Geometry:
+        d = self._data
+        r, c = d.matrix.shape
+        return geometry(width, height, r, c, [metrics.horizontalAdvance(t) for t in d.rows],
+                        [metrics.horizontalAdvance(t) for t in d.cols], metrics.height(), bool(d.title), self.zoom)
+
+    def _relayout(self) -> None:
+        """Place cells and labels for the current size (also before the first paint, for hover and tests)."""
+        if self._data is None or not self._data.matrix.size:
+            self._geometry, self._cells = None, QRect()
+            return
+        g = self._geometry = self._compute(self.fontMetrics(), self.width(), self.height())
+        r, c = self._data.matrix.shape
+        self._cells = QRect(g.left, g.top, int(g.cell * c), int(g.cell * r))
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        self._relayout()
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt naming)
+        painter = QPainter(self)
+        painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+        text_color = self.palette().color(QPalette.ColorRole.WindowText)
+        if self._data is None or self._image is None:
+            painter.setPen(text_color)
+            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter, self.placeholder)
+            return
+        d = self._data
+        self._relayout()
+        cells = self._cells
+        painter.drawImage(cells, self._image)
+        self._draw_masked(painter, cells)
+        painter.setPen(text_color)
+        if d.title:
+            title = painter.fontMetrics().elidedText(d.title, Qt.TextElideMode.ElideRight, self.width() - cells.left())
+            painter.drawText(QRect(cells.left(), 2, self.width() - cells.left(), painter.fontMetrics().height() + 4),
+                             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, title)
+        self._draw_labels(painter, cells)
+        self._draw_axis_titles(painter, cells, label_depth=self._geometry.bottom - 30)
+        self._draw_outlines(painter, cells)
+        self._draw_colour_bar(painter, cells, text_color)
+
+    def _draw_labels(self, painter: QPainter, cells: QRect) -> None:
+        d, g, metrics = self._data, self._geometry, painter.fontMetrics()
+        band = g.left - 34
+        for i in range(0, len(d.rows), g.row_every):
+            y = int(cells.top() + (i + 0.5) * g.cell)
+            label = metrics.elidedText(d.rows[i], Qt.TextElideMode.ElideRight, band)
+            painter.drawText(QRect(0, y - 9, g.left - 6, 18),
+                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, label)
+        depth = g.bottom - 30
+        for j in range(0, len(d.cols), g.col_every):
+            x = int(cells.left() + (j + 0.5) * g.cell)
+            painter.save()
+            painter.translate(x + 5, cells.bottom() + 6)
+            painter.rotate(-90)
+            label = metrics.elidedText(d.cols[j], Qt.TextElideMode.ElideRight, depth)
+            painter.drawText(QRect(-depth, -10, depth, 20), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+                             label)
+            painter.restore()
+
+    def _draw_masked(self, painter: QPainter, cells: QRect) -> None:
+        """Cells a causal query may not see: grey with a hatch, so they do not read as a weight of zero."""
+        d, g = self._data, self._geometry
+        if d.masked is None or not d.masked.any():
+            return
+        painter.save()
+        painter.setPen(Qt.PenStyle.NoPen)
+        for brush in (QColor(150, 150, 150), QBrush(QColor(110, 110, 110), Qt.BrushStyle.BDiagPattern)):
+            painter.setBrush(brush)
+            for i, j in zip(*np.nonzero(d.masked)):
+                painter.drawRect(QRectF(cells.left() + j * g.cell, cells.top() + i * g.cell, g.cell, g.cell))
+        painter.restore()
+
+    def _draw_outlines(self, painter: QPainter, cells: QRect) -> None:
+        d, g = self._data, self._geometry
+        r = d.matrix.shape[0]
+        painter.setBrush(Qt.BrushStyle.NoBrush)
+        if d.highlight_row is not None and 0 <= d.highlight_row < r:
+            painter.setPen(QPen(QColor(255, 80, 80), 2))
+            painter.drawRect(QRect(cells.left() - 1, int(cells.top() + d.highlight_row * g.cell) - 1, cells.width() + 2,
+                                   int(g.cell) + 2))
+        if self.current is not None and self.hasFocus():
+            i, j = self.current
+            painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 2, Qt.PenStyle.DashLine))
+            painter.drawRect(QRectF(cells.left() + j * g.cell, cells.top() + i * g.cell, g.cell, g.cell))
+
+    def _draw_axis_titles(self, painter: QPainter, cells: QRect, label_depth: int) -> None:
+        d = self._data
+        font = QFont(painter.font())
+        font.setItalic(True)
+        painter.setFont(font)
+        painter.drawText(QRect(cells.center().x() - 200, cells.bottom() + label_depth + 10, 400, 18),
+                         Qt.AlignmentFlag.AlignCenter, f"columns: {d.col_axis}")
+        painter.save()
+        painter.translate(12, cells.center().y())
+        painter.rotate(-90)
+        painter.drawText(QRect(-cells.height() // 2 - 60, -9, cells.height() + 120, 18), Qt.AlignmentFlag.AlignCenter,
+                         f"rows: {d.row_axis}")
+        painter.restore()
+        font.setItalic(False)
+        painter.setFont(font)
+
+    def colour_range(self) -> tuple[float, float]:
+        d = self._data
+        if d.signed:
+            m = signed_limit(d.matrix)
+            return -m, m
+        return (float(d.matrix.min()), float(d.matrix.max())) if d.per_map else (0.0, 1.0)
+
+    def _draw_colour_bar(self, painter: QPainter, cells: QRect, text_color: QColor) -> None:
+        bar = QRect(cells.right() + 14, cells.top(), 12, max(cells.height(), 60))
+        for y in range(bar.height()):
+            painter.setPen(color_at(1 - y / max(bar.height() - 1, 1), self._data.signed))
+            painter.drawLine(bar.left(), bar.top() + y, bar.right(), bar.top() + y)
+        lo, hi = self.colour_range()
+        digits = tick_digits(lo, hi)
+        painter.setPen(text_color)
+        half = painter.fontMetrics().height() // 2
+        ticks = colour_ticks(lo, hi, max(2, min(5, bar.height() // (3 * half))))
+        for value in ticks:
+            y = bar.bottom() - (value - lo) / (hi - lo) * (bar.height() - 1) if hi > lo else bar.bottom()
+            painter.drawLine(bar.right() + 1, int(y), bar.right() + 4, int(y))
+            painter.drawText(QRect(bar.right() + 6, int(y) - half, MARGIN_RIGHT - 30, 2 * half),
+                             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, f"{value:.{digits}f}")
+
+    # -- reading cells -----------------------------------------------------------------------------------------------
+
+    def cell_at(self, pos: QPoint) -> tuple[int, int] | None:
+        if self._data is None or not self._cells.contains(pos):
+            return None
+        r, c = self._data.matrix.shape
+        row = int((pos.y() - self._cells.top()) / self._cells.height() * r)
+        col = int((pos.x() - self._cells.left()) / self._cells.width() * c)
+        return min(row, r - 1), min(col, c - 1)
+
+    def label_at(self, pos: QPoint) -> str | None:
+        """The full token under the pointer in the row or column label band (labels may be elided or thinned)."""
+        d, cells = self._data, self._cells
+        if d is None or cells.isEmpty():
+            return None
+        r, c = d.matrix.shape
+        if pos.x() < cells.left() and cells.top() <= pos.y() < cells.bottom():
+            i = min(int((pos.y() - cells.top()) / cells.height() * r), r - 1)
+            return f"row {i + 1}: {d.rows[i]}"
+        if pos.y() > cells.bottom() and cells.left() <= pos.x() < cells.right():
+            j = min(int((pos.x() - cells.left()) / cells.width() * c), c - 1)
+            return f"column {j + 1}: {d.cols[j]}"
+        return None
+
+    def describe_cell(self, row: int, col: int) -> str:
+        d = self._data
+        r, c = d.matrix.shape
+        if d.masked is not None and d.masked[row, col]:
+            weight = "masked (a future position this query may not see)"
+        else:
+            weight = f"weight {d.matrix[row, col]:.4f}"
+        return f"row {row + 1} of {r} {d.rows[row]!r}, column {col + 1} of {c} {d.cols[col]!r}: {weight}"
+
+    def accessible_value(self) -> str:
+        d = self._data
+        if d is None:
+            return self.placeholder
+        r, c = d.matrix.shape
+        where = (self.describe_cell(*self.current) if self.current is not None else
+                 f"{r} rows ({d.row_axis}) by {c} columns ({d.col_axis}); arrow keys read the cells")
+        return f"{d.title}. {where}" if d.title else where
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802
+        moves = {Qt.Key.Key_Up: (-1, 0), Qt.Key.Key_Down: (1, 0), Qt.Key.Key_Left: (0, -1), Qt.Key.Key_Right: (0, 1)}
+        if self._data is None or event.key() not in moves or event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            super().keyPressEvent(event)
+            return
+        r, c = self._data.matrix.shape
+        di, dj = moves[event.key()]
+        i, j = self.current if self.current is not None else (0, 0)
+        self.current = (min(max(i + di, 0), r - 1), min(max(j + dj, 0), c - 1)) if self.current else (0, 0)
+        self.setToolTip(self.describe_cell(*self.current))
+        self.update()
+        announce(self)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802
+        pos = event.position().toPoint()
+        cell = self.cell_at(pos)
+        if cell is None:
+            label = self.label_at(pos)
+            if label:
+                QToolTip.showText(event.globalPosition().toPoint(), label, self)
+            else:
+                QToolTip.hideText()
+            self.hovered.emit(-1, -1)
+            return
+        row, col = cell
+        d = self._data
+        QToolTip.showText(event.globalPosition().toPoint(),
+                          f"{d.rows[row]} \u2192 {d.cols[col]}\n" + self.describe_cell(row, col).split(": ", 1)[1],
+                          self)
+        self.hovered.emit(row, col)
+
+    def leaveEvent(self, event) -> None:  # noqa: N802
+        self.hovered.emit(-1, -1)

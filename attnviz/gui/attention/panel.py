@@ -1,0 +1,290 @@
+"""AttentionPanel: kind / layer / head selectors over the large heatmap and the grid of every layer x head.
+
+It shows a ``DecodeSession`` as of one step (``show(session, step)``) and redraws when a selector changes. Only the
+kinds the model has are offered, so an RNN (cross only) or a language model (decoder only) needs no special case.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from PySide6.QtCore import Qt, Signal, Slot
+from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QHBoxLayout,
+    QLabel,
+    QScrollArea,
+    QSplitter,
+    QToolButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from attnviz.engine.events import ATTENTION_KINDS
+from attnviz.gui.attention.head_grid import HeadGrid
+from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
+from attnviz.gui.translate.session import DecodeSession
+
+MEAN = "Mean of heads"
+
+
+def _combo(name: str, tip: str) -> QComboBox:
+    combo = QComboBox()
+    combo.setObjectName(name)
+    combo.setAccessibleName(tip)
+    combo.setToolTip(tip)
+    combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+    return combo
+
+
+def set_choices(combo: QComboBox, items: list[str], index: int, enabled: bool) -> None:
+    """Give ``combo`` these ``items`` (refilled only if they changed) and select ``index``, emitting no signal."""
+    combo.blockSignals(True)
+    if [combo.itemText(i) for i in range(combo.count())] != items:
+        combo.clear()
+        combo.addItems(items)
+    combo.setCurrentIndex(min(max(index, 0), len(items) - 1))
+    combo.setEnabled(enabled)
+    combo.blockSignals(False)
+
+
+def head_choices(heads: int, wanted: int) -> tuple[list[str], int]:
+    """A head selector's items (the mean of heads, then each head) and index: ``wanted``, except that a one-head
+    model shows its head, not a "mean" of one."""
+    return [MEAN] + [f"Head {h + 1}" for h in range(heads)], 1 if heads == 1 else wanted
+
+
+class AttentionPanel(QWidget):
+    selection_changed = Signal()  # layer/head/kind changed: token shading follows
+    head_toggled = Signal(str, int, int)  # kind, layer, head (-1: the whole layer) to switch off or on again
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self._session: DecodeSession | None = None
+        self._step = -1
+        self._chosen_kind: str | None = None  # the kind the user picked; kept across translations
+        self.chosen_layer: int | None = None  # likewise the layer and head (None: not chosen, the last layer)
+        self.chosen_head = 0  # index in the head selector: 0 is the mean of heads
+        self.kind_combo = _combo("attentionKindCombo", "Attention kind")
+        self.layer_combo = _combo("layerCombo", "Layer")
+        self.head_combo = _combo("headCombo", "Head, or the mean of all heads")
+        self.scale_combo = _combo("scaleCombo", "Colour scale")
+        self.scale_combo.addItems(["Fixed scale 0..1", "Per-map scale"])
+        self.merge_check = QCheckBox("Merge sub&words")
+        self.merge_check.setObjectName("mergeSubwordsCheck")
+        self.merge_check.setToolTip("Show words instead of subword pieces: a word's weight is the sum over its key "
+                                    "pieces, averaged over its query pieces, so every row still sums to 1")
+        self.merge_check.setEnabled(False)
+        self.alignment_head: tuple[int, int] | None = None  # (layer, head) of cross-attention trained to align
+        self.heads_off: tuple = ()  # HeadRefs switched off (engine.heads), crossed out in the grid
+        self.heatmap = HeatmapView()
+        self.grid = HeadGrid()
+        self.caption = QLabel()
+        self.caption.setWordWrap(True)
+
+        controls = QHBoxLayout()
+        for label, widget in (("&Kind", self.kind_combo), ("&Layer", self.layer_combo), ("H&ead", self.head_combo)):
+            text = QLabel(label)
+            text.setBuddy(widget)
+            controls.addWidget(text)
+            controls.addWidget(widget)
+        controls.addWidget(self.scale_combo)
+        controls.addWidget(self.merge_check)
+        controls.addStretch(1)
+        for button in self._zoom_buttons():
+            controls.addWidget(button)
+        self.heatmap_scroll = QScrollArea()
+        self.heatmap_scroll.setObjectName("heatmapScroll")
+        self.heatmap_scroll.setWidgetResizable(True)
+        self.heatmap_scroll.setWidget(self.heatmap)
+        self.heatmap_scroll.setMinimumSize(240, 160)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.addWidget(self.heatmap_scroll)
+        splitter.addWidget(self.grid)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addLayout(controls)
+        layout.addWidget(splitter, 1)
+        layout.addWidget(self.caption)
+
+        self.kind_combo.currentIndexChanged.connect(self._on_kind_changed)
+        self.layer_combo.currentIndexChanged.connect(self._on_selector_changed)
+        self.head_combo.currentIndexChanged.connect(self._on_selector_changed)
+        self.scale_combo.currentIndexChanged.connect(self._on_selector_changed)
+        self.grid.selected.connect(self._on_grid_selected)
+        self.grid.toggled.connect(self._on_grid_toggled)
+        self.grid.layer_toggled.connect(self._on_grid_layer_toggled)
+        self.merge_check.toggled.connect(self._on_merge_toggled)
+
+    def _zoom_buttons(self) -> list[QToolButton]:
+        """Zoom in / out / fit, as actions (Ctrl++, Ctrl+-, Ctrl+0) shown as tool buttons beside the selectors."""
+        buttons = []
+        for text, keys, tip, slot in (
+                ("Zoom out", QKeySequence.StandardKey.ZoomOut, "Smaller cells (Ctrl+-, or Ctrl+wheel)",
+                 self.zoom_out),
+                ("Zoom in", QKeySequence.StandardKey.ZoomIn, "Larger cells: every label legible; scroll to see "
+                 "the rest (Ctrl++, or Ctrl+wheel)", self.zoom_in),
+                ("Fit", "Ctrl+0", "Fit the whole map in the view; labels thin out when cells are small (Ctrl+0)",
+                 self.zoom_fit)):
+            action = QAction(text, self)
+            action.setShortcut(QKeySequence(keys))
+            action.setToolTip(tip)
+            action.triggered.connect(slot)
+            self.addAction(action)
+            button = QToolButton()
+            button.setDefaultAction(action)
+            button.setObjectName(f"zoom{text.split()[-1].capitalize()}Button")
+            button.setAccessibleName(text)
+            buttons.append(button)
+        return buttons
+
+    @Slot()
+    def zoom_in(self) -> None:
+        self.heatmap.zoom_by(1.25)
+
+    @Slot()
+    def zoom_out(self) -> None:
+        self.heatmap.zoom_by(0.8)
+
+    @Slot()
+    def zoom_fit(self) -> None:
+        self.heatmap.set_zoom(None)
+
+    # -- state -------------------------------------------------------------------------------------------------------
+
+    @property
+    def kind(self) -> str | None:
+        return self.kind_combo.currentData()
+
+    @property
+    def layer(self) -> int:
+        return max(self.layer_combo.currentIndex(), 0)
+
+    @property
+    def head(self) -> int | None:
+        """Selected head, or None for the mean of heads."""
+        index = self.head_combo.currentIndex()
+        return None if index <= 0 else index - 1
+
+    @property
+    def per_map(self) -> bool:
+        return self.scale_combo.currentIndex() == 1
+
+    def display(self, session: DecodeSession | None, step: int) -> None:
+        """Display ``session`` as of ``step`` (-1: the encoder pass only)."""
+        self._session, self._step = session, step
+        self.merge_check.setEnabled(bool(session and session.merger))
+        if session is not None:
+            session.merge_words = self.merge_check.isChecked() and session.merger is not None
+        self._sync_kinds()
+        self.redraw()
+
+    def _sync_kinds(self) -> None:
+        kinds = self._session.kinds() if self._session else []
+        current = [self.kind_combo.itemData(i) for i in range(self.kind_combo.count())]
+        if kinds != current:
+            self.kind_combo.blockSignals(True)
+            self.kind_combo.clear()
+            for k in kinds:
+                self.kind_combo.addItem(ATTENTION_KINDS[k].label, k)
+            preferred = self._chosen_kind if self._chosen_kind in kinds else "cross" if "cross" in kinds else None
+            if preferred is not None:
+                self.kind_combo.setCurrentIndex(kinds.index(preferred))
+            self.kind_combo.blockSignals(False)
+            self._sync_layers_heads()
+
+    def _sync_layers_heads(self) -> None:
+        maps = self._session.maps(self.kind, self._step) if self._session and self.kind else None
+        layers, heads = (maps.shape[0], maps.shape[1]) if maps is not None else (0, 0)
+        # the user's choice survives a new translation (the selectors are emptied meanwhile) and a restart;
+        # without one, the last layer, the one the references show
+        layer = self.chosen_layer if self.chosen_layer is not None and self.chosen_layer < layers else layers - 1
+        set_choices(self.layer_combo, [f"Layer {i + 1}" for i in range(layers)], layer, layers > 1)
+        set_choices(self.head_combo, *head_choices(heads, self.chosen_head if self.chosen_head <= heads else 0),
+                    heads > 1)
+
+    def restore_choice(self, kind: str | None, layer: int, head: int) -> None:
+        """The kind, layer (-1: none chosen) and head index remembered from the last session."""
+        self._chosen_kind = kind
+        self.chosen_layer = layer if layer >= 0 else None
+        self.chosen_head = max(head, 0)
+
+    def select(self, kind: str | None = None, layer: int | None = None, head: int | None | str = "keep") -> None:
+        """Programmatic selection (tests, the grid, saved settings); ``head=None`` means the mean."""
+        if kind is not None and self.kind_combo.findData(kind) >= 0:
+            self.kind_combo.setCurrentIndex(self.kind_combo.findData(kind))
+        if layer is not None:
+            self.layer_combo.setCurrentIndex(layer)
+        if head != "keep":
+            self.head_combo.setCurrentIndex(0 if head is None else head + 1)
+
+    # -- drawing -----------------------------------------------------------------------------------------------------
+
+    def redraw(self) -> None:
+        session, kind = self._session, self.kind
+        view = session.heatmap(kind, self.layer, self.head, self._step) if session and kind else None
+        if view is None:
+            self.heatmap.set_data(None)
+            self.grid.set_maps(None)
+            self.caption.clear()
+            return
+        matrix, rows, cols, highlight = view
+        info = ATTENTION_KINDS[kind]
+        merged = self.merge_check.isEnabled() and self.merge_check.isChecked()
+        masked = np.triu(np.ones(matrix.shape, dtype=bool), 1) if info.causal and not merged else None
+        head_text = "mean of heads" if self.head is None else f"head {self.head + 1}"
+        title = f"{info.label} · layer {self.layer + 1} · {head_text}"
+        self.heatmap.set_data(HeatmapData(matrix, tuple(rows), tuple(cols), info.query_axis, info.key_axis, title,
+                                          highlight, self.per_map, masked))
+        self.grid.set_maps(session.maps(kind, self._step), self.per_map,
+                           None if self.head is None else (self.layer, self.head),
+                           self.alignment_head if kind == "cross" else None,
+                           {(r.layer, r.head) for r in self.heads_off if r.kind == kind})
+        masked_text = " Hatched grey cells are future positions the decoder may not see (masked, not zero)." \
+            if masked is not None else ""
+        off_text = " Crossed-out heads are switched off: their maps are all zero." \
+            if any(r.kind == kind for r in self.heads_off) else ""
+        self.caption.setText(f"{title}. Rows: {info.query_axis}; columns: {info.key_axis}; each row sums to 1."
+                             f"{masked_text}{off_text} Hover a cell for its exact weight; click a small map to open "
+                             "it, Ctrl+click to switch it off.")
+
+    @Slot(int)
+    def _on_kind_changed(self, index: int) -> None:
+        self._chosen_kind = self.kind
+        self._sync_layers_heads()
+        self.redraw()
+        self.selection_changed.emit()
+
+    @Slot(int)
+    def _on_selector_changed(self, index: int) -> None:
+        if self.sender() is self.layer_combo:
+            self.chosen_layer = self.layer_combo.currentIndex()
+        elif self.sender() is self.head_combo:
+            self.chosen_head = max(self.head_combo.currentIndex(), 0)
+        self.redraw()
+        self.selection_changed.emit()
+
+    @Slot(bool)
+    def _on_merge_toggled(self, on: bool) -> None:
+        if self._session is not None:
+            self._session.merge_words = on and self._session.merger is not None
+        self._sync_layers_heads()
+        self.redraw()
+        self.selection_changed.emit()
+
+    @Slot(int, int)
+    def _on_grid_selected(self, layer: int, head: int) -> None:
+        self.select(layer=layer, head=head)
+
+    @Slot(int, int)
+    def _on_grid_toggled(self, layer: int, head: int) -> None:
+        if self.kind:
+            self.head_toggled.emit(self.kind, layer, head)
+
+    @Slot(int)
+    def _on_grid_layer_toggled(self, layer: int) -> None:
+        if self.kind:
+            self.head_toggled.emit(self.kind, layer, -1)

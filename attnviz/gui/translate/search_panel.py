@@ -1,0 +1,176 @@
+"""The Search tree page of the Translate tab: the tree, the n-best list beside it, and the what-if controls.
+
+Plain widgets with signals; ``search_explorer.SearchExplorer`` fills them and acts on what the user picks:
+``node_chosen(id)`` (a node clicked, Enter on it, or an n-best row), ``what_if(token)`` (decode on with this token
+at the shown step) and ``force_prefix(text)`` (decode on after a typed target prefix).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRect, QStringListModel, Qt, QTimer, Signal, Slot
+from PySide6.QtGui import QGuiApplication, QKeySequence
+from PySide6.QtWidgets import (
+    QAbstractItemView,
+    QCompleter,
+    QHBoxLayout,
+    QHeaderView,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QScrollArea,
+    QSplitter,
+    QTableWidget,
+    QTableWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
+
+from attnviz.engine.events import BeamNode
+from attnviz.gui.translate.beam_tree import BeamTreeView
+from attnviz.gui.widgets import named
+
+LEGEND = ("<span style='color:#e67814'>\u25a0 chosen</span> · <span style='color:#28963c'>\u25a1 finished</span> · "
+          "faded: pruned · <span style='color:#823cc8'>\u25a0 what-if</span> · edge width: probability")
+
+
+class CopyTable(QTableWidget):
+    """A read-only table whose selected rows Ctrl+C copies as tab-separated text."""
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802
+        if event.matches(QKeySequence.StandardKey.Copy):
+            rows = sorted({i.row() for i in self.selectedIndexes()})
+            QGuiApplication.clipboard().setText("\n".join(
+                "\t".join(self.item(r, c).text() if self.item(r, c) else "" for c in range(self.columnCount()))
+                for r in rows))
+            return
+        super().keyPressEvent(event)
+
+
+class SearchPanel(QWidget):
+    node_chosen = Signal(int)
+    what_if = Signal(str)
+    force_prefix = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.setObjectName("searchPanel")
+        self.tree_view = BeamTreeView()
+        self.tree_scroll = QScrollArea()
+        self.tree_scroll.setObjectName("beamTreeScroll")
+        self.tree_scroll.setWidgetResizable(True)
+        self.tree_scroll.setWidget(self.tree_view)
+        self.tree_scroll.setMinimumSize(160, 40)
+        self.nbest = named(CopyTable(0, 4), "nbestTable", "n-best list",
+                           "The finished hypotheses, best first, and the what-if branches; click one to show it; "
+                           "Ctrl+C copies the selected rows")
+        self.nbest.setHorizontalHeaderLabels(["#", "Hypothesis", "Normalised", "Log-prob"])
+        self.nbest.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.nbest.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.nbest.verticalHeader().hide()
+        self.nbest.setWordWrap(False)
+        self.nbest.setTextElideMode(Qt.TextElideMode.ElideRight)
+        header = self.nbest.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
+        self.nbest.setMinimumSize(120, 40)
+        self.legend = QLabel(LEGEND)
+        self.legend.setMinimumWidth(1)  # one line, unwrapped: a wrapped label would make the scroll area scroll
+        self.tree_view.setToolTip(LEGEND.replace(" · ", "<br>"))
+        self.legend.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._build_what_if()
+        self._node_of_row: list[int] = []
+        self._visible = QRect()
+        self.tree_view.activated.connect(self.node_chosen)
+        self.tree_view.cursor_moved.connect(self._on_cursor_moved)
+        self.nbest.cellClicked.connect(self._on_row_clicked)
+
+    def _build_what_if(self) -> None:
+        self.token_edit = named(QLineEdit(), "whatIfEdit", "What-if token",
+                                "A token from the output vocabulary to take instead at the step shown (completion "
+                                "offers the vocabulary); or double-click a candidate in the top-k chart")
+        self.token_edit.setPlaceholderText("another token at this step")
+        self.completer = QCompleter(QStringListModel(self), self)
+        self.completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
+        self.completer.setFilterMode(Qt.MatchFlag.MatchStartsWith)
+        self.token_edit.setCompleter(self.completer)
+        self.what_if_button = named(QPushButton("Decode on"), "whatIfButton", "Decode on with this token",
+                                    "Take this token at the step shown and decode on from there: a new branch")
+        self.prefix_edit = named(QLineEdit(), "prefixEdit", "Forced prefix",
+                                 "Target text the decoder must start with; it decodes on after it")
+        self.prefix_edit.setPlaceholderText("forced prefix, as text")
+        self.prefix_button = named(QPushButton("Force &prefix"), "forcePrefixButton", "Decode after this prefix",
+                                   "Force this target prefix and decode on: a new branch from the start")
+        self.what_if_label = QLabel("&Branch with:")
+        self.what_if_label.setBuddy(self.token_edit)
+        self.token_edit.returnPressed.connect(self._on_what_if)
+        self.what_if_button.clicked.connect(self._on_what_if)
+        self.prefix_edit.returnPressed.connect(self._on_prefix)
+        self.prefix_button.clicked.connect(self._on_prefix)
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 0, 0)
+        for w in (self.what_if_label, self.token_edit, self.what_if_button, self.prefix_edit, self.prefix_button):
+            row.addWidget(w)
+        row.setStretch(1, 2)
+        row.setStretch(3, 3)
+        splitter = QSplitter(Qt.Orientation.Horizontal)
+        splitter.setObjectName("searchSplitter")
+        splitter.addWidget(self.tree_scroll)
+        splitter.addWidget(self.nbest)
+        splitter.setStretchFactor(0, 3)
+        splitter.setStretchFactor(1, 2)
+        splitter.setChildrenCollapsible(False)
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.addWidget(self.legend)
+        layout.addWidget(splitter, 1)
+        layout.addLayout(row)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        self.legend.setVisible(self.height() > 150)  # a short window keeps the tree, not the legend (its tooltip)
+
+    def set_vocabulary(self, tokens: list[str]) -> None:
+        self.completer.model().setStringList(tokens)
+
+    def set_rows(self, rows: list[tuple[str, BeamNode, str, float | None]], selected: int | None) -> None:
+        """The n-best list: (rank label, node, hypothesis text, normalised score) per row; ``selected`` node's row
+        is selected."""
+        self.nbest.setRowCount(len(rows))
+        self._node_of_row = [row[1].id for row in rows]
+        for r, (rank, node, text, score) in enumerate(rows):
+            normalised = "" if score is None else f"{score:.3f}"
+            for c, value in enumerate((rank, text, normalised, f"{node.score:.3f}")):
+                item = QTableWidgetItem(value)
+                item.setToolTip(f"{rank}: {text} (normalised {normalised or '-'}, log-probability {node.score:.3f})")
+                self.nbest.setItem(r, c, item)
+        self.select_row(selected)
+
+    def select_row(self, node_id: int | None) -> None:
+        self.nbest.blockSignals(True)
+        if node_id in self._node_of_row:
+            self.nbest.selectRow(self._node_of_row.index(node_id))
+        else:
+            self.nbest.clearSelection()
+        self.nbest.blockSignals(False)
+
+    @Slot(int, int)
+    def _on_row_clicked(self, row: int, column: int) -> None:
+        if 0 <= row < len(self._node_of_row):
+            self.node_chosen.emit(self._node_of_row[row])
+
+    @Slot(QRect)
+    def _on_cursor_moved(self, rect: QRect) -> None:
+        self._visible = rect
+        QTimer.singleShot(0, self._ensure_visible)  # after the scroll area has taken the tree's new size
+
+    @Slot()
+    def _ensure_visible(self) -> None:
+        rect = self._visible
+        self.tree_scroll.ensureVisible(rect.center().x(), rect.center().y(), rect.width(), rect.height())
+
+    @Slot()
+    def _on_what_if(self) -> None:
+        self.what_if.emit(self.token_edit.text().strip())
+
+    @Slot()
+    def _on_prefix(self) -> None:
+        self.force_prefix.emit(self.prefix_edit.text())
