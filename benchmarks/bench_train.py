@@ -27,7 +27,7 @@ import torch
 from attnviz.engine.corpus.batching import batch_tensors, make_batches
 from attnviz.engine.metrics import smoothed_loss
 from attnviz.engine.text.vocab import PAD_ID
-from attnviz.engine.training.loop import prepare
+from attnviz.engine.training.prepare import prepare
 from attnviz.engine.training.presets import get_preset
 from attnviz.engine.translator import build_model
 

@@ -11,7 +11,7 @@ import pytest
 from attnviz.cli.main import main
 from attnviz.engine.corpus.reader import load_split
 from attnviz.engine.training.presets import get_preset
-from attnviz.gui.model_list import default_model_path
+from attnviz.paths import default_model_path
 
 
 def test_translate_without_a_model_uses_the_default_bundled_one(capsys):

@@ -31,7 +31,7 @@ from safetensors.torch import load_file
 from attnviz.engine.checkpoints.header import read_header
 from attnviz.engine.corpus.batching import batch_tensors, make_batches
 from attnviz.engine.metrics import smoothed_loss
-from attnviz.engine.training.loop import prepare
+from attnviz.engine.training.prepare import prepare
 from attnviz.engine.training.presets import get_preset
 from attnviz.engine.translator import build_model
 

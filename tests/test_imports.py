@@ -21,3 +21,12 @@ def test_engine_never_imports_qt_or_matplotlib():
 def test_package_root_is_light():
     loaded = modules_after_import("import attnviz")
     assert not {"torch", "spacy", "PySide6"} & loaded
+
+
+def test_command_line_imports_the_gui_only_to_start_it():
+    """Building the parser (every command module) and finding the default model load no GUI module and no Qt."""
+    loaded = modules_after_import(
+        "import attnviz.cli.main, attnviz.cli.batch, attnviz.cli.progress, attnviz.cli.translate as t; "
+        "attnviz.cli.main.build_parser(); t.default_model_path() and t._default_model()")
+    assert not {m for m in loaded if m.startswith(("attnviz.gui", "PySide6"))}
+    assert not {"torch", "spacy"} & loaded  # `attnviz --help` stays quick

@@ -1,1 +1,3 @@
-"""The ``attnviz`` command line: one module per group of sub-commands, all driving the engine's generators."""
+"""The ``attnviz`` command line: ``main`` builds the parser from one module per group of sub-commands (translate,
+info, data, train, evaluate, analysis, convert), ``args`` holds the flags several share and ``progress`` what
+long work prints on stderr; every command drives the engine's generators, and only ``gui`` opens the app."""

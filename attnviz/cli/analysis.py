@@ -1,14 +1,18 @@
 """Command-line sub-commands for analysing heads: ``heads`` (statistics, optionally against a second checkpoint)
 and ``align`` (word alignments from cross-attention, AER against gold links).
 
-Both consume the engine's analysis generators and print a progress line on stderr; results go to stdout.
+Both consume the engine's analysis generators behind a progress line on stderr (``cli.progress``); results go to
+stdout. The corpus flags of ``heads`` are defined in ``cli.args``.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
+from attnviz.cli.args import add_corpus, add_limit, add_model
+from attnviz.cli.progress import run_analysis
 from attnviz.engine.errors import InputError
 
 
@@ -16,8 +20,8 @@ def add_commands(sub) -> None:
     p = sub.add_parser("heads", help="statistics of every attention head over a corpus",
                        description="Mean entropy, max weight, sink and positional shares, diagonal distance and "
                                    "tags of every layer x head, over the model's val/test split or a text file.")
-    p.add_argument("-m", "--model", required=True)
-    _corpus_flags(p)
+    add_model(p)
+    add_corpus(p, split="val", reference="--tgt", reference_help="references aligned with --src (optional)")
     p.add_argument("--targets", choices=["reference", "greedy"],
                    help="what the decoder is fed: the references (default when the corpus has them) or the "
                         "model's own greedy outputs (default for a source file alone)")
@@ -29,7 +33,7 @@ def add_commands(sub) -> None:
     p = sub.add_parser("align", help="word alignments from cross-attention (Pharaoh), AER against gold links",
                        description="Forced-decode each target line and align its words with the source's; print "
                                    "one Pharaoh line (i-j, source-target, 0-based) per sentence.")
-    p.add_argument("-m", "--model", required=True)
+    add_model(p)
     p.add_argument("--src", required=True, help="source sentences, one per line")
     p.add_argument("--tgt", required=True, help="target sentences aligned with --src")
     p.add_argument("--gold", help="gold alignments, one line per sentence: i-j sure, i?j possible")
@@ -38,52 +42,9 @@ def add_commands(sub) -> None:
     p.add_argument("--average", action="store_true", help="average all layers and heads (the default)")
     p.add_argument("--shift", action="store_true", help="align a word with the attention of the next step")
     p.add_argument("--threshold", type=float, help="link every source word with weight >= this (default argmax)")
-    p.add_argument("--limit", type=int, default=0)
+    add_limit(p)
     p.add_argument("--json", action="store_true", help="print alignments and AER as one JSON object")
     p.set_defaults(func=cmd_align)
-
-
-def _corpus_flags(p) -> None:
-    p.add_argument("--src", help="source sentences, one per line (default: the model's corpus split)")
-    p.add_argument("--tgt", help="references aligned with --src (optional)")
-    p.add_argument("--split", default="val", choices=["val", "test"], help="split of the model's corpus (val)")
-    p.add_argument("--limit", type=int, default=0, help="only the first N sentences")
-    p.add_argument("--data-dir", help="folder with the corpora (default: $ATTNVIZ_DATA or the user data folder)")
-
-
-class _Progress:
-    """One progress line on stderr, rewritten in place on a terminal."""
-
-    def __init__(self):
-        self.tty = sys.stderr.isatty()
-        self.last = ""
-
-    def __call__(self, event) -> None:
-        step = max(1, event.total // 10)
-        if not self.tty and event.done != event.total and event.done // step == (event.done - 1) // step:
-            return
-        line = f"{event.phase}: {event.done}/{event.total} {getattr(event, 'unit', 'sentences')}"
-        print(("\r" + line) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
-        self.last = line
-
-    def close(self) -> None:
-        if self.tty and self.last:
-            print(file=sys.stderr)
-
-
-def _run(steps, ready_type):
-    """Consume an analysis generator, showing progress; return its result event."""
-    from attnviz.engine.analysis.importance import ImportanceProgress
-    from attnviz.engine.analysis.run import AnalysisProgress
-
-    progress, result = _Progress(), None
-    for event in steps:
-        if isinstance(event, (AnalysisProgress, ImportanceProgress)):
-            progress(event)
-        elif isinstance(event, ready_type):
-            result = event
-    progress.close()
-    return result
 
 
 def _stats(translator, args):
@@ -94,7 +55,8 @@ def _stats(translator, args):
         raise InputError("--targets reference needs references: give --tgt, or use the model's corpus split")
     if args.targets == "greedy":
         targets = None
-    return _run(head_stats_steps(translator, sources, targets), HeadStatsReady).stats
+    ready: HeadStatsReady = run_analysis(head_stats_steps(translator, sources, targets))
+    return ready.stats
 
 
 def _print_table(rows: list[dict]) -> None:
@@ -105,7 +67,7 @@ def _print_table(rows: list[dict]) -> None:
         print(f"{row['kind']:<8} {row['layer']:>5} {row['head']:>4} {values}  {','.join(row.get('tags', []))}")
 
 
-def cmd_heads(args) -> int:
+def cmd_heads(args: argparse.Namespace) -> int:
     from attnviz.engine.analysis.stats import compare_stats
     from attnviz.engine.translator import load_translator
 
@@ -129,7 +91,7 @@ def cmd_heads(args) -> int:
     return 0
 
 
-def cmd_align(args) -> int:
+def cmd_align(args: argparse.Namespace) -> int:
     from attnviz.engine.analysis.alignment import AlignmentReady, align_steps, read_gold
     from attnviz.engine.corpus.reader import read_parallel
     from attnviz.engine.translator import load_translator
@@ -144,16 +106,18 @@ def cmd_align(args) -> int:
     if args.limit:
         pairs = pairs[: args.limit]
     gold = read_gold(args.gold, len(pairs)) if args.gold else None
-    result = _run(align_steps(translator, [s for s, _ in pairs], [t for _, t in pairs], gold, layer=args.layer,
-                              head=args.head, shift=args.shift, threshold=args.threshold), AlignmentReady)
+    result: AlignmentReady = run_analysis(align_steps(translator, [s for s, _ in pairs], [t for _, t in pairs], gold,
+                                                      layer=args.layer, head=args.head, shift=args.shift,
+                                                      threshold=args.threshold))
     if args.json:
         print(json.dumps(result.to_json()))
         return 0
     for line in result.alignments:
         print(line)
-    if gold is not None:
-        layer, head, value = result.best_head()
-        print(f"AER {result.chosen}: " + (f"{result.aer_heads[args.layer, args.head]:.4f}" if args.layer is not None
-              else f"{result.aer_average:.4f}") + f"; best head: layer {layer} head {head}, AER {value:.4f}",
+    best = result.best_head()
+    if best is not None and result.aer_heads is not None:  # measured against the gold links
+        layer, head, value = best
+        aer = result.aer_heads[args.layer, args.head] if args.layer is not None else result.aer_average
+        print(f"AER {result.chosen}: {aer:.4f}; best head: layer {layer} head {head}, AER {value:.4f}",
               file=sys.stderr)
     return 0

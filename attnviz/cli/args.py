@@ -1,8 +1,11 @@
-"""Argument types for the command line: every option value is checked where argparse reads it.
+"""The command line's shared flags and argument types: a flag that several commands take is defined here once.
 
-A value out of range (``--beam 100000``), not a number, not finite, or an output path that is a folder or lies in
-a folder that does not exist gives argparse's usage message and exit status 2 before any model is read, instead
-of a traceback or an allocation that never ends.
+Every option value is checked where argparse reads it: a value out of range (``--beam 100000``), not a number, not
+finite, or an output path that is a folder or lies in a folder that does not exist gives argparse's usage message
+and exit status 2 before any model is read, instead of a traceback or an allocation that never ends. The flags:
+the corpus a measuring command reads (``--src``, its references, ``--split``, ``--limit``, ``--data-dir``), the
+decoding settings (``--beam``, ``--length-penalty``, ``--max-len``), the heads switched off (``--mask-heads``,
+``--rescale-heads``) and the attention export (``--attention``).
 """
 
 from __future__ import annotations
@@ -10,6 +13,12 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from attnviz.engine.errors import InputError
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 MAX_BEAM = 64  # wider beams give no better translations and need beam x batch decoder states
 MAX_LEN = 1000
@@ -58,3 +67,69 @@ def output_file(text: str) -> str:
 BEAM = int_range(1, MAX_BEAM)
 MAX_LENGTH = int_range(1, MAX_LEN)
 LENGTH_PENALTY = float_range(0.0, 10.0)
+
+
+DATA_DIR_HELP = "folder with the corpora (default: $ATTNVIZ_DATA or the user data folder)"
+MASK_HELP = ("switch attention heads off while decoding: KIND:LAYER.HEAD, 1-based, comma-separated, LAYER.* for a "
+             "whole layer; KIND is enc, dec or cross (e.g. cross:3.1,cross:3.4,enc:2.*). An off head's weights are "
+             "zeroed")
+
+
+def add_model(p: argparse.ArgumentParser, help: str | None = None) -> None:
+    """``-m MODEL``, required: the checkpoint a command reads (``translate`` has its own: it has a default)."""
+    p.add_argument("-m", "--model", required=True, help=help)
+
+
+def add_data_dir(p: argparse.ArgumentParser, help: str = DATA_DIR_HELP) -> None:
+    p.add_argument("--data-dir", help=help)
+
+
+def add_limit(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--limit", type=int_range(0, 10**9), default=0, help="only the first N sentences (0 = all)")
+
+
+def add_corpus(p: argparse.ArgumentParser, split: str, reference: str, reference_help: str) -> None:
+    """The sentences a measuring command reads: a split of the model's own corpus (``split`` by default), or a
+    source file with its references, given by the flag ``reference`` (``--ref`` or ``--tgt``)."""
+    p.add_argument("--src", help="source sentences, one per line, plain or .gz (default: the model's corpus split)")
+    p.add_argument(reference, help=reference_help)
+    p.add_argument("--split", default=split, choices=["val", "test"], help=f"split of the model's corpus ({split})")
+    add_limit(p)
+    add_data_dir(p)
+
+
+def add_decoding(p: argparse.ArgumentParser) -> None:
+    """How a command decodes: beam width, length penalty and the output length limit."""
+    p.add_argument("--beam", type=BEAM, default=1, help=f"beam width (1 = greedy, the default; at most {MAX_BEAM})")
+    p.add_argument("--length-penalty", type=LENGTH_PENALTY, default=1.0,
+                   help="GNMT length penalty alpha for beam search (0 to 10)")
+    p.add_argument("--max-len", type=MAX_LENGTH, default=50, help="most output tokens per sentence (default 50)")
+
+
+def add_attention_export(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--attention", metavar="OUT.npz", type=output_file,
+                   help="save every attention matrix with token labels")
+
+
+def add_head_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--mask-heads", metavar="SPEC", help=MASK_HELP)
+    p.add_argument("--rescale-heads", action="store_true",
+                   help="with --mask-heads: multiply a layer's remaining heads by H / (H - off) so its output keeps "
+                        "its size (default: leave them as they are)")
+
+
+def head_settings(args: argparse.Namespace, translator: Translator) -> dict[str, Any]:
+    """``DecodeConfig`` fields for ``--mask-heads``/``--rescale-heads``, checked against the loaded model."""
+    from attnviz.engine.heads import parse_heads
+
+    if not args.mask_heads:
+        if args.rescale_heads:
+            raise InputError("--rescale-heads rescales the heads left on by --mask-heads; give --mask-heads SPEC too")
+        return {}
+    try:
+        refs = parse_heads(args.mask_heads, translator.config.model_kind.layout(translator.config))
+    except InputError as exc:
+        raise InputError(f"--mask-heads: {exc}") from None
+    if not refs:
+        raise InputError("--mask-heads names no head; write e.g. cross:3.1 or enc:2.*")
+    return {"heads_off": refs, "rescale_heads": args.rescale_heads}

@@ -9,10 +9,12 @@ warning. ``translate_lines`` reports how many lines failed, and the command exit
 
 from __future__ import annotations
 
+import io
 import sys
 from dataclasses import dataclass, field
 
 from attnviz.engine.errors import InputError
+from attnviz.engine.events import Translation
 from attnviz.engine.text.vocab import EOS
 
 
@@ -25,7 +27,7 @@ class Line:
     tokens: list[str] = field(default_factory=list)
     output: str = ""
     warnings: list[str] = field(default_factory=list)
-    translation: object = None  # the full Translation when attention is exported
+    translation: Translation | None = None  # the full translation when attention is exported
     n_best: list[dict] = field(default_factory=list)  # with --n-best: rank, text, tokens, score, logprob
 
     @property
@@ -140,7 +142,9 @@ def write_lines(lines: list[Line], as_json: bool, n_best: int = 0) -> int:
 
 def utf8_stdout() -> None:
     """Output is UTF-8 whatever the locale says, so ``--json`` is always valid UTF-8."""
+    if not isinstance(sys.stdout, io.TextIOWrapper):
+        return  # a replaced stdout (tests, embedding) keeps its own encoding
     try:
         sys.stdout.reconfigure(encoding="utf-8")
-    except (AttributeError, ValueError, OSError):
-        pass  # a replaced stdout (tests, embedding) keeps its own encoding
+    except (ValueError, OSError):
+        pass  # a closed or detached stream keeps its encoding

@@ -1,6 +1,6 @@
 """Command-line sub-commands that measure a checkpoint on a corpus: ``evaluate`` (BLEU, chrF, PPL) and
-``head-importance`` (the BLEU lost when each attention head alone is off), plus the ``--mask-heads`` flags that
-``translate`` and ``evaluate`` share.
+``head-importance`` (the BLEU lost when each attention head alone is off). Their corpus and decoding flags, and the
+``--mask-heads`` flags that ``evaluate`` shares with ``translate``, are defined in ``cli.args``.
 
 ``head-importance`` is its own command rather than an option of ``heads``: ``heads`` reads attention statistics
 from one teacher-forced pass, while importance decodes and scores the corpus once per head (a different cost and a
@@ -9,57 +9,25 @@ different output); it takes ``evaluate``'s corpus flags because it measures what
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 
-from attnviz.cli.args import BEAM, LENGTH_PENALTY, MAX_LENGTH, int_range, output_file
+from attnviz.cli.args import add_corpus, add_decoding, add_head_flags, add_model, head_settings, output_file
 from attnviz.engine.errors import ConfigError, InputError
 
-MASK_HELP = ("switch attention heads off while decoding: KIND:LAYER.HEAD, 1-based, comma-separated, LAYER.* for a "
-             "whole layer; KIND is enc, dec or cross (e.g. cross:3.1,cross:3.4,enc:2.*). An off head's weights are "
-             "zeroed")
 
-
-def add_head_flags(p) -> None:
-    p.add_argument("--mask-heads", metavar="SPEC", help=MASK_HELP)
-    p.add_argument("--rescale-heads", action="store_true",
-                   help="with --mask-heads: multiply a layer's remaining heads by H / (H - off) so its output keeps "
-                        "its size (default: leave them as they are)")
-
-
-def head_settings(args, translator) -> dict:
-    """``DecodeConfig`` fields for ``--mask-heads``/``--rescale-heads``, checked against the loaded model."""
-    from attnviz.engine.heads import parse_heads
-
-    if not args.mask_heads:
-        if args.rescale_heads:
-            raise InputError("--rescale-heads rescales the heads left on by --mask-heads; give --mask-heads SPEC too")
-        return {}
-    try:
-        refs = parse_heads(args.mask_heads, translator.config.model_kind.layout(translator.config))
-    except InputError as exc:
-        raise InputError(f"--mask-heads: {exc}") from None
-    if not refs:
-        raise InputError("--mask-heads names no head; write e.g. cross:3.1 or enc:2.*")
-    return {"heads_off": refs, "rescale_heads": args.rescale_heads}
-
-
-def _corpus_flags(p) -> None:
-    p.add_argument("-m", "--model", required=True)
+def _measuring_flags(p: argparse.ArgumentParser) -> None:
+    """The model, the corpus (its own split by default) and the decoding of a measuring command."""
+    add_model(p)
     p.add_argument("--preset", help="use this recipe's corpus (default: the one stored in the checkpoint)")
-    p.add_argument("--split", default="test", choices=["val", "test"])
-    p.add_argument("--src", help="source file (plain or .gz), one sentence per line")
-    p.add_argument("--ref", help="reference file aligned with --src")
-    p.add_argument("--data-dir")
-    p.add_argument("--limit", type=int_range(0, 10**9), default=0, help="only the first N sentences (0 = all)")
-    p.add_argument("--beam", type=BEAM, default=1)
-    p.add_argument("--length-penalty", type=LENGTH_PENALTY, default=1.0)
-    p.add_argument("--max-len", type=MAX_LENGTH, default=50)
+    add_corpus(p, split="test", reference="--ref", reference_help="reference file aligned with --src")
+    add_decoding(p)
 
 
 def add_commands(sub) -> None:
     p = sub.add_parser("evaluate", help="measure a checkpoint: BLEU, chrF, PPL")
-    _corpus_flags(p)
+    _measuring_flags(p)
     add_head_flags(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_evaluate)
@@ -70,7 +38,7 @@ def add_commands(sub) -> None:
                                    "the corpus 1 + heads times (73 for a 3+3-layer, 8-head Transformer), so use "
                                    "--limit. A separate command from `heads`, which reads attention statistics "
                                    "from one pass.")
-    _corpus_flags(p)
+    _measuring_flags(p)
     p.add_argument("--kinds", help="attention kinds to measure, comma-separated: enc, dec, cross (default: all)")
     p.add_argument("--rescale-heads", action="store_true",
                    help="rescale the layer's remaining heads by H / (H - 1) while a head is off")
@@ -93,7 +61,7 @@ def _pairs(translator, args) -> tuple[list, str]:
     return pairs, source
 
 
-def cmd_evaluate(args) -> int:
+def cmd_evaluate(args: argparse.Namespace) -> int:
     from attnviz.engine.config import DecodeConfig
     from attnviz.engine.training.evaluation import evaluate_files, evaluate_split
     from attnviz.engine.translator import load_translator
@@ -123,10 +91,10 @@ def cmd_evaluate(args) -> int:
     return 0
 
 
-def cmd_head_importance(args) -> int:
+def cmd_head_importance(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from attnviz.cli.analysis import _run
+    from attnviz.cli.progress import run_analysis
     from attnviz.engine.analysis.importance import ImportanceReady, importance_steps
     from attnviz.engine.config import DecodeConfig
     from attnviz.engine.heads import SHORT_NAMES
@@ -140,7 +108,7 @@ def cmd_head_importance(args) -> int:
     decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty,
                           rescale_heads=args.rescale_heads)
     kinds = [k for k in (args.kinds or "").split(",") if k.strip()]
-    result = _run(importance_steps(translator, pairs, decode, kinds=kinds, source=source), ImportanceReady)
+    result: ImportanceReady = run_analysis(importance_steps(translator, pairs, decode, kinds=kinds, source=source))
     data = {"model": args.model, **result.to_json()}
     if args.out:
         Path(args.out).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")

@@ -46,10 +46,11 @@ def _check_translation() -> dict:
     import numpy as np
 
     from attnviz.engine.translator import load_translator
-    from attnviz.gui.model_list import default_model_path
+    from attnviz.paths import default_model_path
 
     path = default_model_path()
-    _check(path is not None, "no bundled model was found in models/")
+    if path is None:
+        raise SelfTestError("no bundled model was found in models/")
     translator = load_translator(path)
     cfg = translator.config
     result = translator.translate(SENTENCE)

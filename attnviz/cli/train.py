@@ -1,11 +1,14 @@
-"""Command-line sub-commands for training: ``train``, ``release``, ``presets`` and ``data`` (``evaluate`` is in
-``cli.evaluate``).
+"""Command-line sub-commands for training: ``train``, ``release`` and ``presets`` (``evaluate`` is in
+``cli.evaluate``, the corpora's ``data`` in ``cli.data``).
 
-They consume the engine's event generators and print a progress line and one summary line per evaluation.
+``train`` consumes the engine's training generator (``engine.events.TrainEvent``), printing a progress line and one
+summary line per evaluation, and closes it when the run ends, fails or is stopped (Ctrl+C saves a resumable
+checkpoint first); ``--nproc N`` hands the same command to torchrun.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import signal
@@ -13,9 +16,15 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING, assert_never
 
-from attnviz.cli.args import BEAM, int_range
+from attnviz.cli.args import BEAM, add_data_dir, int_range
+from attnviz.cli.progress import bar
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.training.clock import format_clock
+
+if TYPE_CHECKING:
+    from attnviz.engine.events import TrainEvent, TrainStep
 
 TRAIN_FLAGS = {  # flag -> recipe setting
     "epochs": "train.epochs", "lr": "train.lr", "batch_size": "train.batch_size", "max_tokens": "train.max_tokens",
@@ -26,14 +35,13 @@ TRAIN_FLAGS = {  # flag -> recipe setting
 
 
 def add_commands(sub) -> None:
-    add_data_command(sub)
     p = sub.add_parser("train", help="train a model from a preset recipe",
                        description="Train a preset (see `attnviz presets`); any recipe setting can be changed with "
                                    "its flag or --set SECTION.FIELD=VALUE (e.g. --set model.d_model=128).")
     p.add_argument("--preset", help="recipe name (not needed with --resume)")
     p.add_argument("--out", help="best checkpoint path (default: runs/PRESET.safetensors)")
     p.add_argument("--resume", metavar="CKPT", help="continue the run whose checkpoint is CKPT")
-    p.add_argument("--data-dir", help="folder with the corpora (default: $ATTNVIZ_DATA or the user data folder)")
+    add_data_dir(p)
     p.add_argument("--max-steps", type=int_range(0, 10**12), default=0,
                    help="stop after this many optimizer steps in total")
     p.add_argument("--nproc", type=int_range(1, 1024), default=1,
@@ -51,7 +59,7 @@ def add_commands(sub) -> None:
     p.add_argument("--beam", type=BEAM, default=5, help="beam width measured beside greedy (default 5)")
     p.add_argument("--half", choices=["auto", "yes", "no"], default="auto",
                    help="store float16 weights; auto: only if test bleu_tok moves by at most 0.1")
-    p.add_argument("--data-dir")
+    add_data_dir(p)
     p.set_defaults(func=cmd_release)
 
     p = sub.add_parser("presets", help="list the training recipes")
@@ -59,47 +67,7 @@ def add_commands(sub) -> None:
     p.set_defaults(func=cmd_presets)
 
 
-def add_data_command(sub) -> None:
-    p = sub.add_parser("data", help="fetch the public corpora")
-    data_sub = p.add_subparsers(dest="data_command", metavar="ACTION", required=True)
-    d = data_sub.add_parser("download", help="download a corpus into the data folder (resumable, checksummed)")
-    d.add_argument("name", help="multi30k, tatoeba-fra, tatoeba-deu or names")
-    d.add_argument("--data-dir", help="target folder (default: $ATTNVIZ_DATA or the user data folder)")
-    d.add_argument("--mirror", help="fetch every file from MIRROR/<file name> instead of its origin")
-    d.set_defaults(func=cmd_data_download)
-    data_sub.add_parser("list", help="list the corpora that can be downloaded").set_defaults(func=cmd_data_list)
-
-
-def cmd_data_list(args) -> int:
-    from attnviz.engine.corpus.download import SOURCES
-
-    for name, (description, files) in SOURCES.items():
-        print(f"{name}\n    {description}\n    files: {', '.join(f.local for f in files)}")
-    return 0
-
-
-def cmd_data_download(args) -> int:
-    from attnviz.engine.corpus.download import download
-    from attnviz.engine.corpus.reader import resolve_data_dir
-
-    target = resolve_data_dir(args.data_dir)
-    tty, resumed = sys.stderr.isatty(), set()
-    for p in download(args.name, target, args.mirror):
-        if p.skipped:
-            print(f"{p.file}: already present and verified", file=sys.stderr)
-        elif p.resumed_from and p.file not in resumed:
-            resumed.add(p.file)
-            print(f"{p.file}: resuming the partial download at {p.resumed_from:,} bytes", file=sys.stderr)
-        elif p.finished:
-            print(("\r" if tty else "") + f"{p.file}: {p.done:,} bytes, checksum verified" + " " * 20, file=sys.stderr)
-        elif tty:
-            fraction = p.done / p.total if p.total else 0.0
-            print(f"\r{p.file} [{_bar(fraction)}] {p.done / 1e6:6.1f} MB", end="", file=sys.stderr, flush=True)
-    print(f"{args.name} is in {target}")
-    return 0
-
-
-def _overrides(args) -> dict[str, str]:
+def _overrides(args: argparse.Namespace) -> dict[str, str]:
     settings = {setting: getattr(args, flag) for flag, setting in TRAIN_FLAGS.items()
                 if getattr(args, flag) is not None}
     for item in args.set:
@@ -110,17 +78,7 @@ def _overrides(args) -> dict[str, str]:
     return settings
 
 
-def _bar(fraction: float, width: int = 24) -> str:
-    done = int(fraction * width)
-    return "#" * done + "." * (width - done)
-
-
-def _clock(seconds: float) -> str:
-    seconds = int(seconds)
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
-
-
-def cmd_train(args) -> int:
+def cmd_train(args: argparse.Namespace) -> int:
     from attnviz.engine import events as ev
     from attnviz.engine.training.distributed import exit_worker, world_size
     from attnviz.engine.training.loop import train
@@ -155,7 +113,7 @@ def cmd_train(args) -> int:
     return code
 
 
-def _torchrun(args) -> int:
+def _torchrun(args: argparse.Namespace) -> int:
     """``attnviz train --nproc N ...`` runs ``torchrun --standalone --nproc_per_node N -m attnviz train ...`` in
     this process: SIGINT or SIGTERM reaches torchrun, which hands it to every worker (each stops after the same
     step; rank 0 saves). Exit status: 0 done, 130 stopped, 1 a worker failed (its message is printed above)."""
@@ -192,45 +150,55 @@ class _Progress:
     def __init__(self, name: str, out: str):
         self.name, self.out, self.tty, self.last_print = name, out, sys.stderr.isatty(), 0.0
 
-    def __call__(self, event) -> None:
+    def __call__(self, event: TrainEvent) -> None:
         from attnviz.engine import events as ev
 
         tty = self.tty
-        if isinstance(event, ev.TrainStarted):
-            print(f"training {self.name}: {event.parameters:,} parameters, {event.train_pairs:,} train / "
-                  f"{event.val_pairs:,} val pairs, {event.total_steps:,} steps on {event.device}"
-                  + (f" x {event.processes} processes" if event.processes > 1 else "")
-                  + (f", resuming at step {event.resumed_from_step}" if event.resumed_from_step else ""), flush=True)
-        elif isinstance(event, ev.TrainStep):
-            now = time.monotonic()
-            if now - self.last_print >= (0.5 if tty else 30):
-                self.last_print = now
-                line = (f"epoch {event.epoch} [{_bar(event.progress)}] {event.progress:6.1%} step {event.step} "
-                        f"loss {event.loss:.3f} lr {event.lr:.2e} {event.tokens_per_s:,.0f} tok/s "
-                        f"ETA {_clock(event.eta_s)}")
-                print(("\r" + line) if tty else line, end="" if tty else "\n", file=sys.stderr, flush=True)
-        elif isinstance(event, ev.EvalResult):
-            r = event.record
-            print(("\n" if tty else "") + f"eval step {r.step} epoch {r.epoch}: val loss {r.loss:.3f} "
-                  f"ppl {r.ppl:.2f} acc {r.accuracy:.3f}"
-                  + (f" bleu_tok {r.bleu:.2f}" if r.bleu is not None else
-                     f" samples {', '.join(s.output for s in event.samples)}")
-                  + f" ({_clock(r.seconds)})", flush=True)
-        elif isinstance(event, ev.CheckpointSaved) and event.role in ("best", "average"):
-            print(f"  saved {event.role}: {event.path}", flush=True)
-        elif isinstance(event, ev.TrainFinished):
-            print(f"finished: best {event.best_path}, last {event.last_path}", flush=True)
-        elif isinstance(event, ev.TrainStopped):
-            print(f"stopped at step {event.step}; resume with --resume {self.out}", flush=True)
-        elif isinstance(event, ev.TrainNote):
-            print(("\n" if tty else "") + f"note: {event.message}", file=sys.stderr, flush=True)
-        elif isinstance(event, ev.TrainFailed):
-            print(f"attnviz: error: {event.message}" + (f" Last good checkpoint: {event.last_good}"
-                                                       if event.last_good else " No resumable checkpoint was "
-                                                       "saved yet."), file=sys.stderr)
+        match event:
+            case ev.TrainStarted():
+                print(f"training {self.name}: {event.parameters:,} parameters, {event.train_pairs:,} train / "
+                      f"{event.val_pairs:,} val pairs, {event.total_steps:,} steps on {event.device}"
+                      + (f" x {event.processes} processes" if event.processes > 1 else "")
+                      + (f", resuming at step {event.resumed_from_step}" if event.resumed_from_step else ""),
+                      flush=True)
+            case ev.TrainStep():
+                self._step(event)
+            case ev.EvalResult(record=r):
+                print(("\n" if tty else "") + f"eval step {r.step} epoch {r.epoch}: val loss {r.loss:.3f} "
+                      f"ppl {r.ppl:.2f} acc {r.accuracy:.3f}"
+                      + (f" bleu_tok {r.bleu:.2f}" if r.bleu is not None else
+                         f" samples {', '.join(s.output for s in event.samples)}")
+                      + f" ({format_clock(r.seconds)})", flush=True)
+            case ev.CheckpointSaved(role="best" | "average"):
+                print(f"  saved {event.role}: {event.path}", flush=True)
+            case ev.CheckpointSaved():
+                pass  # routine saves (the resume point, epoch snapshots) print nothing
+            case ev.TrainFinished():
+                print(f"finished: best {event.best_path}, last {event.last_path}", flush=True)
+            case ev.TrainStopped():
+                print(f"stopped at step {event.step}; resume with --resume {self.out}", flush=True)
+            case ev.TrainNote():
+                print(("\n" if tty else "") + f"note: {event.message}", file=sys.stderr, flush=True)
+            case ev.TrainFailed():
+                print(f"attnviz: error: {event.message}" + (f" Last good checkpoint: {event.last_good}"
+                                                           if event.last_good else " No resumable checkpoint was "
+                                                           "saved yet."), file=sys.stderr)
+            case _:
+                assert_never(event)
+
+    def _step(self, event: TrainStep) -> None:
+        """The progress line: rewritten in place twice a second on a terminal, a new line every 30 s in a log."""
+        now = time.monotonic()
+        if now - self.last_print < (0.5 if self.tty else 30):
+            return
+        self.last_print = now
+        line = (f"epoch {event.epoch} [{bar(event.progress)}] {event.progress:6.1%} step {event.step} "
+                f"loss {event.loss:.3f} lr {event.lr:.2e} {event.tokens_per_s:,.0f} tok/s "
+                f"ETA {format_clock(event.eta_s)}")
+        print(("\r" + line) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
 
 
-def cmd_release(args) -> int:
+def cmd_release(args: argparse.Namespace) -> int:
     from attnviz.engine.training.release import release
 
     metrics = release(args.checkpoint, args.out, args.name, args.beam, args.half, args.data_dir)
@@ -238,7 +206,7 @@ def cmd_release(args) -> int:
     return 0
 
 
-def cmd_presets(args) -> int:
+def cmd_presets(args: argparse.Namespace) -> int:
     from attnviz.engine.training.presets import PRESETS
 
     if args.json:

@@ -2,6 +2,7 @@
 
 Every long-running engine function is a generator of these events; the CLI, the GUI and the tests consume the same
 streams. Each event checks its array shapes against its token counts on creation, so a consumer can trust them.
+A training run's events form the union ``TrainEvent``, over which its consumers match exhaustively.
 
 Attention kinds are described once, in ``ATTENTION_KINDS``: which tokens label the rows (queries) and the columns
 (keys). A model lacks a kind by leaving it out (an RNN has only ``cross``; a language model only ``decoder``).
@@ -10,7 +11,7 @@ Attention kinds are described once, in ``ATTENTION_KINDS``: which tokens label t
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 import numpy as np
 
@@ -131,7 +132,9 @@ def assemble(first: EncoderPass, steps: list[DecodeStep], text: str) -> Translat
             dec[:, :, step.index, : step.index + 1] = step.self_attention
         attention["decoder"] = dec
     if steps and steps[0].cross_attention is not None:
-        attention["cross"] = np.stack([s.cross_attention for s in steps], axis=2)  # T x [L, H, S] -> [L, H, T, S]
+        # T x [L, H, S] -> [L, H, T, S]; a step without rows would leave T short, which Translation rejects
+        rows = [s.cross_attention for s in steps if s.cross_attention is not None]
+        attention["cross"] = np.stack(rows, axis=2)
     return Translation(
         src_tokens=first.src_tokens,
         tokens=tuple(s.token for s in steps),
@@ -189,7 +192,7 @@ class BeamDone:
     ranking: tuple[int, ...]
 
 
-# -- training -------------------------------------------------------------------------------------------------------
+# -- training: what ``engine.training.loop.train`` yields (``TrainEvent``) ---------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -265,3 +268,9 @@ class TrainNote:
     """Something the user should know that does not stop the run (e.g. a file repaired on resume)."""
 
     message: str
+
+
+TrainEvent: TypeAlias = (TrainStarted | TrainNote | TrainStep | EvalResult | CheckpointSaved | TrainFinished
+                         | TrainStopped | TrainFailed)
+"""Every event a training run yields: consumers ``match`` over it and end in ``assert_never``, so a new event kind
+is a type error in each consumer that does not handle it."""

@@ -8,9 +8,9 @@ from pathlib import Path
 
 from attnviz.engine.checkpoints.card import read_card
 from attnviz.engine.errors import CheckpointError
-from attnviz.paths import models_dir
+from attnviz.paths import bundled_model_files, default_model_path
 
-DEFAULT_MODEL = "de-en-multi30k.safetensors"
+__all__ = ["ModelEntry", "bundled_models", "default_model_path", "describe"]  # the default is chosen in paths
 
 
 @dataclass(frozen=True)
@@ -35,11 +35,4 @@ def describe(path: Path, bundled: bool) -> ModelEntry:
 
 
 def bundled_models() -> list[ModelEntry]:
-    folder = models_dir()
-    paths = sorted(folder.glob("*.safetensors"), key=lambda p: (p.name != DEFAULT_MODEL, p.name))
-    return [describe(p, True) for p in paths]
-
-
-def default_model_path() -> str | None:
-    models = bundled_models()
-    return models[0].path if models else None
+    return [describe(p, True) for p in bundled_model_files()]

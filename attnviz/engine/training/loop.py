@@ -1,11 +1,12 @@
 """The training loop as a generator of typed events, with a stop flag checked between steps.
 
-``train(recipe, out)`` reads and tokenizes the corpus, builds vocabularies and the model, and yields
-``TrainStarted``, a ``TrainStep`` per optimizer step, an ``EvalResult`` per evaluation, ``CheckpointSaved`` for
-every file written, and ends with ``TrainFinished``, ``TrainStopped`` or ``TrainFailed``. Files for ``out`` =
-``run.safetensors``: ``run.safetensors`` (best by the recipe's metric), ``run.last.safetensors`` (latest),
-``run.state.safetensors`` (optimizer, schedule, data position and RNG: what ``resume`` needs, kept apart so
-inference checkpoints stay small) and, with ``save_epochs``, ``run.epochN.safetensors``.
+``train(recipe, out)`` reads and tokenizes the corpus (``engine.training.prepare``), builds vocabularies and the
+model, and yields the events of ``engine.events.TrainEvent``: ``TrainNote``s, ``TrainStarted``, a ``TrainStep`` per
+optimizer step, an ``EvalResult`` per evaluation, ``CheckpointSaved`` for every file written, and ends with
+``TrainFinished``, ``TrainStopped`` or ``TrainFailed``; a consumer that stops early closes the generator. Files for
+``out`` = ``run.safetensors``: ``run.safetensors`` (best by the recipe's metric), ``run.last.safetensors``
+(latest), ``run.state.safetensors`` (optimizer, schedule, data position and RNG: what ``resume`` needs, kept apart
+so inference checkpoints stay small) and, with ``save_epochs``, ``run.epochN.safetensors``.
 """
 
 from __future__ import annotations
@@ -16,22 +17,21 @@ import math
 import os
 import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 
 from attnviz.engine.checkpoints.store import load_tensors
 from attnviz.engine.config import DecodeConfig, TrainConfig, check_training
 from attnviz.engine.corpus.batching import batch_tensors, eval_batches, make_batches
-from attnviz.engine.corpus.checks import check_prepared
-from attnviz.engine.corpus.reader import Pair, load_splits, resolve_data_dir
 from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.events import (
     CheckpointSaved,
     EvalResult,
     Sample,
+    TrainEvent,
     TrainFailed,
     TrainFinished,
     TrainNote,
@@ -42,10 +42,11 @@ from attnviz.engine.events import (
 from attnviz.engine.metrics import bleu_tok, smoothed_loss, teacher_forced_stats
 from attnviz.engine.models.protocol import count_parameters, load_stored_state
 from attnviz.engine.records import EvalRecord
-from attnviz.engine.text.tokenize import TokenizerSpec
-from attnviz.engine.text.vocab import PAD_ID, SPECIALS, Vocab
+from attnviz.engine.text.vocab import PAD_ID
+from attnviz.engine.training.clock import remaining_seconds
 from attnviz.engine.training.distributed import Ranks, join
 from attnviz.engine.training.divergence import DivergenceWatch
+from attnviz.engine.training.prepare import prepare
 from attnviz.engine.training.presets import Recipe
 from attnviz.engine.training.resume_point import SaveError, remove_stale_temps, restore_last, save_failed
 from attnviz.engine.training.runs import RunPaths, run_checkpoint
@@ -53,55 +54,7 @@ from attnviz.engine.training.schedule import learning_rate
 from attnviz.engine.training.state import load_state, param_names, save_state
 from attnviz.engine.translator import Translator, build_model, load_translator
 
-
-@dataclass
-class Prepared:
-    """A corpus tokenized and encoded for one recipe."""
-
-    src_vocab: Vocab
-    tgt_vocab: Vocab
-    train: list[tuple[list[int], list[int]]]
-    val: list[tuple[list[int], list[int]]]
-    val_pairs: list[Pair]
-    val_refs: list[list[str]]
-    src_spec: TokenizerSpec  # the recipe's tokenizers, with any SentencePiece model learned for this run
-    tgt_spec: TokenizerSpec
-
-
-def prepare(recipe: Recipe, data_dir=None, vocabs: tuple[Vocab, Vocab] | None = None,
-            max_positions: int | None = None, specs: tuple[TokenizerSpec, TokenizerSpec] | None = None) -> Prepared:
-    """Read, tokenize and encode; tokenizers and vocabularies come from the training split unless given (resume).
-
-    A SentencePiece side learns its model from the training split's texts, and its vocabulary is every piece of
-    that model (byte pieces included), so the trained model reads any input without ``<unk>``."""
-    splits = load_splits(recipe.corpus, resolve_data_dir(data_dir))
-    src_spec, tgt_spec = specs or (recipe.src_tokenizer.trained([s for s, _ in splits.train]),
-                                   recipe.tgt_tokenizer.trained([t for _, t in splits.train]))
-    train_tok = [(src_spec.tokenize(s), tgt_spec.tokenize(t)) for s, t in splits.train]
-    val_tok = [(src_spec.tokenize(s), tgt_spec.tokenize(t)) for s, t in splits.val]
-    has_source = recipe.has_source
-    if vocabs is None:  # a language model's one vocabulary serves as both sides
-        tgt_vocab = _side_vocab(tgt_spec, (t for _, t in train_tok), recipe.min_freq)
-        vocabs = (_side_vocab(src_spec, (s for s, _ in train_tok), recipe.min_freq) if has_source else tgt_vocab,
-                  tgt_vocab)
-    limit = (max_positions or recipe.model.get("max_positions", 100)) - 2
-
-    def encode(pairs):  # a language model reads no source: its source ids stay empty
-        return [(vocabs[0].encode(s[:limit], True) if has_source else [], vocabs[1].encode(t[:limit], True))
-                for s, t in pairs if t and (s or not has_source)]
-
-    words = tgt_spec.words()  # BLEU counts words, also for a subword model
-    refs = [t for _, t in val_tok] if words is tgt_spec else [words.tokenize(t) for _, t in splits.val]
-    prepared = Prepared(vocabs[0], vocabs[1], encode(train_tok), encode(val_tok), splits.val, refs, src_spec, tgt_spec)
-    check_prepared(recipe.corpus, resolve_data_dir(data_dir), {"train": len(splits.train), "val": len(splits.val)},
-                   {"train": len(prepared.train), "val": len(prepared.val)})
-    return prepared
-
-
-def _side_vocab(spec: TokenizerSpec, sentences, min_freq: int) -> Vocab:
-    if spec.mode == "sentencepiece":
-        return Vocab(list(SPECIALS) + [p for p in spec.pieces() if p not in SPECIALS])
-    return Vocab.build(sentences, min_freq)
+Work = TypeVar("Work")  # what rank 0's work yields
 
 
 def _optimizer(model, cfg: TrainConfig) -> torch.optim.Adam:
@@ -136,12 +89,12 @@ class _Trainer:
             cfg = recipe.model_config(len(self.data.src_vocab), len(self.data.tgt_vocab))
             self.model = build_model(cfg).to(self.device)
             self.opt = _optimizer(self.model, self.cfg)
-        check_training(self.model.cfg, self.cfg)
         if ranks.rank:  # other dropout masks than rank 0's
             torch.manual_seed(self.cfg.seed + 1_000_003 * ranks.rank + self.step)
         self.forward = ranks.wrap(self.model)  # what a step calls; evaluation and checkpoints use the model itself
         self.translator = Translator(self.model, self.data.src_vocab, self.data.tgt_vocab, self.data.src_spec,
                                      self.data.tgt_spec)
+        check_training(self.translator.config, self.cfg)
         # The corpus, vocabularies and model live for the whole run: take them out of the cyclic garbage
         # collector's reach, or every full collection walks them all (a 200+ ms pause that freezes a GUI's thread).
         gc.freeze()
@@ -230,11 +183,13 @@ class _Trainer:
 
     def score(self, record: EvalRecord) -> float:
         """Higher is better."""
-        return {"val_loss": -record.loss, "bleu": record.bleu, "accuracy": record.accuracy}[self.cfg.keep_metric]
+        score = {"val_loss": -record.loss, "bleu": record.bleu, "accuracy": record.accuracy}[self.cfg.keep_metric]
+        assert score is not None, "check_training keeps bleu for translation models, whose evaluations measure it"
+        return score
 
 
 def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = False,
-          stop: threading.Event | None = None, max_steps: int = 0) -> Iterator:
+          stop: threading.Event | None = None, max_steps: int = 0) -> Generator[TrainEvent, None, None]:
     """Train ``recipe`` and write its checkpoints next to ``out``; see the module docstring for the events.
 
     ``max_steps`` ends the run after that many optimizer steps in total (resumed steps included). Under torchrun
@@ -251,11 +206,11 @@ def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = 
     finally:
         gc.unfreeze()  # the run's objects become collectable again (a GUI may train many runs in one process)
         if run is not None:
-            run.forward = None  # DDP's reducer goes before the process group it uses (else exit may abort)
+            del run.forward  # DDP's reducer goes before the process group it uses (else exit may abort)
         ranks.close()
 
 
-def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Iterator:
+def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Iterator[TrainEvent]:
     cfg, ranks = run.cfg, run.dist
     steps_per_epoch = len(run.batches(1)) // ranks.world
     if not steps_per_epoch:
@@ -290,9 +245,8 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
             window_tokens += tokens
             now = time.perf_counter()
             busy, window_busy = busy + now - step_start, window_busy + now - step_start
-            per_step = busy / max(run.step - first_step, 1)
             yield TrainStep(run.step, epoch, loss, lr, window_tokens / max(window_busy, 1e-9),
-                            run.step / total, per_step * (total - run.step))
+                            run.step / total, remaining_seconds(busy, run.step - first_step, total - run.step))
             if cfg.eval_every and run.step % cfg.eval_every == 0:
                 yield from _main_only(run, _evaluate_and_save, run, now - started, epoch, index + ranks.world)
                 window_tokens, window_busy = 0, 0.0
@@ -311,7 +265,7 @@ def _step(run: _Trainer, indices: list[int], planned: int, watch: DivergenceWatc
     rate, why training must stop or None; then no step was taken)."""
     cfg = run.cfg
     src, tgt = (t.to(run.device) for t in batch_tensors([run.data.train[i] for i in indices]))
-    lr = learning_rate(run.step + 1, cfg, run.model.cfg.d_model, planned)
+    lr = learning_rate(run.step + 1, cfg, run.translator.config.d_model, planned)
     for group in run.opt.param_groups:
         group["lr"] = lr
     with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.amp):
@@ -331,7 +285,7 @@ def _step(run: _Trainer, indices: list[int], planned: int, watch: DivergenceWatc
     return loss_value, tokens, lr, None
 
 
-def _main_only(run: _Trainer, work, *args) -> Iterator:
+def _main_only(run: _Trainer, work: Callable[..., Iterator[Work]], *args) -> Iterator[Work]:
     """Rank 0 does ``work(*args)`` (evaluating, saving) while the other ranks wait; every rank learns whether it
     failed to save (``SaveError``), so none is left waiting. In a single process: just ``work(*args)``."""
     failure = None
@@ -344,18 +298,18 @@ def _main_only(run: _Trainer, work, *args) -> Iterator:
         raise failure or SaveError("rank 0 could not save a checkpoint (its message says why); every rank stopped.")
 
 
-def _resume_point(run: _Trainer, epoch: int, index: int) -> Iterator:
+def _resume_point(run: _Trainer, epoch: int, index: int) -> Iterator[CheckpointSaved]:
     yield run.save_resume_point(epoch, index)
 
 
-def _epoch_end(run: _Trainer, elapsed: float, epoch: int) -> Iterator:
+def _epoch_end(run: _Trainer, elapsed: float, epoch: int) -> Iterator[EvalResult | CheckpointSaved]:
     if not run.cfg.eval_every:
         yield from _evaluate_and_save(run, elapsed, epoch + 1, 0)
     if run.cfg.save_epochs:
         yield run.save(run.paths.epoch(epoch), "epoch")
 
 
-def _run_end(run: _Trainer) -> Iterator:
+def _run_end(run: _Trainer) -> Iterator[EvalResult | CheckpointSaved]:
     yield run.save_resume_point(run.cfg.epochs + 1, 0)  # the end of a run always saves (no-op if it just did)
     yield from _average(run)
 
@@ -368,7 +322,8 @@ def _loss_problem(loss: float, step: int, lr: float, watch: DivergenceWatch) -> 
     return watch.update(loss, step, lr)
 
 
-def _evaluate_and_save(run: _Trainer, elapsed: float, next_epoch: int, next_index: int) -> Iterator:
+def _evaluate_and_save(run: _Trainer, elapsed: float, next_epoch: int, next_index: int
+                       ) -> Iterator[EvalResult | CheckpointSaved]:
     result = run.evaluate(elapsed)
     run.history.append(result.record)
     yield result
@@ -379,14 +334,14 @@ def _evaluate_and_save(run: _Trainer, elapsed: float, next_epoch: int, next_inde
     yield run.save_resume_point(next_epoch, next_index)
 
 
-def _average(run: _Trainer) -> Iterator:
+def _average(run: _Trainer) -> Iterator[EvalResult | CheckpointSaved]:
     """Average the last N epoch snapshots; keep the average as best if validation says it is better."""
     n = run.cfg.average_last
     paths = [run.paths.epoch(e) for e in range(run.cfg.epochs - n + 1, run.cfg.epochs + 1)] if n else []
     if n < 2 or not all(p.exists() for p in paths):
         return
     states = [load_tensors(p)[1] for p in paths]
-    averaged = {k: sum(s[k] for s in states) / len(states) for k in states[0]}
+    averaged = {k: sum((s[k] for s in states[1:]), states[0][k]) / len(states) for k in states[0]}
     load_stored_state(run.model, averaged)
     result = run.evaluate(0.0)
     record = dataclasses.replace(result.record, averaged_epochs=tuple(p.name for p in paths))

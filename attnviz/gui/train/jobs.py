@@ -1,5 +1,6 @@
-"""What the Train tab hands its workers, and how it words their progress: the engine's training generator, the
-corpus download, and the ETA as a clock. Qt-free; the engine is imported only when a job runs."""
+"""What the Train tab hands its workers, and how it words their progress: the engine's training generator and the
+corpus download (the ETA's clock is the engine's, ``engine.training.clock``). Qt-free; the engine is imported
+only when a job runs."""
 
 from __future__ import annotations
 
@@ -37,11 +38,6 @@ ONE_PROCESS = ("the app trains in one process; for several (DistributedDataParal
 def run_where(device: str, processes: int = 1) -> str:
     """The device and the number of processes a run uses, as the Train tab shows them."""
     return f"Device: {device} · {processes} process{'es' if processes != 1 else ''}"
-
-
-def format_eta(seconds: float) -> str:
-    seconds = int(max(seconds, 0))
-    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
 
 
 def download_text(progress) -> str:

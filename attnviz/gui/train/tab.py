@@ -1,14 +1,16 @@
 """The Train tab: pick a recipe, press Start, and watch a model learn.
 
-Training runs in the generic worker as the engine's ``train`` generator. Steps arrive faster than anyone can read,
-so they are buffered and the curves redrawn on a timer (four times a second); evaluations add a table row, their
-sample translations and a frame of the probe sentence's cross-attention to the "attention forming" view.
-Stop asks the engine to save a resumable checkpoint; Pause blocks the worker between steps.
+Training runs in the generic worker as the engine's ``train`` generator, whose events (``TrainEvent``) the tab
+matches one by one. Steps arrive faster than anyone can read, so they are buffered and the curves redrawn on a
+timer (four times a second); evaluations add a table row, their sample translations and a frame of the probe
+sentence's cross-attention to the "attention forming" view. Stop asks the engine to save a resumable checkpoint;
+Pause blocks the worker between steps.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import assert_never
 
 from PySide6.QtCore import QEventLoop, QSettings, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
@@ -26,6 +28,7 @@ from attnviz.engine.events import (
     CheckpointSaved,
     EvalResult,
     Sample,
+    TrainEvent,
     TrainFailed,
     TrainFinished,
     TrainNote,
@@ -34,12 +37,13 @@ from attnviz.engine.events import (
     TrainStopped,
 )
 from attnviz.engine.records import EvalRecord
+from attnviz.engine.training.clock import format_clock
 from attnviz.engine.training.runs import read_run_state, run_checkpoint
 from attnviz.gui.train import guard as train_guard
 from attnviz.gui.train.curves import CurvesPanel
 from attnviz.gui.train.evaluations import EvaluationsPanel
 from attnviz.gui.train.forming import FormingPanel, Snapshot
-from attnviz.gui.train.jobs import ONE_PROCESS, TrainJob, download_job, download_text, format_eta, run_where
+from attnviz.gui.train.jobs import ONE_PROCESS, TrainJob, download_job, download_text, run_where
 from attnviz.gui.train.layout import lay_out
 from attnviz.gui.train.recipe_form import RecipeForm
 from attnviz.gui.widgets import named
@@ -294,40 +298,43 @@ class TrainTab(QWidget):
     # -- events ------------------------------------------------------------------------------------------------------
 
     @Slot(object)
-    def _on_event(self, item) -> None:
-        if isinstance(item, TrainStep):
-            self._pending.append(item)
-        elif isinstance(item, EvalResult):
-            self._flush()
-            self._add_eval_row(item.record, item.samples)
-            if item.probe is not None:
-                self.forming.add(Snapshot(item.record.step, item.record.epoch, item.record.bleu, item.probe))
-        elif isinstance(item, TrainStarted):
-            self.total_steps = item.total_steps
-            resumed = f", resumed at step {item.resumed_from_step:,}" if item.resumed_from_step else ""
-            self.progress_label.setText(f"{item.parameters:,} parameters, {item.train_pairs:,} training pairs, "
-                                        f"{item.total_steps:,} steps on {item.device}{resumed}")
-            self.device_label.setText(run_where(item.device, item.processes))
-        elif isinstance(item, CheckpointSaved):
-            self.paths["best" if item.role in ("best", "average") else "last"] = item.path
-            self._update_buttons()
-        elif isinstance(item, TrainFinished):
-            self._flush()
-            self.paths.setdefault("best", item.best_path)
-            self.progress.setValue(1000)
-            self.progress_label.setText(f"Finished. Best checkpoint: {item.best_path}")
-            self.status.emit("Training finished")
-        elif isinstance(item, TrainStopped):
-            self._flush()
-            self.paths["last"] = item.last_path
-            self.progress_label.setText(f"Stopped at step {item.step:,}; saved {item.last_path}. Resume run continues "
-                                        "from there.")
-        elif isinstance(item, TrainNote):
-            self.status.emit(item.message)
-        elif isinstance(item, TrainFailed):
-            good = (f" The last good checkpoint is {item.last_good}." if item.last_good else
-                    " No checkpoint had been saved yet.")
-            self._show_message(item.message + good)
+    def _on_event(self, item: TrainEvent) -> None:
+        match item:
+            case TrainStep():
+                self._pending.append(item)
+            case EvalResult(record=record):
+                self._flush()
+                self._add_eval_row(record, item.samples)
+                if item.probe is not None:
+                    self.forming.add(Snapshot(record.step, record.epoch, record.bleu, item.probe))
+            case TrainStarted():
+                self.total_steps = item.total_steps
+                resumed = f", resumed at step {item.resumed_from_step:,}" if item.resumed_from_step else ""
+                self.progress_label.setText(f"{item.parameters:,} parameters, {item.train_pairs:,} training pairs, "
+                                            f"{item.total_steps:,} steps on {item.device}{resumed}")
+                self.device_label.setText(run_where(item.device, item.processes))
+            case CheckpointSaved():
+                self.paths["best" if item.role in ("best", "average") else "last"] = item.path
+                self._update_buttons()
+            case TrainFinished():
+                self._flush()
+                self.paths.setdefault("best", item.best_path)
+                self.progress.setValue(1000)
+                self.progress_label.setText(f"Finished. Best checkpoint: {item.best_path}")
+                self.status.emit("Training finished")
+            case TrainStopped():
+                self._flush()
+                self.paths["last"] = item.last_path
+                self.progress_label.setText(f"Stopped at step {item.step:,}; saved {item.last_path}. Resume run "
+                                            "continues from there.")
+            case TrainNote():
+                self.status.emit(item.message)
+            case TrainFailed():
+                good = (f" The last good checkpoint is {item.last_good}." if item.last_good else
+                        " No checkpoint had been saved yet.")
+                self._show_message(item.message + good)
+            case _:
+                assert_never(item)
 
     @Slot()
     def _flush(self) -> None:
@@ -340,7 +347,7 @@ class TrainTab(QWidget):
         self.progress.setValue(int(s.progress * 1000))
         if not self._paused and not self._stopping:
             self.progress_label.setText(f"Epoch {s.epoch} · step {s.step:,} of {self.total_steps:,} · loss {s.loss:.3f}"
-                                        f" · {s.tokens_per_s:,.0f} tokens/s · ETA {format_eta(s.eta_s)}")
+                                        f" · {s.tokens_per_s:,.0f} tokens/s · ETA {format_clock(s.eta_s)}")
 
     def _add_eval_row(self, record: EvalRecord, samples: tuple[Sample, ...]) -> None:
         self.evaluations.add_row(record, samples)
