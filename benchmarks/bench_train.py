@@ -7,7 +7,8 @@ sentence pairs per batch, in non-pad target tokens per second:
 * ``processes``: DistributedDataParallel as ``attnviz train`` runs it, through torchrun (gloo on CPU, one thread
   per process), with 1 and 2 processes (``--processes``); each step takes one bucketed batch per process, so
   tokens/s counts every process's tokens over the wall time of the same number of steps. With a CUDA GPU at hand
-  the same is measured on it (nccl, one process per GPU; bf16 autocast too), and the GPU is named.
+  the same is measured on it (one process; with several GPUs one process per GPU over nccl; bf16 autocast too),
+  and the GPU is named.
 
     python benchmarks/bench_train.py [--steps 30] [--threads 2] [--mode all|bucketing|processes] [--processes 1,2]
 """
@@ -23,10 +24,12 @@ import sys
 import time
 
 import torch
+from torch.nn.attention import sdpa_kernel
 
 from attnviz.engine.corpus.batching import batch_tensors, make_batches
 from attnviz.engine.metrics import smoothed_loss
 from attnviz.engine.text.vocab import PAD_ID
+from attnviz.engine.training.loop import TRAIN_ATTENTION
 from attnviz.engine.training.prepare import prepare
 from attnviz.engine.training.presets import get_preset
 from attnviz.engine.translator import build_model
@@ -93,7 +96,7 @@ def worker(steps: int, device_name: str, bf16: bool) -> None:
             start, tokens = time.perf_counter(), 0
         src, tgt = (t.to(device) for t in batch_tensors([data.train[i] for i in batches[step * ranks.world
                                                                                          + ranks.rank]]))
-        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+        with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16), sdpa_kernel(TRAIN_ATTENTION):
             loss = smoothed_loss(step_model(src, tgt[:, :-1]), tgt[:, 1:], 0.0)
         opt.zero_grad()
         loss.backward()

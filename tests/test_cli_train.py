@@ -58,6 +58,7 @@ def test_train_then_resume_then_evaluate(tmp_path, data_dir):
     out = run("train", "--preset", "multi30k-de-en", "--out", ckpt, "--max-steps", "3", *common)
     assert out.returncode == 0, out.stderr
     assert "training multi30k-de-en" in out.stdout and "eval step" not in out.stdout  # 4 steps make an epoch
+    assert f"finished: no evaluation, so no best checkpoint; last {tmp_path / 'm.last.safetensors'}" in out.stdout
     out = run("train", "--resume", ckpt, "--max-steps", "8")
     assert out.returncode == 0, out.stderr
     assert "resuming at step 3" in out.stdout
@@ -94,3 +95,33 @@ def test_ctrl_c_saves_a_resumable_checkpoint(tmp_path, trained_translator):
     assert proc.returncode == 130, err
     assert "stopped at step" in out and "Traceback" not in err
     assert (tmp_path / "c.state.safetensors").exists() and (tmp_path / "c.last.safetensors").exists()
+
+
+def test_progress_ends_its_terminal_line_before_the_next_message(capsys, monkeypatch):
+    from attnviz.cli.train import _Progress
+    from attnviz.engine.events import TrainFinished, TrainStep
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    show = _Progress("demo", "runs/demo.safetensors")
+    show(TrainStep(epoch=1, step=7, loss=2.5, lr=1e-3, tokens_per_s=900.0, progress=0.5, eta_s=12.0))
+    show(TrainFinished("runs/demo.safetensors", "runs/demo.last.safetensors", None))
+    captured = capsys.readouterr()
+    assert captured.err.startswith("\repoch 1 [") and not captured.err.endswith("\n")  # rewritten in place
+    assert captured.out == "\nfinished: best runs/demo.safetensors; last runs/demo.last.safetensors\n"
+    show(TrainFinished(None, "runs/demo.last.safetensors", None))  # no progress line open: no blank line
+    assert capsys.readouterr().out == ("finished: no evaluation, so no best checkpoint; "
+                                       "last runs/demo.last.safetensors\n")
+
+
+def test_more_processes_than_gpus_are_refused_before_torchrun_starts(monkeypatch):
+    import torch
+
+    from attnviz.cli import train as cli_train
+    from attnviz.engine.errors import ConfigError
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr("attnviz.engine.training.schedule.pick_device", lambda name: torch.device(name))
+    cli_train._check_gpus("cuda", 1)  # one process per GPU: fine
+    with pytest.raises(ConfigError, match="--nproc 2 needs a GPU for each process and this machine has 1"):
+        cli_train._check_gpus("cuda", 2)
+    cli_train._check_gpus("cpu", 4)  # processes on the CPU need no GPU

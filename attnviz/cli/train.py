@@ -94,6 +94,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     else:
         raise ConfigError("say what to train: --preset NAME (see `attnviz presets`) or --resume CHECKPOINT")
     if args.nproc > 1:  # the settings are valid (checked once, above): start the processes
+        _check_gpus(recipe.train.device, args.nproc)
         return _torchrun(args)
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):  # Ctrl+C or kill: save a resumable checkpoint, then exit
@@ -111,6 +112,19 @@ def cmd_train(args: argparse.Namespace) -> int:
     if world_size() > 1:
         exit_worker(code)
     return code
+
+
+def _check_gpus(device_name: str, nproc: int) -> None:
+    """On CUDA each process needs a GPU of its own: refuse once, before torchrun starts any (else the worker without
+    one fails while the others wait in the process group's rendezvous until torchrun kills them 30 s later)."""
+    import torch
+
+    from attnviz.engine.training.schedule import pick_device
+
+    gpus = torch.cuda.device_count()
+    if pick_device(device_name).type == "cuda" and nproc > gpus:
+        raise ConfigError(f"--nproc {nproc} needs a GPU for each process and this machine has {gpus}: start at most "
+                          "one process per GPU", settings=("device",))
 
 
 def _torchrun(args: argparse.Namespace) -> int:
@@ -149,11 +163,16 @@ class _Progress:
 
     def __init__(self, name: str, out: str):
         self.name, self.out, self.tty, self.last_print = name, out, sys.stderr.isatty(), 0.0
+        self.line_open = False  # a progress line is on the terminal without its newline
+
+    def _fresh_line(self) -> str:
+        """What starts the next line: a newline that ends an open progress line on a terminal, else nothing."""
+        opened, self.line_open = self.line_open, False
+        return "\n" if opened else ""
 
     def __call__(self, event: TrainEvent) -> None:
         from attnviz.engine import events as ev
 
-        tty = self.tty
         match event:
             case ev.TrainStarted():
                 print(f"training {self.name}: {event.parameters:,} parameters, {event.train_pairs:,} train / "
@@ -164,7 +183,7 @@ class _Progress:
             case ev.TrainStep():
                 self._step(event)
             case ev.EvalResult(record=r):
-                print(("\n" if tty else "") + f"eval step {r.step} epoch {r.epoch}: val loss {r.loss:.3f} "
+                print(self._fresh_line() + f"eval step {r.step} epoch {r.epoch}: val loss {r.loss:.3f} "
                       f"ppl {r.ppl:.2f} acc {r.accuracy:.3f}"
                       + (f" bleu_tok {r.bleu:.2f}" if r.bleu is not None else
                          f" samples {', '.join(s.output for s in event.samples)}")
@@ -174,15 +193,16 @@ class _Progress:
             case ev.CheckpointSaved():
                 pass  # routine saves (the resume point, epoch snapshots) print nothing
             case ev.TrainFinished():
-                print(f"finished: best {event.best_path}, last {event.last_path}", flush=True)
+                best = f"best {event.best_path}" if event.best_path else "no evaluation, so no best checkpoint"
+                print(self._fresh_line() + f"finished: {best}; last {event.last_path}", flush=True)
             case ev.TrainStopped():
-                print(f"stopped at step {event.step}; resume with --resume {self.out}", flush=True)
+                print(self._fresh_line() + f"stopped at step {event.step}; resume with --resume {self.out}", flush=True)
             case ev.TrainNote():
-                print(("\n" if tty else "") + f"note: {event.message}", file=sys.stderr, flush=True)
+                print(self._fresh_line() + f"note: {event.message}", file=sys.stderr, flush=True)
             case ev.TrainFailed():
-                print(f"attnviz: error: {event.message}" + (f" Last good checkpoint: {event.last_good}"
-                                                           if event.last_good else " No resumable checkpoint was "
-                                                           "saved yet."), file=sys.stderr)
+                last = f" Last good checkpoint: {event.last_good}" if event.last_good else \
+                    " No resumable checkpoint was saved yet."
+                print(self._fresh_line() + f"attnviz: error: {event.message}{last}", file=sys.stderr)
             case _:
                 assert_never(event)
 
@@ -196,6 +216,7 @@ class _Progress:
                 f"loss {event.loss:.3f} lr {event.lr:.2e} {event.tokens_per_s:,.0f} tok/s "
                 f"ETA {format_clock(event.eta_s)}")
         print(("\r" + line) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
+        self.line_open = self.tty
 
 
 def cmd_release(args: argparse.Namespace) -> int:

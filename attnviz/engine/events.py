@@ -246,7 +246,7 @@ class CheckpointSaved:
 
 @dataclass(frozen=True)
 class TrainFinished:
-    best_path: str
+    best_path: str | None  # None when the run never evaluated, so no best checkpoint was written
     last_path: str
     final: EvalRecord | None  # the last evaluation, if the run made any
 

@@ -105,6 +105,9 @@ def test_resuming_equals_training_straight_through(tmp_path):
                 if isinstance(e, TrainStep)]
     first = events_of(recipe, tmp_path / "b.safetensors", None, max_steps=5)
     assert isinstance(first[-1], TrainFinished)
+    # 5 steps of a 6-step epoch: no evaluation yet, so no best checkpoint is named (nor written)
+    assert first[-1].best_path is None and not (tmp_path / "b.safetensors").exists()
+    assert first[-1].last_path == str(tmp_path / "b.last.safetensors")
     second = events_of(recipe, tmp_path / "b.safetensors", None, resume=True, max_steps=10)
     resumed = [e.loss for e in first + second if isinstance(e, TrainStep)]
     assert len(straight) == 10 and resumed == straight  # same batches, same dropout masks, same Adam state

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from attnviz.engine.checkpoints.store import load_tensors
 from attnviz.engine.config import DecodeConfig, TrainConfig, check_training
@@ -60,6 +61,13 @@ Work = TypeVar("Work")  # what rank 0's work yields
 def _optimizer(model, cfg: TrainConfig) -> torch.optim.Adam:
     return torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.adam_eps,
                             weight_decay=cfg.weight_decay)
+
+
+# Training's attention kernels leave out cuDNN's, PyTorch's first choice for bf16 on a Hopper GPU: it builds an
+# execution plan for every new (batch, source, target) shape, 0.1 to 4.5 s each, and an epoch of length-bucketed
+# Multi30k batches has about 120 shapes, so bf16's first epoch ran at a tenth of fp32's speed on an H100 (seen there).
+# The memory-efficient kernel takes any shape at once and is as fast once warm; CPU and fp32 runs never used cuDNN's.
+TRAIN_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
 class _Trainer:
@@ -233,7 +241,7 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
             if ranks.agree(stop is not None and stop.is_set()) or (max_steps and run.step >= max_steps):
                 yield from _main_only(run, _resume_point, run, epoch, index)
                 if max_steps and run.step >= max_steps:
-                    yield TrainFinished(str(run.paths.best), str(run.paths.last), None)
+                    yield TrainFinished(_best_written(run), str(run.paths.last), None)
                 else:
                     yield TrainStopped(run.step, str(run.paths.last))
                 return
@@ -256,7 +264,12 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
     if cfg.eval_every and run.step % cfg.eval_every:  # the steps after the last evaluation count too
         yield from _main_only(run, _evaluate_and_save, run, time.perf_counter() - started, cfg.epochs + 1, 0)
     yield from _main_only(run, _run_end, run)
-    yield TrainFinished(str(run.paths.best), str(run.paths.last), run.history[-1] if run.history else None)
+    yield TrainFinished(_best_written(run), str(run.paths.last), run.history[-1] if run.history else None)
+
+
+def _best_written(run: _Trainer) -> str | None:
+    """The best checkpoint's path, or None when no evaluation wrote one (a --max-steps run that stopped first)."""
+    return str(run.paths.best) if run.paths.best.exists() else None
 
 
 def _step(run: _Trainer, indices: list[int], planned: int, watch: DivergenceWatch
@@ -268,7 +281,7 @@ def _step(run: _Trainer, indices: list[int], planned: int, watch: DivergenceWatc
     lr = learning_rate(run.step + 1, cfg, run.translator.config.d_model, planned)
     for group in run.opt.param_groups:
         group["lr"] = lr
-    with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.amp):
+    with torch.autocast(run.device.type, dtype=torch.bfloat16, enabled=run.amp), sdpa_kernel(TRAIN_ATTENTION):
         loss = smoothed_loss(run.forward(src, tgt[:, :-1], cfg.teacher_forcing), tgt[:, 1:], cfg.label_smoothing)
     loss_value, tokens = run.dist.mean_loss(loss, int((tgt[:, 1:] != PAD_ID).sum()))
     problem = _loss_problem(loss_value, run.step + 1, lr, watch)

@@ -318,9 +318,13 @@ class TrainTab(QWidget):
                 self._update_buttons()
             case TrainFinished():
                 self._flush()
-                self.paths.setdefault("best", item.best_path)
+                if item.best_path:
+                    self.paths.setdefault("best", item.best_path)
+                self.paths.setdefault("last", item.last_path)
                 self.progress.setValue(1000)
-                self.progress_label.setText(f"Finished. Best checkpoint: {item.best_path}")
+                self.progress_label.setText(f"Finished. Best checkpoint: {item.best_path}" if item.best_path else
+                                            f"Finished before any evaluation: no best checkpoint; last: "
+                                            f"{item.last_path}")
                 self.status.emit("Training finished")
             case TrainStopped():
                 self._flush()
