@@ -21,3 +21,13 @@ def test_engine_never_imports_qt_or_matplotlib():
 def test_package_root_is_light():
     loaded = modules_after_import("import attnviz")
     assert not {"torch", "spacy", "PySide6"} & loaded
+
+
+def test_describing_a_model_needs_no_torch():
+    """Every folder format's module (discovered by ``all_formats``) and a checkpoint's card load without torch."""
+    loaded = modules_after_import(
+        "from attnviz.engine.hub import all_formats; from attnviz.engine.loading import read_card; "
+        "from attnviz.paths import models_dir; assert all_formats(); "
+        "[read_card(p) for p in sorted(models_dir().glob('*.safetensors'))]")
+    assert "attnviz.engine.hub.registry" in loaded and "attnviz.engine.kinds.registry" in loaded
+    assert "torch" not in loaded

@@ -107,7 +107,7 @@ def _print_table(rows: list[dict]) -> None:
 
 def cmd_heads(args) -> int:
     from attnviz.engine.analysis.stats import compare_stats
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.loading import load_translator
 
     translator = load_translator(args.model)
     stats = _stats(translator, args)
@@ -132,7 +132,7 @@ def cmd_heads(args) -> int:
 def cmd_align(args) -> int:
     from attnviz.engine.analysis.alignment import AlignmentReady, align_steps, read_gold
     from attnviz.engine.corpus.reader import read_parallel
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.loading import load_translator
 
     if args.average and args.layer is not None:
         raise InputError("--average and --layer/--head exclude each other")

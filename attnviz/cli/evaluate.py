@@ -36,7 +36,7 @@ def head_settings(args, translator) -> dict:
             raise InputError("--rescale-heads rescales the heads left on by --mask-heads; give --mask-heads SPEC too")
         return {}
     try:
-        refs = parse_heads(args.mask_heads, translator.config.model_kind.layout(translator.config))
+        refs = parse_heads(args.mask_heads, translator.kind.layout(translator.config))
     except InputError as exc:
         raise InputError(f"--mask-heads: {exc}") from None
     if not refs:
@@ -95,8 +95,8 @@ def _pairs(translator, args) -> tuple[list, str]:
 
 def cmd_evaluate(args) -> int:
     from attnviz.engine.config import DecodeConfig
+    from attnviz.engine.loading import load_translator
     from attnviz.engine.training.evaluation import evaluate_files, evaluate_split
-    from attnviz.engine.translator import load_translator
 
     translator = load_translator(args.model)
     decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty,
@@ -130,7 +130,7 @@ def cmd_head_importance(args) -> int:
     from attnviz.engine.analysis.importance import ImportanceReady, importance_steps
     from attnviz.engine.config import DecodeConfig
     from attnviz.engine.heads import SHORT_NAMES
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.loading import load_translator
 
     translator = load_translator(args.model)
     if not translator.has_source:

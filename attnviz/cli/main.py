@@ -28,8 +28,8 @@ def _add_translate(sub) -> None:
                                    "(or {\"line\": N, \"error\": ...} with --json) and a warning on stderr.",
                        epilog="exit status: 0 all lines translated, 1 some line failed or the model could not be "
                               "read, 2 bad options or no input")
-    p.add_argument("-m", "--model", help="checkpoint file (.safetensors) or MarianMT folder; default: the default "
-                   "bundled model (de-en-multi30k)")
+    p.add_argument("-m", "--model", help="checkpoint file (.safetensors) or imported model folder; default: the "
+                   "default bundled model (de-en-multi30k)")
     p.add_argument("sentences", nargs="*", metavar="SENTENCE")
     p.add_argument("--json", action="store_true", help="print one JSON object per sentence")
     p.add_argument("--attention", metavar="OUT.npz", type=output_file,
@@ -70,7 +70,7 @@ def _add_generate(sub) -> None:
 
 def _add_info(sub) -> None:
     p = sub.add_parser("info", help="describe a checkpoint: languages, model, metrics")
-    p.add_argument("checkpoint", help="a checkpoint file or a MarianMT folder")
+    p.add_argument("checkpoint", help="a checkpoint file or an imported model's folder")
     p.add_argument("--json", action="store_true", help="print the description as JSON")
     p.set_defaults(func=cmd_info)
 
@@ -120,7 +120,7 @@ def cmd_translate(args) -> int:
     from attnviz.cli.batch import read_lines, translate_lines, utf8_stdout, write_lines
     from attnviz.engine.config import DecodeConfig
     from attnviz.engine.export import save_attention
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.loading import load_translator
 
     if args.n_best and args.n_best > args.beam:
         raise InputError(f"--n-best {args.n_best} asks for more hypotheses than the beam keeps; use --beam "
@@ -167,7 +167,7 @@ def _recipe_decoding(translator):
 def cmd_generate(args) -> int:
     from attnviz.engine.config import DecodeConfig
     from attnviz.engine.export import save_attention
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.loading import load_translator
 
     if args.temperature is not None:
         DecodeConfig(temperature=args.temperature)  # validates before the model is read
@@ -223,7 +223,7 @@ def _format_info(card) -> str:
 
 
 def cmd_info(args) -> int:
-    from attnviz.engine.checkpoints.card import read_card
+    from attnviz.engine.loading import read_card
 
     card = read_card(args.checkpoint)
     print(json.dumps(card.to_info(), indent=2, ensure_ascii=False) if args.json else _format_info(card))

@@ -3,7 +3,8 @@
 A language model (``has_source`` False) is a Translator without a source: the text given to ``steps`` is the
 prefix it continues, and ``generate`` samples whole sequences.
 
-``load_translator(path)`` reads a checkpoint; ``Translator.steps`` streams one sentence's decoding as events;
+``load_checkpoint(path)`` reads a checkpoint file (``engine.loading.load_translator`` opens a file or an imported
+model's folder); ``Translator.steps`` streams one sentence's decoding as events;
 ``translate`` returns a whole ``Translation``; ``translate_batch`` decodes many sentences in padded, length-sorted
 batches (greedy or beam). ``save`` writes the translator back as a self-describing checkpoint.
 """
@@ -22,7 +23,7 @@ from attnviz.engine.checkpoints.store import check_against_index, check_finite, 
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, Translation, assemble
-from attnviz.engine.hub.marian import is_model_folder
+from attnviz.engine.kinds import ModelKind, check, kind_of
 from attnviz.engine.models.protocol import count_parameters, load_stored_state, stored_state
 from attnviz.engine.search.beam import beam_batch, beam_steps
 from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch, pad_batch
@@ -36,7 +37,7 @@ SAMPLED = DecodeConfig(temperature=1.0)
 
 def build_model(cfg: ModelConfig) -> torch.nn.Module:
     """The network of a config's kind, freshly initialised (the registry entry builds it)."""
-    return cfg.model_kind.build(cfg)
+    return kind_of(cfg).build(cfg)
 
 
 def _fit(tokens: list[str], vocab: Vocab, limit: int, too_long: str) -> tuple[list[str], list[str]]:
@@ -59,6 +60,7 @@ class Translator:
     def __init__(self, model: torch.nn.Module, src_vocab: Vocab, tgt_vocab: Vocab, src_spec: TokenizerSpec,
                  tgt_spec: TokenizerSpec, metadata: dict[str, Any] | None = None):
         self.model = model.eval()
+        self.kind: ModelKind = kind_of(model.cfg)
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.src_spec, self.tgt_spec = src_spec, tgt_spec
         self.metadata = dict(metadata or {})
@@ -70,7 +72,7 @@ class Translator:
     @property
     def has_source(self) -> bool:
         """False for a language model: it continues a prefix instead of translating a sentence."""
-        return self.config.has_source
+        return self.kind.has_source
 
     @property
     def card(self) -> ModelCard:
@@ -99,7 +101,7 @@ class Translator:
                                 "The sentence has {n} tokens but the model reads at most {limit}; the last {dropped} "
                                 "were dropped.")
         labels, ids = [SOS, *tokens, EOS], self.src_vocab.encode(tokens, add_sos_eos=True)
-        if not self.config.model_kind.source_bos:  # the kind reads no <sos> before the source
+        if not self.kind.source_bos:  # the kind reads no <sos> before the source
             labels, ids = labels[1:], ids[1:]
         return labels, ids, warnings
 
@@ -225,16 +227,11 @@ def _from_meta(path: str, meta: dict[str, Any], key: str, parse):
         raise CheckpointError(f"{path}: its {key} is invalid: {exc}") from None
 
 
-def load_translator(path: str | os.PathLike) -> Translator:
-    """Load a checkpoint file (or a MarianMT folder) into a ready ``Translator``; raises ``CheckpointError`` with a
-    clear message."""
-    if is_model_folder(path):  # an imported model's folder (MarianMT), read as the Hub lays it out
-        from attnviz.engine.hub.marian_weights import load_marian
-
-        return load_marian(path)
+def load_checkpoint(path: str | os.PathLike[str]) -> Translator:
+    """Load a checkpoint file into a ready ``Translator``; raises ``CheckpointError`` with a clear message."""
     path = str(path)
     meta, tensors = load_tensors(path)
-    cfg = _from_meta(path, meta, "model", ModelConfig.from_dict)
+    cfg = _from_meta(path, meta, "model", lambda d: check(ModelConfig.from_dict(d)))
     src_vocab = _from_meta(path, meta, "src_vocab", Vocab.from_list)
     tgt_vocab = _from_meta(path, meta, "tgt_vocab", Vocab.from_list)
     protos = {side: bytes(tensors.pop(f"{TOKENIZER_PREFIX}{side}").numpy()) for side in ("src", "tgt")

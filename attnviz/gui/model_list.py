@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnviz.engine.checkpoints.card import read_card
 from attnviz.engine.errors import CheckpointError
+from attnviz.engine.loading import read_card
 from attnviz.paths import models_dir
 
 DEFAULT_MODEL = "de-en-multi30k.safetensors"

@@ -167,9 +167,9 @@ def align_steps(translator, sources: Sequence[str], targets: Sequence[str], gold
                 threshold: float | None = None, batch_size: int = 64, stop: threading.Event | None = None
                 ) -> Iterator[AnalysisProgress | AlignmentReady]:
     """Forced-decode each target, align it with its source, and (with ``gold``) score every configuration."""
-    if "cross" not in translator.config.model_kind.attention_kinds:
+    if "cross" not in translator.kind.attention_kinds:
         raise ConfigError("this model has no cross-attention to align with")
-    lay, heads = translator.config.model_kind.layout(translator.config)["cross"]
+    lay, heads = translator.kind.layout(translator.config)["cross"]
     if (layer is None) != (head is None) or (layer is not None and not (0 <= layer < lay and 0 <= head < heads)):
         raise InputError(f"give both --layer (0..{lay - 1}) and --head (0..{heads - 1}), or neither for the average")
     examples = encode_corpus(translator, sources, targets)

@@ -19,8 +19,8 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnviz.engine.config import ModelConfig
+from attnviz.engine.models.head_gate import HeadGated
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
-from attnviz.engine.search.head_mask import HeadGated
 from attnviz.engine.text.vocab import PAD_ID
 
 State = tuple[Tensor, Tensor]  # LSTM (h, c), each [layers, B, Hd]

@@ -1,7 +1,7 @@
 """The Transformer, written out so that every attention returns its per-head weights.
 
-One network serves two registered kinds: the encoder-decoder translation model and, when its config reads no
-source (``ModelConfig.has_source`` False), the decoder-only language model (reference D), whose ``encode`` returns
+One network serves the registered Transformer kinds: the encoder-decoder translation model and, built with
+``has_source`` False (the kind says so), the decoder-only language model (reference D), whose ``encode`` returns
 an empty source so search drives both the same way. It implements ``models.protocol.IncrementalModel``:
 ``encode`` / ``decode`` / ``project`` for training and full recomputation, and the incremental protocol search
 uses: ``start`` builds a ``DecoderCache`` (cross-attention keys and values computed once) and ``step`` feeds one
@@ -20,8 +20,8 @@ from torch import Tensor, nn
 
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.models.head_gate import HeadGated
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
-from attnviz.engine.search.head_mask import HeadGated
 from attnviz.engine.text.vocab import PAD_ID
 
 
@@ -136,16 +136,16 @@ class DecoderCache:
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, has_source: bool):
         super().__init__()
         pre = cfg.norm == "pre"
         # Creation order fixes the parameter order, which a training-state file's optimizer slots follow.
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.dropout)
-        if cfg.has_source:
+        if has_source:
             self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.dropout)
         self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.dropout, cfg.activation)
         self.res_self = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
-        if cfg.has_source:
+        if has_source:
             self.res_cross = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
         self.res_ff = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
 
@@ -213,17 +213,19 @@ def sinusoid_table(n: int, d: int, halves: bool = False) -> Tensor:
 
 
 class Transformer(IncrementalModel):
-    def __init__(self, cfg: ModelConfig):
+    """``has_source`` False: a decoder-only language model (no encoder, no cross-attention)."""
+
+    def __init__(self, cfg: ModelConfig, has_source: bool = True):
         super().__init__()
-        self.cfg = cfg
-        if cfg.has_source:
+        self.cfg, self.has_source = cfg, has_source
+        if has_source:
             self.src_embed = Embedding(cfg.src_vocab_size, cfg)
         self.tgt_embed = Embedding(cfg.tgt_vocab_size, cfg)
-        if cfg.has_source:
+        if has_source:
             self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.enc_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(cfg, has_source) for _ in range(cfg.dec_layers))
         pre = cfg.norm == "pre"
-        self.enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if pre and cfg.has_source else nn.Identity()
+        self.enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if pre and has_source else nn.Identity()
         self.dec_norm = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if pre else nn.Identity()
         self.out_proj = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
         for p in self.parameters():
@@ -233,7 +235,7 @@ class Transformer(IncrementalModel):
             for embed in (getattr(self, "src_embed", None), self.tgt_embed):
                 if embed is not None:
                     nn.init.normal_(embed.tokens.weight, 0.0, cfg.d_model ** -0.5)
-        if cfg.share_embeddings and cfg.has_source:  # first, so a tied output follows the shared table
+        if cfg.share_embeddings and has_source:  # first, so a tied output follows the shared table
             self.tgt_embed.tokens.weight = self.src_embed.tokens.weight
         if cfg.tie_output:
             self.out_proj.weight = self.tgt_embed.tokens.weight
@@ -244,7 +246,7 @@ class Transformer(IncrementalModel):
         A decoder-only model reads no source: its memory is empty ([B, 0, D]) whatever ``src`` holds.
         """
         mask = (src != PAD_ID)[:, None, None, :]  # [B, 1, 1, S]
-        if not self.cfg.has_source:
+        if not self.has_source:
             return Encoded(src.new_zeros(src.size(0), 0, self.cfg.d_model, dtype=torch.float), mask[..., :0])
         x, weights = self.src_embed(src), []
         for layer in self.encoder:
@@ -253,7 +255,7 @@ class Transformer(IncrementalModel):
         return Encoded(self.enc_norm(x), mask, weights if need_weights else [])
 
     def start(self, enc: Encoded) -> DecoderCache:
-        if not self.cfg.has_source:
+        if not self.has_source:
             return DecoderCache(enc.mask, [LayerCache(None, None) for _ in self.decoder])
         layers = [LayerCache(*layer.cross_attn.keys_values(enc.memory)) for layer in self.decoder]
         return DecoderCache(enc.mask, layers)
@@ -284,7 +286,7 @@ class Transformer(IncrementalModel):
     def attention_modules(self) -> dict[str, list[MultiHeadAttention]]:
         """Each attention kind's modules, one per layer (where ``engine.search.head_mask`` switches heads off)."""
         modules = {"decoder": [layer.self_attn for layer in self.decoder]}
-        if self.cfg.has_source:
+        if self.has_source:
             modules |= {"encoder": [layer.self_attn for layer in self.encoder],
                         "cross": [layer.cross_attn for layer in self.decoder]}
         return modules

@@ -32,7 +32,7 @@ def evaluate_pairs(translator: Translator, pairs: Sequence[Pair], decode: Decode
     report: dict[str, Any] = {"source": source, "sentences": len(pairs), "seconds": round(seconds, 2),
                               "decode": f"beam {decode.beam}" if decode.beam > 1 else "greedy"}
     if decode.heads_off:  # say which heads were off, in the text --mask-heads reads back
-        report["heads_off"] = format_heads(decode.heads_off, translator.config.model_kind.layout(translator.config))
+        report["heads_off"] = format_heads(decode.heads_off, translator.kind.layout(translator.config))
         report["rescale_heads"] = decode.rescale_heads
     report["bleu_tok"], report["bleu_tok_signature"] = bleu_tok(hyps, refs_tok)
     report["sacrebleu"], report["sacrebleu_signature"] = sacrebleu_detok(hyp_text, refs_raw)
