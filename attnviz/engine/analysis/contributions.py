@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from attnviz.engine.analysis.corpus import forward_batch
 from attnviz.engine.analysis.names import VIEWS  # noqa: F401 (the views' names, re-exported)
 
 
@@ -105,8 +106,6 @@ def sentence_views(translator, src_tokens: Sequence[str], decoder_inputs: Sequen
         passes = norm_weighted_pass(model, src, tgt_in)
         views = {"raw": {k: r for k, (r, _) in passes.items()}, "norm": {k: n for k, (_, n) in passes.items()}}
     else:
-        from attnviz.engine.analysis.corpus import forward_batch
-
         kinds = translator.kind.attention_kinds
         views = {"raw": {k: v[0].numpy() for k, v in forward_batch(model, src, tgt_in, kinds).items()}}
     raw = views["raw"]

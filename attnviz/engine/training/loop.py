@@ -25,8 +25,7 @@ import torch
 from attnviz.engine.checkpoints.store import load_tensors
 from attnviz.engine.config import DecodeConfig, TrainConfig
 from attnviz.engine.corpus.batching import batch_tensors, eval_batches, make_batches
-from attnviz.engine.corpus.checks import check_prepared
-from attnviz.engine.corpus.reader import Pair, load_splits, resolve_data_dir
+from attnviz.engine.corpus.reader import Pair, check_prepared, load_splits, resolve_data_dir
 from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.events import (
     CheckpointSaved,
