@@ -24,7 +24,7 @@ from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, Translation, assemble
 from attnviz.engine.kinds import ModelKind, check, kind_of
-from attnviz.engine.models.protocol import count_parameters, load_stored_state, stored_state
+from attnviz.engine.models.protocol import IncrementalModel, count_parameters, load_stored_state, stored_state
 from attnviz.engine.search.beam import beam_batch, beam_steps
 from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch, pad_batch
 from attnviz.engine.search.head_mask import heads_off
@@ -35,7 +35,7 @@ GREEDY = DecodeConfig()
 SAMPLED = DecodeConfig(temperature=1.0)
 
 
-def build_model(cfg: ModelConfig) -> torch.nn.Module:
+def build_model(cfg: ModelConfig) -> IncrementalModel:
     """The network of a config's kind, freshly initialised (the registry entry builds it)."""
     return kind_of(cfg).build(cfg)
 
@@ -57,7 +57,7 @@ def _fit(tokens: list[str], vocab: Vocab, limit: int, too_long: str) -> tuple[li
 class Translator:
     """A model ready to translate: tokenizer -> vocab ids -> model -> search -> tokens -> text."""
 
-    def __init__(self, model: torch.nn.Module, src_vocab: Vocab, tgt_vocab: Vocab, src_spec: TokenizerSpec,
+    def __init__(self, model: IncrementalModel, src_vocab: Vocab, tgt_vocab: Vocab, src_spec: TokenizerSpec,
                  tgt_spec: TokenizerSpec, metadata: dict[str, Any] | None = None):
         self.model = model.eval()
         self.kind: ModelKind = kind_of(model.cfg)
@@ -156,9 +156,11 @@ class Translator:
 
     def translate(self, text: str, decode: DecodeConfig = GREEDY, *,
                   generator: torch.Generator | None = None) -> Translation:
-        events = list(self.steps(text, decode, generator=generator))
-        steps = [e for e in events if isinstance(e, DecodeStep)]
-        return assemble(events[0], steps, self.detokenize([s.token for s in steps]))
+        encoded, *rest = self.steps(text, decode, generator=generator)
+        if not isinstance(encoded, EncoderPass):  # decode_steps yields the encoder's pass first
+            raise TypeError(f"decoding began with {type(encoded).__name__}, not an EncoderPass")
+        steps = [e for e in rest if isinstance(e, DecodeStep)]
+        return assemble(encoded, steps, self.detokenize([s.token for s in steps]))
 
     def generate(self, prefix: str = "", n: int = 1, decode: DecodeConfig = SAMPLED) -> list[Translation]:
         """``n`` continuations of ``prefix`` drawn one after another from one generator seeded with
@@ -170,13 +172,13 @@ class Translator:
                                batch_size: int = 128) -> list[list[str]]:
         """Output tokens (no specials) of many sentences; empty inputs give empty outputs."""
         decode = decode or GREEDY
-        prepared: list[list[int] | None] = []
-        for text in texts:
+        prepared: dict[int, list[int]] = {}  # input index -> source ids, for every input that can be translated
+        for i, text in enumerate(texts):
             try:
-                prepared.append(self.prepare_source(text)[1])
+                prepared[i] = self.prepare_source(text)[1]
             except InputError:
-                prepared.append(None)
-        order = sorted((i for i, p in enumerate(prepared) if p is not None), key=lambda i: len(prepared[i]))
+                continue
+        order = sorted(prepared, key=lambda i: len(prepared[i]))
         results: list[list[str]] = [[] for _ in texts]
         with torch.inference_mode(), heads_off(self.model, decode.heads_off, decode.rescale_heads):
             for start in range(0, len(order), batch_size):

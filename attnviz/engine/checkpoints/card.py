@@ -98,6 +98,10 @@ def _section(meta: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    return value if isinstance(value, Mapping) else None
+
+
 def card_from_metadata(meta: Mapping[str, Any], parameters: int, path: str | None = None) -> ModelCard:
     """A card from a checkpoint's metadata (raises ``CheckpointError`` naming what is wrong)."""
     where = path or "the checkpoint"
@@ -118,9 +122,8 @@ def card_from_metadata(meta: Mapping[str, Any], parameters: int, path: str | Non
         if isinstance(metrics, Mapping) else {},
         history=tuple(EvalRecord.from_dict(r) for r in history if isinstance(r, Mapping))
         if isinstance(history, list) else (),
-        recipe=meta.get("recipe") if isinstance(meta.get("recipe"), Mapping) else None,
-        train_config=meta.get("train_config") if isinstance(meta.get("train_config"), Mapping) else None,
-        created=meta.get("created") if isinstance(meta.get("created"), Mapping) else {},
+        recipe=_mapping(meta.get("recipe")), train_config=_mapping(meta.get("train_config")),
+        created=_mapping(meta.get("created")) or {},
         alignment_head=_alignment_head(meta.get("alignment_head"), config),
     )
 

@@ -116,9 +116,9 @@ def _language(code: Any, folder: Path, side: int) -> str:
 def _specs(folder: Path, tokenizer_config: dict[str, Any]) -> tuple[TokenizerSpec, TokenizerSpec]:
     langs = [_language(tokenizer_config.get(key), folder, side)
              for side, key in enumerate(("source_lang", "target_lang"))]
-    return tuple(TokenizerSpec(lang, mode="sentencepiece", lowercase=False,
-                               model_proto=(folder / name).read_bytes())
-                 for lang, name in zip(langs, ("source.spm", "target.spm"), strict=True))
+    src, tgt = (TokenizerSpec(lang, mode="sentencepiece", lowercase=False, model_proto=(folder / name).read_bytes())
+                for lang, name in zip(langs, ("source.spm", "target.spm"), strict=True))
+    return src, tgt
 
 
 def model_config(config: dict[str, Any], src_size: int, tgt_size: int, shared: bool, tied: bool) -> ModelConfig:
@@ -145,19 +145,20 @@ def folder_parts(folder: str | Path) -> tuple[dict[str, Any], Vocab, list[int], 
     config = read_config(folder)
     tokenizer_config = _json(folder / "tokenizer_config.json") if (folder / "tokenizer_config.json").is_file() else {}
     ids = {name: config.get(f"{name}_token_id") for name in ("pad", "eos", "decoder_start")}
-    if not all(isinstance(i, int) for i in ids.values()):
+    pad, eos, start = ids.values()
+    if not (isinstance(pad, int) and isinstance(eos, int) and isinstance(start, int)):
         raise CheckpointError(f"{folder}: config.json must give integer pad_token_id, eos_token_id and "
                               f"decoder_start_token_id (got {ids}).")
-    if ids["decoder_start"] != ids["pad"]:
-        raise CheckpointError(f"{folder}: decoder_start_token_id {ids['decoder_start']} differs from pad_token_id "
-                              f"{ids['pad']}; attnviz supports Marian's usual start from <pad> only.")
+    if start != pad:
+        raise CheckpointError(f"{folder}: decoder_start_token_id {start} differs from pad_token_id {pad}; attnviz "
+                              "supports Marian's usual start from <pad> only.")
     source = _vocab_file(folder / "vocab.json")
     separate = bool(tokenizer_config.get("separate_vocabs")) and (folder / "target_vocab.json").is_file()
     target = _vocab_file(folder / "target_vocab.json") if separate else source
     unk = source.get("<unk>")
     if not isinstance(unk, int):
         raise CheckpointError(f"{folder / 'vocab.json'} has no <unk> piece; it is not a Marian vocabulary.")
-    src_vocab, src_order = attnviz_vocab(source, ids["pad"], ids["eos"], unk)
-    tgt_vocab, tgt_order = attnviz_vocab(target, ids["pad"], ids["eos"], target.get("<unk>", unk))
+    src_vocab, src_order = attnviz_vocab(source, pad, eos, unk)
+    tgt_vocab, tgt_order = attnviz_vocab(target, pad, eos, target.get("<unk>", unk))
     src_spec, tgt_spec = _specs(folder, tokenizer_config if isinstance(tokenizer_config, dict) else {})
     return config, src_vocab, src_order, tgt_vocab, tgt_order, src_spec, tgt_spec

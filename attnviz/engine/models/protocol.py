@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 import torch
 from torch import Tensor, nn
@@ -130,6 +130,12 @@ class SearchModel(Protocol):
 
     def parameters(self, recurse: bool = True) -> Iterator[nn.Parameter]:
         """The weights (``nn.Module.parameters``): where the model lives and what training updates."""
+
+    def eval(self) -> Self:
+        """Inference mode (``nn.Module.eval``): no dropout."""
+
+    def train(self, mode: bool = True) -> Self:
+        """Training mode (``nn.Module.train``)."""
 
     def __call__(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
         """Training: logits [B, T, V] for the target inputs ``tgt_in``."""

@@ -116,13 +116,18 @@ class RNNAttention(IncrementalModel):
         return RNNEncoded(memory, mask, [], state)
 
     def start(self, enc: RNNEncoded) -> RNNCache:
+        if enc.state is None:
+            raise ValueError("an LSTM decoder starts from the encoder's final states, which this encoding lacks")
         return RNNCache(enc.memory, self.attention.keys(enc.memory), enc.mask, enc.state)
 
     def decode(self, tgt: Tensor, enc: RNNEncoded | None, need_weights: bool = False,
                cache: RNNCache | None = None) -> Decoded:
         """Decode ``tgt`` [B, T] from the encoder's state (no cache) or after the cached steps (which it extends)."""
         keep = cache is not None
-        cache = cache or self.start(enc)
+        if cache is None:
+            if enc is None:
+                raise ValueError("decoding without a cache needs the encoded source")
+            cache = self.start(enc)
         h, state = self.decoder(self.drop(self.tgt_embed(tgt)), cache.state)  # [B, T, Hd]
         hidden, weights = self.attention(h, cache.keys, cache.memory, cache.mask)
         if keep:

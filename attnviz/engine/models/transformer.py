@@ -12,7 +12,9 @@ length, T target length, D model width.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -70,7 +72,8 @@ class MultiHeadAttention(HeadGated, nn.Module):
         return self.out_proj(out.transpose(1, 2).reshape(b, t, -1)), weights  # [B, H, T, dh] -> [B, T, D]
 
 
-ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_new": lambda: nn.GELU(approximate="tanh"), "swish": nn.SiLU}
+ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {"relu": nn.ReLU, "gelu": nn.GELU, "swish": nn.SiLU,
+                                                   "gelu_new": lambda: nn.GELU(approximate="tanh")}
 
 
 class FeedForward(nn.Sequential):
@@ -174,16 +177,18 @@ class Embedding(nn.Module):
     """Token embedding (scaled by sqrt(D) unless the config says not) plus a learned or sinusoidal position, then
     dropout."""
 
+    table: Tensor  # [max_positions, D] sinusoidal positions: a buffer, computed, never stored
+
     def __init__(self, vocab_size: int, cfg: ModelConfig):
         super().__init__()
         self.tokens = nn.Embedding(vocab_size, cfg.d_model)
         self.scale = math.sqrt(cfg.d_model) if cfg.scale_embedding else 1.0
         self.drop = nn.Dropout(cfg.dropout)
         self.max_positions = cfg.max_positions
+        self.positions: nn.Embedding | None = None  # a sinusoidal table is a buffer instead
         if cfg.positions == "learned":
             self.positions = nn.Embedding(cfg.max_positions, cfg.d_model)
         else:
-            self.positions = None
             table = sinusoid_table(cfg.max_positions, cfg.d_model, halves=cfg.positions == "sinusoidal-halves")
             self.register_buffer("table", table, persistent=False)
 
@@ -254,10 +259,16 @@ class Transformer(IncrementalModel):
             weights.append(w)
         return Encoded(self.enc_norm(x), mask, weights if need_weights else [])
 
+    def decoder_layers(self) -> list[DecoderLayer]:
+        return cast("list[DecoderLayer]", list(self.decoder))  # nn.ModuleList's items are typed as any Module
+
+    def encoder_layers(self) -> list[EncoderLayer]:
+        return cast("list[EncoderLayer]", list(self.encoder)) if self.has_source else []
+
     def start(self, enc: Encoded) -> DecoderCache:
         if not self.has_source:
             return DecoderCache(enc.mask, [LayerCache(None, None) for _ in self.decoder])
-        layers = [LayerCache(*layer.cross_attn.keys_values(enc.memory)) for layer in self.decoder]
+        layers = [LayerCache(*layer.cross_attn.keys_values(enc.memory)) for layer in self.decoder_layers()]
         return DecoderCache(enc.mask, layers)
 
     def decode(self, tgt: Tensor, enc: Encoded | None, need_weights: bool = False,
@@ -266,7 +277,10 @@ class Transformer(IncrementalModel):
         offset = cache.length if cache is not None else 0
         t_new = tgt.size(1)
         keep = cache is not None
-        cache = cache or self.start(enc)
+        if cache is None:
+            if enc is None:
+                raise ValueError("decoding without a cache needs the encoded source")
+            cache = self.start(enc)
         causal = None
         if t_new > 1:  # a single new query may see every earlier key
             causal = torch.ones(t_new, offset + t_new, dtype=torch.bool, device=tgt.device).tril(offset)  # [T, t]
@@ -285,10 +299,10 @@ class Transformer(IncrementalModel):
 
     def attention_modules(self) -> dict[str, list[MultiHeadAttention]]:
         """Each attention kind's modules, one per layer (where ``engine.search.head_mask`` switches heads off)."""
-        modules = {"decoder": [layer.self_attn for layer in self.decoder]}
+        modules = {"decoder": [layer.self_attn for layer in self.decoder_layers()]}
         if self.has_source:
-            modules |= {"encoder": [layer.self_attn for layer in self.encoder],
-                        "cross": [layer.cross_attn for layer in self.decoder]}
+            modules |= {"encoder": [layer.self_attn for layer in self.encoder_layers()],
+                        "cross": [layer.cross_attn for layer in self.decoder_layers()]}
         return modules
 
     def forward(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:

@@ -37,8 +37,8 @@ def heads_off(model: SearchModel, refs: Iterable[HeadRef], rescale: bool = False
     previous: list[tuple[object, Tensor | None]] = []  # restored on leaving, so blocks nest
     try:
         for (attention, layer), values in gate_values(refs, layout, rescale).items():
-            module = modules[attention][layer]
-            previous.append((module, set_gate(module, torch.tensor(values, device=device))))
+            gated = modules[attention][layer]
+            previous.append((gated, set_gate(gated, torch.tensor(values, device=device))))
         yield
     finally:
         for module, gate in reversed(previous):

@@ -50,7 +50,8 @@ def _language_model_report(translator: Translator, texts: Sequence[str], source:
     """Loss (nats per token, the closing ``<eos>`` included), PPL and next-token accuracy over ``texts``."""
     start = time.perf_counter()
     limit = translator.config.max_positions - 2
-    encoded = [([], translator.tgt_vocab.encode(translator.tgt_spec.tokenize(t)[:limit], True)) for t in texts]
+    encoded: list[tuple[list[int], list[int]]] = [
+        ([], translator.tgt_vocab.encode(translator.tgt_spec.tokenize(t)[:limit], True)) for t in texts]
     stats = teacher_forced_stats(translator.model, eval_batches(encoded), device_of(translator.model))
     return {"source": source, "sentences": len(texts), "seconds": round(time.perf_counter() - start, 2),
             "decode": "teacher forced", "loss": stats.loss, "ppl": stats.ppl, "accuracy": stats.accuracy,

@@ -123,9 +123,11 @@ _REF_B_TRAIN = TrainConfig(epochs=40, batch_size=256, lr=1.0, schedule="noam", w
 def _tatoeba(name: str, src: str, description: str, prefixes: bool) -> Recipe:
     corpus = CorpusSpec("tatoeba", src, "en", file={"fr": "eng-fra.txt", "de": "deu.txt"}[src],
                         eng_prefixes=prefixes, max_words=10)
-    norm = dict(mode="whitespace", normalize="tatoeba")
-    return Recipe(name=name, description=description, corpus=corpus, src_tokenizer=TokenizerSpec(src, **norm),
-                  tgt_tokenizer=TokenizerSpec("en", **norm), min_freq=1, model=dict(_REF_B_MODEL),
+    def words(lang: str) -> TokenizerSpec:  # reference B's tokenizer: whitespace after its normalisation
+        return TokenizerSpec(lang, mode="whitespace", normalize="tatoeba")
+
+    return Recipe(name=name, description=description, corpus=corpus, src_tokenizer=words(src),
+                  tgt_tokenizer=words("en"), min_freq=1, model=dict(_REF_B_MODEL),
                   train=_REF_B_TRAIN if prefixes else _REF_B_TRAIN.replace(epochs=20),
                   probe={"fr": "Je pars en vacances pour quelques jours.", "de": "Ich bin sehr müde."}[src])
 
