@@ -1,27 +1,25 @@
 """The folder-format registry: one ``FolderFormat`` entry per kind of imported model folder (MarianMT today).
 
-A format registers itself from its own module in this package (``register(FolderFormat(...))`` at import time);
-the package's modules are discovered the first time anyone asks, so adding a format is adding a module here, plus
-its torch half in a ``<name>_weights`` module, which discovery never imports. Code elsewhere (``engine.loading``,
-``attnviz info`` and ``convert``, the app's open dialog) asks the registry (``format_of(folder)``,
-``all_formats()``) and never names a format. The registry and the formats' own modules are torch-free: a format's
-``load`` imports its weights module only when it is called, so describing a folder (its ``ModelCard``) needs no
-torch, as describing a checkpoint does not.
+A format registers itself from its own module in this package (``register(FolderFormat(...))`` at import time); the
+package's modules are discovered the first time anyone asks (an ``engine.plugins.Registry``, as the model kinds
+are), so adding a format is adding a module here, plus its torch half in a ``<name>_weights`` module, which
+discovery never imports. Code elsewhere (``engine.loading``, ``attnviz info`` and ``convert``, the app's open
+dialog) asks the registry (``format_of(folder)``, ``all_formats()``) and never names a format. The registry and the
+formats' own modules are torch-free: a format's ``load`` imports its weights module only when it is called, so
+describing a folder (its ``ModelCard``) needs no torch, as describing a checkpoint does not.
 """
 
 from __future__ import annotations
 
-import importlib
 import os
-import pkgutil
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnviz.engine.checkpoints.card import ModelCard
 from attnviz.engine.errors import CheckpointError
+from attnviz.engine.plugins import Registry
 
 if TYPE_CHECKING:  # what a format loads; importing it would import torch
     from attnviz.engine.translator import Translator
@@ -48,47 +46,14 @@ class FolderFormat:
     identify: Callable[[Path], str | None] = _unknown
 
 
-_FORMATS: dict[str, FolderFormat] = {}
-_discovered = False
-
-
-def register(folder_format: FolderFormat) -> FolderFormat:
-    """Add a format (a module of this package calls it at import; a test may call it for a throwaway format)."""
-    if folder_format.name in _FORMATS and _FORMATS[folder_format.name] is not folder_format:
-        raise ValueError(f"folder format {folder_format.name!r} is registered twice")
-    _FORMATS[folder_format.name] = folder_format
-    return folder_format
-
-
-def unregister(name: str) -> None:
-    _FORMATS.pop(name, None)
-
-
-@contextmanager
-def registered(folder_format: FolderFormat) -> Iterator[FolderFormat]:
-    """Register ``folder_format`` for the duration of a ``with`` block."""
-    register(folder_format)
-    try:
-        yield folder_format
-    finally:
-        unregister(folder_format.name)
-
-
-def _discover() -> None:
-    global _discovered
-    if _discovered:
-        return
-    _discovered = True
-    package = importlib.import_module("attnviz.engine.hub")
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.name != "registry" and not module.name.endswith(WEIGHTS_SUFFIX):
-            importlib.import_module(f"{package.__name__}.{module.name}")
+_FORMATS: Registry[FolderFormat] = Registry(
+    "folder format", "attnviz.engine.hub", lambda module: module != "registry" and not module.endswith(WEIGHTS_SUFFIX))
+register, unregister, registered = _FORMATS.register, _FORMATS.unregister, _FORMATS.registered
 
 
 def all_formats() -> tuple[FolderFormat, ...]:
     """Every registered format, in registration order."""
-    _discover()
-    return tuple(_FORMATS.values())
+    return tuple(_FORMATS.entries().values())
 
 
 def find_format(folder: str | os.PathLike[str]) -> FolderFormat | None:
