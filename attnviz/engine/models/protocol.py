@@ -93,8 +93,6 @@ class IncrementalModel(nn.Module):
         return self.cfg.max_positions if self.has_source else 0
 
 
-
-
 def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in {id(p): p for p in model.parameters()}.values())
 
@@ -145,8 +143,6 @@ class SearchModel(Protocol):
 
     @property
     def max_source_len(self) -> int: ...
-
-
 
 
 def tied_keys(model: nn.Module) -> set[str]:
