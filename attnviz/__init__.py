@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 
 
 def load_translator(path) -> Translator:
-    """Load a checkpoint into a ``Translator`` (raises ``CheckpointError`` with a clear message on a bad file)."""
-    from attnviz.engine.translator import load_translator as _load
+    """Load a checkpoint file or an imported model's folder into a ``Translator`` (raises ``CheckpointError`` with a
+    clear message on a bad one)."""
+    from attnviz.engine.loading import load_translator as _load
 
     return _load(path)

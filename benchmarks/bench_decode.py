@@ -33,11 +33,12 @@ import torch
 
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.heads import HeadRef
+from attnviz.engine.loading import load_translator
 from attnviz.engine.models.transformer import Transformer
 from attnviz.engine.search.tree import SearchTree
 from attnviz.engine.text.tokenize import TokenizerSpec
 from attnviz.engine.text.vocab import EOS_ID, Vocab
-from attnviz.engine.translator import Translator, build_model, load_translator
+from attnviz.engine.translator import Translator, build_model
 
 SENTENCE = "Ein kleines Mädchen in einem rosa Kleid klettert eine Treppe zu einem Spielhaus hinauf ."
 
@@ -146,7 +147,7 @@ def _beam_tree(translator: Translator, text: str, decode: DecodeConfig) -> Searc
 def exploration_figures(translator: Translator, texts: list[str], max_len: int) -> dict:
     """Per sentence: greedy with capture, beam 5 with every candidate's attention, greedy with one head off."""
     greedy, beam5 = DecodeConfig(max_len=max_len), DecodeConfig(max_len=max_len, beam=5)
-    layers = translator.config.model_kind.layout(translator.config)["cross"][0]
+    layers = translator.kind.layout(translator.config)["cross"][0]
     toggled = greedy.replace(heads_off=(HeadRef("cross", layers - 1, 0),))
     runs = {"greedy": lambda t: translator.translate(t, greedy), "beam5": lambda t: _beam_tree(translator, t, beam5),
             "toggle": lambda t: translator.translate(t, toggled)}

@@ -30,7 +30,7 @@ import torch
 from attnviz.engine.analysis.alignment import align_steps, parse_pharaoh
 from attnviz.engine.analysis.run import compute_head_stats, corpus_pairs
 from attnviz.engine.analysis.stats import head_tags
-from attnviz.engine.translator import load_translator
+from attnviz.engine.loading import load_translator
 
 ROOT = Path(__file__).resolve().parent.parent
 

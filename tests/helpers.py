@@ -8,7 +8,7 @@ import random
 import torch
 
 from attnviz.engine.config import ModelConfig
-from attnviz.engine.kinds import get_kind
+from attnviz.engine.kinds import check, get_kind
 from attnviz.engine.search.greedy import pad_batch
 from attnviz.engine.text.tokenize import TokenizerSpec
 from attnviz.engine.text.vocab import PAD_ID, Vocab
@@ -25,8 +25,9 @@ def toy_pair(rng: random.Random) -> tuple[list[str], list[str]]:
 
 
 def example_config(kind: str, src_vocab_size: int, tgt_vocab_size: int, **overrides) -> ModelConfig:
-    """A small model of ``kind`` as its registry entry describes one, with ``overrides``."""
-    return ModelConfig(src_vocab_size, tgt_vocab_size, kind=kind, **(dict(get_kind(kind).example_settings) | overrides))
+    """A small model of ``kind`` as its registry entry describes one, with ``overrides`` (checked by the kind)."""
+    settings = dict(get_kind(kind).example_settings) | overrides
+    return check(ModelConfig(src_vocab_size, tgt_vocab_size, kind=kind, **settings))
 
 
 def make_toy_translator(seed: int = 0, kind: str = "transformer", **overrides) -> Translator:

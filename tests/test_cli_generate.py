@@ -80,7 +80,7 @@ def _with_recipe_decoding(translator, path, temperature: float, seed: int) -> st
 
 
 def test_generate_defaults_to_the_decoding_of_the_models_recipe(lm_path, tmp_path, capsys):
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.loading import load_translator
 
     translator = load_translator(lm_path)
     sampled = _with_recipe_decoding(translator, tmp_path / "sampled.safetensors", 1.5, 9)

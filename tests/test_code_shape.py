@@ -11,8 +11,9 @@ from attnviz.engine.kinds import all_kinds
 PACKAGE = Path(__file__).resolve().parent.parent / "attnviz"
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
-# a kind's companion modules: the MarianMT folder reader checks Hugging Face's own model_type "marian"
-COMPANIONS = {"engine/hub/marian.py": {"marian"}}
+# a kind's companion modules: the MarianMT folder reader checks Hugging Face's own model_type "marian"; the config
+# names its default kind, since the registry sits above it (``engine.kinds.transformer`` registers that name)
+COMPANIONS = {"engine/hub/marian_files.py": {"marian"}, "engine/config.py": {"transformer"}}
 
 
 def _modules():

@@ -30,3 +30,13 @@ def test_command_line_imports_the_gui_only_to_start_it():
         "attnviz.cli.main.build_parser(); t.default_model_path() and t._default_model()")
     assert not {m for m in loaded if m.startswith(("attnviz.gui", "PySide6"))}
     assert not {"torch", "spacy"} & loaded  # `attnviz --help` stays quick
+
+
+def test_describing_a_model_needs_no_torch():
+    """Every folder format's module (discovered by ``all_formats``) and a checkpoint's card load without torch."""
+    loaded = modules_after_import(
+        "from attnviz.engine.hub import all_formats; from attnviz.engine.loading import read_card; "
+        "from attnviz.paths import models_dir; assert all_formats(); "
+        "[read_card(p) for p in sorted(models_dir().glob('*.safetensors'))]")
+    assert "attnviz.engine.hub.registry" in loaded and "attnviz.engine.kinds.registry" in loaded
+    assert "torch" not in loaded

@@ -69,7 +69,7 @@ def _print_table(rows: list[dict]) -> None:
 
 def cmd_heads(args: argparse.Namespace) -> int:
     from attnviz.engine.analysis.stats import compare_stats
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.loading import load_translator
 
     translator = load_translator(args.model)
     stats = _stats(translator, args)
@@ -94,7 +94,7 @@ def cmd_heads(args: argparse.Namespace) -> int:
 def cmd_align(args: argparse.Namespace) -> int:
     from attnviz.engine.analysis.alignment import AlignmentReady, align_steps, read_gold
     from attnviz.engine.corpus.reader import read_parallel
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.loading import load_translator
 
     if args.average and args.layer is not None:
         raise InputError("--average and --layer/--head exclude each other")

@@ -127,7 +127,7 @@ def head_settings(args: argparse.Namespace, translator: Translator) -> dict[str,
             raise InputError("--rescale-heads rescales the heads left on by --mask-heads; give --mask-heads SPEC too")
         return {}
     try:
-        refs = parse_heads(args.mask_heads, translator.config.model_kind.layout(translator.config))
+        refs = parse_heads(args.mask_heads, translator.kind.layout(translator.config))
     except InputError as exc:
         raise InputError(f"--mask-heads: {exc}") from None
     if not refs:

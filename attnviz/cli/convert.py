@@ -1,6 +1,7 @@
-"""``attnviz convert``: an imported model's folder (MarianMT / OPUS-MT) into one attnviz checkpoint file.
+"""``attnviz convert``: an imported model's folder (any format registered in ``engine.hub``) into one attnviz
+checkpoint file.
 
-The file holds the weights, the config, both vocabularies and both SentencePiece models, so it loads with no other
+The file holds the weights, the config, both vocabularies and both tokenizer models, so it loads with no other
 file; every command and the app accept it like any attnviz checkpoint.
 """
 
@@ -12,9 +13,9 @@ from attnviz.engine.errors import InputError
 
 
 def add_command(sub) -> None:
-    p = sub.add_parser("convert", help="turn a MarianMT (OPUS-MT) folder into one attnviz checkpoint file",
-                       description="Read a MarianMT folder (config.json, model.safetensors or pytorch_model.bin, "
-                                   "source.spm, target.spm, vocab.json) and write one .safetensors checkpoint.")
+    p = sub.add_parser("convert", help="turn an imported model's folder into one attnviz checkpoint file",
+                       description="Read an imported model's folder, in a format attnviz reads (`attnviz info FOLDER` "
+                                   "describes it), and write one .safetensors checkpoint.")
     p.add_argument("folder", help="the model folder, as downloaded from the Hugging Face Hub")
     p.add_argument("--out", required=True, metavar="MODEL.safetensors", help="the checkpoint to write")
     p.add_argument("--name", help="display name stored in the file (default: the folder's name)")
@@ -36,16 +37,17 @@ def parse_head(text: str, layers: int, heads: int) -> list[int]:
 def cmd_convert(args) -> int:
     from pathlib import Path
 
-    from attnviz.engine.hub.marian import is_model_folder
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.hub import all_formats, find_format
 
-    if not is_model_folder(args.folder):
-        raise InputError(f"{args.folder} is not a model folder (it has no config.json); give the folder of a MarianMT "
-                         "model, e.g. one downloaded with huggingface-cli download Helsinki-NLP/opus-mt-de-en")
-    translator = load_translator(args.folder)
+    folder_format = find_format(args.folder)
+    if folder_format is None:
+        known = "; ".join(f.title for f in all_formats())
+        raise InputError(f"{args.folder} is not a model folder that attnviz imports; give the folder of one of: "
+                         f"{known}.")
+    translator = folder_format.load(Path(args.folder))
     extra = {"name": args.name or Path(args.folder).resolve().name}
     if args.alignment_head:
-        layers, heads = translator.config.model_kind.layout(translator.config)["cross"]
+        layers, heads = translator.kind.layout(translator.config)["cross"]
         extra["alignment_head"] = parse_head(args.alignment_head, layers, heads)
     translator.save(args.out, half=args.half, **extra)
     card = translator.card

@@ -63,8 +63,8 @@ def _pairs(translator, args) -> tuple[list, str]:
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
     from attnviz.engine.config import DecodeConfig
+    from attnviz.engine.loading import load_translator
     from attnviz.engine.training.evaluation import evaluate_files, evaluate_split
-    from attnviz.engine.translator import load_translator
 
     translator = load_translator(args.model)
     decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty,
@@ -98,7 +98,7 @@ def cmd_head_importance(args: argparse.Namespace) -> int:
     from attnviz.engine.analysis.importance import ImportanceReady, importance_steps
     from attnviz.engine.config import DecodeConfig
     from attnviz.engine.heads import SHORT_NAMES
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.loading import load_translator
 
     translator = load_translator(args.model)
     if not translator.has_source:

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 
 def add_command(sub) -> None:
     p = sub.add_parser("info", help="describe a checkpoint: languages, model, metrics")
-    p.add_argument("checkpoint", help="a checkpoint file or a MarianMT folder")
+    p.add_argument("checkpoint", help="a checkpoint file or an imported model's folder")
     p.add_argument("--json", action="store_true", help="print the description as JSON")
     p.set_defaults(func=cmd_info)
 
@@ -44,7 +44,7 @@ def _format_info(card: ModelCard) -> str:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    from attnviz.engine.checkpoints.card import read_card
+    from attnviz.engine.loading import read_card
 
     card = read_card(args.checkpoint)
     print(json.dumps(card.to_info(), indent=2, ensure_ascii=False) if args.json else _format_info(card))

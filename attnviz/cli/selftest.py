@@ -45,7 +45,7 @@ def _check_gui() -> dict:
 def _check_translation() -> dict:
     import numpy as np
 
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.loading import load_translator
     from attnviz.paths import default_model_path
 
     path = default_model_path()
@@ -55,7 +55,7 @@ def _check_translation() -> dict:
     cfg = translator.config
     result = translator.translate(SENTENCE)
     _check(bool(result.text.strip()), f"the default model translated {SENTENCE!r} to nothing")
-    expected = cfg.model_kind.expected_shapes(cfg, len(result.src_tokens), len(result.tokens))
+    expected = translator.kind.expected_shapes(cfg, len(result.src_tokens), len(result.tokens))
     shapes = {}
     for kind, shape in expected.items():
         _check(kind in result.attention, f"the model produced no {kind} attention")

@@ -37,7 +37,7 @@ def add_commands(sub) -> None:
                                    "(or {\"line\": N, \"error\": ...} with --json) and a warning on stderr.",
                        epilog="exit status: 0 all lines translated, 1 some line failed or the model could not be "
                               "read, 2 bad options or no input")
-    p.add_argument("-m", "--model", help="checkpoint file (.safetensors) or MarianMT folder; default: the default "
+    p.add_argument("-m", "--model", help="checkpoint file (.safetensors) or imported model folder; default: the "
                    "bundled model (de-en-multi30k)")
     p.add_argument("sentences", nargs="*", metavar="SENTENCE")
     p.add_argument("--json", action="store_true", help="print one JSON object per sentence")
@@ -82,7 +82,7 @@ def _default_model() -> str:
 def cmd_translate(args: argparse.Namespace) -> int:
     from attnviz.cli.batch import read_lines, translate_lines, utf8_stdout, write_lines
     from attnviz.engine.config import DecodeConfig
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.loading import load_translator
 
     if args.n_best and args.n_best > args.beam:
         raise InputError(f"--n-best {args.n_best} asks for more hypotheses than the beam keeps; use --beam "
@@ -135,7 +135,7 @@ def _recipe_decoding(translator: Translator) -> DecodeConfig:
 def cmd_generate(args: argparse.Namespace) -> int:
     from attnviz.engine.config import DecodeConfig
     from attnviz.engine.export import save_attention
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.loading import load_translator
 
     if args.temperature is not None:
         DecodeConfig(temperature=args.temperature)  # validates before the model is read

@@ -1,7 +1,9 @@
 """Frozen, validated configuration dataclasses shared by the engine, the CLI and the GUI.
 
-Each config checks itself on creation (``__post_init__``) so a bad value fails where it is typed, with a message
-that names the field, and round-trips through plain dicts (``to_dict``/``from_dict``) for checkpoint metadata.
+Each config checks its own fields on creation (``__post_init__``) so a bad value fails where it is typed, with a
+message that names the field, and round-trips through plain dicts (``to_dict``/``from_dict``) for checkpoint
+metadata. What depends on a model's kind (whether the kind is registered, its own rules, training settings that
+need a kind's ability) is checked one floor up, by the kind registry: ``attnviz.engine.kinds.check(cfg)``.
 """
 
 from __future__ import annotations
@@ -12,8 +14,6 @@ from typing import Any, TypeVar
 
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.heads import KIND_ALIASES, HeadRef
-from attnviz.engine.kinds import ModelKind, all_kinds, get_kind, kind_names
-from attnviz.engine.kinds.transformer import TRANSFORMER
 
 C = TypeVar("C", bound="_DictMixin")
 
@@ -43,13 +43,17 @@ def _require(condition: bool, message: str) -> None:
 SCORES = ("dot", "general", "concat")
 POSITIONS = ("learned", "sinusoidal", "sinusoidal-halves")
 ACTIVATIONS = ("relu", "gelu", "gelu_new", "swish")
+# The kind of a config that names none (every checkpoint before kinds existed); ``engine.kinds.transformer``
+# registers it. The registry sits above the config, so the config says the default's name itself.
+DEFAULT_KIND = "transformer"
 
 
 @dataclass(frozen=True)
 class ModelConfig(_DictMixin):
     """Architecture of one model ``kind`` (reference A's Transformer settings are the defaults).
 
-    Which fields a kind reads, and how, is said by its registry entry (``attnviz.engine.kinds``): the Transformer
+    Which fields a kind reads, and how, is said by its registry entry (``attnviz.engine.kinds``, whose ``check``
+    a config from outside passes through: a registered kind and the kind's own rules): the Transformer
     kinds read every field but ``hidden`` and ``score``; the LSTM kind reads ``d_model`` as the embedding width,
     ``hidden`` as the LSTM width and ``score`` as its attention score; a language model keeps
     ``src_vocab_size`` equal to ``tgt_vocab_size`` and reads ``max_positions`` as its context.
@@ -57,7 +61,7 @@ class ModelConfig(_DictMixin):
 
     src_vocab_size: int
     tgt_vocab_size: int
-    kind: str = TRANSFORMER.name  # a registered kind (``attnviz.engine.kinds``)
+    kind: str = DEFAULT_KIND  # a registered kind (``attnviz.engine.kinds.check`` says whether it is)
     d_model: int = 256  # D, the width of every residual stream
     enc_layers: int = 3
     dec_layers: int = 3
@@ -82,8 +86,7 @@ class ModelConfig(_DictMixin):
     embed_init: str = "xavier"
 
     def __post_init__(self) -> None:
-        _require(isinstance(self.kind, str) and self.kind in kind_names(),
-                 f"kind must be one of {kind_names()}, not {self.kind!r}")
+        _require(isinstance(self.kind, str) and bool(self.kind), f"kind must be a non-empty string, not {self.kind!r}")
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "heads", "ff_dim", "max_positions", "hidden"):
             _require(int(getattr(self, name)) >= 1, f"{name} must be a positive integer, not {getattr(self, name)!r}")
         _require(self.enc_layers >= 0 and self.dec_layers >= 1, "need enc_layers >= 0 and dec_layers >= 1")
@@ -99,22 +102,6 @@ class ModelConfig(_DictMixin):
         _require(self.score in SCORES, f"score must be one of {SCORES}, not {self.score!r}")
         _require(self.embed_init in ("xavier", "normal"),
                  f"embed_init must be 'xavier' or 'normal', not {self.embed_init!r}")
-        self.model_kind.validate(self)
-
-    @property
-    def model_kind(self) -> ModelKind:
-        """The registry entry of ``kind``."""
-        return get_kind(self.kind)
-
-    @property
-    def has_source(self) -> bool:
-        """False for a language model, which reads no source sentence."""
-        return self.model_kind.has_source
-
-    @property
-    def attention_kinds(self) -> tuple[str, ...]:
-        """The attention kinds this model produces (see ``engine.events.ATTENTION_KINDS``)."""
-        return self.model_kind.attention_kinds
 
 
 @dataclass(frozen=True)
@@ -200,12 +187,3 @@ class TrainConfig(_DictMixin):
         _require(self.keep_metric in ("val_loss", "bleu", "accuracy"),
                  f"keep_metric must be val_loss, bleu or accuracy, not {self.keep_metric!r}")
 
-
-def check_training(model: ModelConfig, train: TrainConfig) -> None:
-    """Settings that are valid alone but not together (raises ``ConfigError``)."""
-    if train.teacher_forcing < 1.0 and not model.model_kind.teacher_forcing:
-        able = ", ".join(k.name for k in all_kinds() if k.teacher_forcing)
-        raise ConfigError(f"teacher_forcing below 1 needs a model that feeds its own predictions (kind {able}); "
-                          f"a {model.model_kind.title} always reads the gold prefix")
-    _require(train.keep_metric != "bleu" or model.has_source,
-             "keep_metric bleu needs a translation model; a language model keeps val_loss or accuracy")

@@ -53,7 +53,7 @@ def save_attention(path: str | os.PathLike, translations: Sequence[Translation |
     path = Path(path)
     arrays = attention_arrays(translations)
     buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)
+    np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub lets ** keys reach allow_pickle
     atomic_write(path, buffer.getvalue())
     sidecar = {
         "model": {k: model_info.get(k) for k in ("name", "path", "languages", "src_lang", "tgt_lang", "model")},

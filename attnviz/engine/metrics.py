@@ -9,7 +9,7 @@ Two BLEU flavours, both reported with sacreBLEU's signature:
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import torch
@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from sacrebleu.metrics import BLEU, CHRF
 from torch import Tensor
 
+from attnviz.engine.models.protocol import SearchModel
 from attnviz.engine.text.vocab import PAD_ID
 
 
@@ -73,7 +74,8 @@ def chrf(hypotheses: Sequence[str], references: Sequence[str]) -> tuple[float, s
 
 
 @torch.inference_mode()
-def teacher_forced_stats(model, batches, device: torch.device) -> TokenStats:
+def teacher_forced_stats(model: SearchModel, batches: Iterable[tuple[Tensor, Tensor]],
+                         device: torch.device) -> TokenStats:
     """Loss, PPL and accuracy of a model over ``(src, tgt)`` id batches, pad masked."""
     model.eval()
     stats = TokenStats()

@@ -3,7 +3,8 @@
 A language model (``has_source`` False) is a Translator without a source: the text given to ``steps`` is the
 prefix it continues, and ``generate`` samples whole sequences.
 
-``load_translator(path)`` reads a checkpoint; ``Translator.steps`` streams one sentence's decoding as events;
+``load_checkpoint(path)`` reads a checkpoint file (``engine.loading.load_translator`` opens a file or an imported
+model's folder); ``Translator.steps`` streams one sentence's decoding as events;
 ``translate`` returns a whole ``Translation``; ``translate_batch`` decodes many sentences in padded, length-sorted
 batches (greedy or beam). ``save`` writes the translator back as a self-describing checkpoint.
 """
@@ -22,8 +23,8 @@ from attnviz.engine.checkpoints.store import check_against_index, check_finite, 
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, Translation, assemble
-from attnviz.engine.hub.marian import is_model_folder
-from attnviz.engine.models.protocol import count_parameters, load_stored_state, stored_state
+from attnviz.engine.kinds import ModelKind, check, kind_of
+from attnviz.engine.models.protocol import IncrementalModel, count_parameters, load_stored_state, stored_state
 from attnviz.engine.search.beam import beam_batch, beam_steps
 from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch, pad_batch
 from attnviz.engine.search.head_mask import heads_off
@@ -34,9 +35,9 @@ GREEDY = DecodeConfig()
 SAMPLED = DecodeConfig(temperature=1.0)
 
 
-def build_model(cfg: ModelConfig) -> torch.nn.Module:
+def build_model(cfg: ModelConfig) -> IncrementalModel:
     """The network of a config's kind, freshly initialised (the registry entry builds it)."""
-    return cfg.model_kind.build(cfg)
+    return kind_of(cfg).build(cfg)
 
 
 def _fit(tokens: list[str], vocab: Vocab, limit: int, too_long: str) -> tuple[list[str], list[str]]:
@@ -56,9 +57,10 @@ def _fit(tokens: list[str], vocab: Vocab, limit: int, too_long: str) -> tuple[li
 class Translator:
     """A model ready to translate: tokenizer -> vocab ids -> model -> search -> tokens -> text."""
 
-    def __init__(self, model: torch.nn.Module, src_vocab: Vocab, tgt_vocab: Vocab, src_spec: TokenizerSpec,
+    def __init__(self, model: IncrementalModel, src_vocab: Vocab, tgt_vocab: Vocab, src_spec: TokenizerSpec,
                  tgt_spec: TokenizerSpec, metadata: dict[str, Any] | None = None):
         self.model = model.eval()
+        self.kind: ModelKind = kind_of(model.cfg)
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.src_spec, self.tgt_spec = src_spec, tgt_spec
         self.metadata = dict(metadata or {})
@@ -70,7 +72,7 @@ class Translator:
     @property
     def has_source(self) -> bool:
         """False for a language model: it continues a prefix instead of translating a sentence."""
-        return self.config.has_source
+        return self.kind.has_source
 
     @property
     def card(self) -> ModelCard:
@@ -99,7 +101,7 @@ class Translator:
                                 "The sentence has {n} tokens but the model reads at most {limit}; the last {dropped} "
                                 "were dropped.")
         labels, ids = [SOS, *tokens, EOS], self.src_vocab.encode(tokens, add_sos_eos=True)
-        if not self.config.model_kind.source_bos:  # the kind reads no <sos> before the source
+        if not self.kind.source_bos:  # the kind reads no <sos> before the source
             labels, ids = labels[1:], ids[1:]
         return labels, ids, warnings
 
@@ -154,9 +156,11 @@ class Translator:
 
     def translate(self, text: str, decode: DecodeConfig = GREEDY, *,
                   generator: torch.Generator | None = None) -> Translation:
-        events = list(self.steps(text, decode, generator=generator))
-        steps = [e for e in events if isinstance(e, DecodeStep)]
-        return assemble(events[0], steps, self.detokenize([s.token for s in steps]))
+        encoded, *rest = self.steps(text, decode, generator=generator)
+        if not isinstance(encoded, EncoderPass):  # decode_steps yields the encoder's pass first
+            raise TypeError(f"decoding began with {type(encoded).__name__}, not an EncoderPass")
+        steps = [e for e in rest if isinstance(e, DecodeStep)]
+        return assemble(encoded, steps, self.detokenize([s.token for s in steps]))
 
     def generate(self, prefix: str = "", n: int = 1, decode: DecodeConfig = SAMPLED) -> list[Translation]:
         """``n`` continuations of ``prefix`` drawn one after another from one generator seeded with
@@ -168,13 +172,13 @@ class Translator:
                                batch_size: int = 128) -> list[list[str]]:
         """Output tokens (no specials) of many sentences; empty inputs give empty outputs."""
         decode = decode or GREEDY
-        prepared: list[list[int] | None] = []
-        for text in texts:
+        prepared: dict[int, list[int]] = {}  # input index -> source ids, for every input that can be translated
+        for i, text in enumerate(texts):
             try:
-                prepared.append(self.prepare_source(text)[1])
+                prepared[i] = self.prepare_source(text)[1]
             except InputError:
-                prepared.append(None)
-        order = sorted((i for i, p in enumerate(prepared) if p is not None), key=lambda i: len(prepared[i]))
+                continue
+        order = sorted(prepared, key=lambda i: len(prepared[i]))
         results: list[list[str]] = [[] for _ in texts]
         with torch.inference_mode(), heads_off(self.model, decode.heads_off, decode.rescale_heads):
             for start in range(0, len(order), batch_size):
@@ -225,16 +229,11 @@ def _from_meta(path: str, meta: dict[str, Any], key: str, parse):
         raise CheckpointError(f"{path}: its {key} is invalid: {exc}") from None
 
 
-def load_translator(path: str | os.PathLike) -> Translator:
-    """Load a checkpoint file (or a MarianMT folder) into a ready ``Translator``; raises ``CheckpointError`` with a
-    clear message."""
-    if is_model_folder(path):  # an imported model's folder (MarianMT), read as the Hub lays it out
-        from attnviz.engine.hub.marian_weights import load_marian
-
-        return load_marian(path)
+def load_checkpoint(path: str | os.PathLike[str]) -> Translator:
+    """Load a checkpoint file into a ready ``Translator``; raises ``CheckpointError`` with a clear message."""
     path = str(path)
     meta, tensors = load_tensors(path)
-    cfg = _from_meta(path, meta, "model", ModelConfig.from_dict)
+    cfg = _from_meta(path, meta, "model", lambda d: check(ModelConfig.from_dict(d)))
     src_vocab = _from_meta(path, meta, "src_vocab", Vocab.from_list)
     tgt_vocab = _from_meta(path, meta, "tgt_vocab", Vocab.from_list)
     protos = {side: bytes(tensors.pop(f"{TOKENIZER_PREFIX}{side}").numpy()) for side in ("src", "tgt")

@@ -14,6 +14,7 @@ from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QToolBar
 
 from attnviz._version import __version__
+from attnviz.engine.hub import all_formats
 from attnviz.gui import accessible
 from attnviz.gui.analysis.tab import AnalysisTab
 from attnviz.gui.model_list import bundled_models, describe
@@ -28,7 +29,7 @@ MAX_RECENT = 8
 
 def _load_model(path: str):
     """Worker job: load a checkpoint and warm its tokenizer (both slow: off the GUI thread)."""
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.loading import load_translator
 
     translator = load_translator(path)
     translator.src_spec.prepare()
@@ -106,8 +107,8 @@ class MainWindow(QMainWindow):
         file_menu = self.menuBar().addMenu("&File")
         self._action(file_menu, "&Open checkpoint...", self.open_dialog, QKeySequence.StandardKey.Open,
                      "Open an attnviz .safetensors checkpoint")
-        self._action(file_menu, "Open Marian&MT folder...", self.open_folder_dialog, "Ctrl+Shift+O",
-                     "Open a MarianMT (OPUS-MT) model folder as downloaded from the Hugging Face Hub")
+        self._action(file_menu, "Open model &folder...", self.open_folder_dialog, "Ctrl+Shift+O",
+                     "Open an imported model's folder: " + "; ".join(f.title for f in all_formats()))
         self.recent_menu = file_menu.addMenu("Open &recent")
         file_menu.addSeparator()
         self._action(file_menu, "Export view as &PNG...", lambda: self.export_view("png"), "Ctrl+E")
@@ -223,7 +224,7 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def open_folder_dialog(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Open MarianMT folder", self.settings.value("models/dir", ""))
+        path = QFileDialog.getExistingDirectory(self, "Open model folder", self.settings.value("models/dir", ""))
         if path:
             self.settings.setValue("models/dir", str(Path(path).parent))
             self.load_model(path)
@@ -233,7 +234,7 @@ class MainWindow(QMainWindow):
             event.acceptProposedAction()
 
     def dropEvent(self, event) -> None:  # noqa: N802
-        url = event.mimeData().urls()[0]  # a checkpoint file or a MarianMT folder
+        url = event.mimeData().urls()[0]  # a checkpoint file or an imported model's folder
         if url.isLocalFile():
             self.load_model(url.toLocalFile())
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnviz.engine.checkpoints.card import read_card
 from attnviz.engine.errors import CheckpointError
+from attnviz.engine.loading import read_card
 from attnviz.paths import bundled_model_files, default_model_path
 
 __all__ = ["ModelEntry", "bundled_models", "default_model_path", "describe"]  # the default is chosen in paths

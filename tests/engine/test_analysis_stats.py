@@ -112,8 +112,8 @@ def test_tiny_model_statistics(kind):
     translator = make_toy_translator(seed=0, kind=kind)
     sources = ["q1 q2 q3", "q4 q5", "q6 q7 q8 q9 q10", "q11"]
     stats = compute_head_stats(translator, sources, ["w3 w2 w1", "w5 w4", "w10 w9 w8 w7 w6", "w11"], batch_size=3)
-    layout = translator.config.model_kind.layout(translator.config)
-    assert stats.kinds == translator.config.model_kind.attention_kinds
+    layout = translator.kind.layout(translator.config)
+    assert stats.kinds == translator.kind.attention_kinds
     for kind_name in stats.kinds:
         assert stats.layout(kind_name) == layout[kind_name]
         means = stats.means(kind_name)

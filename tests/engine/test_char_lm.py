@@ -4,14 +4,15 @@ import numpy as np
 import pytest
 import torch
 
-from attnviz.engine.config import DecodeConfig, ModelConfig, TrainConfig, check_training
+from attnviz.engine.config import DecodeConfig, ModelConfig, TrainConfig
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import DecodeStep, EncoderPass
+from attnviz.engine.kinds import check, check_training, kind_of
+from attnviz.engine.loading import load_translator
 from attnviz.engine.models.protocol import count_parameters
-from attnviz.engine.models.transformer import Transformer
 from attnviz.engine.search.greedy import pad_batch
 from attnviz.engine.training.schedule import learning_rate
-from attnviz.engine.translator import load_translator
+from attnviz.engine.translator import build_model
 from tests.helpers import make_toy_lm, train_toy_lm
 
 
@@ -23,14 +24,15 @@ def trained_lm():
 
 
 def test_reference_d_has_no_encoder_and_no_cross_attention():
-    cfg = ModelConfig(31, 31, kind="char-lm", d_model=64, heads=4, enc_layers=0, dec_layers=4, ff_dim=256,
-                      norm="pre", max_positions=32, dropout=0.0)
-    model = Transformer(cfg)
+    cfg = check(ModelConfig(31, 31, kind="char-lm", d_model=64, heads=4, enc_layers=0, dec_layers=4, ff_dim=256,
+                            norm="pre", max_positions=32, dropout=0.0))
+    model = build_model(cfg)
     names = [n for n, _ in model.named_parameters()]
     assert not any(n.startswith(("src_embed", "encoder")) or "cross" in n for n in names)
     per_block = 4 * (64 * 64 + 64) + 2 * (64 * 256) + 256 + 64 + 2 * 2 * 64
     assert count_parameters(model) == 31 * 64 + 32 * 64 + 4 * per_block + 2 * 64 + 64 * 31 + 31
-    assert cfg.model_kind.layout(cfg) == {"decoder": (4, 4)} and not cfg.has_source and model.max_source_len == 0
+    kind = kind_of(cfg)
+    assert kind.layout(cfg) == {"decoder": (4, 4)} and not kind.has_source and model.max_source_len == 0
 
 
 def test_self_attention_is_causal_and_rows_sum_to_one():

@@ -172,7 +172,7 @@ def test_loading_never_imports_torchs_compiler(tmp_path, trained_translator):
 
     path = tmp_path / "m.safetensors"
     trained_translator.save(path)
-    code = ("import sys; from attnviz.engine.translator import load_translator; "
+    code = ("import sys; from attnviz.engine.loading import load_translator; "
             f"load_translator({str(path)!r}); print(sorted({{'sympy', 'torch._dynamo'}} & set(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.strip() == "[]"

@@ -112,7 +112,7 @@ def test_the_lstm_head_and_a_language_model_head_switch_off():
     masked = rnn.translate(TEXT, off("cross:1.1", {"cross": (1, 1)}))
     assert not masked.attention["cross"].any()
     lm = make_toy_lm(seed=1)
-    layout = lm.config.model_kind.layout(lm.config)
+    layout = lm.kind.layout(lm.config)
     plain, masked = lm.translate("abc"), lm.translate("abc", off("dec:1.*", layout))
     assert not masked.attention["decoder"][0].any() and plain.probabilities != masked.probabilities
     with pytest.raises(InputError, match="no cross attention"):

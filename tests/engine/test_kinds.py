@@ -12,16 +12,16 @@ import torch
 from torch import Tensor, nn
 
 from attnviz.cli.main import main
-from attnviz.engine.checkpoints.card import read_card
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import DecodeStep, EncoderPass
-from attnviz.engine.kinds import ModelKind, all_kinds, get_kind, registered
+from attnviz.engine.kinds import ModelKind, all_kinds, check, get_kind, kind_of, registered
+from attnviz.engine.loading import load_translator, read_card
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel, SearchModel
 from attnviz.engine.search.greedy import pad_batch
 from attnviz.engine.text.tokenize import TokenizerSpec
 from attnviz.engine.text.vocab import PAD_ID, Vocab
-from attnviz.engine.translator import Translator, build_model, load_translator
+from attnviz.engine.translator import Translator, build_model
 from tests.helpers import SRC_WORDS, example_config
 
 KINDS = [k.name for k in all_kinds()]
@@ -42,15 +42,15 @@ def test_the_built_in_kinds_are_registered():
     with pytest.raises(ConfigError, match="unknown model kind 'gru'"):
         get_kind("gru")
     with pytest.raises(ConfigError, match="kind must be one of"):
-        ModelConfig(10, 10, kind="gru")
+        check(ModelConfig(10, 10, kind="gru"))
 
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_kind_builds_a_search_model_with_a_forward_pass(kind):
     translator = example_translator(kind)
     model = translator.model.train()
-    assert isinstance(model, SearchModel) and model.cfg.model_kind is get_kind(kind)
-    src = pad_batch([[2, 5, 6, 3], [2, 7, 3]]) if model.cfg.has_source else pad_batch([[]] * 2)
+    assert isinstance(model, SearchModel) and kind_of(model.cfg) is get_kind(kind)
+    src = pad_batch([[2, 5, 6, 3], [2, 7, 3]]) if kind_of(model.cfg).has_source else pad_batch([[]] * 2)
     tgt = pad_batch([[2, 8, 9], [2, 10, 11]])
     logits = model(src, tgt)
     assert logits.shape == (2, 3, model.cfg.tgt_vocab_size) and torch.isfinite(logits).all()

@@ -12,10 +12,9 @@ import pytest
 import torch
 
 from attnviz.cli.main import main
-from attnviz.engine.checkpoints.card import read_card
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import CheckpointError
-from attnviz.engine.translator import load_translator
+from attnviz.engine.loading import load_translator, read_card
 from tests.marian_folder import build_marian_folder
 
 pytest.importorskip("transformers", reason="the parity checks need the test extra (pip install -e '.[test]')")

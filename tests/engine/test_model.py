@@ -3,6 +3,7 @@ import torch
 
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.kinds import check
 from attnviz.engine.models.protocol import count_parameters
 from attnviz.engine.models.transformer import Transformer
 from attnviz.engine.search.greedy import pad_batch
@@ -39,7 +40,7 @@ def test_reference_b_is_expressible():
 ])
 def test_config_refuses_impossible_values(change, field):
     with pytest.raises(ConfigError, match=field):
-        ModelConfig(**(dict(src_vocab_size=10, tgt_vocab_size=10) | change))
+        check(ModelConfig(**(dict(src_vocab_size=10, tgt_vocab_size=10) | change)))
 
 
 def test_config_round_trips_and_rejects_unknown_keys():

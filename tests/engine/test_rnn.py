@@ -4,14 +4,16 @@ import numpy as np
 import pytest
 import torch
 
-from attnviz.engine.config import DecodeConfig, ModelConfig, TrainConfig, check_training
+from attnviz.engine.config import DecodeConfig, ModelConfig, TrainConfig
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import DecodeStep, EncoderPass
+from attnviz.engine.kinds import check, check_training, kind_of
+from attnviz.engine.loading import load_translator
 from attnviz.engine.models.protocol import count_parameters
 from attnviz.engine.models.rnn import RNNAttention
 from attnviz.engine.search.greedy import pad_batch
 from attnviz.engine.training.presets import get_preset
-from attnviz.engine.translator import build_model, load_translator
+from attnviz.engine.translator import build_model
 from tests.helpers import make_toy_translator, train_toy
 
 SCORES = ["dot", "general", "concat"]
@@ -36,7 +38,7 @@ def test_reference_c_size_and_init():
     expected = 7853 * 256 + 5893 * 256 + 2 * lstm + 512 * 512 + 1024 * 512 + 512 * 5893 + 5893
     assert count_parameters(model) == expected
     assert all(p.abs().max() <= 0.1 for p in model.parameters())  # uniform init in [-0.1, 0.1]
-    assert cfg.model_kind.layout(cfg) == {"cross": (1, 1)} and cfg.attention_kinds == ("cross",)
+    assert kind_of(cfg).layout(cfg) == {"cross": (1, 1)} and kind_of(cfg).attention_kinds == ("cross",)
 
 
 def test_the_reference_c_preset_is_the_measured_recipe():
@@ -51,9 +53,9 @@ def test_the_reference_c_preset_is_the_measured_recipe():
 
 def test_config_refuses_mismatched_depths_and_unknown_scores():
     with pytest.raises(ConfigError, match="enc_layers == dec_layers"):
-        ModelConfig(10, 10, kind="rnn-attention", enc_layers=2, dec_layers=1)
+        check(ModelConfig(10, 10, kind="rnn-attention", enc_layers=2, dec_layers=1))
     with pytest.raises(ConfigError, match="score"):
-        ModelConfig(10, 10, kind="rnn-attention", score="additive")
+        check(ModelConfig(10, 10, kind="rnn-attention", score="additive"))
 
 
 @pytest.mark.parametrize("score", SCORES)

@@ -14,9 +14,9 @@ import torch
 from attnviz.engine.checkpoints.store import read_header
 from attnviz.engine.errors import CheckpointError, DataError
 from attnviz.engine.events import TrainFailed, TrainFinished, TrainNote, TrainStep
+from attnviz.engine.loading import load_translator
 from attnviz.engine.training.divergence import DivergenceWatch
 from attnviz.engine.training.loop import train
-from attnviz.engine.translator import load_translator
 from tests.engine.test_training import overfit_recipe
 
 PAIRS = [(f"a{i} b{i % 5} c{i % 3}", f"x{i % 7} y{i % 5}") for i in range(48)]

@@ -12,10 +12,10 @@ from attnviz.engine.config import DecodeConfig, TrainConfig
 from attnviz.engine.corpus.reader import CorpusSpec
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import EvalResult, TrainFinished
+from attnviz.engine.loading import load_translator
 from attnviz.engine.text.tokenize import WORD_START, TokenizerSpec, train_sentencepiece
 from attnviz.engine.training.loop import train
 from attnviz.engine.training.presets import Recipe, get_preset
-from attnviz.engine.translator import load_translator
 
 GERMANISH = ["haus", "hund", "katze", "baum", "straße", "läuft", "springt", "schläft", "groß", "klein", "über"]
 

@@ -14,12 +14,12 @@ from attnviz.engine.checkpoints.store import read_header
 from attnviz.engine.config import TrainConfig
 from attnviz.engine.corpus.reader import CorpusSpec
 from attnviz.engine.events import CheckpointSaved, EvalResult, TrainFailed, TrainFinished, TrainStep, TrainStopped
+from attnviz.engine.loading import load_translator
 from attnviz.engine.metrics import smoothed_loss
 from attnviz.engine.text.tokenize import TokenizerSpec
 from attnviz.engine.training.loop import train
 from attnviz.engine.training.presets import Recipe, get_preset
 from attnviz.engine.training.schedule import learning_rate
-from attnviz.engine.translator import load_translator
 
 TINY_MODEL = {"model.d_model": "32", "model.ff_dim": "64", "model.heads": "4", "model.enc_layers": "1",
               "model.dec_layers": "1", "model.max_positions": "64"}

@@ -8,7 +8,7 @@ import pytest
 import torch
 from PySide6.QtWidgets import QMessageBox
 
-from attnviz.engine.translator import load_translator
+from attnviz.engine.loading import load_translator
 from attnviz.gui.train.curves import CurvePlot, Series, nice_ticks
 from attnviz.gui.train.forming import row_entropy
 from attnviz.gui.train.recipe_form import parse_value

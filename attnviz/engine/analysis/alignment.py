@@ -17,6 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -126,13 +127,14 @@ class AlignmentReady:
         layer, head = np.unravel_index(int(np.argmin(self.aer_heads)), self.aer_heads.shape)
         return int(layer), int(head), float(self.aer_heads[layer, head])
 
-    def to_json(self) -> dict:
-        out = {"chosen": self.chosen, "alignments": list(self.alignments)}
-        if self.aer_heads is not None:
-            layer, head, value = self.best_head()
-            out.update(aer_heads=np.round(self.aer_heads, 4).tolist(), aer_layers=np.round(self.aer_layers, 4).tolist(),
-                       aer_average=round(self.aer_average, 4),
-                       best={"layer": layer, "head": head, "aer": round(value, 4)})
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"chosen": self.chosen, "alignments": list(self.alignments)}
+        best = self.best_head()
+        if best is None or self.aer_heads is None or self.aer_layers is None or self.aer_average is None:
+            return out  # no gold links, no error rates
+        layer, head, value = best
+        out.update(aer_heads=np.round(self.aer_heads, 4).tolist(), aer_layers=np.round(self.aer_layers, 4).tolist(),
+                   aer_average=round(self.aer_average, 4), best={"layer": layer, "head": head, "aer": round(value, 4)})
         return out
 
 
@@ -167,10 +169,11 @@ def align_steps(translator, sources: Sequence[str], targets: Sequence[str], gold
                 threshold: float | None = None, batch_size: int = 64, stop: threading.Event | None = None
                 ) -> Iterator[AnalysisProgress | AlignmentReady]:
     """Forced-decode each target, align it with its source, and (with ``gold``) score every configuration."""
-    if "cross" not in translator.config.model_kind.attention_kinds:
+    if "cross" not in translator.kind.attention_kinds:
         raise ConfigError("this model has no cross-attention to align with")
-    lay, heads = translator.config.model_kind.layout(translator.config)["cross"]
-    if (layer is None) != (head is None) or (layer is not None and not (0 <= layer < lay and 0 <= head < heads)):
+    lay, heads = translator.kind.layout(translator.config)["cross"]
+    if (layer is None) != (head is None) or (layer is not None and head is not None
+                                              and not (0 <= layer < lay and 0 <= head < heads)):
         raise InputError(f"give both --layer (0..{lay - 1}) and --head (0..{heads - 1}), or neither for the average")
     examples = encode_corpus(translator, sources, targets)
     lines: list[str] = [""] * len(examples)

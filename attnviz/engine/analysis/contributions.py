@@ -22,6 +22,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from attnviz.engine.analysis.corpus import forward_batch
 from attnviz.engine.analysis.names import VIEWS  # noqa: F401 (the views' names, re-exported)
 
 
@@ -101,13 +102,11 @@ def sentence_views(translator, src_tokens: Sequence[str], decoder_inputs: Sequen
     src = torch.tensor([translator.src_vocab.encode(src_tokens)]) if translator.has_source else \
         torch.zeros(1, 0, dtype=torch.long)
     tgt_in = torch.tensor([translator.tgt_vocab.encode(decoder_inputs)])
-    if translator.config.model_kind.value_vectors:
+    if translator.kind.value_vectors:
         passes = norm_weighted_pass(model, src, tgt_in)
         views = {"raw": {k: r for k, (r, _) in passes.items()}, "norm": {k: n for k, (_, n) in passes.items()}}
     else:
-        from attnviz.engine.analysis.corpus import forward_batch
-
-        kinds = translator.config.model_kind.attention_kinds
+        kinds = translator.kind.attention_kinds
         views = {"raw": {k: v[0].numpy() for k, v in forward_batch(model, src, tgt_in, kinds).items()}}
     raw = views["raw"]
     if "encoder" in raw:

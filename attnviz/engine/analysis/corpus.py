@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from attnviz.engine.errors import InputError
+from attnviz.engine.models.protocol import SearchModel
 from attnviz.engine.search.greedy import device_of, greedy_batch, pad_batch
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID
 
@@ -77,7 +78,8 @@ def batch_order(examples: Sequence[Example], batch_size: int) -> list[list[int]]
 
 
 @torch.inference_mode()
-def greedy_targets(model, examples: Sequence[Example], batch_size: int = 128, max_len: int = 50) -> list[Example]:
+def greedy_targets(model: SearchModel, examples: Sequence[Example], batch_size: int = 128,
+                   max_len: int = 50) -> list[Example]:
     """The examples with the model's own greedy outputs as targets (batched search)."""
     out = list(examples)
     for chunk in batch_order(examples, batch_size):
@@ -93,7 +95,7 @@ def _stack(weights: list[Tensor]) -> Tensor:
 
 
 @torch.inference_mode()
-def forward_batch(model, src: Tensor, tgt_in: Tensor, kinds: Sequence[str]) -> dict[str, Tensor]:
+def forward_batch(model: SearchModel, src: Tensor, tgt_in: Tensor, kinds: Sequence[str]) -> dict[str, Tensor]:
     """One teacher-forced pass with weights: kind -> [B, L, H, Tq, Tk] for every kind in ``kinds``."""
     device = device_of(model)
     enc = model.encode(src.to(device), need_weights=True)
@@ -102,7 +104,7 @@ def forward_batch(model, src: Tensor, tgt_in: Tensor, kinds: Sequence[str]) -> d
     return {kind: _stack(found[kind]).cpu() for kind in kinds if found[kind]}
 
 
-def attention_batches(model, examples: Sequence[Example], kinds: Sequence[str], batch_size: int = 64
+def attention_batches(model: SearchModel, examples: Sequence[Example], kinds: Sequence[str], batch_size: int = 64
                       ) -> Iterator[Batch]:
     """Teacher-forced attention of every example, batch by batch (targets must be filled in)."""
     model.eval()

@@ -92,7 +92,7 @@ class ImportanceReady:
 
 def kinds_to_measure(translator, kinds: Sequence[str] | None) -> dict[str, tuple[int, int]]:
     """The layout of the attention kinds to measure: all the model has, or ``kinds`` (enc/dec/cross aliases)."""
-    layout = dict(translator.config.model_kind.layout(translator.config))
+    layout = dict(translator.kind.layout(translator.config))
     if not kinds:
         return layout
     chosen = {}

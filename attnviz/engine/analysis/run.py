@@ -36,7 +36,7 @@ class HeadStatsReady:
 
 def load_comparable(path: str, translator):
     """A second checkpoint to compare with ``translator``; InputError unless its vocabularies are the same."""
-    from attnviz.engine.translator import load_translator
+    from attnviz.engine.loading import load_translator
 
     other = load_translator(path)
     if (other.src_vocab, other.tgt_vocab) != (translator.src_vocab, translator.tgt_vocab):
@@ -103,8 +103,8 @@ def head_stats_steps(translator, sources: Sequence[str], targets: Sequence[str] 
             examples = item
     if not examples:
         return
-    kinds = translator.config.model_kind.attention_kinds
-    layout = translator.config.model_kind.layout(translator.config)
+    kinds = translator.kind.attention_kinds
+    layout = translator.kind.layout(translator.config)
     n = len(examples)
     sums = {k: {s: np.zeros((n, *layout[k])) for s in STATS} for k in kinds}
     rows = {k: np.zeros(n) for k in kinds}

@@ -1,8 +1,9 @@
 """ModelCard: a typed, torch-free description of a checkpoint, read from its header.
 
-The model picker, ``attnviz info`` and the Train tab read a checkpoint through this card (languages, kind,
-sizes, metrics, history, recipe) instead of indexing raw metadata dicts; a ``Translator`` describes itself with
-the same card. Building one never imports torch: the parameter count comes from the tensor index's shapes.
+The model picker, ``attnviz info`` and the Train tab read a checkpoint through this card (languages, kind, sizes,
+metrics, history, recipe) instead of indexing raw metadata dicts; a ``Translator`` and an imported model's folder
+(its format in ``engine.hub``) describe themselves with the same card. Building one never imports torch: the
+parameter count comes from the tensor index's shapes.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 from attnviz.engine.checkpoints.header import TOKENIZER_PREFIX, read_header
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import CheckpointError, ConfigError
-from attnviz.engine.kinds import ModelKind
+from attnviz.engine.kinds import ModelKind, check, kind_of
 from attnviz.engine.records import EvalRecord, SplitMetrics
 from attnviz.engine.text.tokenize import languages_label
 
@@ -44,7 +45,7 @@ class ModelCard:
 
     @property
     def kind(self) -> ModelKind:
-        return self.config.model_kind
+        return kind_of(self.config)
 
     @property
     def src_lang(self) -> str:
@@ -97,11 +98,15 @@ def _section(meta: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
     return value
 
 
+def _mapping(value: Any) -> Mapping[str, Any] | None:
+    return value if isinstance(value, Mapping) else None
+
+
 def card_from_metadata(meta: Mapping[str, Any], parameters: int, path: str | None = None) -> ModelCard:
     """A card from a checkpoint's metadata (raises ``CheckpointError`` naming what is wrong)."""
     where = path or "the checkpoint"
     try:
-        config = ModelConfig.from_dict(_section(meta, "model", dict, where))
+        config = check(ModelConfig.from_dict(_section(meta, "model", dict, where)))
     except (ConfigError, TypeError) as exc:
         raise CheckpointError(f"{where}: its model settings are invalid: {exc}") from None
     metrics = meta.get("metrics") or {}
@@ -117,16 +122,15 @@ def card_from_metadata(meta: Mapping[str, Any], parameters: int, path: str | Non
         if isinstance(metrics, Mapping) else {},
         history=tuple(EvalRecord.from_dict(r) for r in history if isinstance(r, Mapping))
         if isinstance(history, list) else (),
-        recipe=meta.get("recipe") if isinstance(meta.get("recipe"), Mapping) else None,
-        train_config=meta.get("train_config") if isinstance(meta.get("train_config"), Mapping) else None,
-        created=meta.get("created") if isinstance(meta.get("created"), Mapping) else {},
+        recipe=_mapping(meta.get("recipe")), train_config=_mapping(meta.get("train_config")),
+        created=_mapping(meta.get("created")) or {},
         alignment_head=_alignment_head(meta.get("alignment_head"), config),
     )
 
 
 def _alignment_head(value: Any, config: ModelConfig) -> tuple[int, int] | None:
     """A stored ``[layer, head]`` that exists in the model, else None."""
-    layout = config.model_kind.layout(config).get("cross")
+    layout = kind_of(config).layout(config).get("cross")
     if (isinstance(value, list) and len(value) == 2 and all(isinstance(v, int) for v in value) and layout
             and 0 <= value[0] < layout[0] and 0 <= value[1] < layout[1]):
         return value[0], value[1]
@@ -145,12 +149,8 @@ def stored_parameters(index: Mapping[str, Any]) -> int:
     return total
 
 
-def read_card(path: str | os.PathLike) -> ModelCard:
-    """The card of the checkpoint at ``path`` (or of a MarianMT folder), from its header alone (no torch, no tensor
-    data read)."""
-    from attnviz.engine.hub.marian import is_model_folder, marian_card  # marian builds cards with this module
-
-    if is_model_folder(path):
-        return marian_card(path)
+def checkpoint_card(path: str | os.PathLike[str]) -> ModelCard:
+    """The card of the checkpoint file at ``path``, from its header alone (no torch, no tensor data read); an
+    imported model's folder is described by its format (``engine.loading.read_card`` opens either)."""
     meta, index = read_header(path)
     return card_from_metadata(meta, stored_parameters(index), str(path))

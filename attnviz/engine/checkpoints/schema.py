@@ -16,6 +16,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import CheckpointError
 
 MAX_DEPTH = 32  # the deepest nesting a real header has is 4 (recipe -> corpus -> paths -> list)
@@ -146,8 +147,6 @@ def _json_name(value: Any) -> str:
 
 def check_model_settings(path: Path, settings: dict[str, Any]) -> None:
     """Types from ``ModelConfig``'s annotations, finite numbers, integers within ``MODEL_LIMITS``."""
-    from attnviz.engine.config import ModelConfig
-
     declared = {f.name: str(f.type) for f in dataclasses.fields(ModelConfig)}
     for name, value in settings.items():
         kind = declared.get(name)

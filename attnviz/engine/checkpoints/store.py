@@ -27,6 +27,7 @@ from attnviz._version import __version__
 from attnviz.engine.checkpoints.header import FORMAT, FORMAT_VERSION, read_header
 from attnviz.engine.checkpoints.schema import MAX_BUFFER_ELEMENTS, open_regular
 from attnviz.engine.errors import CheckpointError
+from attnviz.engine.models.protocol import stored_state
 
 __all__ = ["FORMAT", "FORMAT_VERSION", "atomic_write", "load_tensors", "read_header", "save_tensors"]
 
@@ -112,8 +113,6 @@ def check_against_index(path: str | os.PathLike, build_fn: Callable[[Any], Any],
                         index: dict[str, Any]) -> None:
     """Build ``build_fn(cfg)`` on torch's meta device (shapes only, no memory) and refuse the checkpoint unless its
     tensor index holds exactly the model's stored state (tied weights stored once), shape for shape."""
-    from attnviz.engine.models.protocol import stored_state  # the networks import this module's neighbours
-
     try:
         with torch.device("meta"), _SkipInit():
             model = build_fn(cfg)

@@ -1,8 +1,13 @@
-"""Corpora: finding the data folder, reading parallel text, the reference filters and splits.
+"""Corpora: finding the data folder, reading parallel text, the reference filters and splits, and refusing
+unusable corpora before training.
 
 Readers return lists of (source, target) strings; tokenization happens later with the recipe's ``TokenizerSpec``.
 Problems are reported with the file name and line number: misaligned files, lines without the expected TAB,
-undecodable bytes. Empty pairs are dropped and counted (``Splits.dropped``), never silently kept.
+undecodable bytes, binary data that happens to decode as UTF-8 (NUL bytes, runs of control bytes: ``check_line``
+runs on every line read). Empty pairs are dropped and counted (``Splits.dropped``), never silently kept.
+``check_prepared`` runs after tokenizing: a training or validation split with no usable pair (empty files, every
+pair filtered out, a wrong column or tokenizer) is refused with the files it came from, instead of "training" zero
+steps or crashing in the first evaluation.
 """
 
 from __future__ import annotations
@@ -15,7 +20,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attnviz.engine.corpus.checks import check_line
 from attnviz.engine.errors import DataError
 from attnviz.engine.text.tokenize import clean_text, normalize_tatoeba
 
@@ -24,6 +28,7 @@ ENG_PREFIXES = ("i am ", "i m ", "he is", "he s ", "she is", "she s ", "you are"
                 "they are", "they re ")
 CORPUS_KINDS = ("multi30k", "tatoeba", "lines", "files")
 DOWNLOAD_HINT = "Download the {name} corpus into it, or choose a data folder that has it."
+CONTROL_SHARE = 0.25  # more control characters than this in a line of 4+ characters reads as binary data
 
 
 def default_data_dir() -> Path:
@@ -43,6 +48,16 @@ def resolve_data_dir(explicit: str | os.PathLike | None = None) -> Path:
         return Path(explicit)
     env = os.environ.get("ATTNVIZ_DATA")
     return Path(env) if env else default_data_dir()
+
+
+def check_line(path: str | os.PathLike, number: int, text: str) -> None:
+    """Refuse a line that is binary data rather than text."""
+    if "\x00" in text:
+        raise DataError(f"{path}, line {number}: contains NUL bytes; this is binary data, not a text corpus.")
+    controls = sum(1 for c in text if (ord(c) < 32 and c not in "\t\r\n\f\v") or 127 <= ord(c) < 160)
+    if len(text) >= 4 and controls > CONTROL_SHARE * len(text):
+        raise DataError(f"{path}, line {number}: {controls} of its {len(text)} characters are control characters; "
+                        "this is binary data, not a text corpus.")
 
 
 def read_lines(path: str | os.PathLike) -> list[str]:
@@ -242,3 +257,29 @@ def _require_files(data_dir: Path, paths: list[Path], name: str | None) -> None:
     if missing:
         raise DataError(f"missing data in {data_dir}: {', '.join(missing)}. " + DOWNLOAD_HINT.format(name=name),
                         settings=("data_dir",), corpus=name)
+
+
+def split_files(spec: CorpusSpec, data_dir: str | os.PathLike | None, split: str) -> list[str]:
+    """The files a corpus ``split`` ("train", "val") is read from, for messages."""
+    data_dir = Path(data_dir) if data_dir is not None else Path(".")
+    if spec.kind == "multi30k":
+        return [str(_multi30k_file(data_dir, split, lang)) for lang in (spec.src_lang, spec.tgt_lang)]
+    if spec.kind in ("tatoeba", "lines"):
+        return [str(data_dir / spec.file)]
+    return [str(p) for p in spec.paths.get(split, [])]
+
+
+def check_prepared(spec: CorpusSpec, data_dir: str | os.PathLike | None, read: dict[str, int],
+                   usable: dict[str, int]) -> None:
+    """``read``: pairs read per split; ``usable``: pairs left after tokenizing. Refuse an empty train or val."""
+    for split in ("train", "val"):
+        if usable.get(split, 0) > 0:
+            continue
+        files = " and ".join(split_files(spec, data_dir, split)) or f"the {split} split"
+        if read.get(split, 0) == 0:
+            why = "no sentence pairs at all (the files are empty, or every line was blank or filtered out)"
+        else:
+            why = (f"{read[split]:,} pair(s), but none is left after tokenizing (check the tokenizer settings and "
+                   "that each line has text on both sides)")
+        raise DataError(f"{files}: the {split} split has {why}; nothing to train on. Check the files "
+                        "and the corpus settings.")

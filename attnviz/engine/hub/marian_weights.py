@@ -1,8 +1,11 @@
-"""Loading a MarianMT folder's weights into attnviz's Transformer (kind ``marian``); see ``engine.hub.marian``.
+"""Loading a MarianMT folder's weights into attnviz's Transformer (kind ``marian``): the torch half of the format
+that ``engine.hub.marian`` registers, imported only when a folder is loaded.
 
-Weight names follow Hugging Face's ``MarianMTModel``; every row indexed by a token is reordered from Marian's ids
-into attnviz's (``engine.hub.marian.attnviz_vocab``). Positions are computed, not read: the stored sinusoid tables are
-the same function.
+Weights are read with safetensors, or a ``.bin`` with ``torch.load(weights_only=True)``, which refuses anything but
+tensors: nothing is ever unpickled. float16 and bfloat16 weights load as float32. Weight names follow Hugging
+Face's ``MarianMTModel``; every row indexed by a token is reordered from Marian's ids into attnviz's
+(``engine.hub.marian_files.attnviz_vocab``). Positions are computed, not read: the stored sinusoid tables are the
+same function.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import torch
 from torch import Tensor
 
 from attnviz.engine.errors import CheckpointError
-from attnviz.engine.hub.marian import WEIGHT_FILES, folder_parts, model_config
+from attnviz.engine.hub.marian_files import WEIGHT_FILES, folder_parts, model_config
 from attnviz.engine.models.protocol import load_stored_state, stored_state
 from attnviz.engine.translator import Translator, build_model
 

@@ -6,13 +6,9 @@ self-attention. Its network is the Transformer without encoder and cross-attenti
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from attnviz.engine.config import ModelConfig
 from attnviz.engine.kinds.registry import Layout, ModelKind, register
 from attnviz.engine.kinds.transformer import RECURRENT_SETTINGS, build_transformer, describe_transformer
-
-if TYPE_CHECKING:
-    from attnviz.engine.config import ModelConfig
 
 
 def _layout(cfg: ModelConfig) -> Layout:
@@ -24,7 +20,7 @@ CHAR_LM = register(ModelKind(
     title="decoder-only character language model",
     attention_kinds=("decoder",),
     has_source=False,
-    build=build_transformer,
+    build=lambda cfg: build_transformer(cfg, has_source=False),
     layout=_layout,
     describe=lambda cfg: describe_transformer(cfg, f"{cfg.dec_layers}"),
     unused_settings=RECURRENT_SETTINGS | {"model.enc_layers", "train.bleu_sentences"},

@@ -9,13 +9,9 @@ by ``engine.hub.marian``; ``attnviz convert`` writes one checkpoint file with bo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from attnviz.engine.config import ModelConfig
 from attnviz.engine.kinds.registry import ModelKind, register
 from attnviz.engine.kinds.transformer import RECURRENT_SETTINGS, build_transformer, encoder_decoder_layout
-
-if TYPE_CHECKING:
-    from attnviz.engine.config import ModelConfig
 
 
 def _describe(cfg: ModelConfig) -> str:

@@ -1,25 +1,28 @@
 """The model-kind registry: one ``ModelKind`` entry per kind, holding everything that depends on the kind.
 
 A kind registers itself from its own module in this package (``register(ModelKind(...))`` at import time); the
-package's modules are discovered the first time anyone asks, so adding a kind is adding a module here (plus its
-network in ``engine.models`` when it needs a new one). Code elsewhere asks the registry (``get_kind(name)``,
-``all_kinds()``) and never compares kind names. The registry is torch-free: ``build`` imports the network only
-when it is called, so the model picker and ``attnviz info`` describe checkpoints without loading torch.
+package's modules are discovered the first time anyone asks (an ``engine.plugins.Registry``), so adding a kind is
+adding a module here (plus its network in ``engine.models`` when it needs a new one). Code elsewhere asks the
+registry (``kind_of(cfg)``, ``get_kind(name)``, ``all_kinds()``) and never compares kind names. The registry sits
+above the config: a ``ModelConfig`` checks only its own fields, and every config that comes from outside (a
+checkpoint, a recipe, a form, an imported folder) passes ``check(cfg)``: a registered kind, and that kind's own
+rules; ``check_training`` says which training settings a kind cannot follow. The registry is torch-free: ``build``
+imports the network only when it is called, so the model picker and ``attnviz info`` describe checkpoints without
+loading torch.
 """
 
 from __future__ import annotations
 
-import importlib
-import pkgutil
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from attnviz.engine.config import ModelConfig, TrainConfig
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.plugins import Registry
 
-if TYPE_CHECKING:
-    from attnviz.engine.config import ModelConfig
+if TYPE_CHECKING:  # the network's type only: nothing here imports torch
+    from attnviz.engine.models.protocol import IncrementalModel
 
 Layout = dict[str, tuple[int, int]]  # attention kind -> (layers, heads)
 
@@ -36,7 +39,7 @@ class ModelKind:
     title: str  # what the kind is, in words ("Transformer encoder-decoder")
     attention_kinds: tuple[str, ...]  # of ``engine.events.ATTENTION_KINDS``, in display order
     has_source: bool  # False for a language model, which continues a prefix instead of translating
-    build: Callable[[ModelConfig], Any]  # the network (an ``IncrementalModel``); imports torch when called
+    build: Callable[[ModelConfig], IncrementalModel]  # the network, freshly initialised; imports torch when called
     layout: Callable[[ModelConfig], Layout]  # layers and heads of each attention kind it produces
     describe: Callable[[ModelConfig], str]  # its architecture in one line, for ``attnviz info``
     unused_settings: frozenset[str] = frozenset()  # recipe settings it ignores (the Train tab does not offer them)
@@ -57,57 +60,48 @@ class ModelKind:
         return {kind: (*self.layout(cfg)[kind], *axes[kind]) for kind in self.attention_kinds}
 
 
-_KINDS: dict[str, ModelKind] = {}
-_discovered = False
-
-
-def register(kind: ModelKind) -> ModelKind:
-    """Add ``kind`` (a module of this package calls it at import; a test may call it for a throwaway kind)."""
-    if kind.name in _KINDS and _KINDS[kind.name] is not kind:
-        raise ValueError(f"model kind {kind.name!r} is registered twice")
-    _KINDS[kind.name] = kind
-    return kind
-
-
-def unregister(name: str) -> None:
-    _KINDS.pop(name, None)
-
-
-@contextmanager
-def registered(kind: ModelKind) -> Iterator[ModelKind]:
-    """Register ``kind`` for the duration of a ``with`` block."""
-    register(kind)
-    try:
-        yield kind
-    finally:
-        unregister(kind.name)
-
-
-def _discover() -> None:
-    global _discovered
-    if _discovered:
-        return
-    _discovered = True
-    package = importlib.import_module("attnviz.engine.kinds")
-    for module in pkgutil.iter_modules(package.__path__):
-        if module.name != "registry":
-            importlib.import_module(f"{package.__name__}.{module.name}")
+_KINDS: Registry[ModelKind] = Registry("model kind", "attnviz.engine.kinds", lambda module: module != "registry")
+register, unregister, registered = _KINDS.register, _KINDS.unregister, _KINDS.registered
 
 
 def all_kinds() -> tuple[ModelKind, ...]:
     """Every registered kind, in registration order."""
-    _discover()
-    return tuple(_KINDS.values())
+    return tuple(_KINDS.entries().values())
 
 
 def kind_names() -> tuple[str, ...]:
-    return tuple(k.name for k in all_kinds())
+    return tuple(_KINDS.entries())
 
 
 def get_kind(name: str) -> ModelKind:
     """The kind called ``name``; ConfigError naming the known kinds otherwise."""
-    _discover()
+    kinds = _KINDS.entries()
     try:
-        return _KINDS[name]
+        return kinds[name]
     except (KeyError, TypeError):
-        raise ConfigError(f"unknown model kind {name!r}; this attnviz knows {', '.join(_KINDS)}") from None
+        raise ConfigError(f"unknown model kind {name!r}; this attnviz knows {', '.join(kinds)}") from None
+
+
+def kind_of(cfg: ModelConfig) -> ModelKind:
+    """The registry entry of ``cfg.kind`` (ConfigError naming the known kinds when it is not registered)."""
+    kinds = _KINDS.entries()
+    if cfg.kind not in kinds:
+        raise ConfigError(f"kind must be one of {kind_names()}, not {cfg.kind!r}")
+    return kinds[cfg.kind]
+
+
+def check(cfg: ModelConfig) -> ModelConfig:
+    """``cfg``, once its kind is registered and the kind's own rules hold (raises ``ConfigError`` otherwise)."""
+    kind_of(cfg).validate(cfg)
+    return cfg
+
+
+def check_training(model: ModelConfig, train: TrainConfig) -> None:
+    """Settings that are valid alone but not together (raises ``ConfigError``)."""
+    kind = kind_of(model)
+    if train.teacher_forcing < 1.0 and not kind.teacher_forcing:
+        able = ", ".join(k.name for k in all_kinds() if k.teacher_forcing)
+        raise ConfigError(f"teacher_forcing below 1 needs a model that feeds its own predictions (kind {able}); "
+                          f"a {kind.title} always reads the gold prefix")
+    if train.keep_metric == "bleu" and not kind.has_source:
+        raise ConfigError("keep_metric bleu needs a translation model; a language model keeps val_loss or accuracy")

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.kinds.registry import Layout, ModelKind, register
 
-if TYPE_CHECKING:
-    from attnviz.engine.config import ModelConfig
+if TYPE_CHECKING:  # the network's type only: building it imports torch, describing it does not
+    from attnviz.engine.models.protocol import IncrementalModel
 
 
-def _build(cfg: ModelConfig):
+def _build(cfg: ModelConfig) -> IncrementalModel:
     from attnviz.engine.models.rnn import RNNAttention
 
     return RNNAttention(cfg)

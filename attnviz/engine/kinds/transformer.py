@@ -8,18 +8,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from attnviz.engine.config import DEFAULT_KIND, ModelConfig
 from attnviz.engine.kinds.registry import Layout, ModelKind, register
 
-if TYPE_CHECKING:
-    from attnviz.engine.config import ModelConfig
+if TYPE_CHECKING:  # the network's type only: building it imports torch, describing it does not
+    from attnviz.engine.models.protocol import IncrementalModel
 
 RECURRENT_SETTINGS = frozenset({"model.hidden", "model.score", "train.teacher_forcing"})
 
 
-def build_transformer(cfg: ModelConfig):
+def build_transformer(cfg: ModelConfig, has_source: bool = True) -> IncrementalModel:
+    """The Transformer network; without a source (a language model) it has no encoder and no cross-attention."""
     from attnviz.engine.models.transformer import Transformer
 
-    return Transformer(cfg)
+    return Transformer(cfg, has_source)
 
 
 def describe_transformer(cfg: ModelConfig, layers: str) -> str:
@@ -34,7 +36,7 @@ def encoder_decoder_layout(cfg: ModelConfig) -> Layout:
 
 
 TRANSFORMER = register(ModelKind(
-    name="transformer",
+    name=DEFAULT_KIND,  # the kind of a config that names none
     title="Transformer encoder-decoder",
     attention_kinds=("encoder", "decoder", "cross"),
     has_source=True,

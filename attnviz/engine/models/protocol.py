@@ -3,14 +3,17 @@
 ``SearchModel`` is the contract (``encode`` / ``start`` / ``step`` / ``decode`` / ``project`` and the length
 limits); ``IncrementalModel`` is the convenient base class that writes ``step`` once on top of ``decode`` and
 ``project``. ``Encoded`` and ``Decoded`` are what those calls return. A kind's network subclasses
-``IncrementalModel`` (or satisfies ``SearchModel`` on its own) and registers itself in ``attnviz.engine.kinds``.
-Names: B batch, H heads, L layers, S source length, T target length, D model width.
+``IncrementalModel`` (or satisfies ``SearchModel`` on its own); a kind in ``attnviz.engine.kinds`` builds it and
+passes what the network needs to know beyond the config (whether it reads a source). Search and training take a
+``SearchModel``, not any ``nn.Module``. Names: B batch, H heads, L layers, S source length, T target length, D model
+width.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 import torch
 from torch import Tensor, nn
@@ -45,12 +48,25 @@ class IncrementalModel(nn.Module):
 
     A subclass provides ``encode(src, need_weights)``, ``start(encoded) -> cache``, ``decode(tgt, encoded,
     need_weights, cache)`` returning ``Decoded`` and ``project(hidden)``; ``step`` and the length limits are
-    written once here.
+    written once here. ``has_source`` is False for a language model (its kind says so when it builds it).
     """
 
     cfg: ModelConfig
+    has_source: bool = True
 
-    def step(self, tokens: Tensor, cache, need_weights: bool):
+    def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
+        raise NotImplementedError
+
+    def start(self, enc: Any) -> Any:
+        raise NotImplementedError
+
+    def decode(self, tgt: Tensor, enc: Any, need_weights: bool = False, cache: Any = None) -> Decoded:
+        raise NotImplementedError
+
+    def project(self, hidden: Tensor) -> Tensor:
+        raise NotImplementedError
+
+    def step(self, tokens: Tensor, cache: Any, need_weights: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """Feed one token per sentence ([B]); return logits [B, V] and this step's attention rows.
 
         The rows are [B, L, H, t] (decoder self) and [B, L, H, S] (cross); None without ``need_weights`` or when
@@ -60,10 +76,11 @@ class IncrementalModel(nn.Module):
         logits = self.project(out.hidden[:, -1])
         if not need_weights:
             return logits, None, None
-        return (logits, *out.last_rows())
+        self_rows, cross_rows = out.last_rows()
+        return logits, self_rows, cross_rows
 
-    def attention_modules(self) -> dict[str, list[nn.Module]]:
-        """Each attention kind's modules, one per layer, each a ``head_mask.HeadGated`` whose forward pass applies
+    def attention_modules(self) -> Mapping[str, Sequence[nn.Module]]:
+        """Each attention kind's modules, one per layer, each a ``head_gate.HeadGated`` whose forward pass applies
         its ``head_gate``; a kind that cannot switch heads off leaves this empty."""
         return {}
 
@@ -73,9 +90,7 @@ class IncrementalModel(nn.Module):
 
     @property
     def max_source_len(self) -> int:
-        return self.cfg.max_positions if self.cfg.has_source else 0
-
-
+        return self.cfg.max_positions if self.has_source else 0
 
 
 def count_parameters(model: nn.Module) -> int:
@@ -84,12 +99,14 @@ def count_parameters(model: nn.Module) -> int:
 
 @runtime_checkable
 class SearchModel(Protocol):
-    """What ``engine.search.greedy`` and ``engine.training.loop`` call on a model (an ``nn.Module``).
+    """What search (``engine.search``), training (``engine.training``) and analysis call on a model (an
+    ``nn.Module``: ``parameters`` says where it lives).
 
     A cache is any object with ``select(index)`` (reorder or subset the batch, for beam search) and ``length``.
     """
 
     cfg: ModelConfig
+    has_source: bool  # False for a language model, whose ``encode`` returns an empty source
 
     def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
         """``src`` [B, S] ids -> memory and, if asked, encoder self-attention (empty for a language model)."""
@@ -106,8 +123,17 @@ class SearchModel(Protocol):
     def project(self, hidden: Tensor) -> Tensor:
         """Hidden states [B, T, D] -> logits [B, T, V]."""
 
-    def attention_modules(self) -> dict[str, list[nn.Module]]:
-        """Attention kind -> its modules per layer, each with a ``head_gate`` (see ``engine.search.head_mask``)."""
+    def attention_modules(self) -> Mapping[str, Sequence[nn.Module]]:
+        """Attention kind -> its modules per layer, each with a ``head_gate`` (see ``engine.models.head_gate``)."""
+
+    def parameters(self, recurse: bool = True) -> Iterator[nn.Parameter]:
+        """The weights (``nn.Module.parameters``): where the model lives and what training updates."""
+
+    def eval(self) -> Self:
+        """Inference mode (``nn.Module.eval``): no dropout."""
+
+    def train(self, mode: bool = True) -> Self:
+        """Training mode (``nn.Module.train``)."""
 
     def __call__(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
         """Training: logits [B, T, V] for the target inputs ``tgt_in``."""
@@ -117,8 +143,6 @@ class SearchModel(Protocol):
 
     @property
     def max_source_len(self) -> int: ...
-
-
 
 
 def tied_keys(model: nn.Module) -> set[str]:

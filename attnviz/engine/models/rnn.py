@@ -19,8 +19,8 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnviz.engine.config import ModelConfig
+from attnviz.engine.models.head_gate import HeadGated
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
-from attnviz.engine.search.head_mask import HeadGated
 from attnviz.engine.text.vocab import PAD_ID
 
 State = tuple[Tensor, Tensor]  # LSTM (h, c), each [layers, B, Hd]
@@ -116,13 +116,18 @@ class RNNAttention(IncrementalModel):
         return RNNEncoded(memory, mask, [], state)
 
     def start(self, enc: RNNEncoded) -> RNNCache:
+        if enc.state is None:
+            raise ValueError("an LSTM decoder starts from the encoder's final states, which this encoding lacks")
         return RNNCache(enc.memory, self.attention.keys(enc.memory), enc.mask, enc.state)
 
     def decode(self, tgt: Tensor, enc: RNNEncoded | None, need_weights: bool = False,
                cache: RNNCache | None = None) -> Decoded:
         """Decode ``tgt`` [B, T] from the encoder's state (no cache) or after the cached steps (which it extends)."""
         keep = cache is not None
-        cache = cache or self.start(enc)
+        if cache is None:
+            if enc is None:
+                raise ValueError("decoding without a cache needs the encoded source")
+            cache = self.start(enc)
         h, state = self.decoder(self.drop(self.tgt_embed(tgt)), cache.state)  # [B, T, Hd]
         hidden, weights = self.attention(h, cache.keys, cache.memory, cache.mask)
         if keep:

@@ -1,7 +1,7 @@
 """The Transformer, written out so that every attention returns its per-head weights.
 
-One network serves two registered kinds: the encoder-decoder translation model and, when its config reads no
-source (``ModelConfig.has_source`` False), the decoder-only language model (reference D), whose ``encode`` returns
+One network serves the registered Transformer kinds: the encoder-decoder translation model and, built with
+``has_source`` False (the kind says so), the decoder-only language model (reference D), whose ``encode`` returns
 an empty source so search drives both the same way. It implements ``models.protocol.IncrementalModel``:
 ``encode`` / ``decode`` / ``project`` for training and full recomputation, and the incremental protocol search
 uses: ``start`` builds a ``DecoderCache`` (cross-attention keys and values computed once) and ``step`` feeds one
@@ -12,7 +12,9 @@ length, T target length, D model width.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 import torch.nn.functional as F
@@ -20,8 +22,8 @@ from torch import Tensor, nn
 
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.models.head_gate import HeadGated
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
-from attnviz.engine.search.head_mask import HeadGated
 from attnviz.engine.text.vocab import PAD_ID
 
 
@@ -70,7 +72,8 @@ class MultiHeadAttention(HeadGated, nn.Module):
         return self.out_proj(out.transpose(1, 2).reshape(b, t, -1)), weights  # [B, H, T, dh] -> [B, T, D]
 
 
-ACTIVATIONS = {"relu": nn.ReLU, "gelu": nn.GELU, "gelu_new": lambda: nn.GELU(approximate="tanh"), "swish": nn.SiLU}
+ACTIVATIONS: dict[str, Callable[[], nn.Module]] = {"relu": nn.ReLU, "gelu": nn.GELU, "swish": nn.SiLU,
+                                                   "gelu_new": lambda: nn.GELU(approximate="tanh")}
 
 
 class FeedForward(nn.Sequential):
@@ -136,16 +139,16 @@ class DecoderCache:
 
 
 class DecoderLayer(nn.Module):
-    def __init__(self, cfg: ModelConfig):
+    def __init__(self, cfg: ModelConfig, has_source: bool):
         super().__init__()
         pre = cfg.norm == "pre"
         # Creation order fixes the parameter order, which a training-state file's optimizer slots follow.
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.dropout)
-        if cfg.has_source:
+        if has_source:
             self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.heads, cfg.dropout)
         self.ff = FeedForward(cfg.d_model, cfg.ff_dim, cfg.dropout, cfg.activation)
         self.res_self = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
-        if cfg.has_source:
+        if has_source:
             self.res_cross = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
         self.res_ff = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
 
@@ -174,16 +177,18 @@ class Embedding(nn.Module):
     """Token embedding (scaled by sqrt(D) unless the config says not) plus a learned or sinusoidal position, then
     dropout."""
 
+    table: Tensor  # [max_positions, D] sinusoidal positions: a buffer, computed, never stored
+
     def __init__(self, vocab_size: int, cfg: ModelConfig):
         super().__init__()
         self.tokens = nn.Embedding(vocab_size, cfg.d_model)
         self.scale = math.sqrt(cfg.d_model) if cfg.scale_embedding else 1.0
         self.drop = nn.Dropout(cfg.dropout)
         self.max_positions = cfg.max_positions
+        self.positions: nn.Embedding | None = None  # a sinusoidal table is a buffer instead
         if cfg.positions == "learned":
             self.positions = nn.Embedding(cfg.max_positions, cfg.d_model)
         else:
-            self.positions = None
             table = sinusoid_table(cfg.max_positions, cfg.d_model, halves=cfg.positions == "sinusoidal-halves")
             self.register_buffer("table", table, persistent=False)
 
@@ -213,17 +218,19 @@ def sinusoid_table(n: int, d: int, halves: bool = False) -> Tensor:
 
 
 class Transformer(IncrementalModel):
-    def __init__(self, cfg: ModelConfig):
+    """``has_source`` False: a decoder-only language model (no encoder, no cross-attention)."""
+
+    def __init__(self, cfg: ModelConfig, has_source: bool = True):
         super().__init__()
-        self.cfg = cfg
-        if cfg.has_source:
+        self.cfg, self.has_source = cfg, has_source
+        if has_source:
             self.src_embed = Embedding(cfg.src_vocab_size, cfg)
         self.tgt_embed = Embedding(cfg.tgt_vocab_size, cfg)
-        if cfg.has_source:
+        if has_source:
             self.encoder = nn.ModuleList(EncoderLayer(cfg) for _ in range(cfg.enc_layers))
-        self.decoder = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
+        self.decoder = nn.ModuleList(DecoderLayer(cfg, has_source) for _ in range(cfg.dec_layers))
         pre = cfg.norm == "pre"
-        self.enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if pre and cfg.has_source else nn.Identity()
+        self.enc_norm = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if pre and has_source else nn.Identity()
         self.dec_norm = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if pre else nn.Identity()
         self.out_proj = nn.Linear(cfg.d_model, cfg.tgt_vocab_size)
         for p in self.parameters():
@@ -233,7 +240,7 @@ class Transformer(IncrementalModel):
             for embed in (getattr(self, "src_embed", None), self.tgt_embed):
                 if embed is not None:
                     nn.init.normal_(embed.tokens.weight, 0.0, cfg.d_model ** -0.5)
-        if cfg.share_embeddings and cfg.has_source:  # first, so a tied output follows the shared table
+        if cfg.share_embeddings and has_source:  # first, so a tied output follows the shared table
             self.tgt_embed.tokens.weight = self.src_embed.tokens.weight
         if cfg.tie_output:
             self.out_proj.weight = self.tgt_embed.tokens.weight
@@ -244,7 +251,7 @@ class Transformer(IncrementalModel):
         A decoder-only model reads no source: its memory is empty ([B, 0, D]) whatever ``src`` holds.
         """
         mask = (src != PAD_ID)[:, None, None, :]  # [B, 1, 1, S]
-        if not self.cfg.has_source:
+        if not self.has_source:
             return Encoded(src.new_zeros(src.size(0), 0, self.cfg.d_model, dtype=torch.float), mask[..., :0])
         x, weights = self.src_embed(src), []
         for layer in self.encoder:
@@ -252,10 +259,16 @@ class Transformer(IncrementalModel):
             weights.append(w)
         return Encoded(self.enc_norm(x), mask, weights if need_weights else [])
 
+    def decoder_layers(self) -> list[DecoderLayer]:
+        return cast("list[DecoderLayer]", list(self.decoder))  # nn.ModuleList's items are typed as any Module
+
+    def encoder_layers(self) -> list[EncoderLayer]:
+        return cast("list[EncoderLayer]", list(self.encoder)) if self.has_source else []
+
     def start(self, enc: Encoded) -> DecoderCache:
-        if not self.cfg.has_source:
+        if not self.has_source:
             return DecoderCache(enc.mask, [LayerCache(None, None) for _ in self.decoder])
-        layers = [LayerCache(*layer.cross_attn.keys_values(enc.memory)) for layer in self.decoder]
+        layers = [LayerCache(*layer.cross_attn.keys_values(enc.memory)) for layer in self.decoder_layers()]
         return DecoderCache(enc.mask, layers)
 
     def decode(self, tgt: Tensor, enc: Encoded | None, need_weights: bool = False,
@@ -264,7 +277,10 @@ class Transformer(IncrementalModel):
         offset = cache.length if cache is not None else 0
         t_new = tgt.size(1)
         keep = cache is not None
-        cache = cache or self.start(enc)
+        if cache is None:
+            if enc is None:
+                raise ValueError("decoding without a cache needs the encoded source")
+            cache = self.start(enc)
         causal = None
         if t_new > 1:  # a single new query may see every earlier key
             causal = torch.ones(t_new, offset + t_new, dtype=torch.bool, device=tgt.device).tril(offset)  # [T, t]
@@ -283,10 +299,10 @@ class Transformer(IncrementalModel):
 
     def attention_modules(self) -> dict[str, list[MultiHeadAttention]]:
         """Each attention kind's modules, one per layer (where ``engine.search.head_mask`` switches heads off)."""
-        modules = {"decoder": [layer.self_attn for layer in self.decoder]}
-        if self.cfg.has_source:
-            modules |= {"encoder": [layer.self_attn for layer in self.encoder],
-                        "cross": [layer.cross_attn for layer in self.decoder]}
+        modules = {"decoder": [layer.self_attn for layer in self.decoder_layers()]}
+        if self.has_source:
+            modules |= {"encoder": [layer.self_attn for layer in self.encoder_layers()],
+                        "cross": [layer.cross_attn for layer in self.decoder_layers()]}
         return modules
 
     def forward(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:

@@ -9,7 +9,7 @@ search stops when it holds ``beam`` finished hypotheses and none alive ranks hig
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import numpy as np
@@ -18,6 +18,7 @@ from torch import Tensor
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import BeamDone, BeamNode, BeamStep, DecodeStep, EncoderPass
+from attnviz.engine.models.protocol import SearchModel
 from attnviz.engine.search.greedy import DecodeInput, allowed_logits, device_of, step_limit
 from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID, Vocab
@@ -70,7 +71,7 @@ def _candidates(scores: Tensor, logp: Tensor, width: int) -> list[Candidate]:
 
 
 @torch.inference_mode()
-def beam_batch(model, src: Tensor, decode: DecodeConfig) -> list[list[int]]:
+def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig) -> list[list[int]]:
     """Beam search (width ``decode.beam``) for a padded batch [B, S]; each sentence's best ids without ``<eos>``.
 
     Runs all B x beam hypotheses as one batch with the cache; a dead slot repeats a live row at score -inf.
@@ -83,7 +84,7 @@ def beam_batch(model, src: Tensor, decode: DecodeConfig) -> list[list[int]]:
         scores = torch.full((b, beam), NEG_INF)
         scores[:, 0] = 0.0  # all beams start identical: keep one alive at first
         tokens = torch.full((b * beam,), SOS_ID, dtype=torch.long, device=device)
-        history = [[] for _ in range(b * beam)]
+        history: list[list[int]] = [[] for _ in range(b * beam)]
         finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
         steps = step_limit(model, decode.max_len)
         for t in range(steps):
@@ -132,7 +133,7 @@ def _expansions(logp: Tensor, self_rows, cross_rows, vocab: Vocab, k: int) -> li
 
 
 @torch.inference_mode()
-def beam_steps(model, source: DecodeInput, tgt_vocab: Vocab,
+def beam_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab,
                decode: DecodeConfig) -> Iterator[EncoderPass | BeamStep | BeamDone]:
     """Beam search of one input as events: an ``EncoderPass``, a ``BeamStep`` per step (every candidate with its
     status and attention rows) and a ``BeamDone`` ranking the finished hypotheses.
@@ -147,9 +148,9 @@ def beam_steps(model, source: DecodeInput, tgt_vocab: Vocab,
         cache = model.start(enc)
     yield EncoderPass(tuple(source.src_tokens), torch.stack(enc.attention, 1)[0].cpu().numpy().copy()
                       if enc.attention else None, tuple(source.warnings))
-    live: list[BeamNode | None] = [None]  # the hypotheses the cache rows hold; None: the root
+    live: Sequence[BeamNode | None] = [None]  # the hypotheses the cache rows hold; None: the root
     scores, tokens = torch.zeros(1), torch.tensor([SOS_ID], device=device)
-    finished: list[BeamNode] = []
+    finished: list[tuple[float, BeamNode]] = []  # (normalised score, hypothesis)
     steps, next_id = step_limit(model, decode.max_len), 0
     for t in range(steps):
         with gates():
@@ -175,12 +176,12 @@ def beam_steps(model, source: DecodeInput, tgt_vocab: Vocab,
                                       normalised))
                 next_id += 1
         yield BeamStep(t, tuple(nodes))
-        finished += [n for n in nodes if n.status == "finished"]
+        finished += [(n.normalised, n) for n in nodes if n.status == "finished" and n.normalised is not None]
         kept = [n for n in nodes if n.status == "alive"]
         best_alive = max((n.score for n in kept), default=NEG_INF) / length_penalty(t + 1, decode.length_penalty)
-        if settled([n.normalised for n in finished], best_alive, beam):
+        if settled([score for score, _ in finished], best_alive, beam):
             break
         rows = torch.tensor([c.origin for c in split.kept], device=device)
         live, scores = kept, torch.tensor([c.score for c in split.kept])
         tokens, cache = torch.tensor([c.token for c in split.kept], device=device), cache.select(rows)
-    yield BeamDone(tuple(n.id for n in sorted(finished, key=lambda n: -n.normalised)))
+    yield BeamDone(tuple(n.id for _, n in sorted(finished, key=lambda f: -f[0])))

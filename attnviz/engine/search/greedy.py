@@ -19,6 +19,7 @@ from torch import Tensor
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import DecodeStep, EncoderPass
+from attnviz.engine.models.protocol import Encoded, SearchModel
 from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
 
@@ -32,21 +33,23 @@ class DecodeInput(NamedTuple):
     warnings: Sequence[str] = ()  # about the input (tokens dropped, unknown words)
 
 
-def device_of(model) -> torch.device:
+def device_of(model: SearchModel) -> torch.device:
     return next(model.parameters()).device
 
 
-def step_limit(model, max_len: int) -> int:
+def step_limit(model: SearchModel, max_len: int) -> int:
     """Output tokens a search may produce: ``max_len``, capped by the model's target position table."""
-    return max(1, min(max_len, getattr(model, "max_target_len", max_len)))
+    return max(1, min(max_len, model.max_target_len))
 
 
-def _recomputed_step(model, prefix: list[int], enc, need_weights: bool):
+def _recomputed_step(model: SearchModel, prefix: list[int], enc: Encoded,
+                     need_weights: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
     out = model.decode(torch.tensor([prefix], device=device_of(model)), enc, need_weights)
     logits = model.project(out.hidden[:, -1])
     if not need_weights:
         return logits, None, None
-    return (logits, *out.last_rows())
+    self_rows, cross_rows = out.last_rows()
+    return logits, self_rows, cross_rows
 
 
 def allowed_logits(logits: Tensor) -> Tensor:
@@ -69,7 +72,8 @@ def _choose(logp: Tensor, temperature: float, generator: torch.Generator | None)
 
 
 @torch.inference_mode()
-def decode_steps(model, source: DecodeInput, tgt_vocab: Vocab, decode: DecodeConfig, recompute: bool = False,
+def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, decode: DecodeConfig,
+                 recompute: bool = False,
                  generator: torch.Generator | None = None) -> Iterator[EncoderPass | DecodeStep]:
     """Decode one input, yielding an ``EncoderPass`` and then one ``DecodeStep`` per token.
 
@@ -123,7 +127,7 @@ def pad_batch(sequences: Sequence[Sequence[int]]) -> Tensor:
 
 
 @torch.inference_mode()
-def greedy_batch(model, src: Tensor, max_len: int = 50) -> list[list[int]]:
+def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50) -> list[list[int]]:
     """Greedy search for a padded batch [B, S]; returns each sentence's ids up to (without) ``<eos>``.
 
     Finished sentences leave the batch, so a long straggler does not keep the rest computing.

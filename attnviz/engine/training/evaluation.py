@@ -32,7 +32,7 @@ def evaluate_pairs(translator: Translator, pairs: Sequence[Pair], decode: Decode
     report: dict[str, Any] = {"source": source, "sentences": len(pairs), "seconds": round(seconds, 2),
                               "decode": f"beam {decode.beam}" if decode.beam > 1 else "greedy"}
     if decode.heads_off:  # say which heads were off, in the text --mask-heads reads back
-        report["heads_off"] = format_heads(decode.heads_off, translator.config.model_kind.layout(translator.config))
+        report["heads_off"] = format_heads(decode.heads_off, translator.kind.layout(translator.config))
         report["rescale_heads"] = decode.rescale_heads
     report["bleu_tok"], report["bleu_tok_signature"] = bleu_tok(hyps, refs_tok)
     report["sacrebleu"], report["sacrebleu_signature"] = sacrebleu_detok(hyp_text, refs_raw)
@@ -50,7 +50,8 @@ def _language_model_report(translator: Translator, texts: Sequence[str], source:
     """Loss (nats per token, the closing ``<eos>`` included), PPL and next-token accuracy over ``texts``."""
     start = time.perf_counter()
     limit = translator.config.max_positions - 2
-    encoded = [([], translator.tgt_vocab.encode(translator.tgt_spec.tokenize(t)[:limit], True)) for t in texts]
+    encoded: list[tuple[list[int], list[int]]] = [
+        ([], translator.tgt_vocab.encode(translator.tgt_spec.tokenize(t)[:limit], True)) for t in texts]
     stats = teacher_forced_stats(translator.model, eval_batches(encoded), device_of(translator.model))
     return {"source": source, "sentences": len(texts), "seconds": round(time.perf_counter() - start, 2),
             "decode": "teacher forced", "loss": stats.loss, "ppl": stats.ppl, "accuracy": stats.accuracy,

@@ -25,7 +25,7 @@ import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from attnviz.engine.checkpoints.store import load_tensors
-from attnviz.engine.config import DecodeConfig, TrainConfig, check_training
+from attnviz.engine.config import DecodeConfig, TrainConfig
 from attnviz.engine.corpus.batching import batch_tensors, eval_batches, make_batches
 from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.events import (
@@ -40,6 +40,7 @@ from attnviz.engine.events import (
     TrainStep,
     TrainStopped,
 )
+from attnviz.engine.kinds import check_training
 from attnviz.engine.metrics import bleu_tok, smoothed_loss, teacher_forced_stats
 from attnviz.engine.models.protocol import count_parameters, load_stored_state
 from attnviz.engine.records import EvalRecord
@@ -53,7 +54,7 @@ from attnviz.engine.training.resume_point import SaveError, remove_stale_temps, 
 from attnviz.engine.training.runs import RunPaths, run_checkpoint
 from attnviz.engine.training.schedule import learning_rate
 from attnviz.engine.training.state import load_state, param_names, save_state
-from attnviz.engine.translator import Translator, build_model, load_translator
+from attnviz.engine.translator import Translator, build_model, load_checkpoint
 
 Work = TypeVar("Work")  # what rank 0's work yields
 
@@ -112,7 +113,7 @@ class _Trainer:
         if repaired:
             self.notes.append(repaired)
         self.dist.agree(False)  # the other ranks read .last once rank 0 has repaired it
-        last = load_translator(self.paths.last)
+        last = load_checkpoint(self.paths.last)
         self.model = last.model.to(self.device)
         self.data = prepare(self.recipe, data_dir, (last.src_vocab, last.tgt_vocab), last.config.max_positions,
                             (last.src_spec, last.tgt_spec))

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attnviz.engine.corpus.checks import check_prepared
-from attnviz.engine.corpus.reader import Pair, load_splits, resolve_data_dir
+from attnviz.engine.corpus.reader import Pair, check_prepared, load_splits, resolve_data_dir
 from attnviz.engine.text.tokenize import TokenizerSpec
 from attnviz.engine.text.vocab import SPECIALS, Vocab
 from attnviz.engine.training.presets import Recipe

@@ -12,9 +12,10 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from attnviz.engine.config import DecodeConfig, ModelConfig, TrainConfig, check_training
+from attnviz.engine.config import DecodeConfig, ModelConfig, TrainConfig
 from attnviz.engine.corpus.reader import CorpusSpec
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.kinds import check, check_training, kind_of
 from attnviz.engine.kinds.char_lm import CHAR_LM
 from attnviz.engine.kinds.rnn_attention import RNN_ATTENTION
 from attnviz.engine.text.tokenize import TokenizerSpec
@@ -34,12 +35,13 @@ class Recipe:
     probe: str = ""  # the sentence whose attention is recorded at every evaluation
 
     def model_config(self, src_vocab_size: int, tgt_vocab_size: int) -> ModelConfig:
-        return ModelConfig(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, **self.model)
+        """The recipe's model for vocabularies of these sizes, checked by its kind (``ConfigError`` otherwise)."""
+        return check(ModelConfig(src_vocab_size=src_vocab_size, tgt_vocab_size=tgt_vocab_size, **self.model))
 
     @property
     def has_source(self) -> bool:
         """False when the recipe trains a language model (no source side)."""
-        return self.model_config(10, 10).has_source
+        return kind_of(self.model_config(10, 10)).has_source
 
     def to_dict(self) -> dict[str, Any]:
         data = dataclasses.asdict(self)
@@ -121,9 +123,11 @@ _REF_B_TRAIN = TrainConfig(epochs=40, batch_size=256, lr=1.0, schedule="noam", w
 def _tatoeba(name: str, src: str, description: str, prefixes: bool) -> Recipe:
     corpus = CorpusSpec("tatoeba", src, "en", file={"fr": "eng-fra.txt", "de": "deu.txt"}[src],
                         eng_prefixes=prefixes, max_words=10)
-    norm = dict(mode="whitespace", normalize="tatoeba")
-    return Recipe(name=name, description=description, corpus=corpus, src_tokenizer=TokenizerSpec(src, **norm),
-                  tgt_tokenizer=TokenizerSpec("en", **norm), min_freq=1, model=dict(_REF_B_MODEL),
+    def words(lang: str) -> TokenizerSpec:  # reference B's tokenizer: whitespace after its normalisation
+        return TokenizerSpec(lang, mode="whitespace", normalize="tatoeba")
+
+    return Recipe(name=name, description=description, corpus=corpus, src_tokenizer=words(src),
+                  tgt_tokenizer=words("en"), min_freq=1, model=dict(_REF_B_MODEL),
                   train=_REF_B_TRAIN if prefixes else _REF_B_TRAIN.replace(epochs=20),
                   probe={"fr": "Je pars en vacances pour quelques jours.", "de": "Ich bin sehr müde."}[src])
 

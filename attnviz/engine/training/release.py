@@ -14,8 +14,8 @@ from pathlib import Path
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import AttnvizError, ConfigError
+from attnviz.engine.loading import load_translator
 from attnviz.engine.training.evaluation import evaluate_split
-from attnviz.engine.translator import load_translator
 
 HALF_TOLERANCE = {"bleu_tok": 0.1, "loss": 0.001}  # what float16 storage may cost: BLEU points, or a language
 # model's validation loss in nats per token

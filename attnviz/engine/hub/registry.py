@@ -1,0 +1,80 @@
+"""The folder-format registry: one ``FolderFormat`` entry per kind of imported model folder (MarianMT today).
+
+A format registers itself from its own module in this package (``register(FolderFormat(...))`` at import time); the
+package's modules are discovered the first time anyone asks (an ``engine.plugins.Registry``, as the model kinds
+are), so adding a format is adding a module here, plus its torch half in a ``<name>_weights`` module, which
+discovery never imports. Code elsewhere (``engine.loading``, ``attnviz info`` and ``convert``, the app's open
+dialog) asks the registry (``format_of(folder)``, ``all_formats()``) and never names a format. The registry and the
+formats' own modules are torch-free: a format's ``load`` imports its weights module only when it is called, so
+describing a folder (its ``ModelCard``) needs no torch, as describing a checkpoint does not.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from attnviz.engine.checkpoints.card import ModelCard
+from attnviz.engine.errors import CheckpointError
+from attnviz.engine.plugins import Registry
+
+if TYPE_CHECKING:  # what a format loads; importing it would import torch
+    from attnviz.engine.translator import Translator
+
+WEIGHTS_SUFFIX = "_weights"  # a format's torch half: imported by its ``load``, never by discovery
+
+
+def _unknown(folder: Path) -> str | None:
+    """A format that cannot say what a folder it does not read holds."""
+    return None
+
+
+@dataclass(frozen=True)
+class FolderFormat:
+    """Everything loading, ``attnviz info``/``convert`` and the app need to know about one folder format."""
+
+    name: str  # how the registry knows it
+    title: str  # what it is, in words, for menus and messages ("MarianMT folder (Hugging Face)")
+    recognises: Callable[[Path], bool]  # whether a folder is laid out this way (cheap: names, a config's type)
+    describe: Callable[[Path], ModelCard]  # a recognised folder's card, without torch (CheckpointError if broken)
+    load: Callable[[Path], Translator]  # a recognised folder as a ready Translator; imports torch when called
+    # what a folder it does not recognise holds, when its family can tell ("holds a 'bert' model (config.json
+    # model_type)"): the error for a folder no format reads then says what the folder is
+    identify: Callable[[Path], str | None] = _unknown
+
+
+_FORMATS: Registry[FolderFormat] = Registry(
+    "folder format", "attnviz.engine.hub", lambda module: module != "registry" and not module.endswith(WEIGHTS_SUFFIX))
+register, unregister, registered = _FORMATS.register, _FORMATS.unregister, _FORMATS.registered
+
+
+def all_formats() -> tuple[FolderFormat, ...]:
+    """Every registered format, in registration order."""
+    return tuple(_FORMATS.entries().values())
+
+
+def find_format(folder: str | os.PathLike[str]) -> FolderFormat | None:
+    """The registered format that recognises ``folder``, or None (also for anything that is not a folder)."""
+    path = Path(folder)
+    if not path.is_dir():
+        return None
+    return next((f for f in all_formats() if f.recognises(path)), None)
+
+
+def format_of(folder: str | os.PathLike[str]) -> FolderFormat:
+    """The format that recognises ``folder``; CheckpointError saying what the folder holds, when a format can tell,
+    and naming the formats this attnviz reads otherwise."""
+    found = find_format(folder)
+    if found is not None:
+        return found
+    path = Path(folder)
+    known = "; ".join(f.title for f in all_formats()) or "none"
+    what = next((hint for f in all_formats() if (hint := f.identify(path))), None)
+    if what:
+        raise CheckpointError(f"{path} {what}, which attnviz cannot open. It opens its own .safetensors checkpoints "
+                              f"and these model folders: {known}.")
+    raise CheckpointError(f"{path} is a folder; choose a .safetensors checkpoint file inside it, or a model folder "
+                          f"attnviz imports ({known}).")
