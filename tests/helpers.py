@@ -8,8 +8,8 @@ import random
 import torch
 
 from attnviz.engine.config import ModelConfig
+from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.kinds import check, get_kind
-from attnviz.engine.search.greedy import pad_batch
 from attnviz.engine.text.tokenize import TokenizerSpec
 from attnviz.engine.text.vocab import PAD_ID, Vocab
 from attnviz.engine.translator import Translator, build_model

@@ -21,12 +21,13 @@ from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata
 from attnviz.engine.checkpoints.header import TOKENIZER_PREFIX
 from attnviz.engine.checkpoints.store import check_against_index, check_finite, load_tensors, save_tensors
 from attnviz.engine.config import DecodeConfig, ModelConfig
+from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, Translation, assemble
 from attnviz.engine.kinds import ModelKind, check, kind_of
 from attnviz.engine.models.protocol import IncrementalModel, count_parameters, load_stored_state, stored_state
 from attnviz.engine.search.beam import beam_batch, beam_steps
-from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch, pad_batch
+from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch
 from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.text.tokenize import LANGUAGE_NAMES, TokenizerSpec
 from attnviz.engine.text.vocab import EOS, SOS, Vocab

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from attnviz.engine.config import DecodeConfig
+from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass
 from attnviz.engine.kinds import all_kinds
 from attnviz.engine.search.beam import Candidate, beam_batch, prune
-from attnviz.engine.search.greedy import pad_batch
 from attnviz.engine.search.tree import ROOT, SearchTree
 from attnviz.engine.text.vocab import EOS_ID
 from tests.helpers import make_toy_lm, make_toy_translator, train_toy

@@ -5,12 +5,12 @@ import pytest
 import torch
 
 from attnviz.engine.config import DecodeConfig, ModelConfig, TrainConfig
+from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.kinds import check, check_training, kind_of
 from attnviz.engine.loading import load_translator
 from attnviz.engine.models.protocol import count_parameters
-from attnviz.engine.search.greedy import pad_batch
 from attnviz.engine.training.schedule import learning_rate
 from attnviz.engine.translator import build_model
 from tests.helpers import make_toy_lm, train_toy_lm

@@ -13,12 +13,12 @@ from torch import Tensor, nn
 
 from attnviz.cli.main import main
 from attnviz.engine.config import DecodeConfig, ModelConfig
+from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.kinds import ModelKind, all_kinds, check, get_kind, kind_of, registered
 from attnviz.engine.loading import load_translator, read_card
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel, SearchModel
-from attnviz.engine.search.greedy import pad_batch
 from attnviz.engine.text.tokenize import TokenizerSpec
 from attnviz.engine.text.vocab import PAD_ID, Vocab
 from attnviz.engine.translator import Translator, build_model

@@ -2,11 +2,11 @@ import pytest
 import torch
 
 from attnviz.engine.config import ModelConfig
+from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.kinds import check
 from attnviz.engine.models.protocol import count_parameters
 from attnviz.engine.models.transformer import Transformer
-from attnviz.engine.search.greedy import pad_batch
 from attnviz.engine.text.vocab import PAD_ID
 
 

@@ -5,13 +5,13 @@ import pytest
 import torch
 
 from attnviz.engine.config import DecodeConfig, ModelConfig, TrainConfig
+from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.kinds import check, check_training, kind_of
 from attnviz.engine.loading import load_translator
 from attnviz.engine.models.protocol import count_parameters
 from attnviz.engine.models.rnn import RNNAttention
-from attnviz.engine.search.greedy import pad_batch
 from attnviz.engine.training.presets import get_preset
 from attnviz.engine.translator import build_model
 from tests.helpers import make_toy_translator, train_toy

@@ -9,10 +9,17 @@ from __future__ import annotations
 import random
 from collections.abc import Sequence
 
+import torch
 from torch import Tensor
 
 from attnviz.engine.config import TrainConfig
-from attnviz.engine.search.greedy import pad_batch
+from attnviz.engine.text.vocab import PAD_ID
+
+
+def pad_batch(sequences: Sequence[Sequence[int]]) -> Tensor:
+    """Right-pad id lists with PAD_ID into a [B, S] tensor."""
+    width = max(len(s) for s in sequences)
+    return torch.tensor([list(s) + [PAD_ID] * (width - len(s)) for s in sequences], dtype=torch.long)
 
 
 def make_batches(lengths: Sequence[tuple[int, int]], cfg: TrainConfig, seed: int, shuffle: bool = True

@@ -120,12 +120,6 @@ def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, deco
         prefix.append(token_id)
 
 
-def pad_batch(sequences: Sequence[Sequence[int]]) -> Tensor:
-    """Right-pad id lists with PAD_ID into a [B, S] tensor."""
-    width = max(len(s) for s in sequences)
-    return torch.tensor([list(s) + [PAD_ID] * (width - len(s)) for s in sequences], dtype=torch.long)
-
-
 @torch.inference_mode()
 def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50) -> list[list[int]]:
     """Greedy search for a padded batch [B, S]; returns each sentence's ids up to (without) ``<eos>``.
