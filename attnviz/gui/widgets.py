@@ -1,12 +1,14 @@
-"""Small helpers shared by the tabs."""
+"""Small helpers shared by the tabs: naming a widget, scrolling one, and reading a typed setting back."""
 
 from __future__ import annotations
 
 from typing import TypeVar
 
+from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
 
 W = TypeVar("W", bound=QWidget)
+V = TypeVar("V", bool, int, float, str)
 
 
 def named(widget: W, name: str, accessible: str, tip: str = "") -> W:
@@ -26,3 +28,9 @@ def scrolled(widget: QWidget, name: str = "") -> QScrollArea:
     area.setFrameShape(QFrame.Shape.NoFrame)
     area.setWidget(widget)
     return area
+
+
+def stored(settings: QSettings, key: str, default: V) -> V:
+    """The setting ``key`` as the type of ``default`` (``default`` when it is missing or does not convert)."""
+    value = settings.value(key, default, type=type(default))
+    return value if isinstance(value, type(default)) else default

@@ -37,7 +37,7 @@ from attnviz.engine.analysis.names import PROXY, STATS, THRESHOLDS
 from attnviz.gui.analysis.importance import ImportancePanel
 from attnviz.gui.analysis.widgets import HeadMap, SentenceViews, StatsTableModel, run_partner
 from attnviz.gui.widgets import named
-from attnviz.gui.worker import Worker
+from attnviz.gui.worker import JobFailure, Worker
 
 SHARES = {"max_weight", "sos", "eos", "punct", "sink", "same", "prev", "next", "norm_entropy", "alignment_proxy"}
 AER = "aer"
@@ -164,10 +164,10 @@ class AnalysisTab(QWidget):
         self.gold_button.clicked.connect(self._on_gold_clicked)
         self.compare_button.clicked.connect(self._on_compare_clicked)
         self.diff_check.toggled.connect(self._on_map_choice_changed)
-        self.worker.event.connect(self._on_worker_event)
+        self.worker.produced.connect(self._on_worker_produced)
         self.worker.failed.connect(self._on_worker_failed)
         self.worker.finished.connect(self._on_worker_finished)
-        self.view_worker.event.connect(self._on_views_event)
+        self.view_worker.produced.connect(self._on_views_produced)
         self.view_worker.failed.connect(self._on_worker_failed)
         self.stat_combo.currentIndexChanged.connect(self._on_map_choice_changed)
         self.kind_combo.currentIndexChanged.connect(self._on_map_choice_changed)
@@ -275,7 +275,7 @@ class AnalysisTab(QWidget):
     # -- results -----------------------------------------------------------------------------------------------------
 
     @Slot(object)
-    def _on_worker_event(self, event) -> None:
+    def _on_worker_produced(self, event) -> None:
         from attnviz.engine.analysis.alignment import AlignmentReady
         from attnviz.engine.analysis.run import AnalysisProgress, HeadStatsReady
 
@@ -292,10 +292,11 @@ class AnalysisTab(QWidget):
         elif isinstance(event, AlignmentReady):
             self.set_alignment(event)
 
-    @Slot(str)
-    def _on_worker_failed(self, message: str) -> None:
-        self.status.emit(message.splitlines()[0])
-        self.head_title.setText(f"<b>The analysis failed:</b> {message.splitlines()[0]}")
+    @Slot(object)
+    def _on_worker_failed(self, failure: JobFailure) -> None:
+        first_line = failure.text.splitlines()[0]
+        self.status.emit(first_line)
+        self.head_title.setText(f"<b>The analysis failed:</b> {first_line}")
 
     @Slot()
     def _on_worker_finished(self) -> None:
@@ -304,7 +305,7 @@ class AnalysisTab(QWidget):
             self.status.emit(f"Analysis done: {len(self.stats.sentences)} sentences")
 
     @Slot(object)
-    def _on_views_event(self, item) -> None:
+    def _on_views_produced(self, item) -> None:
         self.sentence_views.set_views(*item)
 
     def set_stats(self, stats) -> None:
