@@ -77,7 +77,7 @@ def test_clicking_a_node_shows_exactly_that_hypothesis(qtbot, loaded):
     # the keyboard: Left moves to the parent, Enter shows it
     view.setFocus()
     qtbot.keyClick(view, Qt.Key.Key_Left)
-    assert view.cursor == node.parent
+    assert view.cursor_node == node.parent
     qtbot.keyClick(view, Qt.Key.Key_Return)
     assert tab.output_view.tokens() == [s.token for s in tree.path(node.parent)]
 

@@ -207,6 +207,8 @@ class ImportancePanel(QWidget):
             self.status.emit(f"Cannot open {path}")
 
     def save_file(self, path: str) -> None:
+        if self.result is None:  # Save is offered once there is a result
+            return
         data = {"model": (self.translator.metadata.get("path") if self.translator is not None else None),
                 **self.result.to_json()}
         try:

@@ -11,6 +11,7 @@ the tags are stated in the view. The engine does the work; this tab only asks an
 from __future__ import annotations
 
 from html import escape
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal, Slot
 from PySide6.QtWidgets import (
@@ -39,6 +40,9 @@ from attnviz.gui.analysis.widgets import HeadMap, SentenceViews, StatsTableModel
 from attnviz.gui.widgets import named
 from attnviz.gui.worker import JobFailure, Worker
 
+if TYPE_CHECKING:
+    from attnviz.engine.analysis.stats import HeadStats
+
 SHARES = {"max_weight", "sos", "eos", "punct", "sink", "same", "prev", "next", "norm_entropy", "alignment_proxy"}
 AER = "aer"
 
@@ -55,7 +59,7 @@ class AnalysisTab(QWidget):
         self.files: tuple[str | None, str | None] = (None, None)  # source, target text files
         self.gold: str | None = None
         self.compare: str | None = None  # a second checkpoint (same vocabularies)
-        self.stats_b = None
+        self.stats_b: HeadStats | None = None  # the compared checkpoint's
         self.worker = Worker(self)
         self.view_worker = Worker(self)
         self.table_model = StatsTableModel(self)
@@ -91,10 +95,10 @@ class AnalysisTab(QWidget):
         self.progress.setFormat("%v / %m sentences")
         self.table = named(QTableView(), "statsTable", "Head statistics", "Every head's statistics; click a "
                            "column title to sort, a row to see the head's sentences")
-        proxy = QSortFilterProxyModel(self)
-        proxy.setSourceModel(self.table_model)
-        proxy.setSortRole(Qt.ItemDataRole.UserRole)
-        self.table.setModel(proxy)
+        self.table_proxy = QSortFilterProxyModel(self)  # sorts the table's rows; the model keeps their order
+        self.table_proxy.setSourceModel(self.table_model)
+        self.table_proxy.setSortRole(Qt.ItemDataRole.UserRole)
+        self.table.setModel(self.table_proxy)
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
@@ -360,7 +364,7 @@ class AnalysisTab(QWidget):
     @Slot(object, object)
     def _on_table_row_changed(self, current, previous) -> None:
         if current.isValid():
-            source = self.table.model().mapToSource(current)
+            source = self.table_proxy.mapToSource(current)
             row = self.table_model.row(source.row())
             self.show_head(row["kind"], row["layer"], row["head"])
 

@@ -8,7 +8,7 @@ for merged maps while its box is ticked.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Literal, Protocol
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal, Slot
@@ -239,14 +239,17 @@ class AttentionPanel(QWidget):
         self.chosen_layer = layer if layer >= 0 else None
         self.chosen_head = max(head, 0)
 
-    def select(self, kind: str | None = None, layer: int | None = None, head: int | None | str = "keep") -> None:
+    def select(self, kind: str | None = None, layer: int | None = None,
+               head: int | None | Literal["keep"] = "keep") -> None:
         """Programmatic selection (tests, the grid, saved settings); ``head=None`` means the mean."""
         if kind is not None and self.kind_combo.findData(kind) >= 0:
             self.kind_combo.setCurrentIndex(self.kind_combo.findData(kind))
         if layer is not None:
             self.layer_combo.setCurrentIndex(layer)
-        if head != "keep":
-            self.head_combo.setCurrentIndex(0 if head is None else head + 1)
+        if head is None:
+            self.head_combo.setCurrentIndex(0)
+        elif isinstance(head, int):
+            self.head_combo.setCurrentIndex(head + 1)
 
     # -- drawing -----------------------------------------------------------------------------------------------------
 

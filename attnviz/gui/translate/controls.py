@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 
 from PySide6.QtCore import QSettings, Slot
+from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
     QComboBox,
     QDoubleSpinBox,
@@ -85,7 +86,10 @@ class SamplingRow(QWidget):
     def set_generating(self, generating: bool) -> None:
         """Sampling is offered for a language model only; a translation model that was sampling turns greedy."""
         self.generating = generating
-        self.sampling_combo.model().item(1).setEnabled(generating)
+        options = self.sampling_combo.model()
+        sampled = options.item(1) if isinstance(options, QStandardItemModel) else None  # a combo's own model
+        if sampled is not None:
+            sampled.setEnabled(generating)
         if not generating and self.mode == "sampled":
             self.sampling_combo.setCurrentIndex(0)
         self._on_sampling_changed(self.sampling_combo.currentIndex())

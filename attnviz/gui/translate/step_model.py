@@ -6,16 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt
 
 from attnviz.engine.events import DecodeStep
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Encoded, PathShown, StepAdded
 from attnviz.gui.translate.document import DecodeDocument
+from attnviz.gui.widgets import NO_PARENT, ModelIndex
 
 COLUMNS = ("Step", "Token", "Probability", "Entropy (nats)", "Runner-up")
-# The invalid (root) index as a shared default: the same single instance the old
-# ``parent=QModelIndex()`` defaults created once at definition time.
-_ROOT = QModelIndex()
 
 
 def describe_step(step: DecodeStep) -> str:
@@ -27,9 +25,6 @@ def describe_step(step: DecodeStep) -> str:
     if step.forced:
         text += ". Part of the typed prefix: the probability is what the model gave this character."
     return text
-
-
-Index = QModelIndex | QPersistentModelIndex
 
 
 class StepTableModel(QAbstractTableModel):
@@ -50,10 +45,10 @@ class StepTableModel(QAbstractTableModel):
                 self._rows = len(self._document.steps)
                 self.endResetModel()
 
-    def rowCount(self, parent: Index = _ROOT) -> int:  # noqa: N802
+    def rowCount(self, parent: ModelIndex = NO_PARENT) -> int:  # noqa: N802
         return 0 if parent.isValid() else self._rows
 
-    def columnCount(self, parent: Index = _ROOT) -> int:  # noqa: N802
+    def columnCount(self, parent: ModelIndex = NO_PARENT) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(COLUMNS)
 
     def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
@@ -62,7 +57,7 @@ class StepTableModel(QAbstractTableModel):
             return COLUMNS[section]
         return None
 
-    def data(self, index: Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
+    def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         step = self._document.steps[index.row()]
