@@ -1,6 +1,6 @@
 """The Search tree page of the Translate tab: the tree, the n-best list beside it, and the what-if controls.
 
-Plain widgets with signals; ``search_explorer.SearchExplorer`` fills them and acts on what the user picks:
+Plain widgets with signals; ``explorer.SearchExplorer`` fills them and acts on what the user picks:
 ``node_chosen(id)`` (a node clicked, Enter on it, or an n-best row), ``what_if(token)`` (decode on with this token
 at the shown step) and ``force_prefix(text)`` (decode on after a typed target prefix).
 """
