@@ -35,6 +35,7 @@ def test_a_greedy_decode_is_a_path_whose_end_is_the_answer(trained_translator):
     tree = SearchTree.from_events(events)
     steps = [e for e in events if isinstance(e, DecodeStep)]
     assert tree.path(tree.tip) == steps and tree.ranking == (tree.tip,)
+    assert tree.path_ids(tree.tip) == list(range(len(steps))) and tree.path_ids(ROOT) == []
     assert [n.branch for n in tree.nodes.values()] == [0] * len(steps)
     answer, engine = tree.answer(trained_translator.detokenize), trained_translator.translate(TEXT)
     assert answer.tokens == engine.tokens and answer.text == engine.text

@@ -123,22 +123,21 @@ class SearchTree:
     def children(self, node_id: int) -> list[BeamNode]:
         return [n for n in self.nodes.values() if n.parent == node_id]
 
+    def path_ids(self, node_id: int) -> list[int]:
+        """The node ids from the root's child to ``node_id``, in order."""
+        ids = []
+        while node_id != ROOT:
+            ids.append(node_id)
+            node_id = self.nodes[node_id].parent
+        return ids[::-1]
+
     def path(self, node_id: int) -> list[DecodeStep]:
         """The steps from the root to ``node_id``, in order."""
-        steps = []
-        while node_id != ROOT:
-            node = self.nodes[node_id]
-            steps.append(node.step)
-            node_id = node.parent
-        return steps[::-1]
+        return [self.nodes[i].step for i in self.path_ids(node_id)]
 
     def on_path(self, node_id: int | None) -> set[int]:
         """The node ids from the root to ``node_id``."""
-        ids = set()
-        while node_id is not None and node_id != ROOT:
-            ids.add(node_id)
-            node_id = self.nodes[node_id].parent
-        return ids
+        return set(self.path_ids(node_id)) if node_id is not None else set()
 
     def translation(self, node_id: int, detokenize: Callable[[Sequence[str]], str]) -> Translation:
         """The hypothesis ending at ``node_id`` with all its attention, as a greedy decode would give it."""

@@ -31,7 +31,7 @@ from attnviz.engine.events import (
     Translation,
     assemble,
 )
-from attnviz.engine.search.tree import ROOT, Graft, SearchEvent, SearchTree
+from attnviz.engine.search.tree import Graft, SearchEvent, SearchTree
 from attnviz.engine.subwords import WordAttention, merge_translation
 from attnviz.engine.text.tokenize import TokenizerSpec
 from attnviz.gui.translate.changes import (
@@ -187,12 +187,9 @@ class DecodeDocument:
         """Show the hypothesis ending at ``node_id`` (any node of the tree) at its last step."""
         if self.tree is None or node_id not in self.tree.nodes:
             return
-        self.steps = self.tree.path(node_id)
-        shown, node = [], node_id
-        while node != ROOT:
-            shown.append(node)
-            node = self.tree.nodes[node].parent
-        self.shown, self.finished, self.current = shown[::-1], finished, len(self.steps) - 1
+        self.shown = self.tree.path_ids(node_id)
+        self.steps = [self.tree.nodes[i].step for i in self.shown]
+        self.finished, self.current = finished, len(self.steps) - 1
         self._forget_views()
         self._tell(PathShown(node_id))
 
