@@ -96,16 +96,14 @@ def _search_line(translator, line: Line, decode, n_best: int) -> bool:
     n-best list. Returns whether the chosen hypothesis ended with ``<eos>``."""
     from attnviz.engine.search.tree import SearchTree
 
-    events = translator.beam_steps(line.text, decode)
-    tree = SearchTree(next(events))
-    for event in events:
-        tree.add(event)
-    if tree.chosen is None:  # nothing finished (cannot happen with a finite step limit): an empty translation
+    tree = SearchTree.from_events(translator.beam_steps(line.text, decode))
+    answer = tree.answer(translator.detokenize)
+    if answer is None:  # nothing finished (cannot happen with a finite step limit): an empty translation
         return False
-    line.translation = tree.translation(tree.chosen, translator.detokenize)
-    ended = bool(line.translation.tokens) and line.translation.tokens[-1] == EOS
-    line.tokens = [t for t in line.translation.tokens if t != EOS]
-    line.output = line.translation.text
+    line.translation = answer
+    ended = bool(answer.tokens) and answer.tokens[-1] == EOS
+    line.tokens = [t for t in answer.tokens if t != EOS]
+    line.output = answer.text
     for node in tree.n_best(n_best):
         words = [s.token for s in tree.path(node.id) if s.token != EOS]
         line.n_best.append({"rank": len(line.n_best) + 1, "text": translator.detokenize(words), "tokens": words,

@@ -8,6 +8,7 @@ technology when it changed.
 
 from __future__ import annotations
 
+from PySide6.QtCore import QObject
 from PySide6.QtGui import QAccessible, QAccessibleValueChangeEvent
 from PySide6.QtWidgets import QAccessibleWidget, QWidget
 
@@ -20,20 +21,26 @@ class _TextInterface(QAccessibleWidget):
         super().__init__(widget, getattr(widget, "accessible_role", QAccessible.Role.StaticText))
         self._widget = widget
 
-    def text(self, kind):
+    def text(self, kind: QAccessible.Text) -> str:
         if kind in (QAccessible.Text.Value, QAccessible.Text.Description):
-            value = self._widget.accessible_value()
+            value = _value(self._widget)
             if kind == QAccessible.Text.Value or value:
                 return value
         return super().text(kind)
 
 
-def _factory(key: str, obj):
+def _value(widget: QWidget) -> str:
+    """The text of a widget's ``accessible_value()`` (a method the painting widgets define, not a QWidget one)."""
+    value = getattr(widget, "accessible_value", None)
+    return value() if callable(value) else ""
+
+
+def _factory(key: str, obj: QObject) -> QAccessibleWidget | None:
     if isinstance(obj, QWidget) and callable(getattr(obj, "accessible_value", None)):
         interface = _TextInterface(obj)
-        key = id(obj)
-        _interfaces[key] = interface
-        obj.destroyed.connect(lambda *_: _interfaces.pop(key, None))
+        owner = id(obj)
+        _interfaces[owner] = interface
+        obj.destroyed.connect(lambda *_: _interfaces.pop(owner, None))
         return interface
     return None
 
@@ -55,4 +62,4 @@ def value_of(widget: QWidget) -> str:
 def announce(widget: QWidget) -> None:
     """Tell assistive technology that ``widget``'s value changed (skipped when none is listening)."""
     if QAccessible.isActive():
-        QAccessible.updateAccessibility(QAccessibleValueChangeEvent(widget, widget.accessible_value()))
+        QAccessible.updateAccessibility(QAccessibleValueChangeEvent(widget, _value(widget)))

@@ -12,11 +12,13 @@ from PySide6.QtWidgets import QApplication
 from attnviz.gui import collector
 from attnviz.gui.main_window import MainWindow
 from attnviz.gui.model_list import default_model_path
+from attnviz.gui.widgets import stored
 from attnviz.paths import resources_dir
 
 
 def make_app(argv: list[str] | None = None) -> QApplication:
-    app = QApplication.instance() or QApplication(argv or sys.argv[:1])
+    running = QApplication.instance()
+    app = running if isinstance(running, QApplication) else QApplication(argv or sys.argv[:1])
     app.setOrganizationName("attnviz")
     app.setApplicationName("attnviz")
     icon = resources_dir() / "attnviz.svg"
@@ -41,7 +43,7 @@ def initial_model(window: MainWindow, checkpoint: str | None) -> str | None:
         return checkpoint
     from pathlib import Path
 
-    last = window.settings.value("models/last", "")
+    last = stored(window.settings, "models/last", "")
     return last if last and Path(last).exists() else default_model_path()
 
 

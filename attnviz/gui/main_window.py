@@ -21,7 +21,8 @@ from attnviz.gui.model_list import bundled_models, describe
 from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train.tab import TrainTab
 from attnviz.gui.translate.tab import TranslateTab
-from attnviz.gui.worker import Worker
+from attnviz.gui.widgets import stored
+from attnviz.gui.worker import JobFailure, Worker
 
 OPEN_OTHER = "__open__"
 MAX_RECENT = 8
@@ -63,7 +64,7 @@ class MainWindow(QMainWindow):
         self._build_toolbar()
         self._build_menus()
         self.statusBar().addPermanentWidget(self.model_label)
-        self.loader.event.connect(self._on_loader_event)
+        self.loader.produced.connect(self._on_loader_produced)
         self.loader.failed.connect(self._on_loader_failed)
         self.translate_tab.status.connect(self._on_tab_status)
         self.translate_tab.mode_changed.connect(self._on_translate_mode_changed)
@@ -124,9 +125,9 @@ class MainWindow(QMainWindow):
                      "Copy the finished translation as text")
         play = self.menuBar().addMenu("Pla&yback")  # Alt+P is the Train tab's Pause
         self._action(play, "&Translate", tab.translate, "Ctrl+Return")
-        self._action(play, "&Play / pause", tab.toggle_play, "Ctrl+Space")
-        self._action(play, "Step &back", tab.step_back, "PgUp")
-        self._action(play, "Step &forward", tab.step_forward, "PgDown")
+        self._action(play, "&Play / pause", tab.playback.toggle_play, "Ctrl+Space")
+        self._action(play, "Step &back", tab.playback.step_back, "PgUp")
+        self._action(play, "Step &forward", tab.playback.step_forward, "PgDown")
         self._action(play, "F&irst step", lambda: tab.go_to(0), "Ctrl+Home")
         self._action(play, "&Last step", lambda: tab.go_to(1 << 30), "Ctrl+End")
         train = self.menuBar().addMenu("T&raining")
@@ -147,7 +148,7 @@ class MainWindow(QMainWindow):
 
     def recent_files(self) -> list[str]:
         value = self.settings.value("models/recent", [])
-        return [v for v in ([value] if isinstance(value, str) else list(value or [])) if v]
+        return [str(v) for v in ([value] if isinstance(value, str) else value if isinstance(value, list) else []) if v]
 
     def refresh_models(self) -> None:
         self.model_combo.blockSignals(True)
@@ -182,7 +183,7 @@ class MainWindow(QMainWindow):
         self.tabs.setTabText(self.tabs.indexOf(self.translate_tab), "Genera&te" if mode == "Generate" else "&Translate")
 
     @Slot(object)
-    def _on_loader_event(self, translator) -> None:
+    def _on_loader_produced(self, translator) -> None:
         self.translator, self.loading_path = translator, None
         path = translator.metadata.get("path", "")
         self.train_tab.protected_path = path  # Start may not overwrite the model being looked at
@@ -197,12 +198,12 @@ class MainWindow(QMainWindow):
             self.settings.setValue("models/recent", recent[:MAX_RECENT])
         self.refresh_models()
 
-    @Slot(str)
-    def _on_loader_failed(self, message: str) -> None:
+    @Slot(object)
+    def _on_loader_failed(self, failure: JobFailure) -> None:
         self.loading_path = None
         self.refresh_models()
         self.statusBar().showMessage("The model could not be loaded", 5000)
-        QMessageBox.warning(self, "Cannot open this model", message +
+        QMessageBox.warning(self, "Cannot open this model", failure.text +
                             ("\n\nThe current model stays loaded." if self.translator else ""))
 
     @Slot(int)
@@ -215,7 +216,7 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open checkpoint", self.settings.value("models/dir", ""),
+        path, _ = QFileDialog.getOpenFileName(self, "Open checkpoint", stored(self.settings, "models/dir", ""),
                                               "attnviz checkpoints (*.safetensors);;All files (*)")
         self.refresh_models()
         if path:
@@ -224,7 +225,7 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def open_folder_dialog(self) -> None:
-        path = QFileDialog.getExistingDirectory(self, "Open model folder", self.settings.value("models/dir", ""))
+        path = QFileDialog.getExistingDirectory(self, "Open model folder", stored(self.settings, "models/dir", ""))
         if path:
             self.settings.setValue("models/dir", str(Path(path).parent))
             self.load_model(path)
@@ -259,12 +260,12 @@ class MainWindow(QMainWindow):
         tab = self.translate_tab
         model = self.translator.info.get("name") or Path(self.translator.metadata.get("path", "")).stem \
             if self.translator else "no model"
-        steps = len(tab.session.steps) if tab.session else 0
+        steps = len(tab.document.steps)
         sentence = tab.source_edit.text().strip()
         if len(sentence) > 60:
             sentence = sentence[:57] + "..."
         scale = "per-map colour scale" if data.per_map else "colour scale 0..1"
-        return f"{data.title} · step {tab.current + 1}/{steps}\n{model}: \"{sentence}\" · {scale}"
+        return f"{data.title} · step {tab.document.current + 1}/{steps}\n{model}: \"{sentence}\" · {scale}"
 
     def export_picture(self, widget, default: str) -> None:
         """A PNG of ``widget`` as shown (the head grid, or the whole attention panel with its selectors)."""

@@ -14,7 +14,7 @@ import re
 from collections import defaultdict
 
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractButton,
     QDialog,
@@ -162,7 +162,7 @@ def window_keys(widget: QWidget) -> set[int]:
     for action in window_actions(widget.window()):
         for seq in action.shortcuts():
             if seq.count() == 1:
-                keys.add(seq[0].toCombined())
+                keys.add(seq[0].toCombined())  # type: ignore[index]  # PySide6's stub omits operator[] (__getitem__)
     return keys
 
 
@@ -174,7 +174,7 @@ class SentenceEdit(QLineEdit):
     """
 
     def event(self, event: QEvent) -> bool:
-        if event.type() == QEvent.Type.ShortcutOverride:
+        if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent):
             combined = event.keyCombination().toCombined()
             if combined in window_keys(self) and not _is_text_key(event):
                 event.ignore()  # not overridden: the window's shortcut runs
@@ -182,7 +182,7 @@ class SentenceEdit(QLineEdit):
         return super().event(event)
 
 
-def _is_text_key(event) -> bool:
+def _is_text_key(event: QKeyEvent) -> bool:
     """Keys that type or edit text here and must stay the edit's even if an action were bound to them."""
     mods = event.modifiers() & ~Qt.KeyboardModifier.KeypadModifier
     plain = mods in (Qt.KeyboardModifier.NoModifier, Qt.KeyboardModifier.ShiftModifier)

@@ -1,12 +1,18 @@
-"""Small helpers shared by the tabs."""
+"""Small helpers shared by the tabs: naming a widget, scrolling one, reading a typed setting back, and the index
+types of the table models."""
 
 from __future__ import annotations
 
-from typing import TypeVar
+from typing import TypeAlias, TypeVar
 
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings
 from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
 
 W = TypeVar("W", bound=QWidget)
+V = TypeVar("V", bool, int, float, str)
+
+ModelIndex: TypeAlias = QModelIndex | QPersistentModelIndex  # what Qt hands an item model's methods
+NO_PARENT = QModelIndex()  # a table's rows have no parent: the invalid index, made once as a shared default
 
 
 def named(widget: W, name: str, accessible: str, tip: str = "") -> W:
@@ -26,3 +32,9 @@ def scrolled(widget: QWidget, name: str = "") -> QScrollArea:
     area.setFrameShape(QFrame.Shape.NoFrame)
     area.setWidget(widget)
     return area
+
+
+def stored(settings: QSettings, key: str, default: V) -> V:
+    """The setting ``key`` as the type of ``default`` (``default`` when it is missing or does not convert)."""
+    value = settings.value(key, default, type=type(default))
+    return value if isinstance(value, type(default)) else default

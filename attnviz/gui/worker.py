@@ -1,17 +1,20 @@
-"""One generic worker: runs an engine generator in a QThread and forwards each event through a Qt signal.
+"""One generic worker: runs a job (an engine generator) in a QThread and forwards each event it yields through a Qt
+signal, ``produced``; a job that raises ends with ``failed`` carrying a typed ``JobFailure``; ``finished`` comes last.
 
 Stopping goes through a ``threading.Event`` that the generator (or this loop) checks between events, because a busy
-worker thread never runs queued slots. Pausing blocks between events. Consumers connect ``event``/``failed``/
-``done`` to ``@Slot`` methods of GUI-thread objects, never to lambdas (in PySide6 a lambda runs in the emitting thread).
-The app's ``collector`` keeps Python's cyclic garbage collection out of these threads.
+worker thread never runs queued slots. How a job stops is declared by its type (``handles_stop``, see ``Job``), not
+by whoever starts it. Pausing blocks between events. Consumers connect the signals to ``@Slot`` methods of
+GUI-thread objects, never to lambdas (in PySide6 a lambda runs in the emitting thread). The app's ``collector``
+keeps Python's cyclic garbage collection out of these threads.
 """
 
 from __future__ import annotations
 
 import threading
 import traceback
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
 
@@ -22,44 +25,92 @@ from attnviz.engine.errors import AttnvizError
 # without tearing them down.
 STUCK: list[tuple[QThread, QObject]] = []
 
+OUT_OF_MEMORY = "Out of memory. Close other programs or use a smaller model or batch."
+
+
+class Job(Protocol):
+    """Long work for a worker: called once, in the worker's thread, with the stop event; returns its events.
+
+    Its class may declare ``handles_stop = True`` when the generator itself reacts to the stop event and winds down
+    (training saves a checkpoint, then ends): the worker then delivers every event until it ends. Any other job is
+    dropped between two events once stopped. A plain function is a job that does not handle stop.
+    """
+
+    def __call__(self, stop: threading.Event, /) -> Iterable[Any]: ...
+
+
+def handles_stop(job: Job) -> bool:
+    """Whether ``job``'s type declares that it winds down by itself when asked to stop (see ``Job``)."""
+    return getattr(type(job), "handles_stop", False) is True
+
+
+@dataclass(frozen=True)
+class JobFailure:
+    """Why a job ended early, as plain data that may cross threads (an exception would carry its frames along).
+
+    ``error`` is the exception's class; ``settings`` and ``corpus`` are what an ``AttnvizError`` names for the user
+    to change; ``details`` is the last frames of an unexpected error (a bug). ``str()`` is the text to show."""
+
+    error: type[BaseException]
+    message: str
+    settings: tuple[str, ...] = ()
+    corpus: str | None = None
+    details: str = ""
+
+    @classmethod
+    def of(cls, exc: BaseException) -> JobFailure:
+        """The failure of ``exc``, caught in the job's thread (so that the traceback is at hand)."""
+        if isinstance(exc, AttnvizError):
+            return cls(type(exc), str(exc), tuple(exc.settings), exc.corpus)
+        return cls(type(exc), str(exc), details="" if isinstance(exc, MemoryError) else traceback.format_exc(limit=6))
+
+    @property
+    def expected(self) -> bool:
+        """A failure the user can fix (an ``AttnvizError``, or memory), not a bug."""
+        return issubclass(self.error, (AttnvizError, MemoryError))
+
+    @property
+    def text(self) -> str:
+        """What a user reads: the engine's message as is, or what to do about memory, or a bug with its frames."""
+        if issubclass(self.error, AttnvizError):
+            return self.message
+        if issubclass(self.error, MemoryError):
+            return OUT_OF_MEMORY
+        return f"Unexpected error: {self.message}\n\n{self.details}"
+
+    def __str__(self) -> str:
+        return self.text
+
 
 class _Runner(QObject):
-    event = Signal(object)
-    failed = Signal(str)
+    produced = Signal(object)
+    failed = Signal(object)  # JobFailure
     done = Signal()
 
-    def __init__(self, factory: Callable[[threading.Event], Iterator[Any]], stop: threading.Event,
-                 resume: threading.Event):
+    def __init__(self, job: Job, stop: threading.Event, resume: threading.Event):
         super().__init__()
-        self._factory, self._stop, self._resume = factory, stop, resume
+        self._job, self._stop, self._resume = job, stop, resume
 
     @Slot()
     def run(self) -> None:
+        winds_down = handles_stop(self._job)
         try:
-            for item in self._factory(self._stop):
+            for item in self._job(self._stop):
                 self._resume.wait()
-                if self._stop.is_set() and not getattr(self._factory, "handles_stop", False):
+                if self._stop.is_set() and not winds_down:
                     break
-                self.event.emit(item)
-        except AttnvizError as exc:
-            self.failed.emit(str(exc))
-        except MemoryError:
-            self.failed.emit("Out of memory. Close other programs or use a smaller model or batch.")
-        except Exception as exc:  # a bug: show it rather than losing the thread silently
-            self.failed.emit(f"Unexpected error: {exc}\n\n{traceback.format_exc(limit=6)}")
+                self.produced.emit(item)
+        except Exception as exc:  # an AttnvizError is the user's to fix; anything else is a bug, shown not lost
+            self.failed.emit(JobFailure.of(exc))
         finally:
             self.done.emit()
 
 
 class Worker(QObject):
-    """Owns one thread at a time. ``start(factory)`` cancels any running job first.
+    """Owns one thread at a time. ``start(job)`` cancels any running job first."""
 
-    ``factory(stop_event)`` returns an iterator of events. Set ``factory.handles_stop = True`` when the generator
-    reacts to the stop event itself (training saves a checkpoint before it ends).
-    """
-
-    event = Signal(object)
-    failed = Signal(str)
+    produced = Signal(object)  # each event the job yields
+    failed = Signal(object)  # a JobFailure
     finished = Signal()
 
     def __init__(self, parent: QObject | None = None):
@@ -74,13 +125,13 @@ class Worker(QObject):
     def is_running(self) -> bool:
         return self._thread is not None and self._thread.isRunning()
 
-    def start(self, factory: Callable[[threading.Event], Iterator[Any]]) -> None:
+    def start(self, job: Job) -> None:
         self.cancel()
         self._stop, self._resume = threading.Event(), threading.Event()
         self._resume.set()
-        thread, runner = QThread(), _Runner(factory, self._stop, self._resume)
+        thread, runner = QThread(), _Runner(job, self._stop, self._resume)
         runner.moveToThread(thread)
-        runner.event.connect(self._on_runner_event)
+        runner.produced.connect(self._on_runner_produced)
         runner.failed.connect(self._on_runner_failed)
         runner.done.connect(thread.quit, Qt.ConnectionType.DirectConnection)  # quit is thread-safe
         runner.done.connect(self._on_runner_done)
@@ -92,7 +143,7 @@ class Worker(QObject):
         """Ask the running job to stop; its remaining events are dropped."""
         self._retired = [(t, r) for t, r in self._retired if t.isRunning()]
         if self._runner is not None and self._thread is not None:
-            self._runner.event.disconnect(self._on_runner_event)
+            self._runner.produced.disconnect(self._on_runner_produced)
             self._runner.failed.disconnect(self._on_runner_failed)
             self._runner.done.disconnect(self._on_runner_done)
             self._retired.append((self._thread, self._runner))
@@ -102,7 +153,7 @@ class Worker(QObject):
         self._thread = None
 
     def request_stop(self) -> None:
-        """Ask the job to stop but keep receiving its last events (training saves and reports)."""
+        """Ask the job to stop but keep receiving its last events (a job that handles stop saves and reports)."""
         self._stop.set()
         self._resume.set()
 
@@ -111,18 +162,19 @@ class Worker(QObject):
 
     def wait(self, msecs: int) -> bool:
         """Wait (bounded) for every thread of this worker to end; only for shutdown."""
-        jobs = list(self._retired) + ([(self._thread, self._runner)] if self._thread is not None else [])
+        jobs = list(self._retired) + ([(self._thread, self._runner)] if self._thread is not None and
+                                      self._runner is not None else [])
         ended = [t.wait(msecs) for t, _ in jobs]
         STUCK.extend(job for job, done in zip(jobs, ended) if not done)
         return all(ended)
 
     @Slot(object)
-    def _on_runner_event(self, item: Any) -> None:
-        self.event.emit(item)
+    def _on_runner_produced(self, item: Any) -> None:
+        self.produced.emit(item)
 
-    @Slot(str)
-    def _on_runner_failed(self, message: str) -> None:
-        self.failed.emit(message)
+    @Slot(object)
+    def _on_runner_failed(self, failure: JobFailure) -> None:
+        self.failed.emit(failure)
 
     @Slot()
     def _on_runner_done(self) -> None:

@@ -45,10 +45,10 @@ def loaded(qtbot, window, toy_checkpoint):
 
 def translate(qtbot, window, text: str, instant: bool = True):
     tab = window.translate_tab
-    tab.instant_check.setChecked(instant)
+    tab.playback.instant_check.setChecked(instant)
     tab.source_edit.setText(text)
     qtbot.keyClick(tab.source_edit, "\r")
-    qtbot.waitUntil(lambda: tab.session is not None and tab.session.finished, timeout=20000)
+    qtbot.waitUntil(lambda: tab.document.finished, timeout=20000)
     # Token boxes and grid tiles are laid out when painted: paint now, so tests never race the event loop.
     for view in (tab.source_view, tab.output_view, tab.attention.grid, tab.attention.heatmap):
         view.repaint()

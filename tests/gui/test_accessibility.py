@@ -18,7 +18,7 @@ def test_the_translation_is_selectable_text_with_a_copy_action(qtbot, loaded):
     QApplication.clipboard().clear()
     text.copy_button.click()
     assert QApplication.clipboard().text() == text.text()
-    tab.slider.setValue(0)  # scrubbing does not shorten the finished sentence
+    tab.playback.slider.setValue(0)  # scrubbing does not shorten the finished sentence
     assert text.text() == loaded.translator.detokenize(["w3", "w2", "w1"])
 
 
@@ -47,7 +47,7 @@ def test_token_strips_top_k_and_heatmap_have_accessible_values(qtbot, loaded):
 def test_step_table_cells_are_described_in_words(qtbot, loaded):
     tab = translate(qtbot, loaded, "q1 q2 q3")
     model = tab.step_model
-    step = tab.session.steps[1]
+    step = tab.document.steps[1]
     for column in range(model.columnCount()):
         text = model.data(model.index(1, column), Qt.ItemDataRole.AccessibleTextRole)
         assert text.startswith(f"Step 2: 'w2', probability {step.probability:.4f}")

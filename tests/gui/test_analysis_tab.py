@@ -90,7 +90,8 @@ def test_compare_with_a_second_checkpoint(qtbot, loaded, corpus, tmp_path):
     tab.set_compare(str(foreign))
     with qtbot.waitSignal(tab.worker.failed, timeout=30000) as blocker:
         tab.run()
-    assert "vocabularies" in blocker.args[0]
+    failure = blocker.args[0]
+    assert "vocabularies" in failure.text and failure.expected
 
 
 def test_current_sentence_against_a_second_checkpoint(qtbot, loaded, tmp_path):

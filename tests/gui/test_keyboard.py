@@ -97,9 +97,9 @@ def test_window_shortcuts_work_while_the_sentence_has_focus(qtbot, loaded):
     tab.source_edit.setFocus()
     qtbot.waitUntil(tab.source_edit.hasFocus, timeout=2000)
     qtbot.keyClick(tab.source_edit, Qt.Key.Key_Home, Qt.KeyboardModifier.ControlModifier)
-    assert tab.current == 0
+    assert tab.document.current == 0
     qtbot.keyClick(tab.source_edit, Qt.Key.Key_End, Qt.KeyboardModifier.ControlModifier)
-    assert tab.current == len(tab.session.steps) - 1
+    assert tab.document.current == len(tab.document.steps) - 1
     qtbot.keyClick(tab.source_edit, Qt.Key.Key_Home)  # plain Home still edits the text
     assert tab.source_edit.cursorPosition() == 0
 

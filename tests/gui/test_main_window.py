@@ -27,14 +27,14 @@ def test_translate_shows_every_step_and_all_attention(qtbot, loaded):
     tab = translate(qtbot, loaded, "q1 q2 q3")
     assert tab.output_view.tokens() == ["w3", "w2", "w1", "<eos>"]
     assert tab.source_view.tokens() == ["<sos>", "q1", "q2", "q3", "<eos>"]
-    assert tab.slider.maximum() == 3 and tab.slider.value() == 3 and tab.step_model.rowCount() == 4
+    assert tab.playback.slider.maximum() == 3 and tab.playback.slider.value() == 3 and tab.step_model.rowCount() == 4
     panel = tab.attention
     assert [panel.kind_combo.itemData(i) for i in range(panel.kind_combo.count())] == ["encoder", "decoder", "cross"]
     assert panel.layer_combo.count() == 2 and panel.head_combo.count() == 5  # mean + 4 heads
     panel.select(kind="cross", layer=1, head=2)
     data = panel.heatmap.data()
     assert data.matrix.shape == (4, 5) and data.highlight_row == 3
-    np.testing.assert_allclose(data.matrix, tab.session.maps("cross", 3)[1, 2])
+    np.testing.assert_allclose(data.matrix, tab.document.maps("cross", 3)[1, 2])
     assert "query" in data.row_axis and "key" in data.col_axis
     assert len(panel.grid._images) == 2 and len(panel.grid._images[0]) == 4
     assert tab.topk_view._items[0][0] == "<eos>" and tab.topk_view._entropy is not None
@@ -42,39 +42,39 @@ def test_translate_shows_every_step_and_all_attention(qtbot, loaded):
 
 def test_scrubbing_back_and_stepping(qtbot, loaded):
     tab = translate(qtbot, loaded, "q1 q2 q3")
-    tab.slider.setValue(1)
-    assert tab.current == 1 and tab.output_view.tokens() == ["w3", "w2"]
+    tab.playback.slider.setValue(1)
+    assert tab.document.current == 1 and tab.output_view.tokens() == ["w3", "w2"]
     assert tab.attention.heatmap.data().matrix.shape[0] == 2
-    tab.step_back()
-    assert tab.current == 0 and tab.topk_view._items[0][0] == "w3"
-    tab.step_forward()
-    tab.step_forward()
-    assert tab.current == 2 and tab.slider.value() == 2
+    tab.playback.step_back()
+    assert tab.document.current == 0 and tab.topk_view._items[0][0] == "w3"
+    tab.playback.step_forward()
+    tab.playback.step_forward()
+    assert tab.document.current == 2 and tab.playback.slider.value() == 2
 
 
 def test_playback_reveals_tokens_one_by_one(qtbot, loaded):
     tab = loaded.translate_tab
-    tab.speed_combo.setCurrentText("Very fast")
+    tab.playback.speed_combo.setCurrentText("Very fast")
     seen = []
-    render = tab.render
-    tab.render = lambda: (seen.append(tab.current), render())
+    render = tab.render_step
+    tab.render_step = lambda: (seen.append(tab.document.current), render())
     translate(qtbot, loaded, "q1 q2 q3 q4", instant=False)
-    qtbot.waitUntil(lambda: tab.current == 4 and not tab.timer.isActive(), timeout=10000)
+    qtbot.waitUntil(lambda: tab.document.current == 4 and not tab.playback.timer.isActive(), timeout=10000)
     assert [c for c in seen if c >= 0] == [0, 1, 2, 3, 4]  # one token at a time
-    tab.toggle_play()  # at the end: replays from the start
-    assert tab.current == 0 and tab.timer.isActive()
-    tab.toggle_play()
-    assert not tab.timer.isActive()
+    tab.playback.toggle_play()  # at the end: replays from the start
+    assert tab.document.current == 0 and tab.playback.timer.isActive()
+    tab.playback.toggle_play()
+    assert not tab.playback.timer.isActive()
 
 
 def test_hovering_tokens_shades_the_other_side(qtbot, loaded):
     tab = translate(qtbot, loaded, "q1 q2 q3")
     tab.attention.select(kind="cross", layer=1, head=None)
     tab._on_output_hovered(0)
-    row = tab.session.cross_row(0, 1, None)
+    row = tab.document.cross_row(0, 1, None)
     np.testing.assert_allclose(tab.source_view._weights, row / row.max(), rtol=1e-6)
     tab._on_source_hovered(3)
-    column = tab.session.cross_column(3, tab.current, 1, None)
+    column = tab.document.cross_column(3, tab.document.current, 1, None)
     np.testing.assert_allclose(tab.output_view._weights, column / column.max(), rtol=1e-6)
     rect = tab.output_view._rects[1]
     qtbot.mouseMove(tab.output_view, rect.center())
@@ -101,17 +101,17 @@ def test_empty_input_and_no_model_give_inline_messages(qtbot, window, loaded):
     tab = loaded.translate_tab
     tab.source_edit.setText("   ")
     tab.translate()
-    assert tab.message.isVisible() and "Type a sentence" in tab.message.text() and tab.session is None
+    assert tab.message.isVisible() and "Type a sentence" in tab.message.text() and tab.document.request is None
 
 
 def test_a_new_request_cancels_the_running_one(qtbot, loaded):
     tab = loaded.translate_tab
-    tab.instant_check.setChecked(True)
+    tab.playback.instant_check.setChecked(True)
     tab.source_edit.setText("q1 q2 q3 q4 q5")
     tab.translate()
     tab.source_edit.setText("q7")
     tab.translate()
-    qtbot.waitUntil(lambda: tab.session is not None and tab.session.finished, timeout=20000)
+    qtbot.waitUntil(lambda: tab.document.finished, timeout=20000)
     qtbot.wait(200)
     assert tab.source_view.tokens() == ["<sos>", "q7", "<eos>"] and tab.output_view.tokens() == ["w7", "<eos>"]
 

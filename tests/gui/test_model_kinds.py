@@ -59,7 +59,7 @@ def test_generate_accepts_an_empty_prefix_and_samples_reproducibly(qtbot, window
         tab.seed_spin.setValue(seed)
         translate(qtbot, window, "")
         assert tab.seed_spin.value() == seed + 1  # the seed advances after each sample
-        outputs.append(tab.session.translation(-1).text)
+        outputs.append(tab.document.translation(-1).text)
     assert outputs[0] == outputs[2] and not tab.message.isVisible()
     expected = tab.translator.translate("", DecodeConfig(temperature=2.0, seed=40)).text
     assert outputs[0] == expected

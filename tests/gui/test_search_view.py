@@ -33,14 +33,14 @@ def decode(qtbot, window, text=TEXT, mode="greedy", width=3):
 
 def shown(tab):
     """The translation (tokens and every attention map) that the tab's views show."""
-    return tab.session.translation(-1)
+    return tab.document.translation(-1)
 
 
 def test_a_beam_decode_shows_the_engines_tree(qtbot, loaded):
     tab = decode(qtbot, loaded, mode="beam", width=3)
-    events = list(loaded.translator.beam_steps(TEXT, DecodeConfig(beam=3, max_len=tab.max_len_spin.value())))
+    events = list(loaded.translator.beam_steps(TEXT, DecodeConfig(beam=3, max_len=tab.playback.max_len_spin.value())))
     engine = {n.id: n.status for e in events if isinstance(e, BeamStep) for n in e.nodes}
-    tree = tab.search.tree
+    tree = tab.document.tree
     assert {i: n.status for i, n in tree.nodes.items()} == engine
     assert set(tab.search.panel.tree_view.node_ids()) == set(engine)
     assert tree.ranking == next(e for e in events if isinstance(e, BeamDone)).ranking
@@ -55,7 +55,7 @@ def test_a_beam_decode_shows_the_engines_tree(qtbot, loaded):
 
 def test_clicking_a_node_shows_exactly_that_hypothesis(qtbot, loaded):
     tab = decode(qtbot, loaded, mode="beam", width=3)
-    tree, view = tab.search.tree, tab.search.panel.tree_view
+    tree, view = tab.document.tree, tab.search.panel.tree_view
     node = max((n for n in tree.nodes.values() if n.status == "pruned" and n.step.index >= 1),
                key=lambda n: n.step.index)
     view.parentWidget().parentWidget().ensureVisible(view.node_rect(node.id).center().x(),
@@ -77,27 +77,27 @@ def test_clicking_a_node_shows_exactly_that_hypothesis(qtbot, loaded):
     # the keyboard: Left moves to the parent, Enter shows it
     view.setFocus()
     qtbot.keyClick(view, Qt.Key.Key_Left)
-    assert view.cursor == node.parent
+    assert view.cursor_node == node.parent
     qtbot.keyClick(view, Qt.Key.Key_Return)
     assert tab.output_view.tokens() == [s.token for s in tree.path(node.parent)]
 
 
 def test_a_what_if_branch_from_the_top_k_chart(qtbot, loaded):
     tab = decode(qtbot, loaded)
-    first = [s.token for s in tab.session.steps]
+    first = [s.token for s in tab.document.steps]
     tab.go_to(1)
     tab.topk_view.repaint()
     alternative = tab.topk_view._items[1][0]
     assert alternative != first[1]
     row = tab.topk_view._rows[1]
     qtbot.mouseDClick(tab.topk_view, Qt.MouseButton.LeftButton, pos=row.center())
-    tree = tab.search.tree
+    tree = tab.document.tree
     qtbot.waitUntil(lambda: tree.branches == 1 and idle(tab), timeout=20000)
     qtbot.waitUntil(lambda: tab.search.panel.tree_view.selected is not None and
                     tree.nodes[tab.search.panel.tree_view.selected].branch == 1, timeout=5000)
     branch = sorted((n for n in tree.nodes.values() if n.branch == 1), key=lambda n: n.id)
     assert branch[0].step.token == alternative and branch[0].step.index == 1
-    assert branch[0].parent == tab.search.shown[0] and tree.nodes[branch[0].parent].step.token == first[0]
+    assert branch[0].parent == tab.document.shown[0] and tree.nodes[branch[0].parent].step.token == first[0]
     assert tab.output_view.tokens()[:2] == [first[0], alternative]  # the branch is shown, with its attention
     assert len(shown(tab).tokens) == len(branch) + 1
     assert [n.step.token for n in tree.nodes.values() if n.branch == 0] == first  # the old path stays beside it
@@ -107,15 +107,15 @@ def test_a_what_if_branch_from_the_top_k_chart(qtbot, loaded):
 
 def test_a_what_if_in_beam_mode_is_a_beam_search_grafted_on_the_tree(qtbot, loaded):
     tab = decode(qtbot, loaded, mode="beam", width=3)
-    tree, search = tab.search.tree, tab.search
-    first = [s.token for s in tab.session.steps]
+    tree, search = tab.document.tree, tab.search
+    first = [s.token for s in tab.document.steps]
     tab.go_to(1)
-    alternative = next(tok for tok, _ in tab.session.steps[1].topk if tok != first[1])
+    alternative = next(tok for tok, _ in tab.document.steps[1].topk if tok != first[1])
     search.what_if(alternative)
     qtbot.waitUntil(lambda: tree.branches == 1 and idle(tab), timeout=20000)
-    qtbot.waitUntil(lambda: 1 in search._branch_ends, timeout=5000)
+    qtbot.waitUntil(lambda: 1 in tab.document.branch_ends, timeout=5000)
     forced = [loaded.translator.tgt_vocab.id(t) for t in (first[0], alternative)]
-    events = list(loaded.translator.beam_steps(TEXT, search.decode, forced=forced))
+    events = list(loaded.translator.beam_steps(TEXT, tab.document.request.decode, forced=forced))
     engine = {n.id: n for e in events[1:-1] for n in e.nodes}
     want, node_id = [], events[-1].ranking[0]
     while node_id != -1:
@@ -140,14 +140,14 @@ def test_what_if_input_is_checked_with_a_message(qtbot, loaded):
     panel.prefix_edit.setText("zz-unknown")
     qtbot.mouseClick(panel.prefix_button, Qt.MouseButton.LeftButton)
     assert "Not in the model's output vocabulary" in tab.message.messages()[0]
-    assert tab.search.tree.branches == 0
-    prefix = tab.session.steps[0].topk[1][0]
+    assert tab.document.tree.branches == 0
+    prefix = tab.document.steps[0].topk[1][0]
     panel.prefix_edit.setText(prefix)
     qtbot.mouseClick(panel.prefix_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: tab.search.tree.branches == 1 and idle(tab),
+    qtbot.waitUntil(lambda: tab.document.tree.branches == 1 and idle(tab),
                     timeout=20000)
     qtbot.waitUntil(lambda: tab.output_view.tokens()[:1] == [prefix], timeout=5000)
-    start = min((n for n in tab.search.tree.nodes.values() if n.branch == 1), key=lambda n: n.id)
+    start = min((n for n in tab.document.tree.nodes.values() if n.branch == 1), key=lambda n: n.id)
     assert start.parent == ROOT and start.step.forced
 
 
@@ -156,15 +156,15 @@ def test_switching_heads_off_redecodes_and_marks_the_changes(qtbot, loaded):
     translator, grid = loaded.translator, tab.attention.grid
     tab.attention.select(kind="cross")
     grid.repaint()
-    before = [s.token for s in tab.session.steps if s.token != "<eos>"]
+    before = [s.token for s in tab.document.steps if s.token != "<eos>"]
     layers, heads = grid.shape()
     for layer in range(layers):  # Ctrl+click every layer's label: no cross-attention at all
         qtbot.mouseClick(grid, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ControlModifier,
                          grid.layer_label_rect(layer).center())
         qtbot.waitUntil(lambda: idle(tab), timeout=20000)
     off = tuple(HeadRef("cross", la, h) for la in range(layers) for h in range(heads))
-    assert tab.search.decode.heads_off == off and not tab.search.decode.rescale_heads
-    expected = translator.translate(TEXT, DecodeConfig(heads_off=off, max_len=tab.max_len_spin.value()))
+    assert tab.document.request.decode.heads_off == off and not tab.document.request.decode.rescale_heads
+    expected = translator.translate(TEXT, DecodeConfig(heads_off=off, max_len=tab.playback.max_len_spin.value()))
     after = [t for t in expected.tokens if t != "<eos>"]
     heads_panel = tab.search.heads_panel
     assert heads_panel.before_tokens == before and heads_panel.after_tokens == after
@@ -177,10 +177,10 @@ def test_switching_heads_off_redecodes_and_marks_the_changes(qtbot, loaded):
     assert tab.search.side.currentWidget() is tab.search.heads_scroll
     # the other normalisation, offered as an option; then everything on again
     heads_panel.rescale_check.setChecked(True)
-    qtbot.waitUntil(lambda: idle(tab) and tab.search.decode.rescale_heads, timeout=20000)
+    qtbot.waitUntil(lambda: idle(tab) and tab.document.request.decode.rescale_heads, timeout=20000)
     qtbot.mouseClick(heads_panel.reset_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: idle(tab) and not tab.search.decode.heads_off, timeout=20000)
-    assert [s.token for s in tab.session.steps if s.token != "<eos>"] == before and not grid.off
+    qtbot.waitUntil(lambda: idle(tab) and not tab.document.request.decode.heads_off, timeout=20000)
+    assert [s.token for s in tab.document.steps if s.token != "<eos>"] == before and not grid.off
 
 
 def test_a_head_toggles_from_the_keyboard_and_with_ctrl_click(qtbot, loaded):
@@ -190,14 +190,14 @@ def test_a_head_toggles_from_the_keyboard_and_with_ctrl_click(qtbot, loaded):
     grid.repaint()
     qtbot.mouseClick(grid, Qt.MouseButton.LeftButton, Qt.KeyboardModifier.ControlModifier,
                      grid.tile_rect(0, 1).center())
-    qtbot.waitUntil(lambda: idle(tab) and bool(tab.search.decode.heads_off), timeout=20000)
-    assert tab.search.decode.heads_off == (HeadRef(kind, 0, 1),) and tab.search.decode.beam == 2
-    assert tab.search.tree.ranking  # the beam search ran again with the head off
+    qtbot.waitUntil(lambda: idle(tab) and bool(tab.document.request.decode.heads_off), timeout=20000)
+    assert tab.document.request.decode.heads_off == (HeadRef(kind, 0, 1),) and tab.document.request.decode.beam == 2
+    assert tab.document.tree.ranking  # the beam search ran again with the head off
     grid.setFocus()
     qtbot.keyClick(grid, Qt.Key.Key_Right)  # the cursor starts at layer 1, head 1
     qtbot.keyClick(grid, Qt.Key.Key_Right)
     qtbot.keyClick(grid, Qt.Key.Key_Space)  # layer 1, head 2 on again
-    qtbot.waitUntil(lambda: idle(tab) and not tab.search.decode.heads_off, timeout=20000)
+    qtbot.waitUntil(lambda: idle(tab) and not tab.document.request.decode.heads_off, timeout=20000)
     assert "switched off" not in grid.accessible_value()
 
 

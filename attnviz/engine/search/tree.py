@@ -1,8 +1,10 @@
 """The tree of hypotheses a user explores: a beam search's candidates, a greedy path, and what-if branches.
 
-``SearchTree`` consumes the engine's events (``BeamStep``/``BeamDone`` from ``beam.beam_steps``, ``DecodeStep``s
-from ``decoding.decode_steps``) and answers what a view asks of a node: its path of steps, its whole
-``Translation`` with every attention map, the ids to force for a what-if branch, and the n-best list.
+``SearchTree`` consumes a decode's events, the one place that does: ``BeamStep``/``BeamDone`` from
+``beam.beam_steps`` and ``DecodeStep``s from ``greedy.decode_steps`` (a main path), one at a time (``add``, as the GUI
+receives them) or a whole decode at once (``from_events``, as the CLI runs it). It answers what a view asks of a
+node: its path of steps, its whole ``Translation`` with every attention map, the ids to force for a what-if branch,
+the n-best list, and the search's answer (``answer``: the chosen hypothesis as a ``Translation``).
 """
 
 from __future__ import annotations
@@ -10,11 +12,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import TypeAlias
 
 from attnviz.engine.events import BeamDone, BeamNode, BeamStep, DecodeStep, EncoderPass, Translation, assemble
 from attnviz.engine.text.vocab import EOS_ID
 
 ROOT = -1
+
+SearchEvent: TypeAlias = EncoderPass | DecodeStep | BeamStep | BeamDone  # what a decode (greedy or beam) yields
 
 
 class SearchTree:
@@ -23,14 +28,45 @@ class SearchTree:
         self.nodes: dict[int, BeamNode] = {}
         self.ranking: tuple[int, ...] = ()  # finished hypotheses, best first (a beam search's, or the greedy end)
         self.branches = 0  # what-if branches added so far
+        self.tip = ROOT  # the end of the main greedy path so far
+        self.leader = ROOT  # the best live hypothesis of a running beam search
+
+    @classmethod
+    def from_events(cls, events: Iterable[SearchEvent]) -> SearchTree:
+        """The tree of a whole decode: its ``EncoderPass``, then its ``DecodeStep``s (greedy or sampled) or its
+        ``BeamStep``s and ``BeamDone``."""
+        stream = iter(events)
+        first = next(stream, None)
+        if not isinstance(first, EncoderPass):
+            raise ValueError(f"a decode's events start with its EncoderPass, not {type(first).__name__}")
+        tree = cls(first)
+        for event in stream:
+            if isinstance(event, EncoderPass):
+                raise ValueError("one decode has one EncoderPass")
+            tree.add(event)
+        return tree
 
     # -- building ---------------------------------------------------------------------------------------------------
 
-    def add(self, event: BeamStep | BeamDone) -> None:
+    def add(self, event: DecodeStep | BeamStep | BeamDone) -> list[int]:
+        """Take one event of the decode this tree was started with; returns the ids of the nodes it added.
+
+        A ``DecodeStep`` extends the main path (which then is the answer); a ``BeamStep`` adds its candidates and
+        moves ``leader``; a ``BeamDone`` ranks the finished hypotheses."""
+        if isinstance(event, DecodeStep):
+            ids = self.add_chain([event], self.tip)
+            if ids:
+                self.tip = ids[-1]
+                self.ranking = (self.tip,)
+            return ids
         if isinstance(event, BeamStep):
             self.nodes.update((n.id, n) for n in event.nodes)
-        elif isinstance(event, BeamDone):
-            self.ranking = event.ranking
+            alive = event.alive
+            if alive:
+                self.leader = max(alive, key=lambda n: n.score).id
+            return [n.id for n in event.nodes]
+        self.ranking = event.ranking
+        return []
 
     def add_chain(self, steps: Iterable[DecodeStep], parent: int = ROOT, branch: int = 0) -> list[int]:
         """Hang a greedy or sampled path under ``parent``; steps at or before the parent's position (a forced
@@ -75,6 +111,11 @@ class SearchTree:
         """The search's answer: the best finished hypothesis, or the end of the greedy path."""
         return self.ranking[0] if self.ranking else None
 
+    def answer(self, detokenize: Callable[[Sequence[str]], str]) -> Translation | None:
+        """The chosen hypothesis with all its attention; None when nothing was chosen (no step, or no hypothesis
+        finished)."""
+        return None if self.chosen is None else self.translation(self.chosen, detokenize)
+
     def depth(self, node_id: int) -> int:
         """Tokens on the path to ``node_id`` (0 for the root)."""
         return 0 if node_id == ROOT else self.nodes[node_id].step.index + 1
@@ -82,22 +123,21 @@ class SearchTree:
     def children(self, node_id: int) -> list[BeamNode]:
         return [n for n in self.nodes.values() if n.parent == node_id]
 
+    def path_ids(self, node_id: int) -> list[int]:
+        """The node ids from the root's child to ``node_id``, in order."""
+        ids = []
+        while node_id != ROOT:
+            ids.append(node_id)
+            node_id = self.nodes[node_id].parent
+        return ids[::-1]
+
     def path(self, node_id: int) -> list[DecodeStep]:
         """The steps from the root to ``node_id``, in order."""
-        steps = []
-        while node_id != ROOT:
-            node = self.nodes[node_id]
-            steps.append(node.step)
-            node_id = node.parent
-        return steps[::-1]
+        return [self.nodes[i].step for i in self.path_ids(node_id)]
 
     def on_path(self, node_id: int | None) -> set[int]:
         """The node ids from the root to ``node_id``."""
-        ids = set()
-        while node_id is not None and node_id != ROOT:
-            ids.add(node_id)
-            node_id = self.nodes[node_id].parent
-        return ids
+        return set(self.path_ids(node_id)) if node_id is not None else set()
 
     def translation(self, node_id: int, detokenize: Callable[[Sequence[str]], str]) -> Translation:
         """The hypothesis ending at ``node_id`` with all its attention, as a greedy decode would give it."""

@@ -29,7 +29,7 @@ from attnviz.engine.errors import AttnvizError
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.gui.analysis.widgets import HeadMap
 from attnviz.gui.widgets import named
-from attnviz.gui.worker import Worker
+from attnviz.gui.worker import JobFailure, Worker
 
 JSON_FILTER = "Head importance (*.json);;All files (*)"
 
@@ -98,7 +98,7 @@ class ImportancePanel(QWidget):
         self.open_button.clicked.connect(self._on_open_clicked)
         self.save_button.clicked.connect(self._on_save_clicked)
         self.kind_combo.currentIndexChanged.connect(self._show)
-        self.worker.event.connect(self._on_event)
+        self.worker.produced.connect(self._on_produced)
         self.worker.failed.connect(self._on_failed)
         self.worker.finished.connect(self._on_finished)
         self.set_translator(None)
@@ -161,17 +161,18 @@ class ImportancePanel(QWidget):
         return self.worker.is_running()
 
     @Slot(object)
-    def _on_event(self, event) -> None:
+    def _on_produced(self, event) -> None:
         if isinstance(event, ImportanceProgress):
             self.progress.setMaximum(event.total)
             self.progress.setValue(event.done)
         elif isinstance(event, ImportanceReady):
             self.set_result(event)
 
-    @Slot(str)
-    def _on_failed(self, message: str) -> None:
-        self.summary.setText(f"<b>Head importance failed:</b> {message.splitlines()[0]}")
-        self.status.emit(message.splitlines()[0])
+    @Slot(object)
+    def _on_failed(self, failure: JobFailure) -> None:
+        first_line = failure.text.splitlines()[0]
+        self.summary.setText(f"<b>Head importance failed:</b> {first_line}")
+        self.status.emit(first_line)
 
     @Slot()
     def _on_finished(self) -> None:
@@ -206,6 +207,8 @@ class ImportancePanel(QWidget):
             self.status.emit(f"Cannot open {path}")
 
     def save_file(self, path: str) -> None:
+        if self.result is None:  # Save is offered once there is a result
+            return
         data = {"model": (self.translator.metadata.get("path") if self.translator is not None else None),
                 **self.result.to_json()}
         try:

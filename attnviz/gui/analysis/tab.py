@@ -11,6 +11,7 @@ the tags are stated in the view. The engine does the work; this tab only asks an
 from __future__ import annotations
 
 from html import escape
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal, Slot
 from PySide6.QtWidgets import (
@@ -37,7 +38,10 @@ from attnviz.engine.analysis.names import PROXY, STATS, THRESHOLDS
 from attnviz.gui.analysis.importance import ImportancePanel
 from attnviz.gui.analysis.widgets import HeadMap, SentenceViews, StatsTableModel, run_partner
 from attnviz.gui.widgets import named
-from attnviz.gui.worker import Worker
+from attnviz.gui.worker import JobFailure, Worker
+
+if TYPE_CHECKING:
+    from attnviz.engine.analysis.stats import HeadStats
 
 SHARES = {"max_weight", "sos", "eos", "punct", "sink", "same", "prev", "next", "norm_entropy", "alignment_proxy"}
 AER = "aer"
@@ -55,7 +59,7 @@ class AnalysisTab(QWidget):
         self.files: tuple[str | None, str | None] = (None, None)  # source, target text files
         self.gold: str | None = None
         self.compare: str | None = None  # a second checkpoint (same vocabularies)
-        self.stats_b = None
+        self.stats_b: HeadStats | None = None  # the compared checkpoint's
         self.worker = Worker(self)
         self.view_worker = Worker(self)
         self.table_model = StatsTableModel(self)
@@ -91,10 +95,10 @@ class AnalysisTab(QWidget):
         self.progress.setFormat("%v / %m sentences")
         self.table = named(QTableView(), "statsTable", "Head statistics", "Every head's statistics; click a "
                            "column title to sort, a row to see the head's sentences")
-        proxy = QSortFilterProxyModel(self)
-        proxy.setSourceModel(self.table_model)
-        proxy.setSortRole(Qt.ItemDataRole.UserRole)
-        self.table.setModel(proxy)
+        self.table_proxy = QSortFilterProxyModel(self)  # sorts the table's rows; the model keeps their order
+        self.table_proxy.setSourceModel(self.table_model)
+        self.table_proxy.setSortRole(Qt.ItemDataRole.UserRole)
+        self.table.setModel(self.table_proxy)
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
@@ -164,10 +168,10 @@ class AnalysisTab(QWidget):
         self.gold_button.clicked.connect(self._on_gold_clicked)
         self.compare_button.clicked.connect(self._on_compare_clicked)
         self.diff_check.toggled.connect(self._on_map_choice_changed)
-        self.worker.event.connect(self._on_worker_event)
+        self.worker.produced.connect(self._on_worker_produced)
         self.worker.failed.connect(self._on_worker_failed)
         self.worker.finished.connect(self._on_worker_finished)
-        self.view_worker.event.connect(self._on_views_event)
+        self.view_worker.produced.connect(self._on_views_produced)
         self.view_worker.failed.connect(self._on_worker_failed)
         self.stat_combo.currentIndexChanged.connect(self._on_map_choice_changed)
         self.kind_combo.currentIndexChanged.connect(self._on_map_choice_changed)
@@ -275,7 +279,7 @@ class AnalysisTab(QWidget):
     # -- results -----------------------------------------------------------------------------------------------------
 
     @Slot(object)
-    def _on_worker_event(self, event) -> None:
+    def _on_worker_produced(self, event) -> None:
         from attnviz.engine.analysis.alignment import AlignmentReady
         from attnviz.engine.analysis.run import AnalysisProgress, HeadStatsReady
 
@@ -292,10 +296,11 @@ class AnalysisTab(QWidget):
         elif isinstance(event, AlignmentReady):
             self.set_alignment(event)
 
-    @Slot(str)
-    def _on_worker_failed(self, message: str) -> None:
-        self.status.emit(message.splitlines()[0])
-        self.head_title.setText(f"<b>The analysis failed:</b> {message.splitlines()[0]}")
+    @Slot(object)
+    def _on_worker_failed(self, failure: JobFailure) -> None:
+        first_line = failure.text.splitlines()[0]
+        self.status.emit(first_line)
+        self.head_title.setText(f"<b>The analysis failed:</b> {first_line}")
 
     @Slot()
     def _on_worker_finished(self) -> None:
@@ -304,7 +309,7 @@ class AnalysisTab(QWidget):
             self.status.emit(f"Analysis done: {len(self.stats.sentences)} sentences")
 
     @Slot(object)
-    def _on_views_event(self, item) -> None:
+    def _on_views_produced(self, item) -> None:
         self.sentence_views.set_views(*item)
 
     def set_stats(self, stats) -> None:
@@ -359,7 +364,7 @@ class AnalysisTab(QWidget):
     @Slot(object, object)
     def _on_table_row_changed(self, current, previous) -> None:
         if current.isValid():
-            source = self.table.model().mapToSource(current)
+            source = self.table_proxy.mapToSource(current)
             row = self.table_model.row(source.row())
             self.show_head(row["kind"], row["layer"], row["head"])
 

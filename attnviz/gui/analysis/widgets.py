@@ -8,9 +8,10 @@ They are views: data arrives through one setter each and nothing here runs the m
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt, Signal, Slot
+from PySide6.QtCore import QAbstractTableModel, QObject, Qt, Signal, Slot
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
 
@@ -18,9 +19,7 @@ from attnviz.engine.analysis.names import SIDE_BY_SIDE, SIGNED_VIEWS, VIEWS
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.engine.training.runs import RunPaths, run_checkpoint
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
-from attnviz.gui.widgets import named
-
-NO_PARENT = QModelIndex()  # a table has no parent index
+from attnviz.gui.widgets import NO_PARENT, ModelIndex, named
 
 
 def run_partner(path: str | None) -> str:
@@ -39,7 +38,7 @@ def run_partner(path: str | None) -> str:
 class StatsTableModel(QAbstractTableModel):
     """One row per head (``HeadStats.table()`` rows); layers and heads shown from 1 as in the Translate tab."""
 
-    def __init__(self, parent=None):
+    def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
         self._rows: list[dict] = []
         self._columns: list[str] = []
@@ -53,18 +52,19 @@ class StatsTableModel(QAbstractTableModel):
     def row(self, index: int) -> dict:
         return self._rows[index]
 
-    def rowCount(self, parent=NO_PARENT) -> int:  # noqa: N802
+    def rowCount(self, parent: ModelIndex = NO_PARENT) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(self._rows)
 
-    def columnCount(self, parent=NO_PARENT) -> int:  # noqa: N802
+    def columnCount(self, parent: ModelIndex = NO_PARENT) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(self._columns)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             return self._columns[section].replace("_", " ")
         return None
 
-    def data(self, index: QModelIndex, role=Qt.ItemDataRole.DisplayRole):
+    def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
         name = self._columns[index.column()]

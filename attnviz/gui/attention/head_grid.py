@@ -38,7 +38,7 @@ class HeadGrid(QWidget):
         self._tiles: dict[tuple[int, int], QRect] = {}
         self._layer_labels: dict[int, QRect] = {}
         self.off: set[tuple[int, int]] = set()  # (layer, head) switched off, of the kind shown
-        self.cursor: tuple[int, int] | None = None  # keyboard cursor
+        self.cursor_head: tuple[int, int] | None = None  # keyboard cursor
 
     def set_maps(self, maps: np.ndarray | None, per_map: bool = False, current: tuple[int, int] | None = None,
                  marked: tuple[int, int] | None = None, off: set[tuple[int, int]] | None = None) -> None:
@@ -46,9 +46,9 @@ class HeadGrid(QWidget):
         to align with (guided alignment), drawn with a gold dashed frame; ``off`` heads are crossed out."""
         self._images = [] if maps is None else [[to_image(m, per_map) for m in layer] for layer in maps]
         self._current, self._marked, self.off = current, marked, set(off or ())
-        if self.cursor is not None and (maps is None or self.cursor[0] >= maps.shape[0]
-                                        or self.cursor[1] >= maps.shape[1]):
-            self.cursor = None
+        if self.cursor_head is not None and (maps is None or self.cursor_head[0] >= maps.shape[0]
+                                        or self.cursor_head[1] >= maps.shape[1]):
+            self.cursor_head = None
         self.setAccessibleDescription("" if marked is None else
                                       f"Layer {marked[0] + 1}, head {marked[1] + 1} was trained to align words")
         self._relayout()
@@ -109,7 +109,7 @@ class HeadGrid(QWidget):
             if self._current == (layer, h):
                 painter.setPen(QPen(QColor(255, 80, 80), 2))
                 painter.drawRect(tile.adjusted(-1, -1, 1, 1))
-            if self.cursor == (layer, h) and self.hasFocus():
+            if self.cursor_head == (layer, h) and self.hasFocus():
                 painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 2, Qt.PenStyle.DashLine))
                 painter.drawRect(tile.adjusted(-2, -2, 2, 2))
 
@@ -135,7 +135,7 @@ class HeadGrid(QWidget):
         layers, heads = self.shape()
         if not layers:
             return "No attention yet"
-        where = self.describe(*self.cursor) if self.cursor else "arrow keys move between heads"
+        where = self.describe(*self.cursor_head) if self.cursor_head else "arrow keys move between heads"
         off = f"{len(self.off)} heads switched off. " if self.off else ""
         return (f"{layers} layers by {heads} heads. {off}{where}. Enter opens a head, Space switches it off or on, "
                 "Shift+Space its whole layer")
@@ -167,19 +167,19 @@ class HeadGrid(QWidget):
         if not layers or mods & (Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier):
             super().keyPressEvent(event)
         elif key in moves:
-            layer, head = self.cursor or (0, 0)
-            dl, dh = moves[key] if self.cursor else (0, 0)
-            self.cursor = (min(max(layer + dl, 0), layers - 1), min(max(head + dh, 0), heads - 1))
-            self.setToolTip(self.describe(*self.cursor))
+            layer, head = self.cursor_head or (0, 0)
+            dl, dh = moves[key] if self.cursor_head else (0, 0)
+            self.cursor_head = (min(max(layer + dl, 0), layers - 1), min(max(head + dh, 0), heads - 1))
+            self.setToolTip(self.describe(*self.cursor_head))
             self.update()
             announce(self)
-        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.cursor:
-            self.selected.emit(*self.cursor)
-        elif key == Qt.Key.Key_Space and self.cursor:
+        elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.cursor_head:
+            self.selected.emit(*self.cursor_head)
+        elif key == Qt.Key.Key_Space and self.cursor_head:
             if mods & Qt.KeyboardModifier.ShiftModifier:
-                self.layer_toggled.emit(self.cursor[0])
+                self.layer_toggled.emit(self.cursor_head[0])
             else:
-                self.toggled.emit(*self.cursor)
+                self.toggled.emit(*self.cursor_head)
         else:
             super().keyPressEvent(event)
 

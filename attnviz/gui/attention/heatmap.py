@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import QPoint, QRect, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QBrush, QColor, QFont, QImage, QMouseEvent, QPainter, QPalette, QPen
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QMouseEvent, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from attnviz.gui.accessible import announce
@@ -97,7 +97,7 @@ class HeatmapView(QWidget):
         if self.zoom is None or self._data is None:
             self.setMinimumSize(220, 180)
             return
-        g = self._compute(self.fontMetrics(), self.width(), self.height())
+        g = self._compute(self._data, self.fontMetrics(), self.width(), self.height())
         self.setMinimumSize(*g.size(*self._data.matrix.shape))
 
     def wheelEvent(self, event) -> None:  # noqa: N802
@@ -109,19 +109,19 @@ class HeatmapView(QWidget):
 
     # -- layout and painting -----------------------------------------------------------------------------------------
 
-    def _compute(self, metrics, width: int, height: int) -> Geometry:
-        d = self._data
+    def _compute(self, d: HeatmapData, metrics: QFontMetrics, width: int, height: int) -> Geometry:
         r, c = d.matrix.shape
         return geometry(width, height, r, c, [metrics.horizontalAdvance(t) for t in d.rows],
                         [metrics.horizontalAdvance(t) for t in d.cols], metrics.height(), bool(d.title), self.zoom)
 
     def _relayout(self) -> None:
         """Place cells and labels for the current size (also before the first paint, for hover and tests)."""
-        if self._data is None or not self._data.matrix.size:
+        d = self._data
+        if d is None or not d.matrix.size:
             self._geometry, self._cells = None, QRect()
             return
-        g = self._geometry = self._compute(self.fontMetrics(), self.width(), self.height())
-        r, c = self._data.matrix.shape
+        g = self._geometry = self._compute(d, self.fontMetrics(), self.width(), self.height())
+        r, c = d.matrix.shape
         self._cells = QRect(g.left, g.top, int(g.cell * c), int(g.cell * r))
 
     def resizeEvent(self, event) -> None:  # noqa: N802
@@ -137,21 +137,23 @@ class HeatmapView(QWidget):
             return
         d = self._data
         self._relayout()
-        cells = self._cells
+        cells, g = self._cells, self._geometry
+        if g is None:  # an empty matrix has no image, so this cannot happen; it keeps the types honest
+            return
         painter.drawImage(cells, self._image)
-        self._draw_masked(painter, cells)
+        self._draw_masked(painter, cells, d, g)
         painter.setPen(text_color)
         if d.title:
             title = painter.fontMetrics().elidedText(d.title, Qt.TextElideMode.ElideRight, self.width() - cells.left())
             painter.drawText(QRect(cells.left(), 2, self.width() - cells.left(), painter.fontMetrics().height() + 4),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, title)
-        self._draw_labels(painter, cells)
-        self._draw_axis_titles(painter, cells, label_depth=self._geometry.bottom - 30)
-        self._draw_outlines(painter, cells)
-        self._draw_colour_bar(painter, cells, text_color)
+        self._draw_labels(painter, cells, d, g)
+        self._draw_axis_titles(painter, cells, d, label_depth=g.bottom - 30)
+        self._draw_outlines(painter, cells, d, g)
+        self._draw_colour_bar(painter, cells, text_color, d)
 
-    def _draw_labels(self, painter: QPainter, cells: QRect) -> None:
-        d, g, metrics = self._data, self._geometry, painter.fontMetrics()
+    def _draw_labels(self, painter: QPainter, cells: QRect, d: HeatmapData, g: Geometry) -> None:
+        metrics = painter.fontMetrics()
         band = g.left - 34
         for i in range(0, len(d.rows), g.row_every):
             y = int(cells.top() + (i + 0.5) * g.cell)
@@ -169,9 +171,8 @@ class HeatmapView(QWidget):
                              label)
             painter.restore()
 
-    def _draw_masked(self, painter: QPainter, cells: QRect) -> None:
+    def _draw_masked(self, painter: QPainter, cells: QRect, d: HeatmapData, g: Geometry) -> None:
         """Cells a causal query may not see: grey with a hatch, so they do not read as a weight of zero."""
-        d, g = self._data, self._geometry
         if d.masked is None or not d.masked.any():
             return
         painter.save()
@@ -182,8 +183,7 @@ class HeatmapView(QWidget):
                 painter.drawRect(QRectF(cells.left() + j * g.cell, cells.top() + i * g.cell, g.cell, g.cell))
         painter.restore()
 
-    def _draw_outlines(self, painter: QPainter, cells: QRect) -> None:
-        d, g = self._data, self._geometry
+    def _draw_outlines(self, painter: QPainter, cells: QRect, d: HeatmapData, g: Geometry) -> None:
         r = d.matrix.shape[0]
         painter.setBrush(Qt.BrushStyle.NoBrush)
         if d.highlight_row is not None and 0 <= d.highlight_row < r:
@@ -195,8 +195,7 @@ class HeatmapView(QWidget):
             painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 2, Qt.PenStyle.DashLine))
             painter.drawRect(QRectF(cells.left() + j * g.cell, cells.top() + i * g.cell, g.cell, g.cell))
 
-    def _draw_axis_titles(self, painter: QPainter, cells: QRect, label_depth: int) -> None:
-        d = self._data
+    def _draw_axis_titles(self, painter: QPainter, cells: QRect, d: HeatmapData, label_depth: int) -> None:
         font = QFont(painter.font())
         font.setItalic(True)
         painter.setFont(font)
@@ -213,16 +212,18 @@ class HeatmapView(QWidget):
 
     def colour_range(self) -> tuple[float, float]:
         d = self._data
+        if d is None:
+            return 0.0, 1.0
         if d.signed:
             m = signed_limit(d.matrix)
             return -m, m
         return (float(d.matrix.min()), float(d.matrix.max())) if d.per_map else (0.0, 1.0)
 
-    def _draw_colour_bar(self, painter: QPainter, cells: QRect, text_color: QColor) -> None:
+    def _draw_colour_bar(self, painter: QPainter, cells: QRect, text_color: QColor, d: HeatmapData) -> None:
         bar = QRect(cells.right() + 14, cells.top(), 12, max(cells.height(), 60))
-        for y in range(bar.height()):
-            painter.setPen(color_at(1 - y / max(bar.height() - 1, 1), self._data.signed))
-            painter.drawLine(bar.left(), bar.top() + y, bar.right(), bar.top() + y)
+        for row in range(bar.height()):
+            painter.setPen(color_at(1 - row / max(bar.height() - 1, 1), d.signed))
+            painter.drawLine(bar.left(), bar.top() + row, bar.right(), bar.top() + row)
         lo, hi = self.colour_range()
         digits = tick_digits(lo, hi)
         painter.setPen(text_color)
@@ -260,6 +261,8 @@ class HeatmapView(QWidget):
 
     def describe_cell(self, row: int, col: int) -> str:
         d = self._data
+        if d is None:
+            return ""
         r, c = d.matrix.shape
         if d.masked is not None and d.masked[row, col]:
             weight = "masked (a future position this query may not see)"
@@ -291,8 +294,8 @@ class HeatmapView(QWidget):
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         pos = event.position().toPoint()
-        cell = self.cell_at(pos)
-        if cell is None:
+        cell, d = self.cell_at(pos), self._data
+        if cell is None or d is None:
             label = self.label_at(pos)
             if label:
                 QToolTip.showText(event.globalPosition().toPoint(), label, self)
@@ -301,7 +304,6 @@ class HeatmapView(QWidget):
             self.hovered.emit(-1, -1)
             return
         row, col = cell
-        d = self._data
         QToolTip.showText(event.globalPosition().toPoint(),
                           f"{d.rows[row]} \u2192 {d.cols[col]}\n" + self.describe_cell(row, col).split(": ", 1)[1],
                           self)

@@ -1,10 +1,14 @@
 """AttentionPanel: kind / layer / head selectors over the large heatmap and the grid of every layer x head.
 
-It shows a ``DecodeSession`` as of one step (``show(session, step)``) and redraws when a selector changes. Only the
-kinds the model has are offered, so an RNN (cross only) or a language model (decoder only) needs no special case.
+It shows an ``AttentionSource`` (the Translate tab's decode document) as of one step (``display(source, step)``) and
+redraws when a selector changes. Only the kinds the model has are offered, so an RNN (cross only) or a language model
+(decoder only) needs no special case. Merging subword pieces into words is this panel's choice: it asks the source
+for merged maps while its box is ticked.
 """
 
 from __future__ import annotations
+
+from typing import Literal, Protocol
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal, Slot
@@ -24,9 +28,28 @@ from PySide6.QtWidgets import (
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.gui.attention.head_grid import HeadGrid
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
-from attnviz.gui.translate.session import DecodeSession
 
 MEAN = "Mean of heads"
+
+
+class AttentionSource(Protocol):
+    """A decode's attention as of a step, for the panel to show."""
+
+    @property
+    def mergeable(self) -> bool:
+        """Whether subword pieces can be merged into words."""
+        ...
+
+    def kinds(self) -> list[str]: ...
+
+    def maps(self, kind: str, upto: int, merged: bool = False) -> np.ndarray | None:
+        """[L, H, R, C] of one kind as of step ``upto``."""
+        ...
+
+    def heatmap(self, kind: str, layer: int, head: int | None, upto: int,
+                merged: bool = False) -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...], int | None] | None:
+        """(matrix [R, C], row labels, column labels, highlighted row) of one layer and head (None: the mean)."""
+        ...
 
 
 def _combo(name: str, tip: str) -> QComboBox:
@@ -61,7 +84,7 @@ class AttentionPanel(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self._session: DecodeSession | None = None
+        self._source: AttentionSource | None = None
         self._step = -1
         self._chosen_kind: str | None = None  # the kind the user picked; kept across translations
         self.chosen_layer: int | None = None  # likewise the layer and head (None: not chosen, the last layer)
@@ -173,17 +196,20 @@ class AttentionPanel(QWidget):
     def per_map(self) -> bool:
         return self.scale_combo.currentIndex() == 1
 
-    def display(self, session: DecodeSession | None, step: int) -> None:
-        """Display ``session`` as of ``step`` (-1: the encoder pass only)."""
-        self._session, self._step = session, step
-        self.merge_check.setEnabled(bool(session and session.merger))
-        if session is not None:
-            session.merge_words = self.merge_check.isChecked() and session.merger is not None
+    @property
+    def merged(self) -> bool:
+        """Whether the maps shown are merged into words."""
+        return self.merge_check.isEnabled() and self.merge_check.isChecked()
+
+    def display(self, source: AttentionSource | None, step: int) -> None:
+        """Display ``source`` as of ``step`` (-1: the encoder pass only)."""
+        self._source, self._step = source, step
+        self.merge_check.setEnabled(source is not None and source.mergeable)
         self._sync_kinds()
         self.redraw()
 
     def _sync_kinds(self) -> None:
-        kinds = self._session.kinds() if self._session else []
+        kinds = self._source.kinds() if self._source else []
         current = [self.kind_combo.itemData(i) for i in range(self.kind_combo.count())]
         if kinds != current:
             self.kind_combo.blockSignals(True)
@@ -197,7 +223,8 @@ class AttentionPanel(QWidget):
             self._sync_layers_heads()
 
     def _sync_layers_heads(self) -> None:
-        maps = self._session.maps(self.kind, self._step) if self._session and self.kind else None
+        kind = self.kind
+        maps = self._source.maps(kind, self._step, self.merged) if self._source and kind else None
         layers, heads = (maps.shape[0], maps.shape[1]) if maps is not None else (0, 0)
         # the user's choice survives a new translation (the selectors are emptied meanwhile) and a restart;
         # without one, the last layer, the one the references show
@@ -212,34 +239,36 @@ class AttentionPanel(QWidget):
         self.chosen_layer = layer if layer >= 0 else None
         self.chosen_head = max(head, 0)
 
-    def select(self, kind: str | None = None, layer: int | None = None, head: int | None | str = "keep") -> None:
+    def select(self, kind: str | None = None, layer: int | None = None,
+               head: int | None | Literal["keep"] = "keep") -> None:
         """Programmatic selection (tests, the grid, saved settings); ``head=None`` means the mean."""
         if kind is not None and self.kind_combo.findData(kind) >= 0:
             self.kind_combo.setCurrentIndex(self.kind_combo.findData(kind))
         if layer is not None:
             self.layer_combo.setCurrentIndex(layer)
-        if head != "keep":
-            self.head_combo.setCurrentIndex(0 if head is None else head + 1)
+        if head is None:
+            self.head_combo.setCurrentIndex(0)
+        elif isinstance(head, int):
+            self.head_combo.setCurrentIndex(head + 1)
 
     # -- drawing -----------------------------------------------------------------------------------------------------
 
     def redraw(self) -> None:
-        session, kind = self._session, self.kind
-        view = session.heatmap(kind, self.layer, self.head, self._step) if session and kind else None
-        if view is None:
+        source, kind = self._source, self.kind
+        view = source.heatmap(kind, self.layer, self.head, self._step, self.merged) if source and kind else None
+        if source is None or kind is None or view is None:
             self.heatmap.set_data(None)
             self.grid.set_maps(None)
             self.caption.clear()
             return
         matrix, rows, cols, highlight = view
         info = ATTENTION_KINDS[kind]
-        merged = self.merge_check.isEnabled() and self.merge_check.isChecked()
-        masked = np.triu(np.ones(matrix.shape, dtype=bool), 1) if info.causal and not merged else None
+        masked = np.triu(np.ones(matrix.shape, dtype=bool), 1) if info.causal and not self.merged else None
         head_text = "mean of heads" if self.head is None else f"head {self.head + 1}"
         title = f"{info.label} · layer {self.layer + 1} · {head_text}"
         self.heatmap.set_data(HeatmapData(matrix, tuple(rows), tuple(cols), info.query_axis, info.key_axis, title,
                                           highlight, self.per_map, masked))
-        self.grid.set_maps(session.maps(kind, self._step), self.per_map,
+        self.grid.set_maps(source.maps(kind, self._step, self.merged), self.per_map,
                            None if self.head is None else (self.layer, self.head),
                            self.alignment_head if kind == "cross" else None,
                            {(r.layer, r.head) for r in self.heads_off if r.kind == kind})
@@ -269,8 +298,6 @@ class AttentionPanel(QWidget):
 
     @Slot(bool)
     def _on_merge_toggled(self, on: bool) -> None:
-        if self._session is not None:
-            self._session.merge_words = on and self._session.merger is not None
         self._sync_layers_heads()
         self.redraw()
         self.selection_changed.emit()

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from PySide6.QtCore import QPointF, QRectF, QSize, Qt
-from PySide6.QtGui import QColor, QImage, QMouseEvent, QPainter, QPainterPath, QPalette, QPen
+from PySide6.QtGui import QColor, QImage, QMouseEvent, QPaintDevice, QPainter, QPainterPath, QPalette, QPen
 from PySide6.QtWidgets import QFileDialog, QGridLayout, QMessageBox, QSizePolicy, QToolTip, QWidget
 
 
@@ -303,15 +303,17 @@ class CurvesPanel(QWidget):
         if suffix == ".svg":
             from PySide6.QtSvg import QSvgGenerator
 
-            device = QSvgGenerator()
-            device.setFileName(str(path))
-            device.setSize(self.size())
-            device.setViewBox(self.rect())
-            device.setTitle("attnviz training curves")
+            svg = QSvgGenerator()
+            svg.setFileName(str(path))
+            svg.setSize(self.size())
+            svg.setViewBox(self.rect())
+            svg.setTitle("attnviz training curves")
+            device: QPaintDevice = svg
         else:
-            device = QImage(self.size() * 2, QImage.Format.Format_ARGB32)
-            device.setDevicePixelRatio(2)
-            device.fill(self.palette().color(QPalette.ColorRole.Window))
+            image = QImage(self.size() * 2, QImage.Format.Format_ARGB32)
+            image.setDevicePixelRatio(2)
+            image.fill(self.palette().color(QPalette.ColorRole.Window))
+            device = image
         painter = QPainter(device)
         for plot in self.plots():
             painter.save()

@@ -185,7 +185,10 @@ class FormingPanel(QWidget):
         self._redraw()
 
     def _fill_selectors(self, probe: Translation) -> None:
-        layers, heads = probe.attention[probe_kind(probe)].shape[:2]
+        kind = probe_kind(probe)
+        if kind is None:  # such probes are never added
+            return
+        layers, heads = probe.attention[kind].shape[:2]
         set_choices(self.layer_combo, [f"Layer {i + 1}" for i in range(layers)], layers - 1, layers > 1)
         set_choices(self.head_combo, *head_choices(heads, 0), heads > 1)
 
@@ -208,6 +211,9 @@ class FormingPanel(QWidget):
             return
         index, layer, head = self.slider.value(), max(self.layer_combo.currentIndex(), 0), self._head()
         snap = self.snapshots[index]
+        followed = probe_kind(snap.probe)
+        if followed is None:  # such probes are never added
+            return
         matrix = select_map(snap.probe, layer, head)
         which = "mean of heads" if head is None else f"head {head + 1}"
         bleu = "" if snap.bleu is None else f", validation BLEU {snap.bleu:.2f}"
@@ -217,7 +223,7 @@ class FormingPanel(QWidget):
         generated = snap.probe.src_tokens == ()
         self.translation_label.setText(f"<b>{'Generated' if generated else 'Translation'} then:</b> "
                                        f"{snap.probe.text or '(empty)'}")
-        kind = ATTENTION_KINDS[probe_kind(snap.probe)]
+        kind = ATTENTION_KINDS[followed]
         rows, cols = snap.probe.axis_labels(kind.key)
         self.heatmap.set_data(HeatmapData(matrix, rows, cols, kind.query_axis.capitalize(),
                                           kind.key_axis.capitalize(), f"{kind.label}, layer {layer + 1}, {which}"))

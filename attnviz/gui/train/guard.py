@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtWidgets import QMessageBox, QWidget
+from PySide6.QtWidgets import QMessageBox, QPushButton, QWidget
 
 from attnviz.engine.training.runs import RunPaths
 
@@ -40,7 +40,7 @@ def fresh_path(out: str | os.PathLike) -> str:
 
 
 def _same(a: str | os.PathLike, b: str | os.PathLike | None) -> bool:
-    return bool(b) and os.path.abspath(a) == os.path.abspath(b)
+    return b is not None and bool(b) and os.path.abspath(a) == os.path.abspath(b)
 
 
 def _ask(parent: QWidget, title: str, text: str, choices: list[str]) -> str:
@@ -52,7 +52,8 @@ def _ask(parent: QWidget, title: str, text: str, choices: list[str]) -> str:
     buttons = {box.addButton(*labels[c]): c for c in choices}
     box.setDefaultButton(next(b for b, c in buttons.items() if c == FRESH))  # the safe choice on Enter
     box.exec()
-    return buttons.get(box.clickedButton(), CANCEL)
+    clicked = box.clickedButton()
+    return buttons.get(clicked, CANCEL) if isinstance(clicked, QPushButton) else CANCEL
 
 
 def choose_output(parent: QWidget, out: str, protected: str | None, ask=_ask) -> str | None:

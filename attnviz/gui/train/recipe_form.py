@@ -211,7 +211,7 @@ class RecipeForm(QWidget):
         """The settings the user changed, parsed; ConfigError names the first bad one."""
         result = {}
         for row in range(self.table.rowCount()):
-            key, text = self.table.item(row, 0).text(), self.table.item(row, 1).text()
+            key, text = self._cell(row, 0).text(), self._cell(row, 1).text()
             like = current_value(base, key)
             if text.strip() != show_value(like):
                 result[key] = parse_value(key, text, like)
@@ -276,7 +276,7 @@ class RecipeForm(QWidget):
         try:
             base = self.base_recipe()
             for row in range(self.table.rowCount()):  # find the rows at fault, for highlighting
-                key, text = self.table.item(row, 0).text(), self.table.item(row, 1).text()
+                key, text = self._cell(row, 0).text(), self._cell(row, 1).text()
                 like = current_value(base, key)
                 try:
                     if text.strip() != show_value(like):
@@ -289,7 +289,7 @@ class RecipeForm(QWidget):
         unused = self._unused_rows()
         self._loading = True
         for row in range(self.table.rowCount()):
-            item = self.table.item(row, 1)
+            item = self._cell(row, 1)
             item.setBackground(QBrush(QColor(217, 83, 79, 90)) if row in bad_rows else QBrush())
             item.setForeground(QBrush(QColor(128, 128, 128)) if row in unused else QBrush())
             item.setToolTip(unused.get(row, ""))
@@ -298,12 +298,19 @@ class RecipeForm(QWidget):
         self.error_label.setVisible(bool(message))
         self.changed.emit()
 
+    def _cell(self, row: int, column: int) -> QTableWidgetItem:
+        """The item at (``row``, ``column``) of the settings table, which ``_on_preset`` fills entirely."""
+        item = self.table.item(row, column)
+        if item is None:
+            raise LookupError(f"the settings table has no item at row {row}, column {column}")
+        return item
+
     def _unused_rows(self) -> dict[int, str]:
         """Rows whose setting the other values make irrelevant (shown grey), with the reason as a tooltip."""
-        rows = {self.table.item(row, 0).text(): row for row in range(self.table.rowCount())}
+        rows = {self._cell(row, 0).text(): row for row in range(self.table.rowCount())}
         if "train.schedule" not in rows or "train.warmup" not in rows:
             return {}
-        schedule = self.table.item(rows["train.schedule"], 1).text().strip()
+        schedule = self._cell(rows["train.schedule"], 1).text().strip()
         if schedule in WARMUP_SCHEDULES:
             return {}
         return {rows["train.warmup"]: f"not used: the {schedule!r} schedule has no warm-up steps"}

@@ -47,7 +47,7 @@ from attnviz.gui.train.jobs import ONE_PROCESS, TrainJob, download_job, download
 from attnviz.gui.train.layout import lay_out
 from attnviz.gui.train.recipe_form import RecipeForm
 from attnviz.gui.widgets import named
-from attnviz.gui.worker import Worker
+from attnviz.gui.worker import JobFailure, Worker
 
 REDRAW_MS = 250
 
@@ -126,10 +126,10 @@ class TrainTab(QWidget):
         self.export_button.clicked.connect(self.export_curves)
         self.form.changed.connect(self._update_buttons)
         self.form.data_edit.textChanged.connect(self._on_data_dir_changed)
-        self.worker.event.connect(self._on_event)
+        self.worker.produced.connect(self._on_event)
         self.worker.failed.connect(self._on_failed)
         self.worker.finished.connect(self._on_finished)
-        self.downloader.event.connect(self._on_download_event)
+        self.downloader.produced.connect(self._on_download_event)
         self.downloader.failed.connect(self._on_download_failed)
         self.downloader.finished.connect(self._on_download_finished)
         self._redraw.timeout.connect(self._flush)
@@ -357,10 +357,11 @@ class TrainTab(QWidget):
         self.evaluations.add_row(record, samples)
         self.curves.add_evaluation(record.step, record.loss, record.bleu)
 
-    @Slot(str)
-    def _on_failed(self, message: str) -> None:
+    @Slot(object)
+    def _on_failed(self, failure: JobFailure) -> None:
         last = self.paths.get("last") or self.paths.get("best")
-        self._show_message(f"Training failed: {message}" + (f" The last good checkpoint is {last}." if last else ""))
+        kept = f" The last good checkpoint is {last}." if last else ""
+        self._show_message(f"Training failed: {failure.text}{kept}")
 
     @Slot()
     def _on_finished(self) -> None:

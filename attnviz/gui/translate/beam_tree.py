@@ -17,6 +17,7 @@ from PySide6.QtCore import QPointF, QRect, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFont, QMouseEvent, QPainter, QPainterPath, QPalette, QPen
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
+from attnviz.engine.events import BeamNode
 from attnviz.engine.search.tree import ROOT, SearchTree
 from attnviz.gui.accessible import announce
 
@@ -37,7 +38,7 @@ class BeamTreeView(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.tree: SearchTree | None = None
         self.selected: int | None = None  # the hypothesis shown in the other views
-        self.cursor: int | None = None  # keyboard cursor
+        self.cursor_node: int | None = None  # keyboard cursor
         self.placeholder = "Decode to see the search tree; beam search shows every candidate"
         self._pos: dict[int, tuple[int, int]] = {}  # node id -> (column, row)
         self._children: dict[int, list[int]] = {}
@@ -46,7 +47,7 @@ class BeamTreeView(QWidget):
     # -- data --------------------------------------------------------------------------------------------------------
 
     def set_tree(self, tree: SearchTree | None) -> None:
-        self.tree, self.selected, self.cursor = tree, None, None
+        self.tree, self.selected, self.cursor_node = tree, None, None
         self.refresh()
 
     def refresh(self) -> None:
@@ -62,7 +63,7 @@ class BeamTreeView(QWidget):
         """Mark ``node_id`` as the hypothesis shown (no signal); the cursor follows it."""
         self.selected = node_id
         if node_id is not None:
-            self.cursor = node_id
+            self.cursor_node = node_id
             self.cursor_moved.emit(self.node_rect(node_id))
         self.update()
         announce(self)
@@ -95,6 +96,11 @@ class BeamTreeView(QWidget):
             top += height
         self._children = {k: sorted(v, key=lambda i: self._pos[i][1]) for k, v in self._children.items()}
 
+    @property
+    def _nodes(self) -> dict[int, BeamNode]:
+        """The tree's nodes (none without a tree)."""
+        return self.tree.nodes if self.tree is not None else {}
+
     def node_ids(self) -> list[int]:
         """Every node drawn, the root (-1) excluded."""
         return [i for i in self._pos if i != ROOT]
@@ -107,7 +113,7 @@ class BeamTreeView(QWidget):
         return next((i for i in self._pos if i != ROOT and self.node_rect(i).contains(pos)), None)
 
     def describe(self, node_id: int) -> str:
-        node = self.tree.nodes[node_id]
+        node = self._nodes[node_id]
         parts = [f"step {node.step.index + 1}", repr(node.step.token), f"p {node.step.probability:.2f}", node.status]
         if node_id in self._chosen_path:
             parts.append("on the chosen translation")
@@ -120,7 +126,7 @@ class BeamTreeView(QWidget):
     def accessible_value(self) -> str:
         if self.tree is None or not self.tree.nodes:
             return self.placeholder
-        node = self.cursor if self.cursor is not None else self.selected
+        node = self.cursor_node if self.cursor_node is not None else self.selected
         where = self.describe(node) if node is not None else "arrow keys move between nodes, Enter shows one"
         return f"{len(self.tree.nodes)} nodes. {where}"
 
@@ -147,7 +153,7 @@ class BeamTreeView(QWidget):
         self._draw_branch_labels(painter)
 
     def _draw_edge(self, painter: QPainter, node_id: int) -> None:
-        node = self.tree.nodes[node_id]
+        node = self._nodes[node_id]
         a, b = self.node_rect(node.parent), self.node_rect(node_id)
         start, end = QPointF(a.right(), a.center().y()), QPointF(b.left(), b.center().y())
         p = max(0.0, min(1.0, node.step.probability))
@@ -163,7 +169,7 @@ class BeamTreeView(QWidget):
 
     def _draw_node(self, painter: QPainter, node_id: int, text: str) -> None:
         pal, rect = self.palette(), self.node_rect(node_id)
-        node = self.tree.nodes.get(node_id)
+        node = self._nodes.get(node_id)
         pruned = node is not None and node.status == "pruned"
         painter.setOpacity(0.4 if pruned else 1.0)
         fill = pal.color(QPalette.ColorRole.AlternateBase)
@@ -185,7 +191,7 @@ class BeamTreeView(QWidget):
         painter.drawText(rect.adjusted(4, 0, -4, 0), Qt.AlignmentFlag.AlignCenter,
                          painter.fontMetrics().elidedText(text, Qt.TextElideMode.ElideMiddle, rect.width() - 8))
         painter.setOpacity(1.0)
-        if node_id == self.cursor and self.hasFocus():
+        if node_id == self.cursor_node and self.hasFocus():
             painter.setBrush(Qt.BrushStyle.NoBrush)
             painter.setPen(QPen(pal.color(QPalette.ColorRole.Highlight), 2, Qt.PenStyle.DotLine))
             painter.drawRoundedRect(rect.adjusted(-3, -3, 3, 3), 6, 6)
@@ -196,8 +202,8 @@ class BeamTreeView(QWidget):
         painter.setFont(font)
         painter.setPen(BRANCH)
         for node_id in self.node_ids():
-            node = self.tree.nodes[node_id]
-            parent = self.tree.nodes.get(node.parent)
+            node = self._nodes[node_id]
+            parent = self._nodes.get(node.parent)
             if node.branch and (parent is None or parent.branch != node.branch):
                 rect = self.node_rect(node_id)
                 painter.drawText(QRect(rect.left(), rect.top() - (ROW_H - NODE_H), COL_W * 2, ROW_H - NODE_H),
@@ -208,7 +214,7 @@ class BeamTreeView(QWidget):
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         node_id = self.node_at(event.position().toPoint())
         if node_id is not None:
-            self.cursor = node_id
+            self.cursor_node = node_id
             self.activated.emit(node_id)
 
     def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802
@@ -221,7 +227,7 @@ class BeamTreeView(QWidget):
                 Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.AltModifier):
             super().keyPressEvent(event)
             return
-        key, cursor = event.key(), self.cursor
+        key, cursor = event.key(), self.cursor_node
         if key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and cursor is not None:
             self.activated.emit(cursor)
             return
@@ -229,7 +235,7 @@ class BeamTreeView(QWidget):
         if target is None:
             super().keyPressEvent(event)
             return
-        self.cursor = target
+        self.cursor_node = target
         self.setToolTip(self.describe(target))
         self.cursor_moved.emit(self.node_rect(target))
         self.update()
@@ -240,7 +246,7 @@ class BeamTreeView(QWidget):
         if cursor is None or cursor not in self._pos:
             return first if key in (Qt.Key.Key_Left, Qt.Key.Key_Right, Qt.Key.Key_Up, Qt.Key.Key_Down) else None
         if key == Qt.Key.Key_Left:
-            parent = self.tree.nodes[cursor].parent
+            parent = self._nodes[cursor].parent
             return parent if parent != ROOT else cursor
         if key == Qt.Key.Key_Right:
             return (self._children.get(cursor) or [cursor])[0]

@@ -26,7 +26,8 @@ MARK = "background-color:#ffd27f;color:#000;font-weight:bold"
 def changed_tokens(before: Sequence[str], after: Sequence[str]) -> tuple[set[int], set[int]]:
     """Indices of the tokens of ``before`` and of ``after`` outside the longest matching blocks: what changed."""
     matcher = difflib.SequenceMatcher(a=list(before), b=list(after), autojunk=False)
-    same_a, same_b = set(), set()
+    same_a: set[int] = set()
+    same_b: set[int] = set()
     for a, b, size in matcher.get_matching_blocks():
         same_a.update(range(a, a + size))
         same_b.update(range(b, b + size))

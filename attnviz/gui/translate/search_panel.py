@@ -1,6 +1,6 @@
 """The Search tree page of the Translate tab: the tree, the n-best list beside it, and the what-if controls.
 
-Plain widgets with signals; ``search_explorer.SearchExplorer`` fills them and acts on what the user picks:
+Plain widgets with signals; ``explorer.SearchExplorer`` fills them and acts on what the user picks:
 ``node_chosen(id)`` (a node clicked, Enter on it, or an n-best row), ``what_if(token)`` (decode on with this token
 at the shown step) and ``force_prefix(text)`` (decode on after a typed target prefix).
 """
@@ -40,7 +40,7 @@ class CopyTable(QTableWidget):
         if event.matches(QKeySequence.StandardKey.Copy):
             rows = sorted({i.row() for i in self.selectedIndexes()})
             QGuiApplication.clipboard().setText("\n".join(
-                "\t".join(self.item(r, c).text() if self.item(r, c) else "" for c in range(self.columnCount()))
+                "\t".join(item.text() if (item := self.item(r, c)) else "" for c in range(self.columnCount()))
                 for r in rows))
             return
         super().keyPressEvent(event)
@@ -89,7 +89,8 @@ class SearchPanel(QWidget):
                                 "A token from the output vocabulary to take instead at the step shown (completion "
                                 "offers the vocabulary); or double-click a candidate in the top-k chart")
         self.token_edit.setPlaceholderText("another token at this step")
-        self.completer = QCompleter(QStringListModel(self), self)
+        self.vocabulary = QStringListModel(self)  # what the what-if token completes from
+        self.completer = QCompleter(self.vocabulary, self)
         self.completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.completer.setFilterMode(Qt.MatchFlag.MatchStartsWith)
         self.token_edit.setCompleter(self.completer)
@@ -129,7 +130,7 @@ class SearchPanel(QWidget):
         self.legend.setVisible(self.height() > 150)  # a short window keeps the tree, not the legend (its tooltip)
 
     def set_vocabulary(self, tokens: list[str]) -> None:
-        self.completer.model().setStringList(tokens)
+        self.vocabulary.setStringList(tokens)
 
     def set_rows(self, rows: list[tuple[str, BeamNode, str, float | None]], selected: int | None) -> None:
         """The n-best list: (rank label, node, hypothesis text, normalised score) per row; ``selected`` node's row

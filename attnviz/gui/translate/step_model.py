@@ -1,15 +1,19 @@
-"""StepTableModel: the decoded steps as a table (step, token, probability, entropy, runner-up)."""
+"""StepTableModel: the steps of the hypothesis a ``DecodeDocument`` shows, as a table (step, token, probability,
+entropy, runner-up). It keeps no steps of its own: it reads the document, and follows its changes (a step added
+inserts a row; a new decode or another hypothesis resets the table)."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, Qt
+from typing import Any
+
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt
 
 from attnviz.engine.events import DecodeStep
+from attnviz.gui.translate.changes import Cleared, DocumentChange, Encoded, PathShown, StepAdded
+from attnviz.gui.translate.document import DecodeDocument
+from attnviz.gui.widgets import NO_PARENT, ModelIndex
 
 COLUMNS = ("Step", "Token", "Probability", "Entropy (nats)", "Runner-up")
-# The invalid (root) index as a shared default: the same single instance the old
-# ``parent=QModelIndex()`` defaults created once at definition time.
-_ROOT = QModelIndex()
 
 
 def describe_step(step: DecodeStep) -> str:
@@ -24,36 +28,39 @@ def describe_step(step: DecodeStep) -> str:
 
 
 class StepTableModel(QAbstractTableModel):
-    def __init__(self, parent=None):
+    def __init__(self, document: DecodeDocument, parent: QObject | None = None):
         super().__init__(parent)
-        self._steps: list[DecodeStep] = []
+        self._document = document
+        self._rows = 0  # the rows views were told of: the document's list grows before this model hears of it
+        document.subscribe(self._on_document_changed)
 
-    def set_steps(self, steps: list[DecodeStep]) -> None:
-        self.beginResetModel()
-        self._steps = list(steps)
-        self.endResetModel()
+    def _on_document_changed(self, change: DocumentChange) -> None:
+        match change:
+            case StepAdded(index=row) if row == self._rows:
+                self.beginInsertRows(QModelIndex(), row, row)
+                self._rows = row + 1
+                self.endInsertRows()
+            case StepAdded() | Cleared() | Encoded() | PathShown():
+                self.beginResetModel()
+                self._rows = len(self._document.steps)
+                self.endResetModel()
 
-    def append(self, step: DecodeStep) -> None:
-        row = len(self._steps)
-        self.beginInsertRows(QModelIndex(), row, row)
-        self._steps.append(step)
-        self.endInsertRows()
+    def rowCount(self, parent: ModelIndex = NO_PARENT) -> int:  # noqa: N802
+        return 0 if parent.isValid() else self._rows
 
-    def rowCount(self, parent=_ROOT) -> int:  # noqa: N802
-        return 0 if parent.isValid() else len(self._steps)
-
-    def columnCount(self, parent=_ROOT) -> int:  # noqa: N802
+    def columnCount(self, parent: ModelIndex = NO_PARENT) -> int:  # noqa: N802
         return 0 if parent.isValid() else len(COLUMNS)
 
-    def headerData(self, section, orientation, role=Qt.ItemDataRole.DisplayRole):  # noqa: N802
+    def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
+                   role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
             return COLUMNS[section]
         return None
 
-    def data(self, index, role=Qt.ItemDataRole.DisplayRole):
+    def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
         if not index.isValid():
             return None
-        step = self._steps[index.row()]
+        step = self._document.steps[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
             runner = f"{step.topk[1][0]} ({step.topk[1][1]:.3f})" if len(step.topk) > 1 else ""
             token = f"{step.token} (prefix)" if step.forced else step.token  # typed, not chosen by the model

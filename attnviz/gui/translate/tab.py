@@ -4,13 +4,18 @@ With a language model loaded it becomes the Generate tab: the text typed is a pr
 model continues, greedily or by sampling (temperature and seed, the seed advancing after each draw so that
 pressing Generate again gives a new sample that can still be reproduced).
 
-Decoding runs in the generic worker; each engine event lands in a ``DecodeSession`` (every step is kept, so
-scrubbing back is instant). Playback reveals the kept steps at the chosen speed, or all at once with "Instant".
+Decoding runs in the generic worker; each engine event lands in the tab's ``DecodeDocument`` (every step is kept, so
+scrubbing back is instant), which every view of the tab reads and listens to: the token strips, the top-k chart, the
+text and the playback bar here, the step table (``StepTableModel``), the attention panel, and the search explorer
+(``SearchExplorer``: the search tree, what-if branches and heads off), which asks the tab only what its
+``ExplorerHost`` protocol offers. Playback reveals the kept steps at the chosen speed, or all at once with "Instant".
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSettings, Qt, Signal, Slot
+from typing import TYPE_CHECKING
+
+from PySide6.QtCore import QModelIndex, QSettings, Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -26,19 +31,34 @@ from PySide6.QtWidgets import (
 )
 
 from attnviz.engine.config import DecodeConfig
-from attnviz.engine.events import DecodeStep, EncoderPass
+from attnviz.engine.events import Translation
+from attnviz.engine.heads import HeadRef
+from attnviz.engine.search.tree import SearchEvent
 from attnviz.engine.text.tokenize import LANGUAGE_NAMES
 from attnviz.gui.attention.panel import AttentionPanel
 from attnviz.gui.shortcuts import SentenceEdit
-from attnviz.gui.translate.controls import PlaybackBar, SamplingRow, load_examples
+from attnviz.gui.translate.changes import (
+    Cleared,
+    DocumentChange,
+    Encoded,
+    Finished,
+    PathShown,
+    StepShown,
+)
+from attnviz.gui.translate.controls import SamplingRow, load_examples
+from attnviz.gui.translate.document import DecodeDocument, DecodeRequest, word_merger
 from attnviz.gui.translate.explorer import SearchExplorer
+from attnviz.gui.translate.jobs import DecodeJob
 from attnviz.gui.translate.mode import apply_mode_texts
-from attnviz.gui.translate.session import DecodeSession, word_merger
+from attnviz.gui.translate.playback import PlaybackBar
 from attnviz.gui.translate.step_model import StepTableModel
 from attnviz.gui.translate.text import TranslationText, WarningList
 from attnviz.gui.translate.tokens import TokenStrip, TopKView
-from attnviz.gui.widgets import named
-from attnviz.gui.worker import Worker
+from attnviz.gui.widgets import named, stored
+from attnviz.gui.worker import JobFailure, Worker
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 
 class TranslateTab(QWidget):
@@ -47,13 +67,13 @@ class TranslateTab(QWidget):
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
-        self.translator = None
-        self.session: DecodeSession | None = None
-        self.current = -1  # the step shown; -1 = only the encoder pass
+        self.translator: Translator | None = None
+        self.document = DecodeDocument()  # the decode shown; listeners hear of changes in the order they subscribe
         self.worker = Worker(self)
-        self.step_model = StepTableModel(self)
+        self.step_model = StepTableModel(self.document, self)
         self.examples = load_examples()
-        self._build()
+        self._build()  # the search explorer and the playback bar subscribe there, after the step table
+        self.document.subscribe(self._on_document_changed)
         self._connect()
         self.set_translator(None)
 
@@ -71,10 +91,7 @@ class TranslateTab(QWidget):
         self.sampling_row = SamplingRow()
         self.sampling_combo, self.temperature_spin, self.seed_spin = (
             self.sampling_row.sampling_combo, self.sampling_row.temperature_spin, self.sampling_row.seed_spin)
-        self.playback = PlaybackBar()
-        for name in ("back_button", "play_button", "forward_button", "slider", "step_label", "speed_label",
-                     "speed_combo", "instant_check", "max_len_spin", "max_len_label", "timer"):
-            setattr(self, name, getattr(self.playback, name))
+        self.playback = PlaybackBar(self.document)
         self.message = WarningList()
         self.source_view = named(TokenStrip("Source tokens appear here"), "sourceView", "Source tokens",
                                  "Source tokens as the model reads them; hover one to see which outputs attended to "
@@ -91,7 +108,7 @@ class TranslateTab(QWidget):
         self.step_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.step_table.verticalHeader().hide()
         self.attention = AttentionPanel()
-        self.search = SearchExplorer(self)  # the step table, search tree and heads-off pages
+        self.search = SearchExplorer(self.document, self, self.step_table, self)  # steps, tree, heads-off pages
         self._build_layout()
 
     def _build_layout(self) -> None:
@@ -131,24 +148,20 @@ class TranslateTab(QWidget):
         layout.addWidget(splitter, 1)
 
     def _connect(self) -> None:
-        self.search.side.currentChanged.connect(lambda index: self.search.make_room(self.splitter, index))
+        self.search.side.currentChanged.connect(self._on_side_page_changed)
         self.source_edit.returnPressed.connect(self.translate)
         self.translate_button.clicked.connect(self.translate)
         self.examples_combo.activated.connect(self._on_examples_activated)
-        self.worker.event.connect(self._on_worker_event)
+        self.worker.produced.connect(self._on_worker_produced)
         self.worker.failed.connect(self._on_worker_failed)
         self.worker.finished.connect(self._on_worker_finished)
-        self.timer.timeout.connect(self._on_timer_timeout)
-        self.play_button.clicked.connect(self.toggle_play)
-        self.back_button.clicked.connect(self.step_back)
-        self.forward_button.clicked.connect(self.step_forward)
-        self.slider.valueChanged.connect(self._on_slider_value_changed)
         self.output_view.hovered.connect(self._on_output_hovered)
         self.output_view.clicked.connect(self.go_to)
         self.source_view.hovered.connect(self._on_source_hovered)
+        self.topk_view.alternative.connect(self.search.what_if)
         self.attention.selection_changed.connect(self._on_attention_selection_changed)
+        self.attention.head_toggled.connect(self.search.toggle_head)
         self.step_table.clicked.connect(self._on_step_table_clicked)
-        self._set_playing(False)
 
     # -- model and settings ------------------------------------------------------------------------------------------
 
@@ -157,7 +170,7 @@ class TranslateTab(QWidget):
         """True when the model is a language model: it continues a prefix instead of translating."""
         return self.translator is not None and not self.translator.has_source
 
-    def set_translator(self, translator) -> None:
+    def set_translator(self, translator: Translator | None) -> None:
         self.worker.cancel()
         self.translator = translator
         card = translator.card if translator is not None else None
@@ -173,12 +186,12 @@ class TranslateTab(QWidget):
         self.examples_combo.clear()
         self.examples_combo.addItem("Examples...")
         self.examples_combo.addItems(self.examples.get(lang, []))
-        for w in (self.translate_button, self.source_edit, self.examples_combo):
-            w.setEnabled(translator is not None)
+        for control in (self.translate_button, self.source_edit, self.examples_combo):
+            control.setEnabled(translator is not None)
         if translator is not None and QApplication.focusWidget() is None:
             self.source_edit.setFocus()  # at start-up only: a model chosen in the picker leaves the focus there
-        self._reset()
-        self._show_message("")  # the old model's warnings do not describe the new one
+        self.document.reset()
+        self.show_message("")  # the old model's warnings do not describe the new one
         self.mode_changed.emit("Generate" if generating else "Translate")
 
     def save_settings(self, settings: QSettings) -> None:
@@ -197,174 +210,141 @@ class TranslateTab(QWidget):
                 splitter.restoreState(state)
         self.playback.restore_settings(settings)
         self.sampling_row.restore_settings(settings)
-        self.attention.restore_choice(settings.value("translate/kind", "") or None,
-                                      settings.value("translate/layer", -1, type=int),
-                                      settings.value("translate/head", 0, type=int))
+        self.attention.restore_choice(stored(settings, "translate/kind", "") or None,
+                                      stored(settings, "translate/layer", -1), stored(settings, "translate/head", 0))
 
     # -- decoding ----------------------------------------------------------------------------------------------------
 
     @Slot()
     def translate(self) -> None:
-        text = self.source_edit.text()
-        if self.translator is None:
-            self._show_message("No model is loaded yet: wait for it, or open a checkpoint (File > Open).")
+        text, translator = self.source_edit.text(), self.translator
+        if translator is None:
+            self.show_message("No model is loaded yet: wait for it, or open a checkpoint (File > Open).")
             return
         if not text.strip() and not self.generating:
-            self._show_message("Type a sentence to translate first.")
+            self.show_message("Type a sentence to translate first.")
             return
-        self._show_message("")
-        self._reset()
-        translator, decode, beam = self.translator, self._decode_config(), self.sampling_row.mode == "beam"
-        self.session = DecodeSession(translator.detokenize, word_merger(translator))
-        self.worker.start(self.search.job(translator, text, decode, beam))
-        self._set_playing(not self.instant_check.isChecked() and not beam)
+        self.show_message("")
+        beam = self.sampling_row.mode == "beam"
+        request = DecodeRequest(text, self._decode_config(), beam)
+        self.document.start(request, translator.detokenize, word_merger(translator.src_spec, translator.tgt_spec))
+        self.worker.start(DecodeJob(translator, request))
+        self.playback.decode_started(beam)
         self.status.emit("Generating..." if self.generating else "Translating...")
 
     def _decode_config(self) -> DecodeConfig:
         """The decoding settings of this run; a sampled one advances the seed for the next."""
-        return self.sampling_row.drawn(self.search.config(DecodeConfig(max_len=self.max_len_spin.value())))
+        return self.sampling_row.drawn(self.search.config(DecodeConfig(max_len=self.playback.max_len_spin.value())))
 
     @Slot(object)
-    def _on_worker_event(self, event) -> None:
-        if self.session is None or self.search.add(event):
-            return  # beam events: the explorer shows them
-        self.session.add(event)
-        if isinstance(event, EncoderPass):
-            self.source_view.set_tokens(event.src_tokens)
-            self.message.set_messages(event.warnings)  # every warning, not only the last
-            self.render()
-        elif isinstance(event, DecodeStep):
-            self.step_model.append(event)
-            self.slider.blockSignals(True)
-            self.slider.setRange(0, len(self.session.steps) - 1)
-            self.slider.blockSignals(False)
-            if self.instant_check.isChecked() or (self.current < 0 and not self.timer.isActive()):
-                self.go_to(len(self.session.steps) - 1)
-            else:
-                self._update_step_label()
+    def _on_worker_produced(self, event: SearchEvent) -> None:
+        self.document.add(event)
 
-    @Slot(str)
-    def _on_worker_failed(self, message: str) -> None:
-        self._set_playing(False)
-        self._show_message(message)
+    @Slot(object)
+    def _on_worker_failed(self, failure: JobFailure) -> None:
+        self.playback.set_playing(False)
+        self.show_message(failure.text)
         self.status.emit("Translation failed")
 
     @Slot()
     def _on_worker_finished(self) -> None:
-        if self.session is not None:
-            self.session.finished = True
-            self.search.decoded()
-            self._stop_at_end()
-            self._show_text()
+        if self.document.request is not None:
+            self.document.finish()
             verb = "Generated" if self.generating else "Translated"
-            self.status.emit(f"{verb}: {len(self.session.steps)} tokens. Scrub or hover to explore.")
-            self._update_step_label()
+            self.status.emit(f"{verb}: {len(self.document.steps)} tokens. Scrub or hover to explore.")
 
-    # -- playback ----------------------------------------------------------------------------------------------------
+    def _on_document_changed(self, change: DocumentChange) -> None:
+        match change:
+            case Cleared():
+                self._clear_views()
+            case Encoded(encoder=encoder):
+                self.source_view.set_tokens(encoder.src_tokens)
+                self.message.set_messages(encoder.warnings)  # every warning, not only the last
+                self.render_step()
+            case PathShown() | StepShown():
+                self.render_step()
+            case Finished():
+                self._show_text()
 
-    @Slot()
-    def toggle_play(self) -> None:
-        if not self.session or not self.session.steps:
-            return
-        if not self.timer.isActive() and self.current >= len(self.session.steps) - 1:
-            self.go_to(0)  # replay from the start
-        self._set_playing(not self.timer.isActive())
+    # -- what the search explorer may ask (ExplorerHost) -------------------------------------------------------------
 
-    def _set_playing(self, playing: bool) -> None:
-        self.playback.set_playing(playing)
+    def decoding(self) -> bool:
+        return self.worker.is_running()
 
-    @Slot()
-    def _on_timer_timeout(self) -> None:
-        if self.session is not None and self.current < len(self.session.steps) - 1:
-            self.go_to(self.current + 1)
-        self._stop_at_end()
+    def pause(self) -> None:
+        self.playback.set_playing(False)
 
-    def _stop_at_end(self) -> None:
-        if self.session is None or (self.session.finished and self.current >= len(self.session.steps) - 1):
-            self._set_playing(False)
+    def show_message(self, text: str) -> None:
+        self.message.set_messages([text] if text else [])
 
-    @Slot()
-    def step_back(self) -> None:
-        self._set_playing(False)
-        self.go_to(max(self.current - 1, 0))
+    def show_status(self, text: str) -> None:
+        self.status.emit(text)
 
-    @Slot()
-    def step_forward(self) -> None:
-        self._set_playing(False)
-        if self.session:
-            self.go_to(min(self.current + 1, len(self.session.steps) - 1))
+    def redecode(self, text: str) -> None:
+        self.source_edit.setText(text)
+        self.translate()  # cancels a running decode
+
+    def show_heads_off(self, heads: tuple[HeadRef, ...], redraw: bool) -> None:
+        self.attention.heads_off = heads
+        if redraw:
+            self.attention.redraw()
 
     @Slot(int)
     def go_to(self, step: int) -> None:
-        if self.session is None or not self.session.steps:
-            return
-        self.current = max(0, min(step, len(self.session.steps) - 1))
-        self.render()
-
-    @Slot(int)
-    def _on_slider_value_changed(self, value: int) -> None:
-        self._set_playing(False)
-        self.go_to(value)
+        """Show step ``step`` (an output token clicked, a menu's first or last step)."""
+        self.document.go_to(step)
 
     # -- rendering ---------------------------------------------------------------------------------------------------
 
-    def render(self) -> None:
-        session = self.session
-        if session is None or session.encoder is None:
+    def render_step(self) -> None:
+        """Every view of the tab as of the document's step."""
+        doc = self.document
+        if doc.encoder is None:
             return
-        steps = session.steps[: self.current + 1] if self.current >= 0 else []
-        self.output_view.set_tokens([s.token for s in steps], self.current)
+        current = doc.current
+        steps = doc.steps[: current + 1] if current >= 0 else []
+        self.output_view.set_tokens([s.token for s in steps], current)
         self.source_view.set_weights(None)
         step = steps[-1] if steps else None
         self.topk_view.set_candidates(step.topk if step else [], step.entropy if step else None,
                                       (step.token, step.probability) if step else None)
         self._show_text()
-        self.slider.blockSignals(True)
-        self.slider.setValue(max(self.current, 0))
-        self.slider.blockSignals(False)
-        if 0 <= self.current < self.step_model.rowCount():
-            self.step_table.selectRow(self.current)
-        self._update_step_label()
-        self.attention.display(session, self.current)
-        self._shade_source_by(self.current)
+        if 0 <= current < self.step_model.rowCount():
+            self.step_table.selectRow(current)
+        self.attention.display(doc, current)
+        self._shade_source_by(current)
 
     def _show_text(self) -> None:
         """The translation as text: the whole one once decoded (scrubbing does not change it), else so far."""
-        session = self.session
-        if session is None or not session.steps:
-            self.translation_text.set_text("", finished=False)
-            return
-        steps = session.steps if session.finished else session.steps[: self.current + 1]
-        self.translation_text.set_text(self.translator.detokenize([s.token for s in steps]) if self.translator
-                                       else " ".join(s.token for s in steps), session.finished)
-
-    def _update_step_label(self) -> None:
-        total = len(self.session.steps) if self.session else 0
-        self.step_label.setText(f"step {self.current + 1} / {total}" + ("" if not self.session or
-                                                                          self.session.finished else " ..."))
+        doc = self.document
+        self.translation_text.set_text(doc.text() if doc.steps else "", doc.finished and bool(doc.steps))
 
     def _shade_source_by(self, step: int) -> None:
-        row = self.session.cross_row(step, self.attention.layer, self.attention.head) if self.session else None
+        row = self.document.cross_row(step, self.attention.layer, self.attention.head)
         self.source_view.set_weights(None if row is None else row / max(float(row.max()), 1e-9))
 
     @Slot(int)
     def _on_output_hovered(self, index: int) -> None:
-        self._shade_source_by(index if index >= 0 else self.current)
+        self._shade_source_by(index if index >= 0 else self.document.current)
 
     @Slot(int)
     def _on_source_hovered(self, index: int) -> None:
-        column = self.session.cross_column(index, self.current, self.attention.layer, self.attention.head) \
-            if self.session and index >= 0 else None
+        doc = self.document
+        column = doc.cross_column(index, doc.current, self.attention.layer, self.attention.head) if index >= 0 \
+            else None
         self.output_view.set_weights(None if column is None else column / max(float(column.max()), 1e-9))
 
     @Slot()
     def _on_attention_selection_changed(self) -> None:
-        self._shade_source_by(self.current)
+        self._shade_source_by(self.document.current)
 
-    @Slot(object)
-    def _on_step_table_clicked(self, index) -> None:
-        self._set_playing(False)
-        self.go_to(index.row())
+    @Slot(QModelIndex)
+    def _on_step_table_clicked(self, index: QModelIndex) -> None:
+        self.playback.scrub_to(index.row())
+
+    @Slot(int)
+    def _on_side_page_changed(self, index: int) -> None:
+        self.search.make_room(self.splitter, index)
 
     @Slot(int)
     def _on_examples_activated(self, index: int) -> None:
@@ -373,21 +353,14 @@ class TranslateTab(QWidget):
             self.examples_combo.setCurrentIndex(0)
             self.translate()
 
-    def _reset(self) -> None:
-        self._set_playing(False)
-        self.session, self.current = None, -1
-        self.step_model.set_steps([])
-        self.slider.setRange(0, 0)
+    def _clear_views(self) -> None:
+        """No decode, or a new one just asked: the tab's views empty (the others clear themselves)."""
         self.source_view.set_tokens([])
         self.output_view.set_tokens([])
         self.topk_view.set_candidates([], None)
         self.translation_text.set_text("", finished=False)
         self.attention.display(None, -1)
-        self.step_label.setText("step 0 / 0")
 
-    def _show_message(self, text: str) -> None:
-        self.message.set_messages([text] if text else [])
-
-    def current_translation(self):
+    def current_translation(self) -> Translation | None:
         """The whole translation decoded so far (for export), or None."""
-        return self.session.translation(-1) if self.session and self.session.steps else None
+        return self.document.translation(-1) if self.document.steps else None

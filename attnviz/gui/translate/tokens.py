@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from PySide6.QtCore import QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPalette, QPen
@@ -39,7 +39,7 @@ class TokenStrip(QWidget):
         self.update()
         announce(self)
 
-    def set_weights(self, weights: Sequence[float] | None) -> None:
+    def set_weights(self, weights: Iterable[float] | None) -> None:
         """Shade each token by a weight in 0..1, relative to the row's largest (None clears the shading)."""
         self._weights = None if weights is None else [float(w) for w in weights]
         self.update()
