@@ -1,12 +1,13 @@
-"""Small helpers shared by the tabs: naming a widget, scrolling one, reading a typed setting back, and the index
-types of the table models."""
+"""Small helpers shared by the tabs: naming a widget, scrolling one, a row of labelled controls, reading a typed
+setting back, and the index types of the table models."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import TypeAlias, TypeVar
 
 from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings
-from PySide6.QtWidgets import QFrame, QScrollArea, QWidget
+from PySide6.QtWidgets import QBoxLayout, QFrame, QLabel, QScrollArea, QWidget
 
 W = TypeVar("W", bound=QWidget)
 V = TypeVar("V", bool, int, float, str)
@@ -32,6 +33,15 @@ def scrolled(widget: QWidget, name: str = "") -> QScrollArea:
     area.setFrameShape(QFrame.Shape.NoFrame)
     area.setWidget(widget)
     return area
+
+
+def add_labelled(row: QBoxLayout, controls: Iterable[tuple[str, QWidget]], stretch: int = 0) -> None:
+    """Add each control to ``row`` after a label whose mnemonic (``&`` in its text) moves the focus to it."""
+    for text, widget in controls:
+        label = QLabel(text)
+        label.setBuddy(widget)
+        row.addWidget(label)
+        row.addWidget(widget, stretch)
 
 
 def stored(settings: QSettings, key: str, default: V) -> V:

@@ -28,7 +28,7 @@ from attnviz.engine.analysis.jobs import importance_job
 from attnviz.engine.errors import AttnvizError
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.gui.analysis.widgets import HeadMap
-from attnviz.gui.widgets import named
+from attnviz.gui.widgets import add_labelled, named
 from attnviz.gui.worker import JobFailure, Worker
 
 JSON_FILTER = "Head importance (*.json);;All files (*)"
@@ -105,11 +105,7 @@ class ImportancePanel(QWidget):
 
     def _layout(self) -> None:
         choices = QHBoxLayout()
-        for text, widget in (("Sentence&s:", self.limit_spin), ("&Attention:", self.kind_combo)):
-            label = QLabel(text)
-            label.setBuddy(widget)
-            choices.addWidget(label)
-            choices.addWidget(widget)
+        add_labelled(choices, (("Sentence&s:", self.limit_spin), ("&Attention:", self.kind_combo)))
         choices.addStretch(1)
         self.kind_combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         running = QHBoxLayout()

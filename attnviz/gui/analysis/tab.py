@@ -37,7 +37,7 @@ from attnviz.engine.analysis.jobs import analysis_job, views_job
 from attnviz.engine.analysis.names import PROXY, STATS, THRESHOLDS
 from attnviz.gui.analysis.importance import ImportancePanel
 from attnviz.gui.analysis.widgets import HeadMap, SentenceViews, StatsTableModel, run_partner
-from attnviz.gui.widgets import named
+from attnviz.gui.widgets import add_labelled, named
 from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:
@@ -119,12 +119,8 @@ class AnalysisTab(QWidget):
 
     def _layout(self) -> None:
         top = QHBoxLayout()
-        for text, widget in (("C&orpus:", self.corpus_combo), ("Si&ze (sentences):", self.limit_spin),
-                             ("Deco&der input:", self.targets_combo)):
-            label = QLabel(text)
-            label.setBuddy(widget)
-            top.addWidget(label)
-            top.addWidget(widget)
+        add_labelled(top, (("C&orpus:", self.corpus_combo), ("Si&ze (sentences):", self.limit_spin),
+                           ("Deco&der input:", self.targets_combo)))
         top.addWidget(self.gold_button)
         top.addWidget(self.compare_button)
         top.addStretch(1)
@@ -135,11 +131,7 @@ class AnalysisTab(QWidget):
         map_page = QWidget()
         map_layout = QVBoxLayout(map_page)
         chooser = QHBoxLayout()
-        for text, widget in (("&Statistic:", self.stat_combo), ("&Kind:", self.kind_combo)):
-            label = QLabel(text)
-            label.setBuddy(widget)
-            chooser.addWidget(label)
-            chooser.addWidget(widget, 1)
+        add_labelled(chooser, (("&Statistic:", self.stat_combo), ("&Kind:", self.kind_combo)), stretch=1)
         chooser.addWidget(self.diff_check)
         map_layout.addLayout(chooser)
         map_layout.addWidget(self.head_map, 3)

@@ -19,7 +19,7 @@ from attnviz.engine.analysis.names import SIDE_BY_SIDE, SIGNED_VIEWS, VIEWS
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.engine.training.runs import RunPaths, run_checkpoint
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
-from attnviz.gui.widgets import NO_PARENT, ModelIndex, named
+from attnviz.gui.widgets import NO_PARENT, ModelIndex, add_labelled, named
 
 
 def run_partner(path: str | None) -> str:
@@ -129,12 +129,8 @@ class SentenceViews(QWidget):
         self.side_heatmap.setObjectName("sideHeatmap")
         self.side_heatmap.hide()
         row = QHBoxLayout()
-        for text, widget in (("&View:", self.view_combo), ("K&ind:", self.kind_combo), ("L&ayer:", self.layer_spin),
-                             ("H&ead:", self.head_spin)):
-            label = QLabel(text)
-            label.setBuddy(widget)
-            row.addWidget(label)
-            row.addWidget(widget)
+        add_labelled(row, (("&View:", self.view_combo), ("K&ind:", self.kind_combo), ("L&ayer:", self.layer_spin),
+                           ("H&ead:", self.head_spin)))
         row.addStretch(1)
         layout = QVBoxLayout(self)
         layout.addLayout(row)

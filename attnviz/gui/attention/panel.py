@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.gui.attention.head_grid import HeadGrid
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
+from attnviz.gui.widgets import add_labelled
 
 MEAN = "Mean of heads"
 
@@ -107,11 +108,7 @@ class AttentionPanel(QWidget):
         self.caption.setWordWrap(True)
 
         controls = QHBoxLayout()
-        for label, widget in (("&Kind", self.kind_combo), ("&Layer", self.layer_combo), ("H&ead", self.head_combo)):
-            text = QLabel(label)
-            text.setBuddy(widget)
-            controls.addWidget(text)
-            controls.addWidget(widget)
+        add_labelled(controls, (("&Kind", self.kind_combo), ("&Layer", self.layer_combo), ("H&ead", self.head_combo)))
         controls.addWidget(self.scale_combo)
         controls.addWidget(self.merge_check)
         controls.addStretch(1)

@@ -20,7 +20,7 @@ from attnviz.engine.events import ATTENTION_KINDS, Translation
 from attnviz.gui.attention.colormap import to_image
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.attention.panel import head_choices, set_choices
-from attnviz.gui.widgets import named
+from attnviz.gui.widgets import add_labelled, named
 
 
 @dataclass(frozen=True)
@@ -134,11 +134,7 @@ class FormingPanel(QWidget):
         self._replay.setInterval(600)
 
         controls = QHBoxLayout()
-        for text, widget in (("&Layer", self.layer_combo), ("He&ad", self.head_combo)):
-            label = QLabel(text)
-            label.setBuddy(widget)
-            controls.addWidget(label)
-            controls.addWidget(widget)
+        add_labelled(controls, (("&Layer", self.layer_combo), ("He&ad", self.head_combo)))
         controls.addWidget(self.slider, 1)
         controls.addWidget(self.replay_button)
         layout = QVBoxLayout(self)
