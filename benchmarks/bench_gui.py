@@ -119,20 +119,21 @@ def bench_beam(app, window, width: int, tokens: int) -> dict:
     tab = window.translate_tab
     tab.sampling_combo.setCurrentIndex(2)
     tab.sampling_row.beam_spin.setValue(width)
-    tab.max_len_spin.setValue(tokens)
+    tab.playback.max_len_spin.setValue(tokens)
     app.processEvents()
     beat = Heartbeat()
     beat.start()
     start = time.perf_counter()
     QTest.keyClick(tab.source_edit, Qt.Key.Key_Return)
-    wait_until(app, lambda: tab.worker._thread is None and tab.session is not None and tab.session.finished,
+    wait_until(app, lambda: tab.worker._thread is None and tab.document.finished,
                timeout_s=300)
     elapsed = time.perf_counter() - start
     for _ in range(20):
         app.processEvents()
         time.sleep(0.005)
     beat.timer.stop()
-    tree = tab.search.tree
+    tree = tab.document.tree
+    assert tree is not None, "the beam search grew no tree"
     tab.sampling_combo.setCurrentIndex(0)
     return {"beam": width, "steps": max(n.step.index for n in tree.nodes.values()) + 1, "tree_nodes": len(tree.nodes),
             "seconds": round(elapsed, 2), "longest_stall_ms": beat.longest}
@@ -157,10 +158,10 @@ def main() -> None:
         translator = random_translator()
         translator.src_spec.prepare()
         translator.metadata["path"] = "random reference-A weights"
-        window._on_loader_event(translator)
+        window._on_loader_produced(translator)
     tab = window.translate_tab
-    tab.max_len = args.tokens
-    tab.instant_check.setChecked(True)
+    tab.playback.max_len_spin.setValue(args.tokens)
+    tab.playback.instant_check.setChecked(True)
     tab.source_edit.setText(SENTENCE if window.translator.has_source else LM_PREFIX)
     tab.attention.select(kind="cross")  # kept only by models that have it; a language model shows its self-attention
     app.processEvents()
@@ -168,12 +169,12 @@ def main() -> None:
     beat.start()
     start = time.perf_counter()
     QTest.keyClick(tab.source_edit, Qt.Key.Key_Return)
-    wait_until(app, lambda: tab.session is not None and len(tab.output_view.tokens()) >= 1)
+    wait_until(app, lambda: len(tab.output_view.tokens()) >= 1)
     tab.output_view.repaint()
     first_token_ms = (time.perf_counter() - start) * 1000
-    wait_until(app, lambda: tab.session.finished)
+    wait_until(app, lambda: tab.document.finished)
     redraws = []
-    for step in range(len(tab.session.steps)):
+    for step in range(len(tab.document.steps)):
         t0 = time.perf_counter()
         tab.go_to(step)
         tab.attention.heatmap.repaint()
@@ -184,7 +185,9 @@ def main() -> None:
         app.processEvents()
         time.sleep(0.005)
     kind = tab.attention.kind
-    layers, heads = tab.session.maps(kind, len(tab.session.steps) - 1).shape[:2]
+    shown = tab.document.maps(kind, len(tab.document.steps) - 1)
+    assert shown is not None, f"no {kind} attention was shown"
+    layers, heads = shown.shape[:2]
     beat.timer.stop()
     translate_stall = beat.longest
     beam = bench_beam(app, window, 5, args.tokens)
@@ -192,7 +195,7 @@ def main() -> None:
         "skipped": "set ATTNVIZ_DATA to the folder with the Multi30k files to measure the Train tab"}
     print(json.dumps({
         "model": args.model or "random reference-A weights, <eos> suppressed",
-        "output_tokens": len(tab.session.steps),
+        "output_tokens": len(tab.document.steps),
         "attention_kind": kind,
         "grid_maps": layers * heads,
         "longest_stall_ms": translate_stall,

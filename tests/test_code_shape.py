@@ -1,11 +1,12 @@
 """The house rules that keep the code livable, checked on the source itself: small modules and functions, and model
-kinds named only by their own modules (everything else asks the registry)."""
+kinds and imported folder formats named only by their own modules (everything else asks the registries)."""
 
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+from attnviz.engine.hub import all_formats
 from attnviz.engine.kinds import all_kinds
 
 PACKAGE = Path(__file__).resolve().parent.parent / "attnviz"
@@ -46,3 +47,12 @@ def test_only_a_kinds_own_module_names_it():
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names - allowed:
                 found.append(f"{path.relative_to(PACKAGE)}:{node.lineno} {node.value!r}")
     assert not found, f"ask the registry (attnviz.engine.kinds) instead of naming a kind: {found}"
+
+
+def test_only_the_hub_names_an_imported_folder_format():
+    names = {fmt.name for fmt in all_formats()}
+    hub_dir = PACKAGE / "engine" / "hub"
+    found = [f"{path.relative_to(PACKAGE)}:{node.lineno} {node.value!r}" for path in _modules()
+             if path.parent != hub_dir for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in names]
+    assert names and not found, f"ask the registry (attnviz.engine.hub) instead of naming a format: {found}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.heads import KIND_ALIASES, HeadRef
@@ -19,12 +19,16 @@ C = TypeVar("C", bound="_DictMixin")
 
 
 class _DictMixin:
+    """To and from plain dicts (checkpoint metadata) and ``replace``, for the frozen dataclasses below."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]  # what makes each subclass a dataclass to mypy
+
     def to_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)  # type: ignore[call-overload]
+        return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls: type[C], data: dict[str, Any]) -> C:
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
             raise ConfigError(f"{cls.__name__}: unknown setting(s) {', '.join(unknown)}; "
@@ -32,7 +36,7 @@ class _DictMixin:
         return cls(**data)
 
     def replace(self: C, **changes: Any) -> C:
-        return dataclasses.replace(self, **changes)  # type: ignore[type-var]
+        return dataclasses.replace(self, **changes)
 
 
 def _require(condition: bool, message: str) -> None:

@@ -141,8 +141,8 @@ class AlignmentReady:
 class _Counts:
     """|A & S|, |A & P|, |A|, |S| summed over sentences for any array of configurations."""
 
-    def __init__(self):
-        self.sums = None
+    def __init__(self) -> None:
+        self.sums: np.ndarray | None = None  # [4, ...] the four counts per configuration
 
     def add(self, links: np.ndarray, s: np.ndarray, p: np.ndarray) -> None:  # links [..., n, m]
         parts = np.stack([(links & s).sum((-1, -2)), (links & p).sum((-1, -2)), links.sum((-1, -2)),
@@ -150,6 +150,8 @@ class _Counts:
         self.sums = parts if self.sums is None else self.sums + parts
 
     def aer(self) -> np.ndarray:
+        if self.sums is None:
+            raise InputError("no sentence was aligned, so there is no alignment error rate to compute")
         a_s, a_p, n_a, n_s = self.sums
         return 1.0 - (a_s + a_p) / np.maximum(n_a + n_s, 1)
 

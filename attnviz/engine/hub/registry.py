@@ -77,4 +77,4 @@ def format_of(folder: str | os.PathLike[str]) -> FolderFormat:
         raise CheckpointError(f"{path} {what}, which attnviz cannot open. It opens its own .safetensors checkpoints "
                               f"and these model folders: {known}.")
     raise CheckpointError(f"{path} is a folder; choose a .safetensors checkpoint file inside it, or a model folder "
-                          f"attnviz imports ({known}).")
+                          f"of a kind attnviz imports: {known}.")

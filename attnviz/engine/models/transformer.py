@@ -158,7 +158,7 @@ class DecoderLayer(nn.Module):
 
         def attend_self(h):
             k, v = self.self_attn.keys_values(h)
-            if cache.self_k is not None:
+            if cache.self_k is not None and cache.self_v is not None:  # set together
                 k, v = torch.cat([cache.self_k, k], dim=2), torch.cat([cache.self_v, v], dim=2)  # [B, H, t, dh]
             if keep:
                 cache.self_k, cache.self_v = k, v

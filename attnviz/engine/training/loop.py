@@ -59,7 +59,7 @@ from attnviz.engine.translator import Translator, build_model, load_checkpoint
 Work = TypeVar("Work")  # what rank 0's work yields
 
 
-def _optimizer(model, cfg: TrainConfig) -> torch.optim.Adam:
+def _optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam:
     return torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.adam_eps,
                             weight_decay=cfg.weight_decay)
 

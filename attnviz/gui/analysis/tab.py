@@ -1,5 +1,5 @@
 """AnalysisTab: what the loaded model's heads do over a corpus, how well they align, and one sentence's attention
-as raw, norm-weighted or rolled-out maps, and (``importance_panel``) the BLEU each head is worth.
+as raw, norm-weighted or rolled-out maps, and (``gui.analysis.importance``) the BLEU each head is worth.
 
 A run (through the generic worker, with a progress bar and Cancel) computes the head statistics over the model's
 val/test split or a text file and, with a gold alignment file, the AER of every cross-attention head. The results

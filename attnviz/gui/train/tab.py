@@ -376,9 +376,9 @@ class TrainTab(QWidget):
         self.progress.setValue(int(fraction * 1000))
         self.progress_label.setText(download_text(progress))
 
-    @Slot(str)
-    def _on_download_failed(self, message: str) -> None:
-        self._show_message(f"Download failed: {message}")
+    @Slot(object)
+    def _on_download_failed(self, failure: JobFailure) -> None:
+        self._show_message(f"Download failed: {failure.text}")
 
     @Slot()
     def _on_download_finished(self) -> None:

@@ -1,1 +1,1 @@
-"""The Translate tab's wing: the tab, its decode session, step table, token strips and the search explorer."""
+"""The Translate tab's wing: the tab, its decode document, step table, token strips and the search explorer."""

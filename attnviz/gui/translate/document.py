@@ -86,6 +86,8 @@ def word_merger(src_spec: TokenizerSpec, tgt_spec: TokenizerSpec) -> Merger | No
 
 
 class DecodeDocument:
+    """The Translate tab's one decode (see the module's docstring): fed events, read by views, telling listeners."""
+
     def __init__(self) -> None:
         self._listeners: list[Listener] = []
         self._pending: deque[DocumentChange] = deque()

@@ -1,0 +1,52 @@
+"""The benchmark scripts still run against the code they measure: each at its smallest size, its JSON read back.
+
+Speed is never asserted here (the machines are shared and noisy); what is checked is that a script runs to the end
+and reports what it says it measures, so a rename in the package cannot silently break a benchmark.
+"""
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
+
+
+def bench(name: str, *args: str, data: bool = False) -> dict:
+    env = {k: v for k, v in os.environ.items() if data or k != "ATTNVIZ_DATA"} | {"QT_QPA_PLATFORM": "offscreen"}
+    out = subprocess.run([sys.executable, str(BENCHMARKS / f"{name}.py"), *args], capture_output=True, text=True,
+                         timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout)
+
+
+def test_decode_benchmark_reports_cached_and_beam_figures():
+    report = bench("bench_decode", "--tokens", "3", "--repeats", "1", "--sentences", "4", "--threads", "1",
+                   "--no-marian", "--explore", "1")
+    assert report["output_tokens"] == 3 and report["batch_sentences"] == 4 and report["explore_sentences"] == 1
+    assert report["steps_cached_ms_median"] > 0 and report["beam5_tree_nodes_first5"][0] >= 5
+
+
+def test_gui_benchmark_drives_the_translate_tab_to_the_end():
+    report = bench("bench_gui", "--tokens", "3")  # no ATTNVIZ_DATA: the Train tab part says it was skipped
+    assert report["output_tokens"] == 3 and report["attention_kind"] == "cross" and report["grid_maps"] == 3 * 8
+    assert report["beam_search"]["beam"] == 5 and 1 <= report["beam_search"]["steps"] <= 3
+    assert "skipped" in report["training"]
+
+
+@pytest.mark.data
+def test_heads_benchmark_measures_statistics_and_alignment(data_dir):
+    report = bench("bench_heads", "--threads", "1", "--limit", "8", data=True)
+    assert report["sentences"] == 8 and report["threads"] == 1
+    assert report["align_all_heads_with_aer_s"] >= 0 and report["best_proxy_head"].startswith("L")
+
+
+def test_train_benchmark_imports_what_it_measures():
+    spec = importlib.util.spec_from_file_location("bench_train", BENCHMARKS / "bench_train.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)  # a full run reads the corpus for half a minute: its imports are what moves
+    assert callable(module.main) and callable(module.measure)
