@@ -1,10 +1,13 @@
 """What the Train tab hands its workers, and how it words their progress: the engine's training generator and the
-corpus download (the ETA's clock is the engine's, ``engine.training.clock``). Qt-free; the engine is imported
-only when a job runs."""
+corpus download, and a line for each training event the tab shows (the ETA's clock is the engine's,
+``engine.training.clock``). Qt-free; the engine's training loop is imported only when a job runs."""
 
 from __future__ import annotations
 
 import threading
+
+from attnviz.engine.events import TrainFailed, TrainFinished, TrainStarted, TrainStep, TrainStopped
+from attnviz.engine.training.clock import format_clock
 
 
 class TrainJob:
@@ -44,3 +47,30 @@ def download_text(progress) -> str:
     """A download progress event as a line."""
     return (f"Downloading {progress.file}: {progress.done / 1e6:.1f} MB"
             + (f" of {progress.total / 1e6:.1f} MB" if progress.total else ""))
+
+
+def started_text(event: TrainStarted) -> str:
+    resumed = f", resumed at step {event.resumed_from_step:,}" if event.resumed_from_step else ""
+    return (f"{event.parameters:,} parameters, {event.train_pairs:,} training pairs, {event.total_steps:,} steps on "
+            f"{event.device}{resumed}")
+
+
+def step_text(step: TrainStep, total_steps: int) -> str:
+    return (f"Epoch {step.epoch} · step {step.step:,} of {total_steps:,} · loss {step.loss:.3f} · "
+            f"{step.tokens_per_s:,.0f} tokens/s · ETA {format_clock(step.eta_s)}")
+
+
+def finished_text(event: TrainFinished) -> str:
+    if event.best_path:
+        return f"Finished. Best checkpoint: {event.best_path}"
+    return f"Finished before any evaluation: no best checkpoint; last: {event.last_path}"
+
+
+def stopped_text(event: TrainStopped) -> str:
+    return f"Stopped at step {event.step:,}; saved {event.last_path}. Resume run continues from there."
+
+
+def failed_text(event: TrainFailed) -> str:
+    if event.last_good:
+        return f"{event.message} The last good checkpoint is {event.last_good}."
+    return f"{event.message} No checkpoint had been saved yet."

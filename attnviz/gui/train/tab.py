@@ -37,9 +37,9 @@ from attnviz.engine.events import (
     TrainStopped,
 )
 from attnviz.engine.records import EvalRecord
-from attnviz.engine.training.clock import format_clock
 from attnviz.engine.training.runs import read_run_state, run_checkpoint
 from attnviz.gui.train import guard as train_guard
+from attnviz.gui.train import jobs as wording
 from attnviz.gui.train.curves import CurvesPanel
 from attnviz.gui.train.evaluations import EvaluationsPanel
 from attnviz.gui.train.forming import FormingPanel, Snapshot
@@ -309,9 +309,7 @@ class TrainTab(QWidget):
                     self.forming.add(Snapshot(record.step, record.epoch, record.bleu, item.probe))
             case TrainStarted():
                 self.total_steps = item.total_steps
-                resumed = f", resumed at step {item.resumed_from_step:,}" if item.resumed_from_step else ""
-                self.progress_label.setText(f"{item.parameters:,} parameters, {item.train_pairs:,} training pairs, "
-                                            f"{item.total_steps:,} steps on {item.device}{resumed}")
+                self.progress_label.setText(wording.started_text(item))
                 self.device_label.setText(run_where(item.device, item.processes))
             case CheckpointSaved():
                 self.paths["best" if item.role in ("best", "average") else "last"] = item.path
@@ -322,21 +320,16 @@ class TrainTab(QWidget):
                     self.paths.setdefault("best", item.best_path)
                 self.paths.setdefault("last", item.last_path)
                 self.progress.setValue(1000)
-                self.progress_label.setText(f"Finished. Best checkpoint: {item.best_path}" if item.best_path else
-                                            f"Finished before any evaluation: no best checkpoint; last: "
-                                            f"{item.last_path}")
+                self.progress_label.setText(wording.finished_text(item))
                 self.status.emit("Training finished")
             case TrainStopped():
                 self._flush()
                 self.paths["last"] = item.last_path
-                self.progress_label.setText(f"Stopped at step {item.step:,}; saved {item.last_path}. Resume run "
-                                            "continues from there.")
+                self.progress_label.setText(wording.stopped_text(item))
             case TrainNote():
                 self.status.emit(item.message)
             case TrainFailed():
-                good = (f" The last good checkpoint is {item.last_good}." if item.last_good else
-                        " No checkpoint had been saved yet.")
-                self._show_message(item.message + good)
+                self._show_message(wording.failed_text(item))
             case _:
                 assert_never(item)
 
@@ -350,8 +343,7 @@ class TrainTab(QWidget):
         s = self.last_step = steps[-1]
         self.progress.setValue(int(s.progress * 1000))
         if not self._paused and not self._stopping:
-            self.progress_label.setText(f"Epoch {s.epoch} · step {s.step:,} of {self.total_steps:,} · loss {s.loss:.3f}"
-                                        f" · {s.tokens_per_s:,.0f} tokens/s · ETA {format_clock(s.eta_s)}")
+            self.progress_label.setText(wording.step_text(s, self.total_steps))
 
     def _add_eval_row(self, record: EvalRecord, samples: tuple[Sample, ...]) -> None:
         self.evaluations.add_row(record, samples)
