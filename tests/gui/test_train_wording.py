@@ -6,8 +6,7 @@ from attnviz.gui.train.jobs import failed_text, finished_text, started_text, ste
 
 def test_started_and_step_lines_carry_the_run_figures():
     started = TrainStarted(total_steps=2_270, epochs=10, parameters=9_037_316, train_pairs=29_000, val_pairs=1_014,
-                           device="cpu",
-                           resumed_from_step=454, processes=1)
+                           device="cpu", resumed_from_step=454, processes=1)
     assert started_text(started) == ("9,037,316 parameters, 29,000 training pairs, 2,270 steps on cpu, resumed at "
                                      "step 454")
     step = TrainStep(step=1_234, epoch=6, loss=2.3456, lr=5e-4, tokens_per_s=4_321.7, progress=0.54, eta_s=3_725.0)
