@@ -1,25 +1,37 @@
 """The Translate tab's words in its two modes: translating a sentence, or (a language model) generating from a
-prefix. Set on every model change; kept apart so the tab's module holds its behaviour."""
+prefix. Plain data, chosen on every model change; the tab puts them on its widgets (``TranslateTab._show_mode``)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 
-def apply_mode_texts(tab, generating: bool, language: str, loaded: bool) -> None:
-    tab.lang_label.setText("Prefi&x:" if generating else f"{language or 'Source'} &sentence:")
-    tab.source_edit.setPlaceholderText(
-        "Loading model..." if not loaded else
-        "Type the first characters (or nothing) and press Enter" if generating else
-        f"Type a {language} sentence and press Enter")
-    tab.source_edit.setAccessibleName("Prefix to continue" if generating else "Sentence to translate")
-    tab.translate_button.setText("Gener&ate" if generating else "Tr&anslate")
-    tab.translate_button.setToolTip("Generate from the prefix (Enter)" if generating else
-                                    "Translate the sentence (Enter)")
-    tab.output_title.setText("<b>Generated</b>" if generating else "<b>Translation</b>")
-    tab.output_view.set_placeholder("Generated characters appear here, one by one" if generating else
-                                    "The translation appears here, token by token")
-    tab.translation_text.set_placeholder("The generated text, to select or copy" if generating else
-                                         "The translation as text, to select or copy")
-    tab.attention.heatmap.placeholder = ("Generate to see the model's attention" if generating else
-                                         "Translate a sentence to see its attention")
-    tab.topk_view.placeholder = ("The likeliest next characters appear here" if generating else
-                                 "The likeliest next tokens appear here")
+
+@dataclass(frozen=True)
+class ModeTexts:
+    """Every text of the Translate tab that depends on the mode."""
+
+    source_label: str
+    placeholder: str
+    source_name: str  # what a screen reader calls the input
+    button: str
+    button_tip: str
+    output_title: str
+    output_placeholder: str
+    text_placeholder: str
+    heatmap_placeholder: str
+    topk_placeholder: str
+
+
+def mode_texts(generating: bool, language: str, loaded: bool) -> ModeTexts:
+    """The texts for a language model (``generating``) or a translation model from ``language``."""
+    if generating:
+        return ModeTexts("Prefi&x:", "Type the first characters (or nothing) and press Enter" if loaded else
+                         "Loading model...", "Prefix to continue", "Gener&ate", "Generate from the prefix (Enter)",
+                         "<b>Generated</b>", "Generated characters appear here, one by one",
+                         "The generated text, to select or copy", "Generate to see the model's attention",
+                         "The likeliest next characters appear here")
+    return ModeTexts(f"{language or 'Source'} &sentence:", f"Type a {language} sentence and press Enter" if loaded else
+                     "Loading model...", "Sentence to translate", "Tr&anslate", "Translate the sentence (Enter)",
+                     "<b>Translation</b>", "The translation appears here, token by token",
+                     "The translation as text, to select or copy", "Translate a sentence to see its attention",
+                     "The likeliest next tokens appear here")

@@ -49,7 +49,7 @@ from attnviz.gui.translate.controls import SamplingRow, load_examples
 from attnviz.gui.translate.document import DecodeDocument, DecodeRequest, word_merger
 from attnviz.gui.translate.explorer import SearchExplorer
 from attnviz.gui.translate.jobs import DecodeJob
-from attnviz.gui.translate.mode import apply_mode_texts
+from attnviz.gui.translate.mode import ModeTexts, mode_texts
 from attnviz.gui.translate.playback import PlaybackBar
 from attnviz.gui.translate.step_model import StepTableModel
 from attnviz.gui.translate.text import TranslationText, WarningList
@@ -170,6 +170,18 @@ class TranslateTab(QWidget):
         """True when the model is a language model: it continues a prefix instead of translating."""
         return self.translator is not None and not self.translator.has_source
 
+    def _show_mode(self, texts: ModeTexts) -> None:
+        self.lang_label.setText(texts.source_label)
+        self.source_edit.setPlaceholderText(texts.placeholder)
+        self.source_edit.setAccessibleName(texts.source_name)
+        self.translate_button.setText(texts.button)
+        self.translate_button.setToolTip(texts.button_tip)
+        self.output_title.setText(texts.output_title)
+        self.output_view.set_placeholder(texts.output_placeholder)
+        self.translation_text.set_placeholder(texts.text_placeholder)
+        self.attention.heatmap.placeholder = texts.heatmap_placeholder
+        self.topk_view.placeholder = texts.topk_placeholder
+
     def set_translator(self, translator: Translator | None) -> None:
         self.worker.cancel()
         self.translator = translator
@@ -178,7 +190,7 @@ class TranslateTab(QWidget):
         lang = translator.src_spec.lang if translator else ""
         language = LANGUAGE_NAMES.get(lang, lang)
         generating = self.generating
-        apply_mode_texts(self, generating, language, translator is not None)
+        self._show_mode(mode_texts(generating, language, translator is not None))
         for w in (self.source_title, self.source_view, self.examples_combo):
             w.setVisible(not generating)
         self.sampling_row.set_generating(generating)
