@@ -104,13 +104,16 @@ def test_progress_ends_its_terminal_line_before_the_next_message(capsys, monkeyp
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     show = _Progress("demo", "runs/demo.safetensors")
     show(TrainStep(epoch=1, step=7, loss=2.5, lr=1e-3, tokens_per_s=900.0, progress=0.5, eta_s=12.0))
+    captured = capsys.readouterr()
+    assert captured.err.startswith("\repoch 1 [") and "\n" not in captured.err  # rewritten in place
     show(TrainFinished("runs/demo.safetensors", "runs/demo.last.safetensors", None))
     captured = capsys.readouterr()
-    assert captured.err.startswith("\repoch 1 [") and not captured.err.endswith("\n")  # rewritten in place
-    assert captured.out == "\nfinished: best runs/demo.safetensors; last runs/demo.last.safetensors\n"
+    assert captured.err == "\n"  # the progress line is ended where it lives; stdout stays clean for a pipe
+    assert captured.out == "finished: best runs/demo.safetensors; last runs/demo.last.safetensors\n"
     show(TrainFinished(None, "runs/demo.last.safetensors", None))  # no progress line open: no blank line
-    assert capsys.readouterr().out == ("finished: no evaluation, so no best checkpoint; "
-                                       "last runs/demo.last.safetensors\n")
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out == ("finished: no evaluation, so no best checkpoint; "
+                                                   "last runs/demo.last.safetensors\n")
 
 
 def test_more_processes_than_gpus_are_refused_before_torchrun_starts(monkeypatch):

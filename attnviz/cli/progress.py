@@ -24,23 +24,28 @@ def bar(fraction: float, width: int = 24) -> str:
 
 
 class ProgressLine:
-    """One progress line on stderr, rewritten in place on a terminal."""
+    """One progress line on stderr: rewritten in place on a terminal, where ``end`` closes it before other output;
+    a new line each time in a log."""
 
     def __init__(self) -> None:
         self.tty = sys.stderr.isatty()
-        self.last = ""
+        self.open = False  # a line is on the terminal without its newline
+
+    def write(self, line: str) -> None:
+        print(("\r" + line) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
+        self.open = self.tty
+
+    def end(self) -> None:
+        """Close an open line on a terminal, so that the next message starts on a line of its own."""
+        if self.open:
+            print(file=sys.stderr, flush=True)
+            self.open = False
 
     def show(self, phase: str, done: int, total: int, unit: str) -> None:
+        """``phase: done/total unit``; in a log only at each tenth of the work and at its end."""
         step = max(1, total // 10)
-        if not self.tty and done != total and done // step == (done - 1) // step:
-            return
-        line = f"{phase}: {done}/{total} {unit}"
-        print(("\r" + line) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
-        self.last = line
-
-    def close(self) -> None:
-        if self.tty and self.last:
-            print(file=sys.stderr)
+        if self.tty or done == total or done // step != (done - 1) // step:
+            self.write(f"{phase}: {done}/{total} {unit}")
 
 
 def run_analysis(steps: Iterable[AnalysisProgress | ImportanceProgress | Ready]) -> Ready:
@@ -58,7 +63,7 @@ def run_analysis(steps: Iterable[AnalysisProgress | ImportanceProgress | Ready])
                 progress.show(phase, done, total, unit)
             case _:
                 result = event
-    progress.close()
+    progress.end()
     if result is None:
         raise RuntimeError("the analysis ended without a result")  # a generator that was not stopped always has one
     return result

@@ -16,10 +16,10 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, assert_never
+from typing import TYPE_CHECKING, TextIO, assert_never
 
 from attnviz.cli.args import BEAM, add_data_dir, int_range
-from attnviz.cli.progress import bar
+from attnviz.cli.progress import ProgressLine, bar
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.training.clock import format_clock
 
@@ -162,61 +162,58 @@ class _Progress:
     """Prints a run's events: a progress line, one line per evaluation and per saved best checkpoint."""
 
     def __init__(self, name: str, out: str):
-        self.name, self.out, self.tty, self.last_print = name, out, sys.stderr.isatty(), 0.0
-        self.line_open = False  # a progress line is on the terminal without its newline
-
-    def _fresh_line(self) -> str:
-        """What starts the next line: a newline that ends an open progress line on a terminal, else nothing."""
-        opened, self.line_open = self.line_open, False
-        return "\n" if opened else ""
+        self.name, self.out, self.line, self.last_print = name, out, ProgressLine(), 0.0
 
     def __call__(self, event: TrainEvent) -> None:
         from attnviz.engine import events as ev
 
         match event:
             case ev.TrainStarted():
-                print(f"training {self.name}: {event.parameters:,} parameters, {event.train_pairs:,} train / "
-                      f"{event.val_pairs:,} val pairs, {event.total_steps:,} steps on {event.device}"
-                      + (f" x {event.processes} processes" if event.processes > 1 else "")
-                      + (f", resuming at step {event.resumed_from_step}" if event.resumed_from_step else ""),
-                      flush=True)
+                self._say(f"training {self.name}: {event.parameters:,} parameters, {event.train_pairs:,} train / "
+                          f"{event.val_pairs:,} val pairs, {event.total_steps:,} steps on {event.device}"
+                          + (f" x {event.processes} processes" if event.processes > 1 else "")
+                          + (f", resuming at step {event.resumed_from_step}" if event.resumed_from_step else ""))
             case ev.TrainStep():
                 self._step(event)
             case ev.EvalResult(record=r):
-                print(self._fresh_line() + f"eval step {r.step} epoch {r.epoch}: val loss {r.loss:.3f} "
-                      f"ppl {r.ppl:.2f} acc {r.accuracy:.3f}"
-                      + (f" bleu_tok {r.bleu:.2f}" if r.bleu is not None else
-                         f" samples {', '.join(s.output for s in event.samples)}")
-                      + f" ({format_clock(r.seconds)})", flush=True)
+                self._say(f"eval step {r.step} epoch {r.epoch}: val loss {r.loss:.3f} ppl {r.ppl:.2f} "
+                          f"acc {r.accuracy:.3f}"
+                          + (f" bleu_tok {r.bleu:.2f}" if r.bleu is not None else
+                             f" samples {', '.join(s.output for s in event.samples)}")
+                          + f" ({format_clock(r.seconds)})")
             case ev.CheckpointSaved(role="best" | "average"):
-                print(f"  saved {event.role}: {event.path}", flush=True)
+                self._say(f"  saved {event.role}: {event.path}")
             case ev.CheckpointSaved():
                 pass  # routine saves (the resume point, epoch snapshots) print nothing
             case ev.TrainFinished():
                 best = f"best {event.best_path}" if event.best_path else "no evaluation, so no best checkpoint"
-                print(self._fresh_line() + f"finished: {best}; last {event.last_path}", flush=True)
+                self._say(f"finished: {best}; last {event.last_path}")
             case ev.TrainStopped():
-                print(self._fresh_line() + f"stopped at step {event.step}; resume with --resume {self.out}", flush=True)
+                self._say(f"stopped at step {event.step}; resume with --resume {self.out}")
             case ev.TrainNote():
-                print(self._fresh_line() + f"note: {event.message}", file=sys.stderr, flush=True)
+                self._say(f"note: {event.message}", sys.stderr)
             case ev.TrainFailed():
                 last = f" Last good checkpoint: {event.last_good}" if event.last_good else \
                     " No resumable checkpoint was saved yet."
-                print(self._fresh_line() + f"attnviz: error: {event.message}{last}", file=sys.stderr)
+                self._say(f"attnviz: error: {event.message}{last}", sys.stderr)
             case _:
                 assert_never(event)
+
+    def _say(self, text: str, stream: TextIO | None = None) -> None:
+        """A message on a line of its own (after an open progress line): results on stdout, notes on stderr."""
+        self.line.end()
+        print(text, file=stream or sys.stdout, flush=True)
 
     def _step(self, event: TrainStep) -> None:
         """The progress line: rewritten in place twice a second on a terminal, a new line every 30 s in a log."""
         now = time.monotonic()
-        if now - self.last_print < (0.5 if self.tty else 30):
+        if now - self.last_print < (0.5 if self.line.tty else 30):
             return
         self.last_print = now
         line = (f"epoch {event.epoch} [{bar(event.progress)}] {event.progress:6.1%} step {event.step} "
                 f"loss {event.loss:.3f} lr {event.lr:.2e} {event.tokens_per_s:,.0f} tok/s "
                 f"ETA {format_clock(event.eta_s)}")
-        print(("\r" + line) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
-        self.line_open = self.tty
+        self.line.write(line)
 
 
 def cmd_release(args: argparse.Namespace) -> int:
