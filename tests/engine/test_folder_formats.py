@@ -119,3 +119,19 @@ def test_a_format_says_what_a_folder_it_does_not_read_holds(tmp_path):
     (tmp_path / "config.json").write_text(json.dumps({"model_type": "bert"}))  # a Hugging Face folder, not Marian's
     with pytest.raises(CheckpointError, match="holds a 'bert' model \\(config.json model_type\\), which attnviz"):
         load_translator(tmp_path)
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("[" * 100_000 + "]" * 100_000, "nested too deeply"),  # the parser recurses per level
+    ('{"model_type": "marian", "d_model": ' + "1" * 5_000 + "}", "integer string conversion"),  # Python's digit cap
+    ('{"model_type": "marian"', "Expecting"),  # cut off
+    (b"\xff\xfe{}", "utf-8"),  # not UTF-8
+])
+def test_an_unreadable_config_is_refused_with_a_message_by_every_path(tmp_path, capsys, text, reason):
+    path = tmp_path / "config.json"
+    path.write_bytes(text if isinstance(text, bytes) else text.encode())
+    for opens in (read_card, load_translator):
+        with pytest.raises(CheckpointError, match=f"config.json cannot be read as JSON \\(.*{reason}"):
+            opens(tmp_path)
+    assert main(["info", str(tmp_path)]) == 1
+    assert "cannot be read as JSON" in capsys.readouterr().err

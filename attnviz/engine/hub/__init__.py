@@ -2,13 +2,13 @@
 ``registry`` for how a format is added)."""
 
 from attnviz.engine.hub.registry import (
-                                         FolderFormat,
-                                         all_formats,
-                                         find_format,
-                                         format_of,
-                                         register,
-                                         registered,
-                                         unregister,
+    FolderFormat,
+    all_formats,
+    find_format,
+    format_of,
+    register,
+    registered,
+    unregister,
 )
 
 __all__ = ["FolderFormat", "all_formats", "find_format", "format_of", "register", "registered", "unregister"]

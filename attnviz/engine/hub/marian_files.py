@@ -38,8 +38,8 @@ MAX_VOCAB = 1_000_000  # far above any OPUS-MT model (58k); a larger file is dam
 def model_type(folder: Path) -> str | None:
     """``config.json``'s ``model_type`` (what a Hugging Face folder says it holds); None without a readable one."""
     try:
-        config = json.loads((folder / "config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        config = _json(folder / "config.json")
+    except CheckpointError:
         return None
     kind = config.get("model_type") if isinstance(config, dict) else None
     return kind if isinstance(kind, str) else None
@@ -51,10 +51,13 @@ def holds(kind: Any) -> str:
 
 
 def _json(path: Path) -> Any:
+    """A folder's JSON file; CheckpointError for anything unreadable: bad bytes or syntax, nesting too deep for the
+    parser (RecursionError), a number too long to convert (ValueError)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise CheckpointError(f"{path} cannot be read as JSON ({exc}); download the model folder again.") from None
+    except (OSError, ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)[:200]
+        raise CheckpointError(f"{path} cannot be read as JSON ({reason}); download the model folder again.") from None
 
 
 def read_config(folder: Path) -> dict[str, Any]:
