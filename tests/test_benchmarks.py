@@ -50,3 +50,9 @@ def test_train_benchmark_imports_what_it_measures():
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)  # a full run reads the corpus for half a minute: its imports are what moves
     assert callable(module.main) and callable(module.measure)
+
+
+def test_info_benchmark_times_info_on_a_folder_and_a_file():
+    report = bench("bench_info", "--size", "tiny", "--repeats", "1")
+    assert report["size"] == "tiny" and report["weights_mib"] > 0
+    assert all(report[f"info{c}_{n}_s_median"] > 0 for c in ("", "_check") for n in ("folder", "file"))

@@ -38,13 +38,13 @@ def cmd_convert(args) -> int:
     from pathlib import Path
 
     from attnviz.engine.hub import all_formats, find_format
+    from attnviz.engine.loading import load_translator
 
-    folder_format = find_format(args.folder)
-    if folder_format is None:
+    if find_format(args.folder) is None:
         known = "; ".join(f.title for f in all_formats())
         raise InputError(f"{args.folder} is not a model folder that attnviz imports; give the folder of one of: "
                          f"{known}.")
-    translator = folder_format.load(Path(args.folder))
+    translator = load_translator(args.folder)  # every check translate makes: convert writes nothing it refuses
     extra = {"name": args.name or Path(args.folder).resolve().name}
     if args.alignment_head:
         layers, heads = translator.kind.layout(translator.config)["cross"]

@@ -1,7 +1,11 @@
-"""``attnviz info``: describe a checkpoint (languages, model, parameters, vocabularies, metrics) from its card.
+"""``attnviz info``: describe a checkpoint (languages, model, parameters, vocabularies, metrics) from its card, and
+say what was checked.
 
-The card is read from the file's header without torch, so ``info`` answers at once even for a large model. It is
-its own module rather than part of ``convert`` or ``translate``: it reads no weights and decodes nothing.
+Without ``--check`` nothing is read of the weights but their index (``engine.loading.inspect_model``: a header's
+framing, every tensor's name, shape and offsets against the model's config, the model's size on torch's meta
+device), so ``info`` answers quickly even for a large model and says "not checked: values"; ``--check`` reads every
+weight as loading does (finite values). A file or folder that fails a check exits 1 with its one-line reason. It is
+its own module rather than part of ``convert`` or ``translate``: it decodes nothing.
 """
 
 from __future__ import annotations
@@ -12,12 +16,15 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from attnviz.engine.checkpoints.card import ModelCard
+    from attnviz.engine.loading import Inspection
 
 
 def add_command(sub) -> None:
     p = sub.add_parser("info", help="describe a checkpoint: languages, model, metrics")
     p.add_argument("checkpoint", help="a checkpoint file or an imported model's folder")
     p.add_argument("--json", action="store_true", help="print the description as JSON")
+    p.add_argument("--check", action="store_true",
+                   help="also read every weight and check its values (slower: the whole model is loaded)")
     p.set_defaults(func=cmd_info)
 
 
@@ -43,9 +50,21 @@ def _format_info(card: ModelCard) -> str:
     return "\n".join(lines)
 
 
-def cmd_info(args: argparse.Namespace) -> int:
-    from attnviz.engine.loading import read_card
+def _format_checks(inspection: Inspection) -> str:
+    lines = [f"  checked    {what}" for what in inspection.checked]
+    lines += [f"  note       {note}" for note in inspection.notes]
+    lines += [f"  not checked: {what}" for what in inspection.not_checked]
+    return "\n".join(lines)
 
-    card = read_card(args.checkpoint)
-    print(json.dumps(card.to_info(), indent=2, ensure_ascii=False) if args.json else _format_info(card))
+
+def cmd_info(args: argparse.Namespace) -> int:
+    from attnviz.engine.loading import check_model, inspect_model
+
+    inspection = (check_model if args.check else inspect_model)(args.checkpoint)
+    if args.json:
+        checks = {"checked": list(inspection.checked), "notes": list(inspection.notes),
+                  "not_checked": list(inspection.not_checked)}
+        print(json.dumps(inspection.card.to_info() | {"checks": checks}, indent=2, ensure_ascii=False))
+    else:
+        print(_format_info(inspection.card) + "\n" + _format_checks(inspection))
     return 0

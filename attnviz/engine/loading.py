@@ -1,37 +1,109 @@
 """Opening a model by its path: an attnviz checkpoint file, or an imported model's folder.
 
 ``load_translator(path)`` gives a ready ``Translator``; ``read_card(path)`` its ``ModelCard`` without torch (what
-the model picker and ``attnviz info`` show). A folder goes to the registered folder format that recognises it
-(``engine.hub``; a clear error naming the known formats when none does), a file is a checkpoint
-(``engine.translator.load_checkpoint``, ``engine.checkpoints.card.checkpoint_card``). This module names no format.
-Describing needs no torch: the translator module, which imports it, is imported only when a model is loaded.
+the model picker shows); ``inspect_model(path)`` the card with what was checked without reading a weight's value
+(``attnviz info``). A folder goes to the registered folder format that recognises it (``engine.hub``; a clear error
+naming the known formats when none does), a file is a checkpoint (``engine.translator.load_checkpoint``,
+``engine.checkpoints.card.checkpoint_card``). This module names no format, and holds every format to the same
+standard: the plan a format's ``inspect`` returns is checked against the weights file's index, and the model's size
+on torch's meta device, before the format loads anything; the loaded model's values are checked after, whatever the
+format did. Describing needs no torch: the translator module is imported only when a model is loaded.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attnviz.engine.checkpoints.card import ModelCard, checkpoint_card
-from attnviz.engine.hub import format_of
+from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata, checkpoint_card, stored_parameters
+from attnviz.engine.checkpoints.folder import check_weight_file
+from attnviz.engine.checkpoints.header import read_header
+from attnviz.engine.errors import CheckpointError
+from attnviz.engine.hub import FolderPlan, format_of
 
 if TYPE_CHECKING:
     from attnviz.engine.translator import Translator
+
+NOT_CHECKED = "values (run with --check to read every weight)"
+NOT_CHECKED_SIZE = "the model's size in memory (--check builds it)"
+
+
+@dataclass(frozen=True)
+class Inspection:
+    """A model's card and what was checked to give it (``attnviz info``)."""
+
+    card: ModelCard
+    checked: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    not_checked: tuple[str, ...] = (NOT_CHECKED,)
+
+
+def _folder_plan(folder: Path, size: bool = True) -> tuple[FolderPlan, list[str], list[str]]:
+    """A folder's plan, its model's size checked on the meta device (``size``; it needs torch), then its weights'
+    index against the plan."""
+    plan = format_of(folder).inspect(folder)
+    if size:
+        from attnviz.engine.translator import check_model_size  # torch: the model is built on the meta device
+
+        check_model_size(folder, plan.card.config)  # before the format allocates anything
+    checked, notes = check_weight_file(plan.weights)
+    return plan, checked, notes
 
 
 def load_translator(path: str | os.PathLike[str]) -> Translator:
     """A checkpoint file or an imported model's folder as a ready ``Translator`` (``CheckpointError`` with a clear
     message otherwise)."""
-    if Path(path).is_dir():
-        return format_of(path).load(Path(path))
-    from attnviz.engine.translator import load_checkpoint  # torch: only when a model is loaded
+    if not Path(path).is_dir():
+        from attnviz.engine.translator import load_checkpoint  # torch: only when a model is loaded
 
-    return load_checkpoint(path)
+        return load_checkpoint(path)
+    folder = Path(path)
+    plan, _, _ = _folder_plan(folder)
+    translator = format_of(folder).load(folder)
+    _check_loaded(folder, plan.card, translator)
+    return translator
+
+
+def _check_loaded(folder: Path, card: ModelCard, translator: Translator) -> None:
+    """What every format's load must give: the model its inspection described, with finite weights."""
+    from attnviz.engine.translator import check_values
+
+    sizes = (len(translator.src_vocab), len(translator.tgt_vocab))
+    if translator.config != card.config or sizes != (card.src_vocab_size, card.tgt_vocab_size):
+        raise CheckpointError(f"{folder}: the loaded model differs from what its files describe (its format's "
+                              "reader is inconsistent); report it, with the folder's config.json.")
+    check_values(folder, translator, "the folder's weights are damaged: download it again")
 
 
 def read_card(path: str | os.PathLike[str]) -> ModelCard:
     """The card of a checkpoint file (from its header) or of an imported model's folder, without torch."""
     if Path(path).is_dir():
-        return format_of(path).describe(Path(path))
+        return format_of(path).inspect(Path(path)).card
     return checkpoint_card(path)
+
+
+def inspect_model(path: str | os.PathLike[str]) -> Inspection:
+    """The card and every check that reads no weight's value: a checkpoint's header, its tensor index against the
+    model its config builds (on the meta device: the tensors' names need the model); a folder's files and its
+    weights' index against the tensors its format says the config implies (without torch)."""
+    path = Path(path)
+    if path.is_dir():  # torch-free: the format's plan names every tensor and shape
+        plan, checked, notes = _folder_plan(path, size=False)
+        return Inspection(plan.card, tuple(checked), tuple(notes), (NOT_CHECKED, NOT_CHECKED_SIZE))
+    from attnviz.engine.translator import check_index  # torch: the model on the meta device
+
+    meta, index = read_header(path)
+    card = card_from_metadata(meta, stored_parameters(index), str(path))
+    check_index(path, card.config, index)
+    return Inspection(card, (f"{path.name}: header, tensors against the model config: names, shapes, offsets, "
+                             "model size on the meta device",))
+
+
+def check_model(path: str | os.PathLike[str]) -> Inspection:
+    """``inspect_model`` and then every weight read and checked (finite), as loading does."""
+    inspection = inspect_model(path)
+    load_translator(path)
+    return Inspection(inspection.card, (*inspection.checked, "model size on the meta device, values: every weight "
+                                        "read, all finite"), inspection.notes, ())

@@ -19,7 +19,13 @@ import torch
 
 from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata
 from attnviz.engine.checkpoints.header import TOKENIZER_PREFIX
-from attnviz.engine.checkpoints.store import check_against_index, check_finite, load_tensors, save_tensors
+from attnviz.engine.checkpoints.store import (
+    check_against_index,
+    check_finite,
+    load_tensors,
+    model_shapes,
+    save_tensors,
+)
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError
@@ -217,6 +223,22 @@ def tokenizer_tensors(src: TokenizerSpec, tgt: TokenizerSpec) -> dict[str, torch
     """The SentencePiece models of both sides as uint8 tensors, so one checkpoint file holds everything."""
     return {f"{TOKENIZER_PREFIX}{side}": torch.frombuffer(bytearray(spec.model_proto), dtype=torch.uint8)
             for side, spec in (("src", src), ("tgt", tgt)) if spec.model_proto}
+
+
+def check_model_size(path: str | os.PathLike[str], cfg: ModelConfig) -> None:
+    """Refuse a config whose model cannot be built or is too large, on torch's meta device (nothing allocated)."""
+    model_shapes(path, build_model, cfg)
+
+
+def check_index(path: str | os.PathLike[str], cfg: ModelConfig, index: dict[str, Any]) -> None:
+    """Refuse a checkpoint whose tensor index (tokenizer models aside) is not the stored state of ``cfg``'s model."""
+    weights = {k: v for k, v in index.items() if not k.startswith(TOKENIZER_PREFIX)}
+    check_against_index(path, build_model, cfg, weights)
+
+
+def check_values(path: str | os.PathLike[str], translator: Translator, advice: str) -> None:
+    """Refuse a loaded model with NaN or infinite weights, naming the tensor (whoever read them)."""
+    check_finite(path, stored_state(translator.model), advice)
 
 
 def _from_meta(path: str, meta: dict[str, Any], key: str, parse):

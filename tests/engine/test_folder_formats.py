@@ -11,11 +11,12 @@ import pytest
 from safetensors.torch import load_file, save_file
 
 from attnviz.cli.main import main
-from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata, stored_parameters
+from attnviz.engine.checkpoints.card import card_from_metadata, stored_parameters
+from attnviz.engine.checkpoints.folder import WeightPlan
 from attnviz.engine.checkpoints.header import read_index
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.errors import CheckpointError
-from attnviz.engine.hub import FolderFormat, all_formats, find_format, format_of, registered
+from attnviz.engine.hub import FolderFormat, FolderPlan, all_formats, find_format, format_of, registered
 from attnviz.engine.kinds import check, get_kind
 from attnviz.engine.loading import load_translator, read_card
 from attnviz.engine.models.protocol import count_parameters, load_stored_state, stored_state
@@ -44,9 +45,12 @@ def _meta(folder: Path) -> dict:
     return json.loads((folder / "toy.json").read_text()) | {"name": folder.name}
 
 
-def _describe(folder: Path) -> ModelCard:
+def _inspect(folder: Path) -> FolderPlan:
+    """The card, and a plan trusting the weights file's own index (a test format: the shared checks still read the
+    file's framing and offsets, and the loader still checks the loaded values)."""
     _, index = read_index(folder / "weights.safetensors")
-    return card_from_metadata(_meta(folder), stored_parameters(index), str(folder))
+    card = card_from_metadata(_meta(folder), stored_parameters(index), str(folder))
+    return FolderPlan(card, WeightPlan(folder / "weights.safetensors", {k: v["shape"] for k, v in index.items()}))
 
 
 def _load(folder: Path) -> Translator:
@@ -59,7 +63,7 @@ def _load(folder: Path) -> Translator:
 
 
 TOY = FolderFormat(name="toy-json", title="toy JSON folder (a test format)",
-                   recognises=lambda folder: (folder / "toy.json").is_file(), describe=_describe, load=_load)
+                   recognises=lambda folder: (folder / "toy.json").is_file(), inspect=_inspect, load=_load)
 
 
 @pytest.fixture()

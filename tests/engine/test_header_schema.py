@@ -89,7 +89,20 @@ HEADER_CASES = {  # case -> (change of the raw header, words the message must co
     "enc_layers 100000": (lambda g: with_meta(g, lambda m: m["model"].update(enc_layers=100000)), "between 0 and 64"),
     "max_positions 1e9": (lambda g: with_meta(g, lambda m: m["model"].update(max_positions=1e9)), "whole number"),
     "max_positions 10**9": (lambda g: with_meta(g, lambda m: m["model"].update(max_positions=10**9)), "16,384"),
+    "overlapping offsets": (lambda g: with_header(g, share_bytes), "overlap"),
 }
+
+
+def share_bytes(header: dict) -> None:
+    """Point the second of two same-sized tensors at the first one's bytes."""
+    seen: dict[tuple, str] = {}
+    for name, entry in header.items():
+        if name != "__metadata__":
+            key = (entry["dtype"], tuple(entry["shape"]))
+            if key in seen:
+                entry["data_offsets"] = list(header[seen[key]]["data_offsets"])
+                return
+            seen[key] = name
 
 
 @pytest.mark.parametrize("case", list(HEADER_CASES))

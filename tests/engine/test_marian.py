@@ -141,9 +141,11 @@ def _edit_config(folder, **changes):
 
 @pytest.mark.parametrize("change, message", [
     (dict(model_type="bert"), "holds a 'bert' model"),
-    (dict(normalize_before=True), "sets normalize_before = True, which attnviz's Marian implementation does not"),
-    (dict(d_model=48), "has shape \\[\\d+, 32\\], which does not fit .* d_model 48"),
-    (dict(encoder_ffn_dim=128, decoder_ffn_dim=128), "should have shape \\[128, 32\\] by config.json"),
+    (dict(normalize_before=True), "'normalize_before' is True, which attnviz's Marian implementation does not"),
+    (dict(d_model=48), "(model.safetensors|pytorch_model.bin): tensor .* has shape \\[(\\d+, )?32\\], but "
+                       "config.json implies \\[(\\d+, )?48\\]"),
+    (dict(encoder_ffn_dim=128, decoder_ffn_dim=128), "has shape \\[64(, 32)?\\], but config.json implies "
+                                                     "\\[128(, 32)?\\]"),
     (dict(decoder_attention_heads=2), "needs the encoder and decoder to agree"),
     (dict(activation_function="mish"), "activation must be one of"),
 ])

@@ -35,7 +35,7 @@ META_TYPES: dict[str, tuple[type, ...]] = {  # entry -> allowed JSON types (None
 }
 
 
-def open_regular(path: Path):
+def open_regular(path: Path, expected: str = "a checkpoint file; choose a .safetensors file"):
     """Open ``path`` for reading only if it is a regular file: a named pipe or a device would block the reader
     forever (and a GUI thread stuck in ``open`` cannot be stopped), so they are refused before opening."""
     try:
@@ -45,14 +45,14 @@ def open_regular(path: Path):
     if not stat.S_ISREG(st.st_mode):
         kind = ("a named pipe" if stat.S_ISFIFO(st.st_mode) else "a device" if stat.S_ISCHR(st.st_mode) or
                 stat.S_ISBLK(st.st_mode) else "a socket" if stat.S_ISSOCK(st.st_mode) else "not a regular file")
-        raise CheckpointError(f"{path} is {kind}, not a checkpoint file; choose a .safetensors file.")
+        raise CheckpointError(f"{path} is {kind}, not {expected}.")
     try:  # O_NONBLOCK: if the path was swapped for a pipe after the stat, open still returns at once
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     except OSError as exc:
         raise CheckpointError(f"{path} cannot be read ({exc.strerror}).") from None
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
-        raise CheckpointError(f"{path} is not a regular file; choose a .safetensors file.")
+        raise CheckpointError(f"{path} is not a regular file, not {expected}.")
     if hasattr(os, "set_blocking"):
         os.set_blocking(fd, True)
     return os.fdopen(fd, "rb")
@@ -88,7 +88,18 @@ def check_index(path: Path, header: dict[str, Any]) -> dict[str, Any]:
             raise CheckpointError(f"{where} has data_offsets {str(offsets)[:60]}; expected [start, end] integers.")
         if offsets[1] - offsets[0] != math.prod(shape) * DTYPE_SIZES[dtype]:
             raise CheckpointError(f"{where}: its shape {shape} does not fit its {offsets[1] - offsets[0]} bytes.")
+    _check_overlap(path, index)
     return index
+
+
+def _check_overlap(path: Path, index: dict[str, Any]) -> None:
+    """No two tensors share bytes: each would read the other's data (safetensors refuses it only when loading)."""
+    spans = sorted((entry["data_offsets"][0], entry["data_offsets"][1], name) for name, entry in index.items()
+                   if entry["data_offsets"][1] > entry["data_offsets"][0])
+    for (_, end, first), (start, _, second) in zip(spans, spans[1:]):
+        if start < end:
+            raise CheckpointError(f"{path}: tensor entries {first[:60]!r} and {second[:60]!r} overlap (bytes "
+                                  f"{start}-{end}); the file is damaged: copy or download it again.")
 
 
 def _is_count(n: Any) -> bool:
@@ -145,12 +156,14 @@ def _json_name(value: Any) -> str:
     return _JSON_NAMES.get(type(value), type(value).__name__)
 
 
-def check_model_settings(path: Path, settings: dict[str, Any]) -> None:
-    """Types from ``ModelConfig``'s annotations, finite numbers, integers within ``MODEL_LIMITS``."""
+def check_model_settings(path: Path, settings: dict[str, Any], names: dict[str, str] | None = None) -> None:
+    """Types from ``ModelConfig``'s annotations, finite numbers, integers within ``MODEL_LIMITS``; a message names
+    the setting, or with ``names`` (setting -> the file's own field) the file's field (an imported folder's)."""
     declared = {f.name: str(f.type) for f in dataclasses.fields(ModelConfig)}
     for name, value in settings.items():
         kind = declared.get(name)
-        where = f"{path}: model setting {name[:40]!r}"
+        where = (f"{path}: field {names.get(name, name)[:40]!r}" if names is not None
+                 else f"{path}: model setting {name[:40]!r}")
         if kind == "int":
             limit = MODEL_LIMITS.get(name, DEFAULT_INT_LIMIT)
             if type(value) is not int:

@@ -109,16 +109,27 @@ class _SkipInit(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
-def check_against_index(path: str | os.PathLike, build_fn: Callable[[Any], Any], cfg: Any,
-                        index: dict[str, Any]) -> None:
-    """Build ``build_fn(cfg)`` on torch's meta device (shapes only, no memory) and refuse the checkpoint unless its
-    tensor index holds exactly the model's stored state (tied weights stored once), shape for shape."""
+def model_shapes(path: str | os.PathLike, build_fn: Callable[[Any], Any], cfg: Any) -> dict[str, list[int]]:
+    """The stored state's shapes of ``build_fn(cfg)``, built on torch's meta device (shapes only, no memory);
+    refuses settings that cannot build a model or whose model would build ``MAX_BUFFER_ELEMENTS`` values beyond its
+    weights (position tables), before anything is allocated."""
     try:
         with torch.device("meta"), _SkipInit():
             model = build_fn(cfg)
     except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
         raise CheckpointError(f"{path}: its model settings cannot build a model ({exc}).") from None
-    expected = {k: list(v.shape) for k, v in stored_state(model).items()}
+    extra = sum(b.numel() for b in model.buffers())
+    if extra > MAX_BUFFER_ELEMENTS:
+        raise CheckpointError(f"{path}: its model settings need {extra:,} extra values in memory beyond its "
+                              "weights; refusing a configuration this large.")
+    return {k: list(v.shape) for k, v in stored_state(model).items()}
+
+
+def check_against_index(path: str | os.PathLike, build_fn: Callable[[Any], Any], cfg: Any,
+                        index: dict[str, Any]) -> None:
+    """Refuse the checkpoint unless its tensor index holds exactly the stored state of ``build_fn(cfg)`` (tied
+    weights stored once), shape for shape, checked on the meta device (``model_shapes``)."""
+    expected = model_shapes(path, build_fn, cfg)
     missing = sorted(set(expected) - set(index))
     unexpected = sorted(set(index) - set(expected))
     if missing or unexpected:
@@ -131,16 +142,13 @@ def check_against_index(path: str | os.PathLike, build_fn: Callable[[Any], Any],
         if index[name]["shape"] != shape:
             raise CheckpointError(f"{path}: tensor {name} has shape {index[name]['shape']} but the config "
                                   f"needs {shape}.")
-    extra = sum(b.numel() for b in model.buffers())
-    if extra > MAX_BUFFER_ELEMENTS:
-        raise CheckpointError(f"{path}: its model settings need {extra:,} extra values in memory beyond its "
-                              "weights; refusing a configuration this large.")
 
 
-def check_finite(path: str | os.PathLike, tensors: dict[str, Any]) -> None:
+def check_finite(path: str | os.PathLike, tensors: dict[str, Any],
+                 advice: str = "training diverged or the file was damaged. Use an earlier checkpoint") -> None:
     """Refuse NaN or infinite weights, naming the first tensor that holds them (such a model decodes garbage)."""
     for name, tensor in tensors.items():
         if tensor.is_floating_point() and not bool(torch.isfinite(tensor).all()):
             bad = int((~torch.isfinite(tensor)).sum())
             raise CheckpointError(f"{path}: tensor {name} holds {bad:,} NaN or infinite value(s); the weights are "
-                                  "broken (training diverged or the file was damaged). Use an earlier checkpoint.")
+                                  f"broken ({advice}).")

@@ -3,6 +3,7 @@
 
 from attnviz.engine.hub.registry import (
     FolderFormat,
+    FolderPlan,
     all_formats,
     find_format,
     format_of,
@@ -11,4 +12,5 @@ from attnviz.engine.hub.registry import (
     unregister,
 )
 
-__all__ = ["FolderFormat", "all_formats", "find_format", "format_of", "register", "registered", "unregister"]
+__all__ = ["FolderFormat", "FolderPlan", "all_formats", "find_format", "format_of", "register", "registered",
+           "unregister"]

@@ -7,6 +7,11 @@ discovery never imports. Code elsewhere (``engine.loading``, ``attnviz info`` an
 dialog) asks the registry (``format_of(folder)``, ``all_formats()``) and never names a format. The registry and the
 formats' own modules are torch-free: a format's ``load`` imports its weights module only when it is called, so
 describing a folder (its ``ModelCard``) needs no torch, as describing a checkpoint does not.
+
+Every format is held to one standard (``engine.checkpoints.folder``): its ``inspect`` reads the folder's files with
+the shared JSON reader and checks, and returns a ``FolderPlan`` (the card and the tensors its config implies), which
+``engine.loading`` checks against the weights file before anything is built, and its ``load`` reads the weights
+through ``engine.checkpoints.weights``; the loader then checks the loaded model's values whatever the format did.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnviz.engine.checkpoints.card import ModelCard
+from attnviz.engine.checkpoints.folder import WeightPlan
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.plugins import Registry
 
@@ -33,13 +39,23 @@ def _unknown(folder: Path) -> str | None:
 
 
 @dataclass(frozen=True)
+class FolderPlan:
+    """What a format's ``inspect`` finds in a folder without reading a weight: its card and its weights' plan."""
+
+    card: ModelCard
+    weights: WeightPlan
+
+
+@dataclass(frozen=True)
 class FolderFormat:
     """Everything loading, ``attnviz info``/``convert`` and the app need to know about one folder format."""
 
     name: str  # how the registry knows it
     title: str  # what it is, in words, for menus and messages ("MarianMT folder (Hugging Face)")
     recognises: Callable[[Path], bool]  # whether a folder is laid out this way (cheap: names, a config's type)
-    describe: Callable[[Path], ModelCard]  # a recognised folder's card, without torch (CheckpointError if broken)
+    # a recognised folder's card and the tensors its config implies, every file but the weights read and checked
+    # through engine.checkpoints.folder, without torch (CheckpointError naming the file and field if broken)
+    inspect: Callable[[Path], FolderPlan]
     load: Callable[[Path], Translator]  # a recognised folder as a ready Translator; imports torch when called
     # what a folder it does not recognise holds, when its family can tell ("holds a 'bert' model (config.json
     # model_type)"): the error for a folder no format reads then says what the folder is

@@ -204,6 +204,8 @@ class Embedding(nn.Module):
 def sinusoid_table(n: int, d: int, halves: bool = False) -> Tensor:
     """[n, d] positions: sin and cos of the same frequencies interleaved, or (``halves``) every sin first and every
     cos after (MarianMT), computed in float64 as Marian's own table is."""
+    if torch.empty(0).device.type == "meta":  # a shapes-only build (checking a file): the values are not needed, and
+        return torch.empty(n, d)  # computing them on the meta device imports torch's compiler stack (seconds)
     pos = torch.arange(n, dtype=torch.float64).unsqueeze(1)
     freq = torch.pow(10000.0, -torch.arange(0, d, 2, dtype=torch.float64) / d)  # [ceil(d / 2)]
     angles = pos * freq  # [n, ceil(d / 2)]

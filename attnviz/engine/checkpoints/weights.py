@@ -1,0 +1,61 @@
+"""Reading an imported folder's weights file, held to the checkpoint's standard: safetensors, or a PyTorch ``.bin``
+through ``torch.load(weights_only=True)``, which refuses every pickled object but tensors (nothing runs); names and
+shapes against the folder's ``WeightPlan``, every value finite. Every folder format reads its weights here.
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import torch
+from safetensors.torch import load as st_load
+
+from attnviz.engine.checkpoints.folder import FOLDER_FILE, WeightPlan, check_shapes, check_weight_file
+from attnviz.engine.checkpoints.schema import open_regular
+from attnviz.engine.checkpoints.store import check_finite
+from attnviz.engine.errors import CheckpointError
+
+PICKLE_REFUSED = ("holds Python objects besides tensors, and unpickling them could run any code, so attnviz refuses "
+                  "it. Convert it to model.safetensors with a tool you trust (for example transformers' "
+                  "save_pretrained(safe_serialization=True), on a machine where running the file's code is safe), "
+                  "put that file in the folder instead, and open it again.")
+
+
+def _read_bin(path: Path) -> object:
+    """A ``.bin``'s tensors; the refusal never repeats torch's own text, which advises turning the safety off."""
+    try:
+        with open_regular(path, FOLDER_FILE) as f:
+            return torch.load(f, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:  # what weights_only raises for any object it will not build
+        raise CheckpointError(f"{path} {PICKLE_REFUSED}") from None
+    except CheckpointError:
+        raise
+    except Exception as exc:  # a damaged zip, a cut-off file: torch raises its own types
+        raise CheckpointError(f"{path} cannot be read as PyTorch weights ({type(exc).__name__}); the file is "
+                              "damaged: download the model folder again.") from None
+
+
+def read_weights(plan: WeightPlan) -> dict[str, torch.Tensor]:
+    """The weights ``plan`` names, as float32 tensors (integer ones as they are), checked before they are used."""
+    path = plan.path
+    if path.suffix == ".safetensors":
+        check_weight_file(plan)  # framing, offsets and shapes from the header, before the data is read
+        try:
+            with open_regular(path, FOLDER_FILE) as f:
+                weights: object = st_load(f.read())
+        except CheckpointError:
+            raise
+        except Exception as exc:  # safetensors raises its own SafetensorError for inconsistent data
+            raise CheckpointError(f"{path}: the tensor data is damaged ({str(exc)[:200]}); download the model "
+                                  "folder again.") from None
+    else:
+        weights = _read_bin(path)
+    if not isinstance(weights, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
+                                                for k, v in weights.items()):
+        raise CheckpointError(f"{path} does not hold a flat dictionary of named tensors; it is not a model's weights "
+                              "file: download the model folder again.")
+    tensors = {k.removeprefix("module."): v for k, v in weights.items()}  # a DataParallel save prefixes "module."
+    check_shapes(plan, {k: list(v.shape) for k, v in tensors.items()})
+    check_finite(path, tensors, "the file was damaged or the model diverged: download the model folder again")
+    return {k: (v.float() if v.is_floating_point() else v) for k, v in tensors.items()}

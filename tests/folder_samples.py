@@ -1,0 +1,107 @@
+"""Tiny random model folders of every registered folder format, written here from random tensors (no download, no
+``transformers``), for the hostile-folder battery and the ``attnviz info`` benchmark.
+
+``SAMPLES`` maps a format's registry name to a function writing a valid folder of it; the battery fails for a
+registered format without one, so a format added later is tested as soon as it is registered."""
+
+from __future__ import annotations
+
+import io
+import json
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+from safetensors.torch import save_file
+
+_WORDS = ("haus hund katze mann frau kind spielt läuft schnee straße wasser grün rot blau ein eine der die das "
+          "und mit auf im am zwei drei alte junge kleine große fährt sitzt steht trinkt isst").split()
+
+
+def synthetic_lines(seed: int, n: int = 200) -> list[str]:
+    rng = random.Random(seed)
+    return [" ".join(rng.choice(_WORDS) for _ in range(rng.randint(3, 9))) for _ in range(n)]
+
+
+def train_spm(lines: list[str], vocab_size: int) -> bytes:
+    """A unigram SentencePiece model laid out as Marian's are: ``<unk>`` 0, ``</s>`` 1, no ``<s>`` or ``<pad>``."""
+    import sentencepiece
+
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, vocab_size=vocab_size,
+                                             model_type="unigram", character_coverage=1.0, bos_id=-1, eos_id=1,
+                                             unk_id=0, pad_id=-1, hard_vocab_limit=False, num_threads=1, minloglevel=2)
+    return model.getvalue()
+
+
+def marian_vocab(spm_models: list[bytes], extra: int = 0) -> dict[str, int]:
+    """Marian's layout: ``</s>`` 0, ``<unk>`` 1, every piece of the SentencePiece models, ``extra`` filler pieces
+    (to reach a real model's size), ``<pad>`` last."""
+    import sentencepiece
+
+    pieces: list[str] = ["</s>", "<unk>"]
+    for proto in spm_models:
+        sp = sentencepiece.SentencePieceProcessor()
+        sp.LoadFromSerializedProto(proto)
+        pieces += [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if sp.id_to_piece(i) not in pieces]
+    pieces += [f"▁filler{i}" for i in range(extra)] + ["<pad>"]
+    return {p: i for i, p in enumerate(pieces)}
+
+
+_LAYER = {"encoder": ("self_attn", "fc1", "fc2", "self_attn_layer_norm", "final_layer_norm"),
+          "decoder": ("self_attn", "encoder_attn", "fc1", "fc2", "self_attn_layer_norm", "encoder_attn_layer_norm",
+                      "final_layer_norm")}
+
+
+def marian_tensors(vocab: int, d_model: int, layers: int, ffn: int, shared: bool = True) -> dict[str, torch.Tensor]:
+    """Random weights under Hugging Face's MarianMTModel names (as ``save_pretrained`` writes them)."""
+    def part(name: str, rows: int, cols: int | None) -> dict[str, torch.Tensor]:
+        if name.endswith("attn"):
+            return {k: v for p in ("q_proj", "k_proj", "v_proj", "out_proj")
+                    for k, v in part(f"{name}.{p}", d_model, d_model).items()}
+        weight = torch.randn(rows, cols) * 0.1 if cols else 1 + 0.1 * torch.randn(rows)
+        return {f"{name}.weight": weight, f"{name}.bias": 0.1 * torch.randn(rows)}
+
+    sizes = {"fc1": (ffn, d_model), "fc2": (d_model, ffn)}
+    out: dict[str, torch.Tensor] = {}
+    for side, parts in _LAYER.items():
+        for i in range(layers):
+            for name in parts:
+                rows, cols = sizes.get(name, (d_model, None if name.endswith("norm") else d_model))
+                out |= part(f"model.{side}.layers.{i}.{name}", rows, cols)
+    if shared:
+        out["model.shared.weight"] = torch.randn(vocab, d_model) * 0.1
+    else:
+        for name in ("model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight", "lm_head.weight"):
+            out[name] = torch.randn(vocab, d_model) * 0.1
+    out["final_logits_bias"] = 0.5 * torch.randn(1, vocab)
+    return out
+
+
+def write_marian_folder(folder: Path, *, d_model: int = 32, layers: int = 2, heads: int = 4, ffn: int = 64,
+                        extra_vocab: int = 0, shared: bool = True, seed: int = 0) -> Path:
+    """A random MarianMT folder as the Hub lays it out (config.json, model.safetensors, source.spm, target.spm,
+    vocab.json, tokenizer_config.json); the defaults give a tiny one, Marian-sized arguments a real-sized one."""
+    torch.manual_seed(seed)
+    source, target = train_spm(synthetic_lines(seed), 60), train_spm(synthetic_lines(seed + 1), 50)
+    vocab = marian_vocab([source, target], extra_vocab)
+    config = {"model_type": "marian", "architectures": ["MarianMTModel"], "d_model": d_model,
+              "encoder_layers": layers, "decoder_layers": layers, "encoder_attention_heads": heads,
+              "decoder_attention_heads": heads, "encoder_ffn_dim": ffn, "decoder_ffn_dim": ffn,
+              "max_position_embeddings": 64, "activation_function": "swish", "scale_embedding": True,
+              "vocab_size": len(vocab), "decoder_vocab_size": len(vocab), "pad_token_id": len(vocab) - 1,
+              "eos_token_id": 0, "decoder_start_token_id": len(vocab) - 1,
+              "share_encoder_decoder_embeddings": shared, "tie_word_embeddings": shared}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    save_file(marian_tensors(len(vocab), d_model, layers, ffn, shared), folder / "model.safetensors",
+              metadata={"format": "pt"})
+    (folder / "source.spm").write_bytes(source)
+    (folder / "target.spm").write_bytes(target)
+    (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    (folder / "tokenizer_config.json").write_text(json.dumps({"source_lang": "de", "target_lang": "en"}))
+    return folder
+
+
+SAMPLES: dict[str, Callable[[Path], Path]] = {"hf-marian": write_marian_folder}
