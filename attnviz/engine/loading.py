@@ -74,7 +74,7 @@ def _check_loaded(folder: Path, card: ModelCard, translator: Translator) -> None
     if translator.config != card.config or sizes != (card.src_vocab_size, card.tgt_vocab_size):
         raise CheckpointError(f"{folder}: the loaded model differs from what its files describe (its format's "
                               "reader is inconsistent); report it, with the folder's config.json.")
-    check_values(folder, translator, "the folder's weights are damaged: download it again")
+    check_values(folder, translator, "(the folder's weights are damaged): download the model folder again.")
 
 
 def read_card(path: str | os.PathLike[str]) -> ModelCard:

@@ -57,5 +57,5 @@ def read_weights(plan: WeightPlan) -> dict[str, torch.Tensor]:
                               "file: download the model folder again.")
     tensors = {k.removeprefix("module."): v for k, v in weights.items()}  # a DataParallel save prefixes "module."
     check_shapes(plan, {k: list(v.shape) for k, v in tensors.items()})
-    check_finite(path, tensors, "the file was damaged or the model diverged: download the model folder again")
+    check_finite(path, tensors, "(the file was damaged or the model diverged): download the model folder again.")
     return {k: (v.float() if v.is_floating_point() else v) for k, v in tensors.items()}
