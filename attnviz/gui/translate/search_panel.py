@@ -12,7 +12,7 @@ from PySide6.QtGui import QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCompleter,
-    QHBoxLayout,
+    QGridLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
@@ -107,13 +107,14 @@ class SearchPanel(QWidget):
         self.what_if_button.clicked.connect(self._on_what_if)
         self.prefix_edit.returnPressed.connect(self._on_prefix)
         self.prefix_button.clicked.connect(self._on_prefix)
-        row = QHBoxLayout()
+        row = QGridLayout()  # two rows: it fits the Translate tab's side column
         row.setContentsMargins(0, 0, 0, 0)
-        for w in (self.what_if_label, self.token_edit, self.what_if_button, self.prefix_edit, self.prefix_button):
-            row.addWidget(w)
-        row.setStretch(1, 2)
-        row.setStretch(3, 3)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        for i, w in enumerate((self.what_if_label, self.token_edit, self.what_if_button)):
+            row.addWidget(w, 0, i)
+        row.addWidget(self.prefix_edit, 1, 0, 1, 2)
+        row.addWidget(self.prefix_button, 1, 2)
+        row.setColumnStretch(1, 1)
+        splitter = QSplitter(Qt.Orientation.Vertical)  # the tree over the n-best list: the side column is narrow
         splitter.setObjectName("searchSplitter")
         splitter.addWidget(self.tree_scroll)
         splitter.addWidget(self.nbest)

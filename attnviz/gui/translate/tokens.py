@@ -156,7 +156,9 @@ class TopKView(QWidget):
         return chosen + "Candidates: " + ", ".join(f"{t} {p:.3f}" for t, p in self._items)
 
     def sizeHint(self) -> QSize:
-        return QSize(260, 230)
+        """As tall as its content: a line of title and a line per candidate (ten before the first step)."""
+        line = self.fontMetrics().height()
+        return QSize(260, line + 4 + max(len(self._items), 10) * (line + 2))
 
     def paintEvent(self, event) -> None:  # noqa: N802
         painter = QPainter(self)
