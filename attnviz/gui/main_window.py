@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, Slot
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import QRect, QSettings, QSize, Qt, Slot
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QToolBar
 
 from attnviz._version import __version__
@@ -35,6 +35,25 @@ def _load_model(path: str):
     translator = load_translator(path)
     translator.src_spec.prepare()
     yield translator
+
+
+def first_size(available: QRect) -> QSize:
+    """The first window's size on a screen with ``available`` room: most of it, as a map-centred tool wants."""
+    return QSize(min(available.width(), max(int(0.9 * available.width()), 1024)),
+                 min(available.height(), max(int(0.9 * available.height()), 700)))
+
+
+def fit_to_screen(window: QMainWindow) -> None:
+    """Shrink ``window`` to its screen's available area and move it inside (frame excluded: Qt adds it later)."""
+    screen = window.screen() or QGuiApplication.primaryScreen()
+    available = screen.availableGeometry()
+    size = window.size().boundedTo(available.size())
+    if size != window.size():
+        window.resize(size)
+    x = min(max(window.x(), available.left()), available.right() - size.width() + 1)
+    y = min(max(window.y(), available.top()), available.bottom() - size.height() + 1)
+    if (x, y) != (window.x(), window.y()):
+        window.move(x, y)
 
 
 class MainWindow(QMainWindow):
@@ -75,10 +94,11 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(self._on_tabs_current_changed)
         self.model_combo.activated.connect(self._on_model_combo_activated)
         self.refresh_models()
-        self.resize(1280, 800)
+        self.resize(first_size(self.screen().availableGeometry()))
         geometry = self.settings.value("window/geometry")
         if geometry is not None:
             self.restoreGeometry(geometry)
+        fit_to_screen(self)  # a geometry saved on a larger screen never opens partly off this one
         self.translate_tab.restore_settings(self.settings)
         self.train_tab.restore_settings(self.settings)
 
