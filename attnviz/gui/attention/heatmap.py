@@ -19,7 +19,6 @@ from attnviz.gui.attention.colormap import color_at, signed_limit, to_image
 from attnviz.gui.attention.labels import DrawnLabel, plan_labels, scaled_font
 from attnviz.gui.attention.layout import AXIS_BAND, Geometry, colour_ticks, geometry, tick_digits, zoomed
 
-
 BAR_GAP = 10  # pixels between the cells and the colour bar
 
 
@@ -42,8 +41,8 @@ class HeatmapView(QWidget):
 
     It fits the widget (``zoom`` None: cells as wide and as tall as the view allows, not necessarily square) or
     draws cells ``zoom`` pixels wide and asks for the room they need, so a scroll area around it scrolls. It says
-    where it drew the cells (``map_rect``) and which labels (``drawn_labels``). The arrow keys move a current cell that a screen reader reads
-    (``accessible_value``); Ctrl+wheel zooms.
+    where it drew the cells (``map_rect``) and which labels (``drawn_labels``). The arrow keys move a current cell
+    that a screen reader reads (``accessible_value``); Ctrl+wheel zooms.
     """
 
     hovered = Signal(int, int)  # row, column; -1, -1 when the pointer leaves

@@ -2,9 +2,9 @@
 
 It shows an ``AttentionSource`` (the Translate tab's decode document) as of one step (``display(source, step)``) and
 redraws when a selector changes. The large map takes the room; the grid and the caption share a narrow column
-beside it (a splitter the tab remembers). Only the kinds the model has are offered, so an RNN (cross only) or a language model
-(decoder only) needs no special case. Merging subword pieces into words is this panel's choice: it asks the source
-for merged maps while its box is ticked.
+beside it (a splitter the tab remembers). Only the kinds the model has are offered, so an RNN (cross only) or a
+language model (decoder only) needs no special case. Merging subword pieces into words is this panel's choice: it
+asks the source for merged maps while its box is ticked.
 """
 
 from __future__ import annotations

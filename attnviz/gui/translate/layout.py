@@ -77,7 +77,9 @@ class TranslateLayout:
             return
         total = height if height is not None else sum(self.side.sizes())
         chart = self.topk.sizeHint().height()
-        tokens = min(self.tokens.widget().sizeHint().height() + 4, int(TOKENS_SHARE * total))
+        strips = self.tokens.widget()
+        wanted = strips.sizeHint().height() + 4 if strips is not None else 0
+        tokens = min(wanted, int(TOKENS_SHARE * total))
         self.side.setSizes([tokens, chart, max(total - tokens - chart, 1)])
 
     def _on_moved(self, pos: int, index: int) -> None:

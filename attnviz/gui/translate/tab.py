@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QModelIndex, QSettings, Qt, Signal, Slot
+from PySide6.QtCore import QModelIndex, QSettings, Signal, Slot
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
+    QScrollArea,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -129,7 +130,7 @@ class TranslateTab(QWidget):
         layout.addWidget(self.message)
         layout.addWidget(self.splitter, 1)
 
-    def _tokens_box(self) -> QWidget:
+    def _tokens_box(self) -> QScrollArea:
         """The source and output token strips and the translation's text, for the side column (scrolled)."""
         box = QWidget()
         tokens = QVBoxLayout(box)
