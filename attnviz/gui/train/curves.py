@@ -66,6 +66,7 @@ class CurvePlot(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setAccessibleName(title)
         self._plot = QRectF()
+        self.legend_rect = QRectF()  # where the legend was drawn (empty: none), above the plot
 
     def add_series(self, series: Series) -> Series:
         self.series.append(series)
@@ -202,6 +203,7 @@ class CurvePlot(QWidget):
     def _draw_legend(self, painter: QPainter, text: QColor, width: int) -> int:
         """The named series as short lines and names, right-aligned in the title's row; returns its left edge."""
         named = [s for s in self.series if s.name and s.xs]
+        self.legend_rect = QRectF()
         if len(named) < 2:
             return width
         metrics = painter.fontMetrics()
@@ -215,6 +217,7 @@ class CurvePlot(QWidget):
             painter.setPen(QPen(QColor(s.color), 2.5))
             painter.drawLine(QPointF(x - 18, y), QPointF(x - 4, y))
             x -= 28
+        self.legend_rect = QRectF(x + 10, 0, width - self.MARGIN_RIGHT - x - 10, self.MARGIN_TOP - 2)
         return int(x)
 
     # -- hover -------------------------------------------------------------------------------------------------------
