@@ -110,7 +110,19 @@ class AttentionPanel(QWidget):
         self.caption.setWordWrap(True)
         self.caption.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
         self.caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._lay_out()
 
+        self.kind_combo.currentIndexChanged.connect(self._on_kind_changed)
+        self.layer_combo.currentIndexChanged.connect(self._on_selector_changed)
+        self.head_combo.currentIndexChanged.connect(self._on_selector_changed)
+        self.scale_combo.currentIndexChanged.connect(self._on_selector_changed)
+        self.grid.selected.connect(self._on_grid_selected)
+        self.grid.toggled.connect(self._on_grid_toggled)
+        self.grid.layer_toggled.connect(self._on_grid_layer_toggled)
+        self.merge_check.toggled.connect(self._on_merge_toggled)
+
+    def _lay_out(self) -> None:
+        """The selectors over the map, and beside the map a narrow column: the grid, then the caption."""
         controls = QHBoxLayout()
         add_labelled(controls, (("&Kind", self.kind_combo), ("&Layer", self.layer_combo), ("H&ead", self.head_combo)))
         controls.addWidget(self.scale_combo)
@@ -139,15 +151,6 @@ class AttentionPanel(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(controls)
         layout.addWidget(self.splitter, 1)
-
-        self.kind_combo.currentIndexChanged.connect(self._on_kind_changed)
-        self.layer_combo.currentIndexChanged.connect(self._on_selector_changed)
-        self.head_combo.currentIndexChanged.connect(self._on_selector_changed)
-        self.scale_combo.currentIndexChanged.connect(self._on_selector_changed)
-        self.grid.selected.connect(self._on_grid_selected)
-        self.grid.toggled.connect(self._on_grid_toggled)
-        self.grid.layer_toggled.connect(self._on_grid_layer_toggled)
-        self.merge_check.toggled.connect(self._on_merge_toggled)
 
     def _zoom_buttons(self) -> list[QToolButton]:
         """Zoom in / out / fit, as actions (Ctrl++, Ctrl+-, Ctrl+0) shown as tool buttons beside the selectors."""
