@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QModelIndex, QSettings, Signal, Slot
+from PySide6.QtCore import QModelIndex, QSettings, Qt, Signal, Slot
 from PySide6.QtWidgets import (
     QApplication,
     QComboBox,
@@ -106,9 +106,9 @@ class TranslateTab(QWidget):
         self.step_table.setModel(self.step_model)
         self.step_table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         header = self.step_table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        for column in (1, 4):  # the token and the runner-up take the width the side column has
-            header.setSectionResizeMode(column, QHeaderView.ResizeMode.Stretch)
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)  # the side column's width, shared out
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setTextElideMode(Qt.TextElideMode.ElideRight)  # a narrow column ends its title in "…"
         self.step_table.verticalHeader().hide()
         self.step_table.setWordWrap(False)  # one line a step: the side column is narrow
         self.attention = AttentionPanel()
