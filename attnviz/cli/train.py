@@ -165,17 +165,37 @@ def _torchrun(args: argparse.Namespace) -> int:
             skip = not skip and arg == "--nproc"
         elif not arg.startswith("--nproc="):
             rest.append(arg)
+    _quiet_launcher()
     try:
         torchrun(["--standalone", "--nproc_per_node", str(args.nproc), "-m", "attnviz", *rest])
     except SignalException:
         return 130
     except ChildFailedError as exc:
-        rank, failure = exc.get_first_failure()
-        stopped = failure.exitcode == 130
-        print(f"attnviz: {'stopped' if stopped else 'error: training process ' + str(rank) + ' failed'} "
-              f"(exit status {failure.exitcode})", file=sys.stderr)
+        rank, code = _first_cause({r: f.exitcode for r, f in exc.failures.items()})
+        stopped = code == 130
+        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        print(f"attnviz: {'stopped' if stopped else 'error: training process ' + str(rank) + ' failed'} ({how})",
+              file=sys.stderr)
         return 130 if stopped else 1
     return 0
+
+
+def _first_cause(codes: dict[int, int]) -> tuple[int, int]:
+    """The failed process to name, and its exit status: one killed by a signal caused the others' failures (they
+    lost their peer and said so themselves), so it is named before any that ended by itself; then the lowest rank
+    (torchrun's own first failure is a tie of detection times when several end together)."""
+    rank = min(codes, key=lambda r: (codes[r] >= 0, r))
+    return rank, codes[rank]
+
+
+def _quiet_launcher() -> None:
+    """torchrun logs each worker's failure and each signal it forwards (two lines with pids and times); the launcher
+    says the same in one line of its own (``_torchrun``), so its loggers keep only critical messages."""
+    import logging
+
+    for name in list(logging.Logger.manager.loggerDict):
+        if name.startswith(("torch.distributed.elastic", "torch.distributed.run")):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 class _Progress:
