@@ -78,6 +78,14 @@ def corpus(tmp_path: Path) -> dict[str, str]:
     return SETTINGS | {"corpus.paths": json.dumps({"train": [str(tsv)], "val": [str(tsv)]})}
 
 
+def start_two(tmp_path: Path, out: Path) -> subprocess.Popen:
+    """``attnviz train --nproc 2`` on the toy corpus, running (for 2,500 steps: long enough to be stopped)."""
+    flags = [arg for key, value in corpus(tmp_path).items() for arg in ("--set", f"{key}={value}")]
+    return subprocess.Popen([sys.executable, "-m", "attnviz", "train", "--nproc", "2", "--preset", "multi30k-de-en",
+                             "--out", str(out), *flags], env=env(), text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+
+
 def torchrun(*args: str) -> list[str]:
     return [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2", *args]
 
@@ -143,12 +151,8 @@ def test_two_processes_equal_one_over_the_same_global_batches(tmp_path):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_killing_the_launcher_saves_and_one_process_resumes_at_the_global_position(tmp_path, sig):
-    settings = corpus(tmp_path)
     out = tmp_path / "k.safetensors"
-    flags = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
-    launcher = subprocess.Popen([sys.executable, "-m", "attnviz", "train", "--nproc", "2", "--preset",
-                                 "multi30k-de-en", "--out", str(out), *flags], env=env(), text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    launcher = start_two(tmp_path, out)
     first = launcher.stdout.readline()  # rank 0's "training ...": both ranks are stepping
     assert first.startswith("training") and "x 2 processes" in first, first + launcher.stderr.read()[-3000:]
     time.sleep(2)
@@ -206,12 +210,8 @@ def _children(pid: int) -> list[int]:
 
 @pytest.mark.parametrize("victim", [1, 0], ids=["rank1", "rank0"])
 def test_a_killed_worker_gives_one_line_per_failure_and_the_run_resumes(tmp_path, victim):
-    settings = corpus(tmp_path)
     out = tmp_path / "d.safetensors"
-    flags = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
-    launcher = subprocess.Popen([sys.executable, "-m", "attnviz", "train", "--nproc", "2", "--preset",
-                                 "multi30k-de-en", "--out", str(out), *flags], env=env(), text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    launcher = start_two(tmp_path, out)
     first = launcher.stdout.readline()
     assert "x 2 processes" in first, first + launcher.stderr.read()[-3000:]
     time.sleep(2)  # both ranks are stepping (and rank 0 has saved a resume point at its first evaluation)
