@@ -26,7 +26,7 @@ from attnviz.gui.worker import JobFailure, Worker, wait_all
 
 OPEN_OTHER = "__open__"
 MAX_RECENT = 8
-CLOSE_WAIT_MS = 1000  # closing ends within 2 s whatever a job does (issue 30)
+CLOSE_WAIT_MS = 700  # closing ends within 2 s whatever a job does (issue 30), with margin on a busy machine
 
 
 def _load_model(path: str):
@@ -347,7 +347,7 @@ class MainWindow(QMainWindow):
         self.translate_tab.save_settings(self.settings)
         self.train_tab.save_settings(self.settings)
         self.settings.sync()  # written now: a job that never ends makes run_gui leave without teardown
-        # One shared second for every job to notice its stop flag; one that does not (a load from a stalled disk) is
+        # One shared wait for every job to notice its stop flag; one that does not (a load from a stalled disk) is
         # left running where it cannot abort the process (see gui.worker), so closing never waits longer.
         wait_all((self.loader, self.translate_tab.worker, self.train_tab.downloader, self.analysis_tab.worker,
                   self.analysis_tab.view_worker), CLOSE_WAIT_MS)
