@@ -22,10 +22,11 @@ from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train.tab import TrainTab
 from attnviz.gui.translate.tab import TranslateTab
 from attnviz.gui.widgets import stored
-from attnviz.gui.worker import JobFailure, Worker
+from attnviz.gui.worker import JobFailure, Worker, wait_all
 
 OPEN_OTHER = "__open__"
 MAX_RECENT = 8
+CLOSE_WAIT_MS = 700  # closing ends within 2 s whatever a job does (issue 30), with margin on a busy machine
 
 
 def _load_model(path: str):
@@ -365,8 +366,9 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.translate_tab.save_settings(self.settings)
         self.train_tab.save_settings(self.settings)
-        for worker in (self.loader, self.translate_tab.worker, self.train_tab.downloader, self.analysis_tab.worker,
-                       self.analysis_tab.view_worker):
-            worker.cancel()
-            worker.wait(3000)
+        self.settings.sync()  # written now: a job that never ends makes run_gui leave without teardown
+        # One shared wait for every job to notice its stop flag; one that does not (a load from a stalled disk) is
+        # left running where it cannot abort the process (see gui.worker), so closing never waits longer.
+        wait_all((self.loader, self.translate_tab.worker, self.train_tab.downloader, self.analysis_tab.worker,
+                  self.analysis_tab.view_worker), CLOSE_WAIT_MS)
         super().closeEvent(event)
