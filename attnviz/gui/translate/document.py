@@ -31,6 +31,7 @@ from attnviz.engine.events import (
     Translation,
     assemble,
 )
+from attnviz.engine.search.limit import capped_limit, reached_limit
 from attnviz.engine.search.tree import Graft, SearchEvent, SearchTree
 from attnviz.engine.subwords import WordAttention, merge_translation
 from attnviz.engine.text.tokenize import TokenizerSpec
@@ -182,6 +183,14 @@ class DecodeDocument:
         """The hypothesis shown as text: all of it once finished, else up to the step shown."""
         steps = self.steps if self.finished else self.steps[: self.current + 1]
         return self.detokenize([s.token for s in steps])
+
+    def cut_limit(self, max_target_len: int) -> int | None:
+        """The step limit at which the finished hypothesis shown was cut instead of ending with ``<eos>`` (the
+        Max length asked, capped by the model's ``max_target_len``), or None."""
+        if self.request is None or not self.finished:
+            return None
+        limit = capped_limit(self.request.decode.max_len, max_target_len)
+        return limit if reached_limit([s.token for s in self.steps], limit) else None
 
     # -- what is shown -----------------------------------------------------------------------------------------------
 

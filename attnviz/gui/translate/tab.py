@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import Translation
 from attnviz.engine.heads import HeadRef
+from attnviz.engine.search.limit import limit_warning
 from attnviz.engine.search.tree import SearchEvent
 from attnviz.engine.text.tokenize import LANGUAGE_NAMES
 from attnviz.gui.attention.panel import AttentionPanel
@@ -275,8 +276,17 @@ class TranslateTab(QWidget):
                 self.render_step()
             case PathShown() | StepShown():
                 self.render_step()
+                self._show_warnings()
             case Finished():
                 self._show_text()
+                self._show_warnings()
+
+    def _show_warnings(self) -> None:
+        """The input's warnings, and whether the finished hypothesis shown was cut at Max length (as the CLI says)."""
+        doc, translator = self.document, self.translator
+        limit = doc.cut_limit(translator.model.max_target_len) if translator is not None else None
+        if doc.encoder is not None and doc.finished:
+            self.message.set_messages([*doc.encoder.warnings, *([limit_warning(limit, "Max length")] if limit else [])])
 
     # -- what the search explorer may ask (ExplorerHost) -------------------------------------------------------------
 
