@@ -34,7 +34,7 @@ from attnviz.engine.events import (
 from attnviz.engine.search.limit import capped_limit, reached_limit
 from attnviz.engine.search.tree import Graft, SearchEvent, SearchTree
 from attnviz.engine.subwords import WordAttention, merge_translation
-from attnviz.engine.text.tokenize import TokenizerSpec
+from attnviz.engine.text.tokenize import TokenizerSpec, visible_token
 from attnviz.gui.translate.changes import (
     Cleared,
     DocumentChange,
@@ -326,7 +326,7 @@ class DecodeDocument:
         layer = min(layer, maps.shape[0] - 1)
         matrix = maps[layer].mean(axis=0) if head is None else maps[layer, min(head, maps.shape[1] - 1)]
         view = self.view(upto, merged)
-        rows, cols = view.axis_labels(kind)
+        rows, cols = (tuple(visible_token(t) for t in axis) for axis in view.axis_labels(kind))
         if kind == "encoder":
             highlight = None
         elif isinstance(view, WordAttention):  # merged as of this step: its last word holds the step
