@@ -17,7 +17,7 @@ from attnviz._version import __version__
 from attnviz.engine.hub import all_formats
 from attnviz.gui import accessible
 from attnviz.gui.analysis.tab import AnalysisTab
-from attnviz.gui.model_list import bundled_models, describe
+from attnviz.gui.model_list import bundled_models, describe, model_summary, shown_name
 from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train.tab import TrainTab
 from attnviz.gui.translate.tab import TranslateTab
@@ -60,7 +60,7 @@ class MainWindow(QMainWindow):
         self.model_combo.setAccessibleName("Model")
         self.model_combo.setToolTip("Choose a bundled model or a recently opened checkpoint")
         self.model_combo.setMinimumContentsLength(40)
-        self.model_label = QLabel("No model")
+        self.model_label = QLabel(model_summary(None))
         self._build_toolbar()
         self._build_menus()
         self.statusBar().addPermanentWidget(self.model_label)
@@ -174,7 +174,10 @@ class MainWindow(QMainWindow):
     def load_model(self, path: str) -> None:
         path = os.path.abspath(path)  # one spelling per file: a bundled model opened by a relative path is not "recent"
         self.loading_path = path
-        self.statusBar().showMessage(f"Loading model {Path(path).name}...")
+        name = shown_name(path)
+        self.statusBar().showMessage(f"Loading model {name}...")
+        self.model_label.setText(f"Loading {name}\u2026")  # the model in use is not named as if it were still
+        self.translate_tab.set_loading(name)  # nothing translates with the old model meanwhile
         self.loader.start(lambda stop: _load_model(path))
 
     @Slot(str)
@@ -189,8 +192,7 @@ class MainWindow(QMainWindow):
         self.train_tab.protected_path = path  # Start may not overwrite the model being looked at
         self.translate_tab.set_translator(translator)
         self.analysis_tab.set_translator(translator)
-        card = translator.card
-        self.model_label.setText(f"{card.languages} · {card.parameters:,} parameters")
+        self.model_label.setText(model_summary(translator))
         self.statusBar().showMessage(f"Model ready: {Path(path).name}", 5000)
         self.settings.setValue("models/last", path)
         if not any(path == e.path for e in bundled_models()):
@@ -201,7 +203,9 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_loader_failed(self, failure: JobFailure) -> None:
         self.loading_path = None
-        self.refresh_models()
+        self.refresh_models()  # the picker returns to the model in use
+        self.translate_tab.set_loading(None)
+        self.model_label.setText(model_summary(self.translator))
         self.statusBar().showMessage("The model could not be loaded", 5000)
         QMessageBox.warning(self, "Cannot open this model", failure.text +
                             ("\n\nThe current model stays loaded." if self.translator else ""))

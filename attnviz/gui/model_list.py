@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.loading import read_card
 from attnviz.paths import bundled_model_files, default_model_path
 
-__all__ = ["ModelEntry", "bundled_models", "default_model_path", "describe"]  # the default is chosen in paths
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
+
+CHECKPOINT_SUFFIX = ".safetensors"
+
+__all__ = ["ModelEntry", "bundled_models", "default_model_path", "describe", "model_summary", "shown_name"]  # the default is chosen in paths
 
 
 @dataclass(frozen=True)
@@ -36,3 +42,16 @@ def describe(path: Path, bundled: bool) -> ModelEntry:
 
 def bundled_models() -> list[ModelEntry]:
     return [describe(p, True) for p in bundled_model_files()]
+
+
+def shown_name(path: str) -> str:
+    """How a model file or folder is named while it loads: its file name without the checkpoint suffix."""
+    return Path(path).name.removesuffix(CHECKPOINT_SUFFIX) or str(path)
+
+
+def model_summary(translator: Translator | None) -> str:
+    """The status bar's words for the model in use."""
+    if translator is None:
+        return "No model"
+    card = translator.card
+    return f"{card.languages} · {card.parameters:,} parameters"

@@ -50,7 +50,7 @@ from attnviz.gui.translate.controls import SamplingRow, load_examples
 from attnviz.gui.translate.document import DecodeDocument, DecodeRequest, word_merger
 from attnviz.gui.translate.explorer import SearchExplorer
 from attnviz.gui.translate.jobs import DecodeJob
-from attnviz.gui.translate.mode import ModeTexts, mode_texts
+from attnviz.gui.translate.mode import ModeTexts, loading_state, mode_texts
 from attnviz.gui.translate.playback import PlaybackBar
 from attnviz.gui.translate.step_model import StepTableModel
 from attnviz.gui.translate.text import TranslationText, WarningList
@@ -69,6 +69,9 @@ class TranslateTab(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.translator: Translator | None = None
+        self.loading: str | None = None  # the model the window is loading instead of ``translator``
+        self._pending = False  # a translation asked while it loads: done with it once it is here
+        self._texts = mode_texts(False, "", False)
         self.document = DecodeDocument()  # the decode shown; listeners hear of changes in the order they subscribe
         self.worker = Worker(self)
         self.step_model = StepTableModel(self.document, self)
@@ -191,7 +194,8 @@ class TranslateTab(QWidget):
         lang = translator.src_spec.lang if translator else ""
         language = LANGUAGE_NAMES.get(lang, lang)
         generating = self.generating
-        self._show_mode(mode_texts(generating, language, translator is not None))
+        self._texts = mode_texts(generating, language, translator is not None)
+        self._show_mode(self._texts)
         for w in (self.source_title, self.source_view, self.examples_combo):
             w.setVisible(not generating)
         self.sampling_row.set_generating(generating)
@@ -199,13 +203,34 @@ class TranslateTab(QWidget):
         self.examples_combo.clear()
         self.examples_combo.addItem("Examples...")
         self.examples_combo.addItems(self.examples.get(lang, []))
-        for control in (self.translate_button, self.source_edit, self.examples_combo):
-            control.setEnabled(translator is not None)
+        pending, self._pending, self.loading = self._pending, False, None
+        self._show_loading()
         if translator is not None and QApplication.focusWidget() is None:
             self.source_edit.setFocus()  # at start-up only: a model chosen in the picker leaves the focus there
         self.document.reset()
         self.show_message("")  # the old model's warnings do not describe the new one
         self.mode_changed.emit("Generate" if generating else "Translate")
+        if pending and translator is not None:
+            self.translate()
+
+    def set_loading(self, name: str | None) -> None:
+        """The window is loading the model ``name``: Translate waits for it (the button says so; Enter, the menu or
+        a heads-off re-decode translate with it once it is here) and nothing decodes with the model it replaces.
+        None: the load failed, the model in use stays and a waiting translation is dropped."""
+        self.loading = name
+        if name is None:
+            self._pending = False
+        self._show_loading()
+
+    def _show_loading(self) -> None:
+        """The controls as of the model in use and the one loading (see ``loading_state``)."""
+        state = loading_state(self._texts, self.translator is not None, self.loading)
+        self.lang_label.setText(state.source_label)
+        self.translate_button.setText(state.button)
+        self.translate_button.setToolTip(state.tip)
+        self.translate_button.setEnabled(state.ready)
+        self.examples_combo.setEnabled(state.ready)
+        self.source_edit.setEnabled(state.typing)
 
     def save_settings(self, settings: QSettings) -> None:
         self.playback.save_settings(settings)
@@ -231,6 +256,10 @@ class TranslateTab(QWidget):
     @Slot()
     def translate(self) -> None:
         text, translator = self.source_edit.text(), self.translator
+        if self.loading:
+            self._pending = True
+            self.status.emit(f"Waiting for {self.loading} to load; it translates then.")
+            return
         if translator is None:
             self.show_message("No model is loaded yet: wait for it, or open a checkpoint (File > Open).")
             return
@@ -292,6 +321,9 @@ class TranslateTab(QWidget):
 
     def decoding(self) -> bool:
         return self.worker.is_running()
+
+    def waiting(self) -> str:
+        return f"Wait until {self.loading} has loaded." if self.loading else ""
 
     def pause(self) -> None:
         self.playback.set_playing(False)
