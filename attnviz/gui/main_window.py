@@ -17,6 +17,7 @@ from attnviz._version import __version__
 from attnviz.engine.hub import all_formats
 from attnviz.gui import accessible
 from attnviz.gui.analysis.tab import AnalysisTab
+from attnviz.gui.export_files import archive_stem, ask_save_path, picture_stem, view_stem
 from attnviz.gui.model_list import bundled_models, describe, model_summary, shown_name
 from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train.tab import TrainTab
@@ -116,9 +117,9 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Export view as &SVG...", lambda: self.export_view("svg"), "Ctrl+Shift+S")
         self._action(file_menu, "Export &attention (NPZ + JSON)...", self.export_attention, "Ctrl+Shift+E")
         self._action(file_menu, "Export head &grid as PNG...",
-                     lambda: self.export_picture(self.translate_tab.attention.grid, "attention-heads.png"))
+                     lambda: self.export_picture(self.translate_tab.attention.grid, "heads"))
         self._action(file_menu, "Export attention pa&nel as PNG...",
-                     lambda: self.export_picture(self.translate_tab.attention, "attention-panel.png"))
+                     lambda: self.export_picture(self.translate_tab.attention, "panel"))
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         self._action(file_menu, "&Copy translation", tab.translation_text.copy, "Ctrl+Shift+C",
@@ -192,7 +193,7 @@ class MainWindow(QMainWindow):
         self.train_tab.protected_path = path  # Start may not overwrite the model being looked at
         self.translate_tab.set_translator(translator)
         self.analysis_tab.set_translator(translator)
-        self.model_label.setText(model_summary(translator))
+        self.model_label.setText(model_summary(translator.card))
         self.statusBar().showMessage(f"Model ready: {Path(path).name}", 5000)
         self.settings.setValue("models/last", path)
         if not any(path == e.path for e in bundled_models()):
@@ -205,7 +206,7 @@ class MainWindow(QMainWindow):
         self.loading_path = None
         self.refresh_models()  # the picker returns to the model in use
         self.translate_tab.set_loading(None)
-        self.model_label.setText(model_summary(self.translator))
+        self.model_label.setText(model_summary(self.translator.card if self.translator else None))
         self.statusBar().showMessage("The model could not be loaded", 5000)
         QMessageBox.warning(self, "Cannot open this model", failure.text +
                             ("\n\nThe current model stays loaded." if self.translator else ""))
@@ -250,13 +251,15 @@ class MainWindow(QMainWindow):
         if data is None:
             self.statusBar().showMessage("Nothing to export yet: translate a sentence first.", 5000)
             return
-        path, _ = QFileDialog.getSaveFileName(self, f"Export view as {fmt.upper()}", f"attention.{fmt}",
-                                              f"{fmt.upper()} (*.{fmt})")
+        panel = self.translate_tab.attention
+        name = view_stem(panel.kind or "", panel.layer, panel.head, self.translate_tab.document.current, panel.merged)
+        path = ask_save_path(self, self.settings, f"Export view as {fmt.upper()}", f"{name}.{fmt}",
+                             f"{fmt.upper()} (*.{fmt})")
         if path:
             from attnviz.plots.heatmap import save_heatmap
 
             save_heatmap(path, data.matrix, data.rows, data.cols, data.row_axis, data.col_axis,
-                         self.figure_title(data), data.highlight_row, data.per_map)
+                         self.figure_title(data), data.highlight_row, data.per_map, data.masked)
             self.statusBar().showMessage(f"Saved {path}", 5000)
 
     def figure_title(self, data) -> str:
@@ -271,12 +274,13 @@ class MainWindow(QMainWindow):
         scale = "per-map colour scale" if data.per_map else "colour scale 0..1"
         return f"{data.title} · step {tab.document.current + 1}/{steps}\n{model}: \"{sentence}\" · {scale}"
 
-    def export_picture(self, widget, default: str) -> None:
-        """A PNG of ``widget`` as shown (the head grid, or the whole attention panel with its selectors)."""
+    def export_picture(self, widget, what: str) -> None:
+        """A PNG of ``widget`` as shown: the head grid (``what`` "heads") or the whole attention panel ("panel")."""
         if self.translate_tab.current_translation() is None:
             self.statusBar().showMessage("Nothing to export yet: translate a sentence first.", 5000)
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Export as PNG", default, "PNG (*.png)")
+        name = picture_stem(self.translate_tab.attention.kind or "", self.translate_tab.document.current, what)
+        path = ask_save_path(self, self.settings, "Export as PNG", f"{name}.png", "PNG (*.png)")
         if path:
             if not widget.grab().save(path if path.lower().endswith(".png") else path + ".png"):
                 QMessageBox.warning(self, "Export failed", f"Could not save {path}")
@@ -288,12 +292,14 @@ class MainWindow(QMainWindow):
         if translation is None or self.translator is None:
             self.statusBar().showMessage("Nothing to export yet: translate a sentence first.", 5000)
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Export attention", "attention.npz", "NumPy archive (*.npz)")
-        if path:
-            from attnviz.engine.export import save_attention
+        from attnviz.engine.export import model_name, save_attention
 
-            sidecar = save_attention(path, [translation], self.translator.info,
-                                     [self.translate_tab.source_edit.text()])
+        request = self.translate_tab.document.request  # the sentence translated, not what the box holds now
+        source = request.text if request is not None else self.translate_tab.source_edit.text()
+        name = archive_stem(model_name(self.translator.info), source)
+        path = ask_save_path(self, self.settings, "Export attention", f"{name}.npz", "NumPy archive (*.npz)")
+        if path:
+            sidecar = save_attention(path, [translation], self.translator.info, [source])
             self.statusBar().showMessage(f"Saved {path} and {sidecar.name}", 5000)
 
     # -- misc --------------------------------------------------------------------------------------------------------

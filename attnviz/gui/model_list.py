@@ -5,18 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from attnviz.engine.checkpoints.card import ModelCard
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.loading import read_card
 from attnviz.paths import bundled_model_files, default_model_path
 
-if TYPE_CHECKING:
-    from attnviz.engine.translator import Translator
-
 CHECKPOINT_SUFFIX = ".safetensors"
 
-__all__ = ["ModelEntry", "bundled_models", "default_model_path", "describe", "model_summary", "shown_name"]  # the default is chosen in paths
+# the default is chosen in paths
+__all__ = ["ModelEntry", "bundled_models", "default_model_path", "describe", "model_summary", "shown_name"]
 
 
 @dataclass(frozen=True)
@@ -49,9 +47,8 @@ def shown_name(path: str) -> str:
     return Path(path).name.removesuffix(CHECKPOINT_SUFFIX) or str(path)
 
 
-def model_summary(translator: Translator | None) -> str:
-    """The status bar's words for the model in use."""
-    if translator is None:
+def model_summary(card: ModelCard | None) -> str:
+    """The status bar's words for the model in use (None: none)."""
+    if card is None:
         return "No model"
-    card = translator.card
     return f"{card.languages} · {card.parameters:,} parameters"

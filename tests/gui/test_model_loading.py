@@ -5,7 +5,8 @@ picker and status bar never name a model other than the one in use (a failed loa
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
-from attnviz.gui.translate.mode import loading_state, mode_texts
+from attnviz.gui.translate.loading import loading_state
+from attnviz.gui.translate.mode import mode_texts
 from tests.gui.conftest import translate
 
 
@@ -58,9 +59,9 @@ def test_a_failed_load_returns_the_picker_to_the_model_in_use(qtbot, loaded, tmp
     index = window.model_combo.findData(str(bad))
     window.model_combo.setCurrentIndex(index)
     window.model_combo.activated.emit(index)  # picked in the picker
-    assert tab.loading == "broken" and window.model_label.text() == "Loading broken\u2026"
+    assert tab.gate.name == "broken" and window.model_label.text() == "Loading broken\u2026"
     qtbot.waitUntil(lambda: bool(shown), timeout=20000)
     assert window.model_combo.currentData() == in_use and window.model_label.text() == label
-    assert tab.loading is None and tab.translate_button.isEnabled() and tab.translate_button.text() == "Tr&anslate"
+    assert tab.gate.name is None and tab.translate_button.isEnabled() and tab.translate_button.text() == "Tr&anslate"
     translate(qtbot, window, "q1 q2")  # the model in use still translates, at once
     assert tab.output_view.tokens()[-1] == "<eos>"

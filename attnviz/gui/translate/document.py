@@ -31,7 +31,7 @@ from attnviz.engine.events import (
     Translation,
     assemble,
 )
-from attnviz.engine.search.limit import capped_limit, reached_limit
+from attnviz.engine.search.limit import capped_limit, limit_warning, reached_limit
 from attnviz.engine.search.tree import Graft, SearchEvent, SearchTree
 from attnviz.engine.subwords import WordAttention, merge_translation
 from attnviz.engine.text.tokenize import TokenizerSpec, visible_token
@@ -184,13 +184,16 @@ class DecodeDocument:
         steps = self.steps if self.finished else self.steps[: self.current + 1]
         return self.detokenize([s.token for s in steps])
 
-    def cut_limit(self, max_target_len: int) -> int | None:
-        """The step limit at which the finished hypothesis shown was cut instead of ending with ``<eos>`` (the
-        Max length asked, capped by the model's ``max_target_len``), or None."""
-        if self.request is None or not self.finished:
-            return None
-        limit = capped_limit(self.request.decode.max_len, max_target_len)
-        return limit if reached_limit([s.token for s in self.steps], limit) else None
+    def warnings(self, max_target_len: int, setting: str) -> list[str]:
+        """The input's warnings and, when the finished hypothesis shown was cut at its step limit instead of ending
+        with ``<eos>`` (the length asked, capped by the model's ``max_target_len``), the warning the command line
+        gives, naming ``setting`` (how the user raises the limit)."""
+        found = list(self.encoder.warnings) if self.encoder is not None else []
+        if self.request is not None and self.finished:
+            limit = capped_limit(self.request.decode.max_len, max_target_len)
+            if reached_limit([s.token for s in self.steps], limit):
+                found.append(limit_warning(limit, setting))
+        return found
 
     # -- what is shown -----------------------------------------------------------------------------------------------
 

@@ -1,6 +1,5 @@
 """The Translate tab's words in its two modes: translating a sentence, or (a language model) generating from a
-prefix. Plain data, chosen on every model change; the tab puts them on its widgets (``TranslateTab._show_mode``).
-While the window loads another model, ``loading_state`` says what the Translate button shows instead."""
+prefix. Plain data, chosen on every model change; the tab puts them on its widgets (``TranslateTab._show_mode``)."""
 
 from __future__ import annotations
 
@@ -36,23 +35,3 @@ def mode_texts(generating: bool, language: str, loaded: bool) -> ModeTexts:
                      "<b>Translation</b>", "The translation appears here, token by token",
                      "The translation as text, to select or copy", "Translate a sentence to see its attention",
                      "The likeliest next tokens appear here")
-
-
-@dataclass(frozen=True)
-class LoadingState:
-    """The Translate button and what may be used while a model loads (or not)."""
-
-    source_label: str  # the input's label: the language of the model in use, none while another loads
-    button: str
-    tip: str
-    ready: bool  # the button and the examples work: a model is in use and none is loading
-    typing: bool  # the input takes text: a model is in use or coming
-
-
-def loading_state(texts: ModeTexts, loaded: bool, loading: str | None) -> LoadingState:
-    """The state with a model in use (``loaded``) and ``loading`` (the name of the model being loaded, or None):
-    while one loads nothing decodes with the model it replaces, and the button says which one is coming."""
-    if loading:  # what is typed now goes to the model coming, whose language is not known yet
-        return LoadingState("&Sentence:", f"Loading {loading}\u2026", f"{loading} is loading; press Enter now and it decodes "
-                            "with it once it is here", False, True)
-    return LoadingState(texts.source_label, texts.button, texts.button_tip, loaded, loaded)

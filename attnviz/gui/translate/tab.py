@@ -33,7 +33,6 @@ from PySide6.QtWidgets import (
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import Translation
 from attnviz.engine.heads import HeadRef
-from attnviz.engine.search.limit import limit_warning
 from attnviz.engine.search.tree import SearchEvent
 from attnviz.engine.text.tokenize import LANGUAGE_NAMES
 from attnviz.gui.attention.panel import AttentionPanel
@@ -50,7 +49,8 @@ from attnviz.gui.translate.controls import SamplingRow, load_examples
 from attnviz.gui.translate.document import DecodeDocument, DecodeRequest, word_merger
 from attnviz.gui.translate.explorer import SearchExplorer
 from attnviz.gui.translate.jobs import DecodeJob
-from attnviz.gui.translate.mode import ModeTexts, loading_state, mode_texts
+from attnviz.gui.translate.loading import LoadingGate
+from attnviz.gui.translate.mode import ModeTexts, mode_texts
 from attnviz.gui.translate.playback import PlaybackBar
 from attnviz.gui.translate.step_model import StepTableModel
 from attnviz.gui.translate.text import TranslationText, WarningList
@@ -69,9 +69,6 @@ class TranslateTab(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.translator: Translator | None = None
-        self.loading: str | None = None  # the model the window is loading instead of ``translator``
-        self._pending = False  # a translation asked while it loads: done with it once it is here
-        self._texts = mode_texts(False, "", False)
         self.document = DecodeDocument()  # the decode shown; listeners hear of changes in the order they subscribe
         self.worker = Worker(self)
         self.step_model = StepTableModel(self.document, self)
@@ -113,6 +110,7 @@ class TranslateTab(QWidget):
         self.step_table.verticalHeader().hide()
         self.attention = AttentionPanel()
         self.search = SearchExplorer(self.document, self, self.step_table, self)  # steps, tree, heads-off pages
+        self.gate = LoadingGate(self.lang_label, self.translate_button, self.examples_combo, self.source_edit)
         self._build_layout()
 
     def _build_layout(self) -> None:
@@ -203,8 +201,8 @@ class TranslateTab(QWidget):
         self.examples_combo.clear()
         self.examples_combo.addItem("Examples...")
         self.examples_combo.addItems(self.examples.get(lang, []))
-        pending, self._pending, self.loading = self._pending, False, None
-        self._show_loading()
+        pending = self.gate.take()
+        self.set_loading(None)
         if translator is not None and QApplication.focusWidget() is None:
             self.source_edit.setFocus()  # at start-up only: a model chosen in the picker leaves the focus there
         self.document.reset()
@@ -214,23 +212,8 @@ class TranslateTab(QWidget):
             self.translate()
 
     def set_loading(self, name: str | None) -> None:
-        """The window is loading the model ``name``: Translate waits for it (the button says so; Enter, the menu or
-        a heads-off re-decode translate with it once it is here) and nothing decodes with the model it replaces.
-        None: the load failed, the model in use stays and a waiting translation is dropped."""
-        self.loading = name
-        if name is None:
-            self._pending = False
-        self._show_loading()
-
-    def _show_loading(self) -> None:
-        """The controls as of the model in use and the one loading (see ``loading_state``)."""
-        state = loading_state(self._texts, self.translator is not None, self.loading)
-        self.lang_label.setText(state.source_label)
-        self.translate_button.setText(state.button)
-        self.translate_button.setToolTip(state.tip)
-        self.translate_button.setEnabled(state.ready)
-        self.examples_combo.setEnabled(state.ready)
-        self.source_edit.setEnabled(state.typing)
+        """The window is loading the model ``name`` (None: no more; see ``LoadingGate``)."""
+        self.gate.show(self._texts, self.translator is not None, name)
 
     def save_settings(self, settings: QSettings) -> None:
         self.playback.save_settings(settings)
@@ -256,10 +239,8 @@ class TranslateTab(QWidget):
     @Slot()
     def translate(self) -> None:
         text, translator = self.source_edit.text(), self.translator
-        if self.loading:
-            self._pending = True
-            self.status.emit(f"Waiting for {self.loading} to load; it translates then.")
-            return
+        if waiting := self.gate.hold():
+            return self.status.emit(waiting)
         if translator is None:
             self.show_message("No model is loaded yet: wait for it, or open a checkpoint (File > Open).")
             return
@@ -311,11 +292,9 @@ class TranslateTab(QWidget):
                 self._show_warnings()
 
     def _show_warnings(self) -> None:
-        """The input's warnings, and whether the finished hypothesis shown was cut at Max length (as the CLI says)."""
-        doc, translator = self.document, self.translator
-        limit = doc.cut_limit(translator.model.max_target_len) if translator is not None else None
-        if doc.encoder is not None and doc.finished:
-            self.message.set_messages([*doc.encoder.warnings, *([limit_warning(limit, "Max length")] if limit else [])])
+        """The input's warnings and, once finished, whether the hypothesis shown was cut at Max length."""
+        if self.translator is not None and self.document.finished:
+            self.message.set_messages(self.document.warnings(self.translator.model.max_target_len, "Max length"))
 
     # -- what the search explorer may ask (ExplorerHost) -------------------------------------------------------------
 
@@ -323,7 +302,7 @@ class TranslateTab(QWidget):
         return self.worker.is_running()
 
     def waiting(self) -> str:
-        return f"Wait until {self.loading} has loaded." if self.loading else ""
+        return self.gate.waiting()
 
     def pause(self) -> None:
         self.playback.set_playing(False)

@@ -172,7 +172,8 @@ class TopKView(QWidget):
         if self._entropy is not None:
             lines.append(f"entropy {self._entropy:.3f} nats")
         if self._chosen is not None and not any(self._is_chosen(t) for t, _ in self._items):
-            lines.append(f"drawn: {visible_token(self._chosen[0])} ({self._chosen[1]:.4f}), not in the top {len(self._items)}")
+            drawn = visible_token(self._chosen[0])
+            lines.append(f"drawn: {drawn} ({self._chosen[1]:.4f}), not in the top {len(self._items)}")
         metrics = painter.fontMetrics()
         if metrics.horizontalAdvance(" · ".join(lines)) <= self.width() - 8:
             lines = [" · ".join(lines)]  # wide enough: one line leaves more room for the bars
