@@ -21,9 +21,9 @@ def test_exports_carry_context_and_cover_grid_and_panel(qtbot, loaded, tmp_path,
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(tmp_path / "v.png"), ""))
     loaded.export_view("png")
     assert drawn == [title]
-    for widget, name in ((tab.attention.grid, "grid.png"), (tab.attention, "panel.png")):
+    for widget, name, what in ((tab.attention.grid, "grid.png", "heads"), (tab.attention, "panel.png", "panel")):
         monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, n=name, **k: (str(tmp_path / n), ""))
-        loaded.export_picture(widget, name)
+        loaded.export_picture(widget, what)
         image = QImage(str(tmp_path / name))
         assert not image.isNull() and image.width() == widget.width()
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(tmp_path / "a.npz"), ""))

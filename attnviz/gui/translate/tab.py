@@ -173,11 +173,9 @@ class TranslateTab(QWidget):
         return self.translator is not None and not self.translator.has_source
 
     def _show_mode(self, texts: ModeTexts) -> None:
-        self.lang_label.setText(texts.source_label)
+        """The mode's words on the tab's widgets (the input's label and the button's: ``LoadingGate.show``)."""
         self.source_edit.setPlaceholderText(texts.placeholder)
         self.source_edit.setAccessibleName(texts.source_name)
-        self.translate_button.setText(texts.button)
-        self.translate_button.setToolTip(texts.button_tip)
         self.output_title.setText(texts.output_title)
         self.output_view.set_placeholder(texts.output_placeholder)
         self.translation_text.set_placeholder(texts.text_placeholder)
