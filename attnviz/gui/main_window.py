@@ -17,7 +17,7 @@ from attnviz._version import __version__
 from attnviz.engine.hub import all_formats
 from attnviz.gui import accessible
 from attnviz.gui.analysis.tab import AnalysisTab
-from attnviz.gui.export_files import archive_stem, ask_save_path, picture_stem, view_stem
+from attnviz.gui.export_files import archive_stem, ask_save_path, hatched, picture_stem, view_stem
 from attnviz.gui.model_list import bundled_models, describe, model_summary, shown_name
 from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train.tab import TrainTab
@@ -258,21 +258,27 @@ class MainWindow(QMainWindow):
         if path:
             from attnviz.plots.heatmap import save_heatmap
 
+            masked = hatched(data, panel.heads_off, panel.kind or "", panel.layer, panel.head)
+            off = masked is not None and bool(masked.all())
             save_heatmap(path, data.matrix, data.rows, data.cols, data.row_axis, data.col_axis,
-                         self.figure_title(data), data.highlight_row, data.per_map, data.masked)
+                         self.figure_title(data, off), data.highlight_row, data.per_map, masked)
             self.statusBar().showMessage(f"Saved {path}", 5000)
 
-    def figure_title(self, data) -> str:
-        """The view's title with its context (model, sentence, step, scale), so an exported figure explains itself."""
+    def figure_title(self, data, off: bool = False) -> str:
+        """The view's title with its context (model, sentence, step, scale; whether the head is switched off), so an
+        exported figure explains itself."""
+        from attnviz.engine.export import model_name
+
         tab = self.translate_tab
-        model = self.translator.info.get("name") or Path(self.translator.metadata.get("path", "")).stem \
-            if self.translator else "no model"
+        model = model_name(self.translator.info) if self.translator else "no model"
         steps = len(tab.document.steps)
-        sentence = tab.source_edit.text().strip()
+        request = tab.document.request  # the sentence translated, not what the box holds now
+        sentence = (request.text if request is not None else tab.source_edit.text()).strip()
         if len(sentence) > 60:
             sentence = sentence[:57] + "..."
         scale = "per-map colour scale" if data.per_map else "colour scale 0..1"
-        return f"{data.title} · step {tab.document.current + 1}/{steps}\n{model}: \"{sentence}\" · {scale}"
+        title = data.title + (" (switched off)" if off else "")
+        return f"{title} · step {tab.document.current + 1}/{steps}\n{model}: \"{sentence}\" · {scale}"
 
     def export_picture(self, widget, what: str) -> None:
         """A PNG of ``widget`` as shown: the head grid (``what`` "heads") or the whole attention panel ("panel")."""

@@ -8,6 +8,7 @@ from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QFileDialog
 
 from tests.gui.conftest import translate
+from tests.gui.test_search_view import idle
 
 
 def test_exports_carry_context_and_cover_grid_and_panel(qtbot, loaded, tmp_path, monkeypatch):
@@ -68,3 +69,14 @@ def test_the_exported_view_hatches_what_the_app_hatches(qtbot, loaded, tmp_path,
     masked = drawn[0][-1]
     shown = tab.attention.heatmap.data()
     assert shown.masked is not None and masked is shown.masked and masked.any()
+    assert "switched off" not in drawn[0][5]
+    tab.search.toggle_head("cross", 1, 2)  # a switched-off head: the grid hatches its tile, the figure the map
+    qtbot.waitUntil(lambda: idle(tab) and tab.document.finished, timeout=20000)
+    tab.attention.select(kind="cross", layer=1, head=2)
+    loaded.export_view("png")
+    masked, title = drawn[1][-1], drawn[1][5]
+    assert masked.shape == tab.attention.heatmap.data().matrix.shape and masked.all()
+    assert title.startswith("Cross-attention · layer 2 · head 3 (switched off) · step")
+    tab.attention.select(kind="cross", layer=1, head=1)  # its neighbour is on: nothing hatched
+    loaded.export_view("png")
+    assert drawn[2][-1] is None
