@@ -162,8 +162,10 @@ class MainWindow(QMainWindow):
             if path not in bundled and Path(path).exists():
                 entry = describe(Path(path), False)
                 self.model_combo.addItem("Recent: " + entry.label, path)
-        self.model_combo.addItem("Open checkpoint...", OPEN_OTHER)
         current = self.translator.metadata.get("path") if self.translator else self.loading_path
+        if current and self.model_combo.findData(current) < 0:  # the model in use, dropped from the recent list
+            self.model_combo.addItem(describe(Path(current), False).label, current)
+        self.model_combo.addItem("Open checkpoint...", OPEN_OTHER)
         index = self.model_combo.findData(current) if current else -1
         self.model_combo.setCurrentIndex(index)
         self.model_combo.blockSignals(False)

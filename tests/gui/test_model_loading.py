@@ -65,3 +65,10 @@ def test_a_failed_load_returns_the_picker_to_the_model_in_use(qtbot, loaded, tmp
     assert tab.gate.name is None and tab.translate_button.isEnabled() and tab.translate_button.text() == "Tr&anslate"
     translate(qtbot, window, "q1 q2")  # the model in use still translates, at once
     assert tab.output_view.tokens()[-1] == "<eos>"
+
+
+def test_the_picker_always_shows_the_model_in_use(qtbot, loaded):
+    in_use = loaded.translator.metadata["path"]
+    loaded.settings.setValue("models/recent", [])  # e.g. pushed out by eight newer files
+    loaded.refresh_models()
+    assert loaded.model_combo.currentData() == in_use and "toy" in loaded.model_combo.currentText()
