@@ -18,7 +18,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attnviz.engine.errors import InputError
+from attnviz.engine.checkpoints.header import require_path
+from attnviz.engine.errors import CheckpointError, InputError
 
 if TYPE_CHECKING:
     from attnviz.engine.translator import Translator
@@ -109,6 +110,16 @@ MASK_HELP = ("switch attention heads off while decoding: KIND:LAYER.HEAD, 1-base
 def add_model(p: argparse.ArgumentParser, help: str | None = None) -> None:
     """``-m MODEL``, required: the checkpoint a command reads (``translate`` has its own: it has a default)."""
     p.add_argument("-m", "--model", required=True, help=help)
+
+
+def check_model(path: str | None) -> None:
+    """``-m MODEL`` names a file or folder that exists: a mistyped path is said in one line (exit status 2) before
+    torch or the model is read."""
+    if path:
+        try:
+            require_path(path)
+        except CheckpointError as exc:
+            raise InputError(str(exc)) from None
 
 
 def add_data_dir(p: argparse.ArgumentParser, help: str = DATA_DIR_HELP) -> None:

@@ -29,7 +29,7 @@ from attnviz.engine.models.protocol import IncrementalModel, count_parameters, l
 from attnviz.engine.search.beam import beam_batch, beam_steps
 from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch
 from attnviz.engine.search.head_mask import heads_off
-from attnviz.engine.text.tokenize import LANGUAGE_NAMES, TokenizerSpec, hidden_characters
+from attnviz.engine.text.tokenize import LANGUAGE_NAMES, TokenizerSpec, hidden_characters, visible_token
 from attnviz.engine.text.vocab import EOS, SOS, Vocab
 
 GREEDY = DecodeConfig()
@@ -50,7 +50,7 @@ def _fit(tokens: list[str], vocab: Vocab, limit: int, too_long: str) -> tuple[li
         tokens = tokens[:limit]
     unknown = sorted({t for t in tokens if t not in vocab})
     if unknown:
-        shown = ", ".join(unknown[:8]) + (" ..." if len(unknown) > 8 else "")
+        shown = ", ".join(visible_token(t, named=True) for t in unknown[:8]) + (" ..." if len(unknown) > 8 else "")
         warnings.append(f"Not in the model's vocabulary (read as <unk>): {shown}")
     return tokens, warnings
 

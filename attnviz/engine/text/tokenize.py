@@ -24,6 +24,19 @@ NORMALIZERS = ("none", "tatoeba")
 LANGUAGE_NAMES = {"de": "German", "en": "English", "fr": "French"}
 
 _SPACES = re.compile(r"\s+")
+# how a token made of white space is shown (a character model's space would otherwise be an empty label)
+_BLANK_GLYPHS = {" ": ("\u2423", "space"), "\t": ("\u21e5", "tab"), "\n": ("\u21b5", "line break"),
+                 "\u00a0": ("\u237d", "no-break space")}
+
+
+def visible_token(token: str, named: bool = False) -> str:
+    """``token`` with each white-space character drawn as a visible glyph (a space as "\u2423"); with ``named``, a
+    token that is one such character also says what it is ("\u2423 (space)"), for a message a user reads."""
+    if not token or not any(c.isspace() for c in token):
+        return token
+    shown = "".join(_BLANK_GLYPHS.get(c, ("\u2423", ""))[0] if c.isspace() else c for c in token)
+    name = _BLANK_GLYPHS.get(token, ("", "white space" if token.isspace() and len(token) == 1 else ""))[1]
+    return f"{shown} ({name})" if named and name else shown
 
 
 _TATOEBA_PUNCT = re.compile(r"([.!?])")

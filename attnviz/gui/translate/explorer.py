@@ -54,6 +54,10 @@ class ExplorerHost(Protocol):
         """Whether the main decode is still running."""
         ...
 
+    def waiting(self) -> str:
+        """Why nothing may decode now (another model is loading), or ""."""
+        ...
+
     def pause(self) -> None:
         """Stop playback: the user chose what to show."""
         ...
@@ -234,7 +238,9 @@ class SearchExplorer(QObject):
     @Slot(str)
     def what_if(self, token: str) -> None:
         doc, translator = self.document, self.translator
-        if self.host.decoding():
+        if self.host.waiting():
+            self._say(self.host.waiting())
+        elif self.host.decoding():
             self._say("Wait until the decode has finished, then choose another token.")
         elif doc.tree is None or translator is None or not 0 <= doc.current < len(doc.shown):
             self._say("Translate first, then choose a step (slider or output token) and another token for it.")
@@ -252,6 +258,9 @@ class SearchExplorer(QObject):
 
     @Slot(str)
     def force_prefix(self, text: str) -> None:
+        if self.host.waiting():
+            self._say(self.host.waiting())
+            return
         if self.document.tree is None or self.translator is None or self.host.decoding():
             self._say("Translate first (and let it finish): a forced prefix decodes the same sentence after the "
                       "words typed.")

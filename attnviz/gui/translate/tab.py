@@ -49,6 +49,7 @@ from attnviz.gui.translate.document import DecodeDocument, DecodeRequest, word_m
 from attnviz.gui.translate.explorer import SearchExplorer
 from attnviz.gui.translate.jobs import DecodeJob
 from attnviz.gui.translate.layout import TranslateLayout
+from attnviz.gui.translate.loading import LoadingGate
 from attnviz.gui.translate.mode import ModeTexts, mode_texts
 from attnviz.gui.translate.playback import PlaybackBar
 from attnviz.gui.translate.step_model import StepTableModel
@@ -113,6 +114,7 @@ class TranslateTab(QWidget):
         self.step_table.setWordWrap(False)  # one line a step: the side column is narrow
         self.attention = AttentionPanel()
         self.search = SearchExplorer(self.document, self, self.step_table, self)  # steps, tree, heads-off pages
+        self.gate = LoadingGate(self.lang_label, self.translate_button, self.examples_combo, self.source_edit)
         self._build_layout()
 
     def _build_layout(self) -> None:
@@ -170,11 +172,9 @@ class TranslateTab(QWidget):
         return self.translator is not None and not self.translator.has_source
 
     def _show_mode(self, texts: ModeTexts) -> None:
-        self.lang_label.setText(texts.source_label)
+        """The mode's words on the tab's widgets (the input's label and the button's: ``LoadingGate.show``)."""
         self.source_edit.setPlaceholderText(texts.placeholder)
         self.source_edit.setAccessibleName(texts.source_name)
-        self.translate_button.setText(texts.button)
-        self.translate_button.setToolTip(texts.button_tip)
         self.output_title.setText(texts.output_title)
         self.output_view.set_placeholder(texts.output_placeholder)
         self.translation_text.set_placeholder(texts.text_placeholder)
@@ -189,7 +189,8 @@ class TranslateTab(QWidget):
         lang = translator.src_spec.lang if translator else ""
         language = LANGUAGE_NAMES.get(lang, lang)
         generating = self.generating
-        self._show_mode(mode_texts(generating, language, translator is not None))
+        self._texts = mode_texts(generating, language, translator is not None)
+        self._show_mode(self._texts)
         for w in (self.source_title, self.source_view, self.examples_combo):
             w.setVisible(not generating)
         self.sampling_row.set_generating(generating)
@@ -197,13 +198,19 @@ class TranslateTab(QWidget):
         self.examples_combo.clear()
         self.examples_combo.addItem("Examples...")
         self.examples_combo.addItems(self.examples.get(lang, []))
-        for control in (self.translate_button, self.source_edit, self.examples_combo):
-            control.setEnabled(translator is not None)
+        pending = self.gate.take()
+        self.set_loading(None)
         if translator is not None and QApplication.focusWidget() is None:
             self.source_edit.setFocus()  # at start-up only: a model chosen in the picker leaves the focus there
         self.document.reset()
         self.show_message("")  # the old model's warnings do not describe the new one
         self.mode_changed.emit("Generate" if generating else "Translate")
+        if pending and translator is not None:
+            self.translate()
+
+    def set_loading(self, name: str | None) -> None:
+        """The window is loading the model ``name`` (None: no more; see ``LoadingGate``)."""
+        self.gate.show(self._texts, self.translator is not None, name)
 
     def save_settings(self, settings: QSettings) -> None:
         self.playback.save_settings(settings)
@@ -225,6 +232,8 @@ class TranslateTab(QWidget):
     @Slot()
     def translate(self) -> None:
         text, translator = self.source_edit.text(), self.translator
+        if waiting := self.gate.hold():
+            return self.status.emit(waiting)
         if translator is None:
             self.show_message("No model is loaded yet: wait for it, or open a checkpoint (File > Open).")
             return
@@ -270,14 +279,24 @@ class TranslateTab(QWidget):
                 self.render_step()
             case PathShown() | StepShown():
                 self.render_step()
+                self._show_warnings()
             case Finished():
                 self._show_text()
                 self.layout_state.fit_side()  # the token strips may need more rows now
+                self._show_warnings()
+
+    def _show_warnings(self) -> None:
+        """The input's warnings and, once finished, whether the hypothesis shown was cut at Max length."""
+        if self.translator is not None and self.document.finished:
+            self.message.set_messages(self.document.warnings(self.translator.model.max_target_len, "Max length"))
 
     # -- what the search explorer may ask (ExplorerHost) -------------------------------------------------------------
 
     def decoding(self) -> bool:
         return self.worker.is_running()
+
+    def waiting(self) -> str:
+        return self.gate.waiting()
 
     def pause(self) -> None:
         self.playback.set_playing(False)
