@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 
 from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata, checkpoint_card, stored_parameters
 from attnviz.engine.checkpoints.folder import check_weight_file
-from attnviz.engine.checkpoints.header import read_header
+from attnviz.engine.checkpoints.header import read_header, require_path
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.hub import FolderPlan, format_of
 
@@ -55,7 +55,7 @@ def _folder_plan(folder: Path, size: bool = True) -> tuple[FolderPlan, list[str]
 def load_translator(path: str | os.PathLike[str]) -> Translator:
     """A checkpoint file or an imported model's folder as a ready ``Translator`` (``CheckpointError`` with a clear
     message otherwise)."""
-    if not Path(path).is_dir():
+    if not require_path(path).is_dir():
         from attnviz.engine.translator import load_checkpoint  # torch: only when a model is loaded
 
         return load_checkpoint(path)
