@@ -14,6 +14,7 @@ import sys
 from attnviz.cli.args import add_corpus, add_limit, add_model
 from attnviz.cli.progress import run_analysis
 from attnviz.engine.errors import InputError
+from attnviz.engine.heads import NUMBERING, numbered
 
 
 def add_commands(sub) -> None:
@@ -37,8 +38,9 @@ def add_commands(sub) -> None:
     p.add_argument("--src", required=True, help="source sentences, one per line")
     p.add_argument("--tgt", required=True, help="target sentences aligned with --src")
     p.add_argument("--gold", help="gold alignments, one line per sentence: i-j sure, i?j possible")
-    p.add_argument("--layer", type=int, help="cross-attention layer (from 0); with --head")
-    p.add_argument("--head", type=int, help="head (from 0); with --layer")
+    p.add_argument("--layer", type=int, help="cross-attention layer (from 1, as every output numbers them); with "
+                   "--head")
+    p.add_argument("--head", type=int, help="head (from 1); with --layer")
     p.add_argument("--average", action="store_true", help="average all layers and heads (the default)")
     p.add_argument("--shift", action="store_true", help="align a word with the attention of the next step")
     p.add_argument("--threshold", type=float, help="link every source word with weight >= this (default argmax)")
@@ -60,7 +62,9 @@ def _stats(translator, args):
 
 
 def _print_table(rows: list[dict]) -> None:
-    names = [k for k in rows[0] if k not in ("kind", "layer", "head", "tags")]
+    """Rows of ``HeadStats.table``/``compare_stats`` (0-based) printed with layers and heads from 1."""
+    rows = [numbered(row) for row in rows]
+    names = [k for k in rows[0] if k not in ("kind", "layer", "head", "tags", "mask")]
     print("kind     layer head " + " ".join(f"{n[:9]:>9}" for n in names) + "  tags")
     for row in rows:
         values = " ".join(f"{'-':>9}" if row[n] is None else f"{row[n]:9.3f}" for n in names)
@@ -78,7 +82,8 @@ def cmd_heads(args: argparse.Namespace) -> int:
 
         diff = compare_stats(stats, _stats(load_comparable(args.compare, translator), args))
         if args.json:
-            print(json.dumps({"a": args.model, "b": args.compare, "difference": "b - a", "heads": diff}))
+            print(json.dumps({"a": args.model, "b": args.compare, "difference": "b - a", "numbering": NUMBERING,
+                              "heads": [numbered(row) for row in diff]}))
         elif diff:
             _print_table(diff)
         else:
@@ -106,8 +111,9 @@ def cmd_align(args: argparse.Namespace) -> int:
     if args.limit:
         pairs = pairs[: args.limit]
     gold = read_gold(args.gold, len(pairs)) if args.gold else None
+    layer, head = (None if n is None else n - 1 for n in (args.layer, args.head))  # given from 1, as shown
     result: AlignmentReady = run_analysis(align_steps(translator, [s for s, _ in pairs], [t for _, t in pairs], gold,
-                                                      layer=args.layer, head=args.head, shift=args.shift,
+                                                      layer=layer, head=head, shift=args.shift,
                                                       threshold=args.threshold))
     if args.json:
         print(json.dumps(result.to_json()))
@@ -116,8 +122,9 @@ def cmd_align(args: argparse.Namespace) -> int:
         print(line)
     best = result.best_head()
     if best is not None and result.aer_heads is not None:  # measured against the gold links
-        layer, head, value = best
-        aer = result.aer_heads[args.layer, args.head] if args.layer is not None else result.aer_average
-        print(f"AER {result.chosen}: {aer:.4f}; best head: layer {layer} head {head}, AER {value:.4f}",
+        best_layer, best_head, value = best
+        aer = result.aer_heads[layer, head] if layer is not None else result.aer_average
+        print(f"AER {result.chosen}: {aer:.4f}; best head: layer {best_layer + 1} head {best_head + 1}, AER "
+              f"{value:.4f}",
               file=sys.stderr)
     return 0
