@@ -75,3 +75,13 @@ def test_heads_numbers_layers_and_heads_from_1_as_mask_heads_reads_them(files, c
     assert main([*args, "--compare", str(files / "b.safetensors"), "--json"]) == 0
     diff = json.loads(capsys.readouterr().out)
     assert diff["numbering"] == "1-based" and min(h["layer"] for h in diff["heads"]) == 1
+
+
+def test_heads_compare_refuses_another_architecture_before_any_work(files, capsys):
+    make_toy_translator(seed=2, kind="rnn-attention", heads=1).save(files / "lstm.safetensors", name="lstm")
+    args = ["heads", "-m", str(files / "a.safetensors"), "--src", str(files / "src.txt"), "--compare",
+            str(files / "lstm.safetensors")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "lstm.safetensors cannot be compared with the loaded model" in err and "(cross 1x1 layers x heads)" in err
+    assert "attention:" not in err  # no statistics were computed first

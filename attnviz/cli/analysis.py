@@ -75,19 +75,18 @@ def cmd_heads(args: argparse.Namespace) -> int:
     from attnviz.engine.analysis.stats import compare_stats
     from attnviz.engine.loading import load_translator
 
-    translator = load_translator(args.model)
-    stats = _stats(translator, args)
-    if args.compare:
-        from attnviz.engine.analysis.run import load_comparable
+    from attnviz.engine.analysis.run import load_comparable
 
-        diff = compare_stats(stats, _stats(load_comparable(args.compare, translator), args))
+    translator = load_translator(args.model)
+    other = load_comparable(args.compare, translator) if args.compare else None  # refused before any work
+    stats = _stats(translator, args)
+    if other is not None:
+        diff = compare_stats(stats, _stats(other, args))
         if args.json:
             print(json.dumps({"a": args.model, "b": args.compare, "difference": "b - a", "numbering": NUMBERING,
                               "heads": [numbered(row) for row in diff]}))
-        elif diff:
-            _print_table(diff)
         else:
-            print("the two models share no attention kind of the same layers x heads", file=sys.stderr)
+            _print_table(diff)  # never empty: load_comparable refuses models that share no kind
         return 0
     if args.json:
         print(json.dumps(stats.to_json()))

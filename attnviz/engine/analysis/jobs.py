@@ -15,15 +15,15 @@ def analysis_job(translator, corpus: tuple[str, str | None, str | None], limit: 
     from attnviz.engine.analysis.alignment import align_steps, read_gold
     from attnviz.engine.analysis.run import HeadStatsReady, corpus_pairs, head_stats_steps, load_comparable
 
+    other = load_comparable(compare, translator) if compare else None  # refused before any work
     split, src, tgt = corpus
     sources, refs = corpus_pairs(translator, split or "val", src, tgt, limit)
     use_refs = targets == "reference" or not translator.has_source  # a language model reads its texts
     yield from head_stats_steps(translator, sources, refs if use_refs else None, stop=stop)
     if gold and refs is not None and not stop.is_set():
         yield from align_steps(translator, sources, refs, read_gold(gold, len(sources)), stop=stop)
-    if compare and not stop.is_set():
-        for event in head_stats_steps(load_comparable(compare, translator), sources, refs if use_refs else None,
-                                      stop=stop):
+    if other is not None and not stop.is_set():
+        for event in head_stats_steps(other, sources, refs if use_refs else None, stop=stop):
             yield HeadStatsReady(event.stats, "compare") if isinstance(event, HeadStatsReady) else event
 
 
@@ -47,10 +47,10 @@ def views_job(translator, translation, compare: str | None = None):
     from attnviz.engine.analysis.contributions import sentence_views
     from attnviz.engine.analysis.run import load_comparable
 
+    other_model = load_comparable(compare, translator) if compare else None  # refused before any work
     views = sentence_views(translator, translation.src_tokens, translation.decoder_inputs)
-    if compare:
-        other = sentence_views(load_comparable(compare, translator), translation.src_tokens,
-                               translation.decoder_inputs)["raw"]
+    if other_model is not None:
+        other = sentence_views(other_model, translation.src_tokens, translation.decoder_inputs)["raw"]
         same = {k: v for k, v in other.items() if k in views["raw"] and v.shape == views["raw"][k].shape}
         views["compare"] = other
         views["difference"] = {k: v - views["raw"][k] for k, v in same.items()}

@@ -36,7 +36,7 @@ from PySide6.QtWidgets import (
 from attnviz.engine.analysis.jobs import analysis_job, views_job
 from attnviz.engine.analysis.names import PROXY, STATS, THRESHOLDS
 from attnviz.gui.analysis.importance import ImportancePanel
-from attnviz.gui.analysis.widgets import HeadMap, SentenceViews, StatsTableModel, run_partner
+from attnviz.gui.analysis.widgets import HeadMap, SentenceViews, StatsTableModel, run_partner, size_columns
 from attnviz.gui.widgets import add_labelled, named
 from attnviz.gui.worker import JobFailure, Worker
 
@@ -60,6 +60,7 @@ class AnalysisTab(QWidget):
         self.gold: str | None = None
         self.compare: str | None = None  # a second checkpoint (same vocabularies)
         self.stats_b: HeadStats | None = None  # the compared checkpoint's
+        self.failed = False  # the last run ended with a message: it is not "done", and shows nothing stale
         self.worker = Worker(self)
         self.view_worker = Worker(self)
         self.table_model = StatsTableModel(self)
@@ -164,7 +165,7 @@ class AnalysisTab(QWidget):
         self.worker.failed.connect(self._on_worker_failed)
         self.worker.finished.connect(self._on_worker_finished)
         self.view_worker.produced.connect(self._on_views_produced)
-        self.view_worker.failed.connect(self._on_worker_failed)
+        self.view_worker.failed.connect(self._on_views_failed)
         self.stat_combo.currentIndexChanged.connect(self._on_map_choice_changed)
         self.kind_combo.currentIndexChanged.connect(self._on_map_choice_changed)
         self.head_map.clicked.connect(self._on_head_map_clicked)
@@ -213,7 +214,7 @@ class AnalysisTab(QWidget):
                                                      self.targets_combo.currentData(), self.gold, self.compare)
         if targets == "reference" and split == "files" and not self.files[1]:
             targets = "greedy"  # a source file alone has no references
-        self.stats, self.alignment, self.stats_b = None, None, None
+        self.stats, self.alignment, self.stats_b, self.failed = None, None, None, False
         self.diff_check.setChecked(False)
         self.diff_check.setEnabled(False)
         self.progress.setValue(0)
@@ -291,13 +292,23 @@ class AnalysisTab(QWidget):
     @Slot(object)
     def _on_worker_failed(self, failure: JobFailure) -> None:
         first_line = failure.text.splitlines()[0]
+        self.failed, self.stats_b = True, None
+        self.diff_check.setChecked(False)
+        self.diff_check.setEnabled(False)
         self.status.emit(first_line)
-        self.head_title.setText(f"<b>The analysis failed:</b> {first_line}")
+        self.head_title.setText(f"<b>The analysis failed:</b> {escape(first_line)}")
+
+    @Slot(object)
+    def _on_views_failed(self, failure: JobFailure) -> None:
+        first_line = failure.text.splitlines()[0]
+        self.sentence_views.set_views({}, {})
+        self.sentence_views.quantity.setText(f"<b>The views failed:</b> {escape(first_line)}")
+        self.status.emit(first_line)
 
     @Slot()
     def _on_worker_finished(self) -> None:
         self._set_running(False)
-        if self.stats is not None:
+        if self.stats is not None and not self.failed:
             self.status.emit(f"Analysis done: {len(self.stats.sentences)} sentences")
 
     @Slot(object)
@@ -307,12 +318,7 @@ class AnalysisTab(QWidget):
     def set_stats(self, stats) -> None:
         self.stats = stats
         self.table_model.set_rows(stats.table())
-        metrics = self.table.fontMetrics()  # widths from the titles and a number: measuring every cell stalls
-        for column in range(self.table_model.columnCount()):
-            title = self.table_model.headerData(column, Qt.Orientation.Horizontal)
-            sample = {"tags": "positional, diffuse", "kind": "encoder", "layer": "12", "head": "12"}.get(title, "0.000")
-            width = max(metrics.horizontalAdvance(title), metrics.horizontalAdvance(sample))
-            self.table.setColumnWidth(column, width + 18)
+        size_columns(self.table, self.table_model)
         for combo, items in ((self.stat_combo, (*STATS, "alignment_proxy")), (self.kind_combo, stats.kinds)):
             combo.blockSignals(True)
             combo.clear()
@@ -343,9 +349,14 @@ class AnalysisTab(QWidget):
             self.head_map.show_matrix(self.alignment.aer_heads, "AER per head (lower aligns better)", True)
             return
         b = self.stats_b if self.diff_check.isChecked() else None
-        if b is not None and kind in b.kinds and b.layout(kind) == self.stats.layout(kind):
-            self.head_map.show_matrix(b.means(kind)[stat] - self.stats.means(kind)[stat],
-                                      f"{kind}: {stat.replace('_', ' ')}, compared checkpoint minus loaded", False)
+        if b is not None:  # B - A, or nothing: never A's own values under the B - A box
+            if kind in b.kinds and b.layout(kind) == self.stats.layout(kind):
+                self.head_map.show_matrix(b.means(kind)[stat] - self.stats.means(kind)[stat],
+                                          f"{kind}: {stat.replace('_', ' ')}, compared checkpoint minus loaded", False)
+                return
+            self.head_map.set_data(None)
+            self.head_map.placeholder = (f"The compared checkpoint has no {kind} attention of the same layers x "
+                                         "heads: choose another kind, or clear Show B - A")
             return
         self.head_map.show_matrix(self.stats.means(kind)[stat], f"{kind}: {stat.replace('_', ' ')}", stat in SHARES)
 

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QObject, Qt, Signal, Slot
 from PySide6.QtGui import QMouseEvent
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QTableView, QVBoxLayout, QWidget
 
 from attnviz.engine.analysis.names import SIDE_BY_SIDE, SIGNED_VIEWS, VIEWS
 from attnviz.engine.events import ATTENTION_KINDS
@@ -80,6 +80,16 @@ class StatsTableModel(QAbstractTableModel):
         if name == "tags":
             return ", ".join(value)
         return "–" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
+
+
+def size_columns(table: QTableView, model: StatsTableModel) -> None:
+    """Column widths from the titles and a sample value: measuring every cell stalls on a large model."""
+    metrics = table.fontMetrics()
+    for column in range(model.columnCount()):
+        title = model.headerData(column, Qt.Orientation.Horizontal)
+        sample = {"tags": "positional, diffuse", "kind": "encoder", "layer": "12", "head": "12"}.get(title, "0.000")
+        width = max(metrics.horizontalAdvance(title), metrics.horizontalAdvance(sample))
+        table.setColumnWidth(column, width + 18)
 
 
 class HeadMap(HeatmapView):
