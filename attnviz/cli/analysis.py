@@ -72,10 +72,9 @@ def _print_table(rows: list[dict]) -> None:
 
 
 def cmd_heads(args: argparse.Namespace) -> int:
+    from attnviz.engine.analysis.run import load_comparable
     from attnviz.engine.analysis.stats import compare_stats
     from attnviz.engine.loading import load_translator
-
-    from attnviz.engine.analysis.run import load_comparable
 
     translator = load_translator(args.model)
     other = load_comparable(args.compare, translator) if args.compare else None  # refused before any work

@@ -17,6 +17,7 @@ from attnviz._version import __version__
 from attnviz.engine.hub import all_formats
 from attnviz.gui import accessible
 from attnviz.gui.analysis.tab import AnalysisTab
+from attnviz.gui.data_folder import DataFolder
 from attnviz.gui.model_list import bundled_models, describe
 from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train.tab import TrainTab
@@ -53,6 +54,9 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.translate_tab, "&Translate")
         self.tabs.addTab(self.train_tab, "Trai&n")  # Alt+R is the Training menu's
         self.analysis_tab = AnalysisTab()
+        self.data_folder = DataFolder(self)  # one for the app: the Train tab's field and the Analysis tab read it
+        self.data_folder.bind(self.train_tab.form.data_edit)
+        self.analysis_tab.set_data_folder(self.data_folder)
         self.tabs.addTab(self.analysis_tab, "Analysis")  # every letter of it has an owner already: Ctrl+3
         self.setCentralWidget(self.tabs)
         self.model_combo = QComboBox()
@@ -81,6 +85,7 @@ class MainWindow(QMainWindow):
             self.restoreGeometry(geometry)
         self.translate_tab.restore_settings(self.settings)
         self.train_tab.restore_settings(self.settings)
+        self.data_folder.restore(self.settings)
 
     # -- construction ------------------------------------------------------------------------------------------------
 
@@ -111,6 +116,8 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Open model &folder...", self.open_folder_dialog, "Ctrl+Shift+O",
                      "Open an imported model's folder: " + "; ".join(f.title for f in all_formats()))
         self.recent_menu = file_menu.addMenu("Open &recent")
+        self._action(file_menu, "Data fol&der...", lambda: self.data_folder.choose(self),
+                     tip="The folder with the corpora, for the Train and Analysis tabs")
         file_menu.addSeparator()
         self._action(file_menu, "Export view as &PNG...", lambda: self.export_view("png"), "Ctrl+E")
         self._action(file_menu, "Export view as &SVG...", lambda: self.export_view("svg"), "Ctrl+Shift+S")
@@ -345,6 +352,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.translate_tab.save_settings(self.settings)
         self.train_tab.save_settings(self.settings)
+        self.data_folder.save(self.settings)
         for worker in (self.loader, self.translate_tab.worker, self.train_tab.downloader, self.analysis_tab.worker,
                        self.analysis_tab.view_worker):
             worker.cancel()

@@ -135,7 +135,8 @@ class AlignmentReady:
             return out  # no gold links, no error rates
         layer, head, value = best
         out.update(aer_heads=np.round(self.aer_heads, 4).tolist(), aer_layers=np.round(self.aer_layers, 4).tolist(),
-                   aer_average=round(self.aer_average, 4), best=numbered({"kind": "cross", "layer": layer, "head": head, "aer": round(value, 4)}))
+                   aer_average=round(self.aer_average, 4), best=numbered({"kind": "cross", "layer": layer, "head": head,
+                                       "aer": round(value, 4)}))
         return out
 
 

@@ -28,6 +28,7 @@ from attnviz.engine.analysis.jobs import importance_job
 from attnviz.engine.errors import AttnvizError
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.gui.analysis.widgets import HeadMap
+from attnviz.gui.data_folder import missing_data_hint
 from attnviz.gui.widgets import add_labelled, named
 from attnviz.gui.worker import JobFailure, Worker
 
@@ -67,10 +68,11 @@ class ImportanceMap(HeadMap):
 class ImportancePanel(QWidget):
     status = Signal(str)
 
-    def __init__(self, corpus, parent: QWidget | None = None):
-        """``corpus()`` returns the Analysis tab's choice: (split or None, source file, reference file)."""
+    def __init__(self, corpus, data_dir, parent: QWidget | None = None):
+        """``corpus()`` returns the Analysis tab's choice: (split or None, source file, reference file);
+        ``data_dir()`` the app's data folder."""
         super().__init__(parent)
-        self.corpus = corpus
+        self.corpus, self.data_dir = corpus, data_dir
         self.translator = None
         self.result: ImportanceReady | None = None
         self.worker = Worker(self)
@@ -142,10 +144,10 @@ class ImportancePanel(QWidget):
         if split is None and not (src and tgt):
             self.status.emit("Head importance needs references: choose a source file and its reference file")
             return
-        translator, corpus, limit = self.translator, (split, src, tgt), self.limit_spin.value()
+        translator, corpus, limit, data = self.translator, (split, src, tgt), self.limit_spin.value(), self.data_dir()
         self.progress.setValue(0)
         self._set_running(True)
-        self.worker.start(lambda stop: importance_job(translator, corpus, limit, stop))
+        self.worker.start(lambda stop: importance_job(translator, corpus, limit, stop, data))
 
     @Slot()
     def cancel(self) -> None:
@@ -166,7 +168,7 @@ class ImportancePanel(QWidget):
 
     @Slot(object)
     def _on_failed(self, failure: JobFailure) -> None:
-        first_line = failure.text.splitlines()[0]
+        first_line = failure.text.splitlines()[0] + missing_data_hint(failure.settings)
         self.summary.setText(f"<b>Head importance failed:</b> {first_line}")
         self.status.emit(first_line)
 

@@ -36,15 +36,14 @@ from PySide6.QtWidgets import (
 from attnviz.engine.analysis.jobs import analysis_job, views_job
 from attnviz.engine.analysis.names import PROXY, STATS, THRESHOLDS
 from attnviz.gui.analysis.importance import ImportancePanel
-from attnviz.gui.analysis.widgets import HeadMap, SentenceViews, StatsTableModel, run_partner, size_columns
+from attnviz.gui.analysis.widgets import AER, HeadMap, SentenceViews, StatsTableModel, run_partner, size_columns
+from attnviz.gui.data_folder import DataFolder, missing_data_hint
 from attnviz.gui.widgets import add_labelled, named
 from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:
     from attnviz.engine.analysis.stats import HeadStats
 
-SHARES = {"max_weight", "sos", "eos", "punct", "sink", "same", "prev", "next", "norm_entropy", "alignment_proxy"}
-AER = "aer"
 
 
 class AnalysisTab(QWidget):
@@ -61,6 +60,7 @@ class AnalysisTab(QWidget):
         self.compare: str | None = None  # a second checkpoint (same vocabularies)
         self.stats_b: HeadStats | None = None  # the compared checkpoint's
         self.failed = False  # the last run ended with a message: it is not "done", and shows nothing stale
+        self.data_folder: DataFolder | None = None  # the app's data folder (the corpus splits are read there)
         self.worker = Worker(self)
         self.view_worker = Worker(self)
         self.table_model = StatsTableModel(self)
@@ -115,7 +115,9 @@ class AnalysisTab(QWidget):
         self.open_button = named(QPushButton("Open in Trans&late"), "openSentenceButton",
                                  "Open the selected sentence in the Translate tab")
         self.sentence_views = SentenceViews()
-        self.importance = ImportancePanel(self.corpus_choice)
+        self.data_button = named(QPushButton("Data folder..."), "analysisDataButton", "Data folder",
+                                 "The folder with the corpora, shared with the Train tab")
+        self.importance = ImportancePanel(self.corpus_choice, self.data_dir)
         self._layout()
 
     def _layout(self) -> None:
@@ -124,6 +126,7 @@ class AnalysisTab(QWidget):
                            ("Deco&der input:", self.targets_combo)))
         top.addWidget(self.gold_button)
         top.addWidget(self.compare_button)
+        top.addWidget(self.data_button)
         top.addStretch(1)
         running = QHBoxLayout()
         running.addWidget(self.run_button)
@@ -160,6 +163,7 @@ class AnalysisTab(QWidget):
         self.corpus_combo.activated.connect(self._on_corpus_activated)
         self.gold_button.clicked.connect(self._on_gold_clicked)
         self.compare_button.clicked.connect(self._on_compare_clicked)
+        self.data_button.clicked.connect(self._on_data_clicked)
         self.diff_check.toggled.connect(self._on_map_choice_changed)
         self.worker.produced.connect(self._on_worker_produced)
         self.worker.failed.connect(self._on_worker_failed)
@@ -198,6 +202,23 @@ class AnalysisTab(QWidget):
             translator, compare = self.translator, self.compare
             self.view_worker.start(lambda stop: views_job(translator, translation, compare))
 
+    def set_data_folder(self, folder: DataFolder) -> None:
+        self.data_folder = folder
+        folder.changed.connect(self._on_data_folder_changed)
+        self._on_data_folder_changed(folder.path())
+
+    def data_dir(self) -> str | None:
+        return self.data_folder.path() if self.data_folder is not None else None
+
+    @Slot(str)
+    def _on_data_folder_changed(self, path: str) -> None:
+        self.data_button.setToolTip(f"The folder with the corpora, shared with the Train tab: {path}")
+
+    @Slot()
+    def _on_data_clicked(self) -> None:
+        if self.data_folder is not None:
+            self.data_folder.choose(self)
+
     def corpus_choice(self) -> tuple[str | None, str | None, str | None]:
         """(split, None, None), or (None, source file, reference file) for text files."""
         split = self.corpus_combo.currentData()
@@ -210,8 +231,9 @@ class AnalysisTab(QWidget):
         if split == "files" and not self.files[0]:
             self.status.emit("Choose a source file first (Corpus: Text files...)")
             return
-        translator, limit, targets, gold, compare = (self.translator, self.limit_spin.value(),
-                                                     self.targets_combo.currentData(), self.gold, self.compare)
+        translator, limit, targets, gold, compare, data = (self.translator, self.limit_spin.value(),
+                                                           self.targets_combo.currentData(), self.gold, self.compare,
+                                                           self.data_dir())
         if targets == "reference" and split == "files" and not self.files[1]:
             targets = "greedy"  # a source file alone has no references
         self.stats, self.alignment, self.stats_b, self.failed = None, None, None, False
@@ -219,7 +241,8 @@ class AnalysisTab(QWidget):
         self.diff_check.setEnabled(False)
         self.progress.setValue(0)
         self._set_running(True)
-        self.worker.start(lambda stop: analysis_job(translator, corpus, limit, targets, gold, compare, stop))
+        self.worker.start(lambda stop: analysis_job(translator, corpus, limit, targets, gold, compare, stop,
+                                                       data))
 
     @Slot()
     def cancel(self) -> None:
@@ -291,7 +314,7 @@ class AnalysisTab(QWidget):
 
     @Slot(object)
     def _on_worker_failed(self, failure: JobFailure) -> None:
-        first_line = failure.text.splitlines()[0]
+        first_line = failure.text.splitlines()[0] + missing_data_hint(failure.settings)
         self.failed, self.stats_b = True, None
         self.diff_check.setChecked(False)
         self.diff_check.setEnabled(False)
@@ -339,26 +362,9 @@ class AnalysisTab(QWidget):
     @Slot()
     def _on_map_choice_changed(self) -> None:
         stat, kind = self.stat_combo.currentData(), self.kind_combo.currentData()
-        if self.stats is None or stat is None or kind is None:
-            return
-        if stat == AER:
-            if kind != "cross" or self.alignment is None:
-                self.head_map.set_data(None)
-                self.head_map.placeholder = "AER is measured on cross-attention"
-                return
-            self.head_map.show_matrix(self.alignment.aer_heads, "AER per head (lower aligns better)", True)
-            return
-        b = self.stats_b if self.diff_check.isChecked() else None
-        if b is not None:  # B - A, or nothing: never A's own values under the B - A box
-            if kind in b.kinds and b.layout(kind) == self.stats.layout(kind):
-                self.head_map.show_matrix(b.means(kind)[stat] - self.stats.means(kind)[stat],
-                                          f"{kind}: {stat.replace('_', ' ')}, compared checkpoint minus loaded", False)
-                return
-            self.head_map.set_data(None)
-            self.head_map.placeholder = (f"The compared checkpoint has no {kind} attention of the same layers x "
-                                         "heads: choose another kind, or clear Show B - A")
-            return
-        self.head_map.show_matrix(self.stats.means(kind)[stat], f"{kind}: {stat.replace('_', ' ')}", stat in SHARES)
+        if self.stats is not None and stat is not None and kind is not None:
+            self.head_map.show_statistic(self.stats, stat, kind, self.alignment,
+                                         self.stats_b if self.diff_check.isChecked() else None)
 
     @Slot(int, int)
     def _on_head_map_clicked(self, layer: int, head: int) -> None:
