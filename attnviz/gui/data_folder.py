@@ -56,6 +56,14 @@ class DataFolder(QObject):
         edit.setText(self._path)
         edit.textChanged.connect(self.set_path)
 
+    def show_on(self, widget: QWidget) -> None:
+        """Keep ``widget``'s tooltip naming the folder (a button that chooses it, say)."""
+        def show(path: str) -> None:
+            widget.setToolTip(f"The folder with the corpora, shared by the Train and Analysis tabs: {path}")
+
+        show(self._path)
+        self.changed.connect(show)
+
     def choose(self, parent: QWidget) -> bool:
         """Ask for a folder; True when one was chosen."""
         path = QFileDialog.getExistingDirectory(parent, "Data folder (the corpora)", self._path)

@@ -34,9 +34,9 @@ from PySide6.QtWidgets import (
 )
 
 from attnviz.engine.analysis.jobs import analysis_job, views_job
-from attnviz.engine.analysis.names import PROXY, STATS, THRESHOLDS
+from attnviz.engine.analysis.names import STATS
 from attnviz.gui.analysis.importance import ImportancePanel
-from attnviz.gui.analysis.widgets import AER, HeadMap, SentenceViews, StatsTableModel, run_partner, size_columns
+from attnviz.gui.analysis.widgets import AER, HeadMap, SentenceViews, StatsTableModel, run_partner, thresholds_text
 from attnviz.gui.data_folder import DataFolder, missing_data_hint
 from attnviz.gui.widgets import add_labelled, named
 from attnviz.gui.worker import JobFailure, Worker
@@ -108,7 +108,7 @@ class AnalysisTab(QWidget):
         self.stat_combo = named(QComboBox(), "statCombo", "Statistic shown per layer and head")
         self.kind_combo = named(QComboBox(), "statKindCombo", "Attention kind")
         self.head_map = HeadMap()
-        self.thresholds = named(QLabel(self._thresholds_text()), "thresholdsLabel", "Tag thresholds")
+        self.thresholds = named(QLabel(thresholds_text()), "thresholdsLabel", "Tag thresholds")
         self.thresholds.setWordWrap(True)
         self.head_title = QLabel("<b>Sentences of a head</b> (click one in the table or the map)")
         self.sentence_list = named(QListWidget(), "headSentences", "Typical and unusual sentences of the head")
@@ -178,11 +178,6 @@ class AnalysisTab(QWidget):
         self.sentence_list.itemDoubleClicked.connect(self._on_sentence_double_clicked)
         self.importance.status.connect(self.status)
 
-    @staticmethod
-    def _thresholds_text() -> str:
-        tags = "; ".join(f"<b>{tag}</b>: {escape(rule)}" for tag, rule in THRESHOLDS.items())
-        return f"Tags: {tags}. Figures are means over query rows; {escape(PROXY)}."
-
     # -- inputs ------------------------------------------------------------------------------------------------------
 
     def set_translator(self, translator) -> None:
@@ -204,15 +199,10 @@ class AnalysisTab(QWidget):
 
     def set_data_folder(self, folder: DataFolder) -> None:
         self.data_folder = folder
-        folder.changed.connect(self._on_data_folder_changed)
-        self._on_data_folder_changed(folder.path())
+        folder.show_on(self.data_button)
 
     def data_dir(self) -> str | None:
         return self.data_folder.path() if self.data_folder is not None else None
-
-    @Slot(str)
-    def _on_data_folder_changed(self, path: str) -> None:
-        self.data_button.setToolTip(f"The folder with the corpora, shared with the Train tab: {path}")
 
     @Slot()
     def _on_data_clicked(self) -> None:
@@ -341,7 +331,7 @@ class AnalysisTab(QWidget):
     def set_stats(self, stats) -> None:
         self.stats = stats
         self.table_model.set_rows(stats.table())
-        size_columns(self.table, self.table_model)
+        self.table_model.size_columns(self.table)
         for combo, items in ((self.stat_combo, (*STATS, "alignment_proxy")), (self.kind_combo, stats.kinds)):
             combo.blockSignals(True)
             combo.clear()

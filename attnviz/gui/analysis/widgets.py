@@ -7,6 +7,7 @@ They are views: data arrives through one setter each and nothing here runs the m
 
 from __future__ import annotations
 
+from html import escape
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,7 +16,7 @@ from PySide6.QtCore import QAbstractTableModel, QObject, Qt, Signal, Slot
 from PySide6.QtGui import QMouseEvent
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QTableView, QVBoxLayout, QWidget
 
-from attnviz.engine.analysis.names import SIDE_BY_SIDE, SIGNED_VIEWS, VIEWS
+from attnviz.engine.analysis.names import PROXY, SIDE_BY_SIDE, SIGNED_VIEWS, THRESHOLDS, VIEWS
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.engine.training.runs import RunPaths, run_checkpoint
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
@@ -56,6 +57,15 @@ class StatsTableModel(QAbstractTableModel):
         self._columns = list(rows[0]) if rows else []
         self.endResetModel()
 
+    def size_columns(self, table: QTableView) -> None:
+        """Column widths from the titles and a sample value: measuring every cell stalls on a large model."""
+        metrics = table.fontMetrics()
+        for column in range(self.columnCount()):
+            title = self.headerData(column, Qt.Orientation.Horizontal)
+            sample = {"tags": "positional, diffuse", "kind": "encoder", "layer": "12", "head": "12"}.get(title, "0.000")
+            width = max(metrics.horizontalAdvance(title), metrics.horizontalAdvance(sample))
+            table.setColumnWidth(column, width + 18)
+
     def row(self, index: int) -> dict:
         return self._rows[index]
 
@@ -89,14 +99,10 @@ class StatsTableModel(QAbstractTableModel):
         return "–" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
 
 
-def size_columns(table: QTableView, model: StatsTableModel) -> None:
-    """Column widths from the titles and a sample value: measuring every cell stalls on a large model."""
-    metrics = table.fontMetrics()
-    for column in range(model.columnCount()):
-        title = model.headerData(column, Qt.Orientation.Horizontal)
-        sample = {"tags": "positional, diffuse", "kind": "encoder", "layer": "12", "head": "12"}.get(title, "0.000")
-        width = max(metrics.horizontalAdvance(title), metrics.horizontalAdvance(sample))
-        table.setColumnWidth(column, width + 18)
+def thresholds_text() -> str:
+    """The tags' rules and the alignment proxy, as the Heads page states them."""
+    tags = "; ".join(f"<b>{tag}</b>: {escape(rule)}" for tag, rule in THRESHOLDS.items())
+    return f"Tags: {tags}. Figures are means over query rows; {escape(PROXY)}."
 
 
 class HeadMap(HeatmapView):
