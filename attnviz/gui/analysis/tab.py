@@ -34,7 +34,7 @@ from PySide6.QtWidgets import (
 )
 
 from attnviz.engine.analysis.jobs import analysis_job, views_job
-from attnviz.engine.analysis.names import STATS
+from attnviz.engine.analysis.names import IMPORTANCE_SPLIT, STATS
 from attnviz.gui.analysis.importance import ImportancePanel
 from attnviz.gui.analysis.widgets import AER, HeadMap, SentenceViews, StatsTableModel, run_partner, thresholds_text
 from attnviz.gui.data_folder import DataFolder, missing_data_hint
@@ -74,6 +74,7 @@ class AnalysisTab(QWidget):
         self.corpus_combo.addItem("Validation split", "val")
         self.corpus_combo.addItem("Test split", "test")
         self.corpus_combo.addItem("Text files...", "files")
+        self.corpus_combo.setCurrentIndex(self.corpus_combo.findData(IMPORTANCE_SPLIT))  # as the CLI's default
         self.limit_spin = named(QSpinBox(), "limitSpin", "Sentences", "Use only the first N sentences (0 = all)")
         self.limit_spin.setRange(0, 1_000_000)
         self.limit_spin.setSpecialValueText("all")
