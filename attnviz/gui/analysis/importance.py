@@ -168,6 +168,7 @@ class ImportancePanel(QWidget):
         self.map.set_data(None)
         self.map.placeholder = "Decoding the corpus with every head on; then the map fills in head by head"
         self.summary.setText("Measuring: the map fills in as each head is switched off.")
+        self.status.emit("Measuring head importance...")
         self.progress.setValue(0)
         self._set_running(True)
         self.worker.start(lambda stop: importance_job(translator, corpus, limit, stop, data))
