@@ -1,6 +1,7 @@
 """The command line, run in-process through ``main`` and, for exit codes and streams, as a real subprocess."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -8,6 +9,7 @@ import numpy as np
 import pytest
 
 from attnviz.cli.main import main
+from attnviz.engine.export import model_name
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +66,10 @@ def test_attention_export_loads_without_pickle(model_path, tmp_path, capsys):
     np.testing.assert_allclose(data["s1_encoder"].sum(-1), 1, atol=1e-5)
     sidecar = json.loads(npz.with_suffix(".json").read_text())
     assert sidecar["translations"][1]["shapes"]["decoder"] == [2, 4, 4, 4]
-    assert sidecar["model"]["name"] == "toy"
+    assert sidecar["model"]["name"] == "toy" and "path" not in sidecar["model"]
+    assert os.path.dirname(model_path) not in npz.with_suffix(".json").read_text()  # where the user keeps files
+    assert model_name({"name": "", "path": "/home/someone/models/de-en.safetensors"}) == "de-en.safetensors"
+    assert model_name({"path": "/home/someone/opus-mt-de-en"}) == "opus-mt-de-en"
 
 
 def test_info_json_shows_stored_metrics(model_path):

@@ -44,7 +44,8 @@ def test_evaluate_files_json(tmp_path, trained_translator, capsys):
 
 def test_train_refuses_bad_settings_before_starting(tmp_path):
     out = run("train", "--preset", "multi30k-de-en", "--lr", "-1", "--out", str(tmp_path / "x.safetensors"))
-    assert out.returncode == 1 and "lr must be positive" in out.stderr and "Traceback" not in out.stderr
+    # a value the recipe refuses is a usage error, as every bad option value is (issue 30)
+    assert out.returncode == 2 and "lr must be positive" in out.stderr and "Traceback" not in out.stderr
     out = run("train", "--out", str(tmp_path / "x.safetensors"))
     assert out.returncode == 1 and "--preset NAME" in out.stderr
 

@@ -28,6 +28,7 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from attnviz.cli.train import _first_cause
 from attnviz.engine.checkpoints.header import read_header
 from attnviz.engine.corpus.batching import batch_tensors, make_batches
 from attnviz.engine.metrics import smoothed_loss
@@ -75,6 +76,14 @@ def corpus(tmp_path: Path) -> dict[str, str]:
     tsv = tmp_path / "pairs.tsv"
     tsv.write_text("".join(f"a{i} b{i % 5} c{i % 3}\tx{i % 7} y{i % 5}\n" for i in range(400)), encoding="utf-8")
     return SETTINGS | {"corpus.paths": json.dumps({"train": [str(tsv)], "val": [str(tsv)]})}
+
+
+def start_two(tmp_path: Path, out: Path) -> subprocess.Popen:
+    """``attnviz train --nproc 2`` on the toy corpus, running (for 2,500 steps: long enough to be stopped)."""
+    flags = [arg for key, value in corpus(tmp_path).items() for arg in ("--set", f"{key}={value}")]
+    return subprocess.Popen([sys.executable, "-m", "attnviz", "train", "--nproc", "2", "--preset", "multi30k-de-en",
+                             "--out", str(out), *flags], env=env(), text=True, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
 
 
 def torchrun(*args: str) -> list[str]:
@@ -142,12 +151,8 @@ def test_two_processes_equal_one_over_the_same_global_batches(tmp_path):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 def test_killing_the_launcher_saves_and_one_process_resumes_at_the_global_position(tmp_path, sig):
-    settings = corpus(tmp_path)
     out = tmp_path / "k.safetensors"
-    flags = [arg for key, value in settings.items() for arg in ("--set", f"{key}={value}")]
-    launcher = subprocess.Popen([sys.executable, "-m", "attnviz", "train", "--nproc", "2", "--preset",
-                                 "multi30k-de-en", "--out", str(out), *flags], env=env(), text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    launcher = start_two(tmp_path, out)
     first = launcher.stdout.readline()  # rank 0's "training ...": both ranks are stepping
     assert first.startswith("training") and "x 2 processes" in first, first + launcher.stderr.read()[-3000:]
     time.sleep(2)
@@ -188,4 +193,47 @@ def test_bad_settings_are_refused_once_before_any_process_starts(tmp_path):
     out = subprocess.run([sys.executable, "-m", "attnviz", "train", "--nproc", "2", "--preset", "multi30k-de-en",
                           "--lr", "-1", "--out", str(tmp_path / "x.safetensors")], env=env(), capture_output=True,
                          text=True, timeout=60)
-    assert out.returncode == 1 and out.stderr.count("lr must be positive") == 1 and "torch" not in out.stderr
+    assert out.returncode == 2 and out.stderr.count("lr must be positive") == 1 and "torch" not in out.stderr
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            stat = Path(f"/proc/{entry}/stat").read_text()
+        except (OSError, ValueError):
+            continue
+        if entry.isdigit() and int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry))
+    return sorted(found)
+
+
+@pytest.mark.parametrize("victim", [1, 0], ids=["rank1", "rank0"])
+def test_a_killed_worker_gives_one_line_per_failure_and_the_run_resumes(tmp_path, victim):
+    out = tmp_path / "d.safetensors"
+    launcher = start_two(tmp_path, out)
+    first = launcher.stdout.readline()
+    assert "x 2 processes" in first, first + launcher.stderr.read()[-3000:]
+    time.sleep(2)  # both ranks are stepping (and rank 0 has saved a resume point at its first evaluation)
+    workers = _children(launcher.pid)
+    assert len(workers) == 2
+    os.kill(workers[victim], signal.SIGKILL)  # the workers start in rank order
+    _, err = launcher.communicate(timeout=120)
+    assert launcher.returncode == 1
+    assert "Traceback" not in err and "[rank" not in err and "torch/distributed" not in err, err[-3000:]
+    errors = [line for line in err.splitlines() if "error:" in line]
+    expected = [f"attnviz: error: training process {victim} failed (killed by signal 9)"]
+    if victim == 1:  # the survivor that prints (rank 0) says why it stopped, and where the run can resume
+        assert errors[0].startswith("attnviz: error: training process 0 stopped because another process of the "
+                                    "run ended or stopped answering (") and "Last good checkpoint" in errors[0]
+        errors = errors[1:]
+    assert errors == expected, err[-3000:]
+    resumed = subprocess.run([sys.executable, "-m", "attnviz", "train", "--resume", str(out), "--max-steps", "1000"],
+                             env=env(), capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0 and "resuming at step" in resumed.stdout, resumed.stderr[-3000:]
+
+
+def test_the_launcher_names_the_killed_process_not_the_one_that_lost_it():
+    assert _first_cause({0: 1, 1: -9}) == (1, -9)
+    assert _first_cause({1: 1, 0: 1}) == (0, 1)
+    assert _first_cause({0: 130, 1: 130}) == (0, 130)

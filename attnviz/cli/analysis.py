@@ -11,7 +11,7 @@ import argparse
 import json
 import sys
 
-from attnviz.cli.args import add_corpus, add_limit, add_model
+from attnviz.cli.args import HEAD_NUMBER, PROBABILITY, add_corpus, add_limit, add_model
 from attnviz.cli.progress import run_analysis
 from attnviz.engine.errors import InputError
 from attnviz.engine.heads import NUMBERING, numbered
@@ -38,12 +38,12 @@ def add_commands(sub) -> None:
     p.add_argument("--src", required=True, help="source sentences, one per line")
     p.add_argument("--tgt", required=True, help="target sentences aligned with --src")
     p.add_argument("--gold", help="gold alignments, one line per sentence: i-j sure, i?j possible")
-    p.add_argument("--layer", type=int, help="cross-attention layer (from 1, as every output numbers them); with "
-                   "--head")
-    p.add_argument("--head", type=int, help="head (from 1); with --layer")
+    p.add_argument("--layer", type=HEAD_NUMBER, help="cross-attention layer (from 1, as every output numbers "
+                   "them); with --head")
+    p.add_argument("--head", type=HEAD_NUMBER, help="head (from 1); with --layer")
     p.add_argument("--average", action="store_true", help="average all layers and heads (the default)")
     p.add_argument("--shift", action="store_true", help="align a word with the attention of the next step")
-    p.add_argument("--threshold", type=float, help="link every source word with weight >= this (default argmax)")
+    p.add_argument("--threshold", type=PROBABILITY, help="link every source word with weight >= this (default argmax)")
     add_limit(p)
     p.add_argument("--json", action="store_true", help="print alignments and AER as one JSON object")
     p.set_defaults(func=cmd_align)

@@ -1,8 +1,10 @@
 """The command line's shared flags and argument types: a flag that several commands take is defined here once.
 
-Every option value is checked where argparse reads it: a value out of range (``--beam 100000``), not a number, not
-finite, or an output path that is a folder or lies in a folder that does not exist gives argparse's usage message
-and exit status 2 before any model is read, instead of a traceback or an allocation that never ends. The flags:
+Every option value is checked where argparse reads it, through one typed converter (``Number``, made by
+``int_range`` and ``float_range``; the named ones below): a value out of range (``--beam 100000``), not a number,
+not finite (``nan``, ``inf``), empty or thousands of digits long, or an output path that is a folder or lies in a
+folder that does not exist gives argparse's usage message and exit status 2 before any model is read, instead of a
+traceback, a silently changed result or an allocation that never ends. The flags:
 the corpus a measuring command reads (``--src``, its references, ``--split``, ``--limit``, ``--data-dir``), the
 decoding settings (``--beam``, ``--length-penalty``, ``--max-len``), the heads switched off (``--mask-heads``,
 ``--rescale-heads``) and the attention export (``--attention``).
@@ -12,10 +14,12 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attnviz.engine.errors import InputError
+from attnviz.engine.checkpoints.header import require_path
+from attnviz.engine.errors import CheckpointError, InputError
 
 if TYPE_CHECKING:
     from attnviz.engine.translator import Translator
@@ -24,34 +28,58 @@ MAX_BEAM = 64  # wider beams give no better translations and need beam x batch d
 MAX_LEN = 1000
 
 
-def int_range(low: int, high: int):
-    """An argparse type: an integer from ``low`` to ``high``."""
+_WHOLE = re.compile(r"\s*[+-]?\d{1,30}\s*", re.ASCII)  # 30 digits: more than any count or seed needs
 
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a whole number, not {text!r}") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"must be from {low:,} to {high:,}, not {value:,}")
+
+class Number:
+    """An argparse type: a finite number (``int`` or ``float``) from ``low`` to ``high``, either side open when
+    ``None``. It refuses text that is not such a number (``nan``, ``inf``, empty, thousands of digits, which ``int``
+    itself refuses with an error about Python's digit limit) with one line that quotes the value cut short. Every
+    numeric option of every command has one of these as its type (a test walks the parsers to check)."""
+
+    def __init__(self, kind: type[int] | type[float], low: float | None = None, high: float | None = None):
+        self.kind, self.low, self.high = kind, low, high
+        self.__name__ = "whole number" if kind is int else "number"  # what argparse calls the type
+
+    def __call__(self, text: str) -> Any:
+        if self.kind is int:
+            if not _WHOLE.fullmatch(text):
+                raise argparse.ArgumentTypeError(f"expected a whole number, not {_shown(text)}")
+            value: float = int(text)
+        else:
+            try:
+                value = float(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"expected a number, not {_shown(text)}") from None
+        if not (math.isfinite(value) and (self.low is None or value >= self.low)
+                and (self.high is None or value <= self.high)):
+            shown = f"{value:,}" if self.kind is int else _shown(text)
+            raise argparse.ArgumentTypeError(f"must be {'' if self.kind is int else 'a number '}{self.bounds()}, "
+                                             f"not {shown}")
         return value
 
-    return parse
+    def bounds(self) -> str:
+        form = "{:,}" if self.kind is int else "{:g}"
+        if self.low is None and self.high is None:
+            return "that is finite"
+        if self.low is None or self.high is None:
+            return f"at least {form.format(self.low)}" if self.low is not None else f"at most {form.format(self.high)}"
+        return f"from {form.format(self.low)} to {form.format(self.high)}"
 
 
-def float_range(low: float, high: float):
+def _shown(text: str) -> str:
+    """A value as a message quotes it: a 5,000-digit number is cut, so that the error stays one readable line."""
+    return repr(text if len(text) <= 40 else text[:20] + "..." + text[-8:])
+
+
+def int_range(low: int | None, high: int | None) -> Number:
+    """An argparse type: a whole number from ``low`` to ``high``."""
+    return Number(int, low, high)
+
+
+def float_range(low: float | None, high: float | None) -> Number:
     """An argparse type: a finite number from ``low`` to ``high``."""
-
-    def parse(text: str) -> float:
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, not {text!r}") from None
-        if not (math.isfinite(value) and low <= value <= high):
-            raise argparse.ArgumentTypeError(f"must be a number from {low:g} to {high:g}, not {text}")
-        return value
-
-    return parse
+    return Number(float, low, high)
 
 
 def output_file(text: str) -> str:
@@ -67,6 +95,10 @@ def output_file(text: str) -> str:
 BEAM = int_range(1, MAX_BEAM)
 MAX_LENGTH = int_range(1, MAX_LEN)
 LENGTH_PENALTY = float_range(0.0, 10.0)
+WHOLE_NUMBER = int_range(None, None)  # a setting whose range its config checks (train's recipe flags)
+FINITE_NUMBER = float_range(None, None)
+PROBABILITY = float_range(0.0, 1.0)
+HEAD_NUMBER = int_range(1, 10**6)  # a layer or head, from 1 as every output numbers them; the model says how many
 
 
 DATA_DIR_HELP = "folder with the corpora (default: $ATTNVIZ_DATA or the user data folder)"
@@ -78,6 +110,16 @@ MASK_HELP = ("switch attention heads off while decoding: KIND:LAYER.HEAD, 1-base
 def add_model(p: argparse.ArgumentParser, help: str | None = None) -> None:
     """``-m MODEL``, required: the checkpoint a command reads (``translate`` has its own: it has a default)."""
     p.add_argument("-m", "--model", required=True, help=help)
+
+
+def check_model(path: str | None) -> None:
+    """``-m MODEL`` names a file or folder that exists: a mistyped path is said in one line (exit status 2) before
+    torch or the model is read."""
+    if path:
+        try:
+            require_path(path)
+        except CheckpointError as exc:
+            raise InputError(str(exc)) from None
 
 
 def add_data_dir(p: argparse.ArgumentParser, help: str = DATA_DIR_HELP) -> None:

@@ -68,6 +68,7 @@ def translate_lines(translator, lines: list[Line], decode, capture: bool = False
     (attention export) or ``n_best`` runs the search sentence by sentence as events (``beam_steps``, greedy when
     the beam is 1), which chooses the same tokens and keeps every hypothesis' attention and score."""
     from attnviz.engine.search.greedy import step_limit
+    from attnviz.engine.search.limit import limit_warning
 
     todo = []
     for line in lines:
@@ -87,8 +88,7 @@ def translate_lines(translator, lines: list[Line], decode, capture: bool = False
             ended.append(len(toks) < limit)  # a search that stops before its step limit stopped at <eos>
     for line, done in zip(todo, ended, strict=True):
         if not done:
-            line.warnings = [*line.warnings, f"the translation reached the limit of {limit} tokens and was cut "
-                             "there (raise --max-len to let it finish)"]
+            line.warnings = [*line.warnings, limit_warning(limit, "--max-len")]
 
 
 def _search_line(translator, line: Line, decode, n_best: int) -> bool:

@@ -7,9 +7,11 @@ file; every command and the app accept it like any attnviz checkpoint.
 
 from __future__ import annotations
 
+import re
 import sys
 
 from attnviz.engine.errors import InputError
+from attnviz.engine.heads import number
 
 
 def add_command(sub) -> None:
@@ -28,10 +30,11 @@ def add_command(sub) -> None:
 
 def parse_head(text: str, layers: int, heads: int) -> list[int]:
     """``"6.1"`` -> ``[5, 0]`` (0-based), checked against the model's layers and heads."""
-    layer, dot, head = text.partition(".")
-    if not (dot and layer.isdigit() and head.isdigit() and 1 <= int(layer) <= layers and 1 <= int(head) <= heads):
-        raise InputError(f"--alignment-head must be LAYER.HEAD with layer 1-{layers} and head 1-{heads}, not {text!r}")
-    return [int(layer) - 1, int(head) - 1]
+    match = re.fullmatch(r"(\d+)\.(\d+)", text.strip(), re.ASCII)
+    if not (match and 1 <= number(match[1]) <= layers and 1 <= number(match[2]) <= heads):
+        shown = text if len(text) <= 40 else text[:20] + "..."
+        raise InputError(f"--alignment-head must be LAYER.HEAD with layer 1-{layers} and head 1-{heads}, not {shown!r}")
+    return [number(match[1]) - 1, number(match[2]) - 1]
 
 
 def cmd_convert(args) -> int:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from attnviz._version import __version__
 from attnviz.cli import analysis, convert, data, evaluate, info, train, translate
+from attnviz.cli.args import check_model
 from attnviz.engine.errors import AttnvizError, InputError
 
 
@@ -74,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         args.func = cmd_gui
     try:
+        check_model(getattr(args, "model", None))
         return args.func(args)
     except InputError as exc:
         print(f"attnviz: error: {explain(exc)}", file=sys.stderr)

@@ -9,6 +9,7 @@ checkpoint first); ``--nproc N`` hands the same command to torchrun.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import signal
@@ -18,9 +19,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, assert_never
 
-from attnviz.cli.args import BEAM, add_data_dir, int_range
+from attnviz.cli.args import BEAM, FINITE_NUMBER, WHOLE_NUMBER, add_data_dir, int_range
 from attnviz.cli.progress import ProgressLine, bar
-from attnviz.engine.errors import ConfigError
+from attnviz.engine.config import TrainConfig
+from attnviz.engine.errors import ConfigError, InputError
 from attnviz.engine.training.clock import format_clock
 
 if TYPE_CHECKING:
@@ -48,7 +50,7 @@ def add_commands(sub) -> None:
                    help="train with N processes on this machine (DistributedDataParallel, started through torchrun; "
                         "one per GPU on CUDA); see the README for several machines")
     for flag, setting in TRAIN_FLAGS.items():
-        p.add_argument("--" + flag.replace("_", "-"), dest=flag, help=f"sets {setting}")
+        p.add_argument("--" + flag.replace("_", "-"), dest=flag, type=_flag_type(flag), help=f"sets {setting}")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override any recipe setting")
     p.set_defaults(func=cmd_train)
 
@@ -67,6 +69,33 @@ def add_commands(sub) -> None:
     p.set_defaults(func=cmd_presets)
 
 
+def _flag_type(field: str):
+    """A recipe flag's argparse type, from its ``TrainConfig`` field: a number is read as one here (``nan``, ``inf``
+    and thousands of digits are usage errors); its range is the config's to check (``_recipe``)."""
+    kind = {f.name: f.type for f in dataclasses.fields(TrainConfig)}[field]
+    return {"int": WHOLE_NUMBER, "float": FINITE_NUMBER}.get(str(kind))
+
+
+def _recipe(args: argparse.Namespace):
+    """The recipe to train, with the flags' and ``--set``'s changes: a value the recipe refuses is a usage error
+    (exit 2), like any other option value out of range."""
+    from attnviz.engine.training.presets import get_preset
+    from attnviz.engine.training.runs import recipe_of_run, run_checkpoint
+
+    if args.resume:
+        # any file of a run (best, .last, .state, .epochN) resumes that run; its best is never written over .last
+        base, out = recipe_of_run(args.resume), str(run_checkpoint(args.resume))
+    elif args.preset:
+        base, out = get_preset(args.preset), args.out
+    else:
+        raise ConfigError("say what to train: --preset NAME (see `attnviz presets`) or --resume CHECKPOINT")
+    try:
+        recipe = base.override(_overrides(args))
+    except ConfigError as exc:
+        raise InputError(str(exc), settings=exc.settings) from None
+    return recipe, out or str(Path("runs") / f"{recipe.name}.safetensors")
+
+
 def _overrides(args: argparse.Namespace) -> dict[str, str]:
     settings = {setting: getattr(args, flag) for flag, setting in TRAIN_FLAGS.items()
                 if getattr(args, flag) is not None}
@@ -82,17 +111,8 @@ def cmd_train(args: argparse.Namespace) -> int:
     from attnviz.engine import events as ev
     from attnviz.engine.training.distributed import exit_worker, world_size
     from attnviz.engine.training.loop import train
-    from attnviz.engine.training.presets import get_preset
-    from attnviz.engine.training.runs import recipe_of_run, run_checkpoint
 
-    if args.resume:
-        # any file of a run (best, .last, .state, .epochN) resumes that run; its best is never written over .last
-        recipe, out = recipe_of_run(args.resume).override(_overrides(args)), str(run_checkpoint(args.resume))
-    elif args.preset:
-        recipe = get_preset(args.preset).override(_overrides(args))
-        out = args.out or str(Path("runs") / f"{recipe.name}.safetensors")
-    else:
-        raise ConfigError("say what to train: --preset NAME (see `attnviz presets`) or --resume CHECKPOINT")
+    recipe, out = _recipe(args)
     if args.nproc > 1:  # the settings are valid (checked once, above): start the processes
         _check_gpus(recipe.train.device, args.nproc)
         return _torchrun(args)
@@ -145,17 +165,37 @@ def _torchrun(args: argparse.Namespace) -> int:
             skip = not skip and arg == "--nproc"
         elif not arg.startswith("--nproc="):
             rest.append(arg)
+    _quiet_launcher()
     try:
         torchrun(["--standalone", "--nproc_per_node", str(args.nproc), "-m", "attnviz", *rest])
     except SignalException:
         return 130
     except ChildFailedError as exc:
-        rank, failure = exc.get_first_failure()
-        stopped = failure.exitcode == 130
-        print(f"attnviz: {'stopped' if stopped else 'error: training process ' + str(rank) + ' failed'} "
-              f"(exit status {failure.exitcode})", file=sys.stderr)
+        rank, code = _first_cause({r: f.exitcode for r, f in exc.failures.items()})
+        stopped = code == 130
+        how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+        print(f"attnviz: {'stopped' if stopped else 'error: training process ' + str(rank) + ' failed'} ({how})",
+              file=sys.stderr)
         return 130 if stopped else 1
     return 0
+
+
+def _first_cause(codes: dict[int, int]) -> tuple[int, int]:
+    """The failed process to name, and its exit status: one killed by a signal caused the others' failures (they
+    lost their peer and said so themselves), so it is named before any that ended by itself; then the lowest rank
+    (torchrun's own first failure is a tie of detection times when several end together)."""
+    rank = min(codes, key=lambda r: (codes[r] >= 0, r))
+    return rank, codes[rank]
+
+
+def _quiet_launcher() -> None:
+    """torchrun logs each worker's failure and each signal it forwards (two lines with pids and times); the launcher
+    says the same in one line of its own (``_torchrun``), so its loggers keep only critical messages."""
+    import logging
+
+    for name in list(logging.Logger.manager.loggerDict):
+        if name.startswith(("torch.distributed.elastic", "torch.distributed.run")):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 class _Progress:

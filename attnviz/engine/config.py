@@ -9,6 +9,7 @@ need a kind's ability) is checked one floor up, by the kind registry: ``attnviz.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
@@ -28,15 +29,38 @@ class _DictMixin:
 
     @classmethod
     def from_dict(cls: type[C], data: dict[str, Any]) -> C:
+        if not isinstance(data, dict):  # e.g. a recipe's "train": [] (a JSON list where the settings belong)
+            raise ConfigError(f"{cls.__name__}: the settings must be a JSON object of name: value, not "
+                              f"{type(data).__name__}")
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(data) - names)
         if unknown:
             raise ConfigError(f"{cls.__name__}: unknown setting(s) {', '.join(unknown)}; "
                               f"known: {', '.join(sorted(names))}")
+        for field in dataclasses.fields(cls):
+            if field.name in data:
+                _check_type(field.name, str(field.type), data[field.name])
         return cls(**data)
 
     def replace(self: C, **changes: Any) -> C:
         return dataclasses.replace(self, **changes)
+
+
+_TYPES = {"int": "a whole number", "float": "a finite number", "bool": "true or false", "str": "text"}
+
+
+def _check_type(name: str, annotation: str, value: Any) -> None:
+    """A plain field's value has its declared type (a checkpoint's metadata, a recipe, ``--set``, all pass here): a
+    text where a number belongs ("inf", which JSON cannot spell) or an infinite number is refused by name, instead of
+    failing later in a comparison or training with an infinite rate."""
+    if annotation not in _TYPES:
+        return
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    fits = {"int": number and isinstance(value, int), "float": number and math.isfinite(value),
+            "bool": isinstance(value, bool), "str": isinstance(value, str)}[annotation]
+    if not fits:
+        shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:36] + "..."
+        raise ConfigError(f"{name} must be {_TYPES[annotation]}, not {shown}")
 
 
 def _require(condition: bool, message: str) -> None:

@@ -29,5 +29,11 @@ class InputError(AttnvizError, ValueError):
     """Text given to the model cannot be translated (for example, it is empty)."""
 
 
+class NotTextError(InputError, TypeError):
+    """Something other than text (``bytes``, a number) was given where the engine reads text. A ``TypeError`` too, as
+    Python's convention for a wrong argument type, so that no caller takes it for a sentence that cannot be
+    translated."""
+
+
 class DataError(AttnvizError):
     """A corpus file is missing or malformed."""

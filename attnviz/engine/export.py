@@ -2,7 +2,9 @@
 
 Both files load without pickle (``np.load(path)`` with the default ``allow_pickle=False``). Keys are
 ``<prefix><kind>`` for the matrices and ``<prefix>src_tokens`` / ``<prefix>tokens`` for the labels, with prefix
-``s0_``, ``s1_``... when several translations share one file.
+``s0_``, ``s1_``... when several translations share one file. Pieces merged into words keep their per-step figures,
+which belong to the pieces decoded: ``<prefix>step_tokens`` names them. The sidecar names the model (its card's name,
+else its file name), never the path of the user's file.
 """
 
 from __future__ import annotations
@@ -35,15 +37,23 @@ def attention_arrays(translations: Sequence[Translation | WordAttention]) -> dic
 
 def step_arrays(tr: Translation | WordAttention) -> dict[str, np.ndarray]:
     """Per output step: the chosen token's probability [T], the entropy [T] (nats), and the top-k candidates'
-    tokens and probabilities [T, k] (empty when the translation kept no steps, or merged pieces into words)."""
+    tokens and probabilities [T, k] (only the probabilities when the translation kept no steps). Words merged from
+    pieces keep the pieces' steps, named by ``step_tokens`` [T]."""
     steps = tr.steps
     if not steps:
         return {"probabilities": np.array(tr.probabilities, dtype=np.float32)}
     k = min(len(s.topk) for s in steps)
-    return {"probabilities": np.array([s.probability for s in steps], dtype=np.float32),
+    pieces = {"step_tokens": np.array(tr.step_tokens, dtype=str)} if isinstance(tr, WordAttention) else {}
+    return {**pieces, "probabilities": np.array([s.probability for s in steps], dtype=np.float32),
             "entropy": np.array([s.entropy for s in steps], dtype=np.float32),
             "topk_tokens": np.array([[t for t, _ in s.topk[:k]] for s in steps], dtype=str),
             "topk_probabilities": np.array([[p for _, p in s.topk[:k]] for s in steps], dtype=np.float32)}
+
+
+def model_name(model_info: dict[str, Any]) -> str:
+    """How an export names its model: the card's name, else its file or folder name (never the full path, which
+    says where the user keeps files and nothing about the model)."""
+    return str(model_info.get("name") or Path(str(model_info.get("path") or "")).name or "unnamed model")
 
 
 def save_attention(path: str | os.PathLike, translations: Sequence[Translation | WordAttention],
@@ -56,7 +66,8 @@ def save_attention(path: str | os.PathLike, translations: Sequence[Translation |
     np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub lets ** keys reach allow_pickle
     atomic_write(path, buffer.getvalue())
     sidecar = {
-        "model": {k: model_info.get(k) for k in ("name", "path", "languages", "src_lang", "tgt_lang", "model")},
+        "model": {"name": model_name(model_info),
+                  **{k: model_info.get(k) for k in ("languages", "src_lang", "tgt_lang", "model")}},
         "kinds": {k: {"label": v.label, "rows": v.query_axis, "columns": v.key_axis}
                   for k, v in ATTENTION_KINDS.items()},
         "layout": "each matrix is [layers, heads, rows, columns]; rows are queries, columns keys; index i of the "
@@ -66,6 +77,7 @@ def save_attention(path: str | os.PathLike, translations: Sequence[Translation |
              "source": sources[i] if sources is not None and i < len(sources) else None,
              "tokens": list(tr.tokens), "text": tr.text, "warnings": list(tr.warnings),
              "units": "words (subword pieces merged)" if isinstance(tr, WordAttention) else "tokens",
+             "step_units": "pieces (step_tokens)" if isinstance(tr, WordAttention) else "tokens",
              "steps": [{"token": st.token, "probability": round(st.probability, 6), "entropy": round(st.entropy, 6),
                         "topk": [[t, round(p, 6)] for t, p in st.topk]} for st in tr.steps],
              "shapes": {k: list(m.shape) for k, m in tr.attention.items()}}

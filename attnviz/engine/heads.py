@@ -25,7 +25,7 @@ from attnviz.engine.errors import InputError
 KIND_ALIASES = {"enc": "encoder", "encoder": "encoder", "dec": "decoder", "decoder": "decoder", "self": "decoder",
                 "cross": "cross"}
 SHORT_NAMES = {"encoder": "enc", "decoder": "dec", "cross": "cross"}
-_HEAD = re.compile(r"^\s*(\w+)\s*:\s*(\d+)\s*\.\s*(\d+|\*)\s*$")
+_HEAD = re.compile(r"^\s*(\w+)\s*:\s*(\d+)\s*\.\s*(\d+|\*)\s*$", re.ASCII)
 Layout = Mapping[str, tuple[int, int]]  # attention kind -> (layers, heads), as a model kind's registry entry says
 
 
@@ -57,20 +57,31 @@ def parse_heads(text: str, layout: Layout) -> tuple[HeadRef, ...]:
     for item in filter(None, (part.strip() for part in (text or "").split(","))):
         match = _HEAD.match(item)
         if not match or match.group(1).lower() not in KIND_ALIASES:
-            raise InputError(f"Cannot read the head {item!r}: write KIND:LAYER.HEAD with KIND one of enc, dec, cross "
-                             "and 1-based numbers, or LAYER.* for a whole layer (e.g. cross:3.1,enc:2.*).")
+            raise InputError(f"Cannot read the head {_quote(item)}: write KIND:LAYER.HEAD with KIND one of enc, dec, "
+                             "cross and 1-based numbers, or LAYER.* for a whole layer (e.g. cross:3.1,enc:2.*).")
         kind = KIND_ALIASES[match.group(1).lower()]
-        layer, head = int(match.group(2)) - 1, match.group(3)
+        layer, head = number(match.group(2)) - 1, match.group(3)
         layers, heads = _kind_shape(kind, layout)
         if not 0 <= layer < layers:
-            raise InputError(f"{item!r}: the model's {kind} attention has layers 1-{layers}.")
+            raise InputError(f"{_quote(item)}: the model's {kind} attention has layers 1-{layers}.")
         if head == "*":
             refs.update(HeadRef(kind, layer, h) for h in range(heads))
             continue
-        if not 1 <= int(head) <= heads:
-            raise InputError(f"{item!r}: the model's {kind} attention has heads 1-{heads} in each layer.")
-        refs.add(HeadRef(kind, layer, int(head) - 1))
+        if not 1 <= number(head) <= heads:
+            raise InputError(f"{_quote(item)}: the model's {kind} attention has heads 1-{heads} in each layer.")
+        refs.add(HeadRef(kind, layer, number(head) - 1))
     return tuple(sorted(refs))
+
+
+def number(digits: str) -> int:
+    """A layer or head number written in ASCII digits; one too long for any model (thousands of digits, which
+    ``int`` refuses) reads as a number past every range, so that its message is the range's."""
+    return int(digits) if len(digits) <= 9 else 10**9
+
+
+def _quote(item: str) -> str:
+    """``item`` as a message quotes it, cut short (a head written with thousands of digits stays one short line)."""
+    return repr(item if len(item) <= 40 else item[:24] + "..." + item[-8:])
 
 
 def _kind_shape(kind: str, layout: Layout) -> tuple[int, int]:

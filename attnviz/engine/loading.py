@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnviz.engine.checkpoints.card import ModelCard, checkpoint_card
+from attnviz.engine.checkpoints.header import require_path
 from attnviz.engine.hub import format_of
 
 if TYPE_CHECKING:
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 def load_translator(path: str | os.PathLike[str]) -> Translator:
     """A checkpoint file or an imported model's folder as a ready ``Translator`` (``CheckpointError`` with a clear
     message otherwise)."""
-    if Path(path).is_dir():
+    if require_path(path).is_dir():
         return format_of(path).load(Path(path))
     from attnviz.engine.translator import load_checkpoint  # torch: only when a model is loaded
 

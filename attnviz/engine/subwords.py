@@ -45,8 +45,11 @@ class WordAttention:
     text: str
     attention: dict[str, np.ndarray] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
-    probabilities: tuple[float, ...] = ()  # per-step figures belong to pieces: a merged view keeps none
+    # the decoding steps stay per output piece (a probability, entropy and top-k belong to the piece chosen):
+    # ``step_tokens`` names those pieces, so the per-step figures stay beside the merged maps
+    probabilities: tuple[float, ...] = ()
     steps: tuple = ()
+    step_tokens: tuple[str, ...] = ()
 
     def axis_labels(self, kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """(row labels, column labels) of one attention kind, as ``Translation.axis_labels``."""
@@ -66,4 +69,4 @@ def merge_translation(t: Translation, src_spec: TokenizerSpec, tgt_spec: Tokeniz
         return tuple(join_pieces(tokens[a:b]) for a, b in word)
 
     return WordAttention(labels(t.src_tokens, src), labels(t.tokens, out), labels(t.decoder_inputs, inputs), t.text,
-                         attention, t.warnings)
+                         attention, t.warnings, t.probabilities, t.steps, t.tokens)

@@ -22,14 +22,14 @@ from attnviz.engine.checkpoints.header import TOKENIZER_PREFIX
 from attnviz.engine.checkpoints.store import check_against_index, check_finite, load_tensors, save_tensors
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.corpus.batching import pad_batch
-from attnviz.engine.errors import CheckpointError, ConfigError, InputError
+from attnviz.engine.errors import CheckpointError, ConfigError, InputError, NotTextError
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, Translation, assemble
 from attnviz.engine.kinds import ModelKind, check, kind_of
 from attnviz.engine.models.protocol import IncrementalModel, count_parameters, load_stored_state, stored_state
 from attnviz.engine.search.beam import beam_batch, beam_steps
 from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch
 from attnviz.engine.search.head_mask import heads_off
-from attnviz.engine.text.tokenize import LANGUAGE_NAMES, TokenizerSpec
+from attnviz.engine.text.tokenize import LANGUAGE_NAMES, TokenizerSpec, hidden_characters, visible_token
 from attnviz.engine.text.vocab import EOS, SOS, Vocab
 
 GREEDY = DecodeConfig()
@@ -50,9 +50,27 @@ def _fit(tokens: list[str], vocab: Vocab, limit: int, too_long: str) -> tuple[li
         tokens = tokens[:limit]
     unknown = sorted({t for t in tokens if t not in vocab})
     if unknown:
-        shown = ", ".join(unknown[:8]) + (" ..." if len(unknown) > 8 else "")
+        shown = ", ".join(visible_token(t, named=True) for t in unknown[:8]) + (" ..." if len(unknown) > 8 else "")
         warnings.append(f"Not in the model's vocabulary (read as <unk>): {shown}")
     return tokens, warnings
+
+
+def _text(value: object, what: str) -> str:
+    """``value`` if it is text (``None`` reads as no text). Bytes are refused, not decoded: the engine cannot know
+    their encoding (Latin-1 bytes would decode wrongly or not at all), and a program that reads bytes knows it; the
+    command line decodes its input itself and reports each line it cannot."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    hint = f": decode it first, e.g. {what}.decode('utf-8')" if isinstance(value, (bytes, bytearray)) else ""
+    raise NotTextError(f"The {what} must be text (str), not {type(value).__name__}{hint}.")
+
+
+def _read_text(spec: TokenizerSpec, text: str) -> tuple[list[str], list[str]]:
+    """``text``'s tokens, and a warning when invisible characters in it were read as spaces or left out."""
+    hidden = hidden_characters(text)
+    return spec.tokenize(text), [hidden] if hidden else []
 
 
 class Translator:
@@ -92,15 +110,17 @@ class Translator:
 
     def prepare_source(self, text: str) -> tuple[list[str], list[int], list[str]]:
         """Tokenize ``text`` into (labels, ids, warnings); labels and ids include ``<sos>``/``<eos>``."""
-        if not isinstance(text, str) or not text.strip():
+        text = _text(text, "sentence")
+        if not text.strip():
             raise InputError("Nothing to translate: the sentence is empty. Type a sentence in "
                              f"{LANGUAGE_NAMES.get(self.src_spec.lang, self.src_spec.lang)}.")
-        tokens = self.src_spec.tokenize(text)
+        tokens, hidden = _read_text(self.src_spec, text)
         if not tokens:
             raise InputError("Nothing to translate: the text has no words after removing control characters.")
         tokens, warnings = _fit(tokens, self.src_vocab, self.model.max_source_len - 2,
                                 "The sentence has {n} tokens but the model reads at most {limit}; the last {dropped} "
                                 "were dropped.")
+        warnings = hidden + warnings
         labels, ids = [SOS, *tokens, EOS], self.src_vocab.encode(tokens, add_sos_eos=True)
         if not self.kind.source_bos:  # the kind reads no <sos> before the source
             labels, ids = labels[1:], ids[1:]
@@ -108,11 +128,11 @@ class Translator:
 
     def prepare_prefix(self, text: str) -> tuple[list[int], list[str]]:
         """A language model's prefix (possibly empty) as target ids, and warnings."""
-        tokens = self.tgt_spec.tokenize(text or "")
+        tokens, hidden = _read_text(self.tgt_spec, _text(text, "prefix"))
         tokens, warnings = _fit(tokens, self.tgt_vocab, self.model.max_target_len - 1,
                                 "The prefix has {n} tokens but the model's context holds {limit}; only the first "
                                 "{limit} were kept.")
-        return self.tgt_vocab.encode(tokens), warnings
+        return self.tgt_vocab.encode(tokens), hidden + warnings
 
     def prepare(self, text: str, forced: Sequence[int] | None = None) -> DecodeInput:
         """What decoding reads: a translation model's tokenized source, or a language model's forced prefix.
@@ -127,7 +147,7 @@ class Translator:
     def target_ids(self, text: str) -> list[int]:
         """Target-side text (a typed forced prefix) as vocabulary ids; raises ``InputError`` naming the words the
         vocabulary lacks, since forcing ``<unk>`` would not be what was typed."""
-        tokens = self.tgt_spec.tokenize(text or "")
+        tokens = self.tgt_spec.tokenize(_text(text, "target prefix"))
         unknown = sorted({t for t in tokens if t not in self.tgt_vocab})
         if unknown:
             raise InputError(f"Not in the model's output vocabulary: {', '.join(unknown[:8])}. Choose words the "
@@ -173,6 +193,7 @@ class Translator:
                                batch_size: int = 128) -> list[list[str]]:
         """Output tokens (no specials) of many sentences; empty inputs give empty outputs."""
         decode = decode or GREEDY
+        texts = [_text(text, "sentence") for text in texts]  # bytes fail the call, not read as an empty line
         prepared: dict[int, list[int]] = {}  # input index -> source ids, for every input that can be translated
         for i, text in enumerate(texts):
             try:

@@ -13,6 +13,7 @@ from attnviz.gui import collector
 from attnviz.gui.main_window import MainWindow
 from attnviz.gui.model_list import default_model_path
 from attnviz.gui.widgets import stored
+from attnviz.gui.worker import any_stuck
 from attnviz.paths import resources_dir
 
 
@@ -57,9 +58,7 @@ def run_gui(checkpoint: str | None = None) -> int:
     else:
         window.statusBar().showMessage("No bundled model found: open a checkpoint with File > Open (Ctrl+O).")
     code = app.exec()
-    from attnviz.gui.worker import STUCK
-
-    if STUCK:  # a job never ended: tearing its running QThread down would abort, so leave without teardown
+    if any_stuck():  # a job never ended (settings are saved): leave without tearing libraries down under it
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from PySide6.QtCore import QSettings, Qt, Slot
-from PySide6.QtGui import QAction, QKeySequence
+from PySide6.QtCore import QRect, QSettings, QSize, Qt, Slot
+from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QToolBar
 
 from attnviz._version import __version__
@@ -18,15 +18,17 @@ from attnviz.engine.hub import all_formats
 from attnviz.gui import accessible
 from attnviz.gui.analysis.tab import AnalysisTab
 from attnviz.gui.data_folder import DataFolder
-from attnviz.gui.model_list import bundled_models, describe
+from attnviz.gui.export_files import archive_stem, ask_save_path, hatched, picture_stem, view_stem
+from attnviz.gui.model_list import bundled_models, describe, model_summary, shown_name
 from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train.tab import TrainTab
 from attnviz.gui.translate.tab import TranslateTab
 from attnviz.gui.widgets import stored
-from attnviz.gui.worker import JobFailure, Worker
+from attnviz.gui.worker import JobFailure, Worker, wait_all
 
 OPEN_OTHER = "__open__"
 MAX_RECENT = 8
+CLOSE_WAIT_MS = 700  # closing ends within 2 s whatever a job does (issue 30), with margin on a busy machine
 
 
 def _load_model(path: str):
@@ -36,6 +38,25 @@ def _load_model(path: str):
     translator = load_translator(path)
     translator.src_spec.prepare()
     yield translator
+
+
+def first_size(available: QRect) -> QSize:
+    """The first window's size on a screen with ``available`` room: most of it, as a map-centred tool wants."""
+    return QSize(min(available.width(), max(int(0.9 * available.width()), 1024)),
+                 min(available.height(), max(int(0.9 * available.height()), 700)))
+
+
+def fit_to_screen(window: QMainWindow) -> None:
+    """Shrink ``window`` to its screen's available area and move it inside (frame excluded: Qt adds it later)."""
+    screen = window.screen() or QGuiApplication.primaryScreen()
+    available = screen.availableGeometry()
+    size = window.size().boundedTo(available.size())
+    if size != window.size():
+        window.resize(size)
+    x = min(max(window.x(), available.left()), available.right() - size.width() + 1)
+    y = min(max(window.y(), available.top()), available.bottom() - size.height() + 1)
+    if (x, y) != (window.x(), window.y()):
+        window.move(x, y)
 
 
 class MainWindow(QMainWindow):
@@ -64,7 +85,7 @@ class MainWindow(QMainWindow):
         self.model_combo.setAccessibleName("Model")
         self.model_combo.setToolTip("Choose a bundled model or a recently opened checkpoint")
         self.model_combo.setMinimumContentsLength(40)
-        self.model_label = QLabel("No model")
+        self.model_label = QLabel(model_summary(None))
         self._build_toolbar()
         self._build_menus()
         self.statusBar().addPermanentWidget(self.model_label)
@@ -79,10 +100,11 @@ class MainWindow(QMainWindow):
         self.tabs.currentChanged.connect(self._on_tabs_current_changed)
         self.model_combo.activated.connect(self._on_model_combo_activated)
         self.refresh_models()
-        self.resize(1280, 800)
+        self.resize(first_size(self.screen().availableGeometry()))
         geometry = self.settings.value("window/geometry")
         if geometry is not None:
             self.restoreGeometry(geometry)
+        fit_to_screen(self)  # a geometry saved on a larger screen never opens partly off this one
         self.translate_tab.restore_settings(self.settings)
         self.train_tab.restore_settings(self.settings)
         self.data_folder.restore(self.settings)
@@ -123,9 +145,9 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Export view as &SVG...", lambda: self.export_view("svg"), "Ctrl+Shift+S")
         self._action(file_menu, "Export &attention (NPZ + JSON)...", self.export_attention, "Ctrl+Shift+E")
         self._action(file_menu, "Export head &grid as PNG...",
-                     lambda: self.export_picture(self.translate_tab.attention.grid, "attention-heads.png"))
+                     lambda: self.export_picture(self.translate_tab.attention.grid, "heads"))
         self._action(file_menu, "Export attention pa&nel as PNG...",
-                     lambda: self.export_picture(self.translate_tab.attention, "attention-panel.png"))
+                     lambda: self.export_picture(self.translate_tab.attention, "panel"))
         file_menu.addSeparator()
         self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
         self._action(file_menu, "&Copy translation", tab.translation_text.copy, "Ctrl+Shift+C",
@@ -168,8 +190,10 @@ class MainWindow(QMainWindow):
             if path not in bundled and Path(path).exists():
                 entry = describe(Path(path), False)
                 self.model_combo.addItem("Recent: " + entry.label, path)
-        self.model_combo.addItem("Open checkpoint...", OPEN_OTHER)
         current = self.translator.metadata.get("path") if self.translator else self.loading_path
+        if current and self.model_combo.findData(current) < 0:  # the model in use, dropped from the recent list
+            self.model_combo.addItem(describe(Path(current), False).label, current)
+        self.model_combo.addItem("Open checkpoint...", OPEN_OTHER)
         index = self.model_combo.findData(current) if current else -1
         self.model_combo.setCurrentIndex(index)
         self.model_combo.blockSignals(False)
@@ -181,7 +205,10 @@ class MainWindow(QMainWindow):
     def load_model(self, path: str) -> None:
         path = os.path.abspath(path)  # one spelling per file: a bundled model opened by a relative path is not "recent"
         self.loading_path = path
-        self.statusBar().showMessage(f"Loading model {Path(path).name}...")
+        name = shown_name(path)
+        self.statusBar().showMessage(f"Loading model {name}...")
+        self.model_label.setText(f"Loading {name}\u2026")  # the model in use is not named as if it were still
+        self.translate_tab.set_loading(name)  # nothing translates with the old model meanwhile
         self.loader.start(lambda stop: _load_model(path))
 
     @Slot(str)
@@ -196,8 +223,7 @@ class MainWindow(QMainWindow):
         self.train_tab.protected_path = path  # Start may not overwrite the model being looked at
         self.translate_tab.set_translator(translator)
         self.analysis_tab.set_translator(translator)
-        card = translator.card
-        self.model_label.setText(f"{card.languages} · {card.parameters:,} parameters")
+        self.model_label.setText(model_summary(translator.card))
         self.statusBar().showMessage(f"Model ready: {Path(path).name}", 5000)
         self.settings.setValue("models/last", path)
         if not any(path == e.path for e in bundled_models()):
@@ -208,7 +234,9 @@ class MainWindow(QMainWindow):
     @Slot(object)
     def _on_loader_failed(self, failure: JobFailure) -> None:
         self.loading_path = None
-        self.refresh_models()
+        self.refresh_models()  # the picker returns to the model in use
+        self.translate_tab.set_loading(None)
+        self.model_label.setText(model_summary(self.translator.card if self.translator else None))
         self.statusBar().showMessage("The model could not be loaded", 5000)
         QMessageBox.warning(self, "Cannot open this model", failure.text +
                             ("\n\nThe current model stays loaded." if self.translator else ""))
@@ -253,33 +281,42 @@ class MainWindow(QMainWindow):
         if data is None:
             self.statusBar().showMessage("Nothing to export yet: translate a sentence first.", 5000)
             return
-        path, _ = QFileDialog.getSaveFileName(self, f"Export view as {fmt.upper()}", f"attention.{fmt}",
-                                              f"{fmt.upper()} (*.{fmt})")
+        panel = self.translate_tab.attention
+        name = view_stem(panel.kind or "", panel.layer, panel.head, self.translate_tab.document.current, panel.merged)
+        path = ask_save_path(self, self.settings, f"Export view as {fmt.upper()}", f"{name}.{fmt}",
+                             f"{fmt.upper()} (*.{fmt})")
         if path:
             from attnviz.plots.heatmap import save_heatmap
 
+            masked = hatched(data, panel.heads_off, panel.kind or "", panel.layer, panel.head)
+            off = masked is not None and bool(masked.all())
             save_heatmap(path, data.matrix, data.rows, data.cols, data.row_axis, data.col_axis,
-                         self.figure_title(data), data.highlight_row, data.per_map)
+                         self.figure_title(data, off), data.highlight_row, data.per_map, masked)
             self.statusBar().showMessage(f"Saved {path}", 5000)
 
-    def figure_title(self, data) -> str:
-        """The view's title with its context (model, sentence, step, scale), so an exported figure explains itself."""
+    def figure_title(self, data, off: bool = False) -> str:
+        """The view's title with its context (model, sentence, step, scale; whether the head is switched off), so an
+        exported figure explains itself."""
+        from attnviz.engine.export import model_name
+
         tab = self.translate_tab
-        model = self.translator.info.get("name") or Path(self.translator.metadata.get("path", "")).stem \
-            if self.translator else "no model"
+        model = model_name(self.translator.info) if self.translator else "no model"
         steps = len(tab.document.steps)
-        sentence = tab.source_edit.text().strip()
+        request = tab.document.request  # the sentence translated, not what the box holds now
+        sentence = (request.text if request is not None else tab.source_edit.text()).strip()
         if len(sentence) > 60:
             sentence = sentence[:57] + "..."
         scale = "per-map colour scale" if data.per_map else "colour scale 0..1"
-        return f"{data.title} · step {tab.document.current + 1}/{steps}\n{model}: \"{sentence}\" · {scale}"
+        title = data.title + (" (switched off)" if off else "")
+        return f"{title} · step {tab.document.current + 1}/{steps}\n{model}: \"{sentence}\" · {scale}"
 
-    def export_picture(self, widget, default: str) -> None:
-        """A PNG of ``widget`` as shown (the head grid, or the whole attention panel with its selectors)."""
+    def export_picture(self, widget, what: str) -> None:
+        """A PNG of ``widget`` as shown: the head grid (``what`` "heads") or the whole attention panel ("panel")."""
         if self.translate_tab.current_translation() is None:
             self.statusBar().showMessage("Nothing to export yet: translate a sentence first.", 5000)
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Export as PNG", default, "PNG (*.png)")
+        name = picture_stem(self.translate_tab.attention.kind or "", self.translate_tab.document.current, what)
+        path = ask_save_path(self, self.settings, "Export as PNG", f"{name}.png", "PNG (*.png)")
         if path:
             if not widget.grab().save(path if path.lower().endswith(".png") else path + ".png"):
                 QMessageBox.warning(self, "Export failed", f"Could not save {path}")
@@ -291,12 +328,14 @@ class MainWindow(QMainWindow):
         if translation is None or self.translator is None:
             self.statusBar().showMessage("Nothing to export yet: translate a sentence first.", 5000)
             return
-        path, _ = QFileDialog.getSaveFileName(self, "Export attention", "attention.npz", "NumPy archive (*.npz)")
-        if path:
-            from attnviz.engine.export import save_attention
+        from attnviz.engine.export import model_name, save_attention
 
-            sidecar = save_attention(path, [translation], self.translator.info,
-                                     [self.translate_tab.source_edit.text()])
+        request = self.translate_tab.document.request  # the sentence translated, not what the box holds now
+        source = request.text if request is not None else self.translate_tab.source_edit.text()
+        name = archive_stem(model_name(self.translator.info), source)
+        path = ask_save_path(self, self.settings, "Export attention", f"{name}.npz", "NumPy archive (*.npz)")
+        if path:
+            sidecar = save_attention(path, [translation], self.translator.info, [source])
             self.statusBar().showMessage(f"Saved {path} and {sidecar.name}", 5000)
 
     # -- misc --------------------------------------------------------------------------------------------------------
@@ -353,8 +392,9 @@ class MainWindow(QMainWindow):
         self.translate_tab.save_settings(self.settings)
         self.train_tab.save_settings(self.settings)
         self.data_folder.save(self.settings)
-        for worker in (self.loader, self.translate_tab.worker, self.train_tab.downloader, self.analysis_tab.worker,
-                       self.analysis_tab.view_worker):
-            worker.cancel()
-            worker.wait(3000)
+        self.settings.sync()  # written now: a job that never ends makes run_gui leave without teardown
+        # One shared wait for every job to notice its stop flag; one that does not (a load from a stalled disk) is
+        # left running where it cannot abort the process (see gui.worker), so closing never waits longer.
+        wait_all((self.loader, self.translate_tab.worker, self.train_tab.downloader, self.analysis_tab.worker,
+                  self.analysis_tab.view_worker), CLOSE_WAIT_MS)
         super().closeEvent(event)

@@ -6,11 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnviz.engine.checkpoints.card import ModelCard
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.loading import read_card
 from attnviz.paths import bundled_model_files, default_model_path
 
-__all__ = ["ModelEntry", "bundled_models", "default_model_path", "describe"]  # the default is chosen in paths
+CHECKPOINT_SUFFIX = ".safetensors"
+
+# the default is chosen in paths
+__all__ = ["ModelEntry", "bundled_models", "default_model_path", "describe", "model_summary", "shown_name"]
 
 
 @dataclass(frozen=True)
@@ -36,3 +40,15 @@ def describe(path: Path, bundled: bool) -> ModelEntry:
 
 def bundled_models() -> list[ModelEntry]:
     return [describe(p, True) for p in bundled_model_files()]
+
+
+def shown_name(path: str) -> str:
+    """How a model file or folder is named while it loads: its file name without the checkpoint suffix."""
+    return Path(path).name.removesuffix(CHECKPOINT_SUFFIX) or str(path)
+
+
+def model_summary(card: ModelCard | None) -> str:
+    """The status bar's words for the model in use (None: none)."""
+    if card is None:
+        return "No model"
+    return f"{card.languages} · {card.parameters:,} parameters"

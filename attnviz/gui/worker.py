@@ -1,5 +1,11 @@
-"""One generic worker: runs a job (an engine generator) in a QThread and forwards each event it yields through a Qt
+"""One generic worker: runs a job (an engine generator) in a thread and forwards each event it yields through a Qt
 signal, ``produced``; a job that raises ends with ``failed`` carrying a typed ``JobFailure``; ``finished`` comes last.
+
+The thread is a daemon Python thread, not a QThread: a job can be stuck where no stop flag is read (a model being
+read from a slow disk, a network call), and Qt aborts the process when a running QThread is destroyed, which
+Python's shutdown does to every object it frees. A daemon thread is simply left behind; the signals it emits reach
+GUI-thread receivers queued, as a QThread's would. ``run_gui`` still leaves through ``os._exit`` when a job is
+stuck, so that no library tears itself down under it.
 
 Stopping goes through a ``threading.Event`` that the generator (or this loop) checks between events, because a busy
 worker thread never runs queued slots. How a job stops is declared by its type (``handles_stop``, see ``Job``), not
@@ -11,19 +17,20 @@ keeps Python's cyclic garbage collection out of these threads.
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from PySide6.QtCore import QObject, Qt, QThread, Signal, Slot
+from PySide6.QtCore import QObject, Signal, Slot
 
 from attnviz.engine.errors import AttnvizError
 
-# Threads still running when their worker gave up waiting (a job stuck in a system call). Destroying a running
-# QThread aborts the process, so they are kept here for the life of the process; ``run_gui`` then ends the process
-# without tearing them down.
-STUCK: list[tuple[QThread, QObject]] = []
+# Threads still running when their worker gave up waiting (a job stuck in a system call), with their runners, which
+# must not be freed in the job's thread (a QObject's destructor belongs to the GUI thread). ``run_gui`` ends the
+# process without teardown while any is still running.
+STUCK: list[tuple[threading.Thread, QObject]] = []
 
 OUT_OF_MEMORY = "Out of memory. Close other programs or use a smaller model or batch."
 
@@ -83,6 +90,8 @@ class JobFailure:
 
 
 class _Runner(QObject):
+    """Lives in the GUI thread; ``run`` is called in the job's thread, so its signals reach the worker queued."""
+
     produced = Signal(object)
     failed = Signal(object)  # JobFailure
     done = Signal()
@@ -91,7 +100,6 @@ class _Runner(QObject):
         super().__init__()
         self._job, self._stop, self._resume = job, stop, resume
 
-    @Slot()
     def run(self) -> None:
         winds_down = handles_stop(self._job)
         try:
@@ -107,7 +115,7 @@ class _Runner(QObject):
 
 
 class Worker(QObject):
-    """Owns one thread at a time. ``start(job)`` cancels any running job first."""
+    """Owns one job at a time. ``start(job)`` cancels any running job first."""
 
     produced = Signal(object)  # each event the job yields
     failed = Signal(object)  # a JobFailure
@@ -115,33 +123,32 @@ class Worker(QObject):
 
     def __init__(self, parent: QObject | None = None):
         super().__init__(parent)
-        self._thread: QThread | None = None
+        self._thread: threading.Thread | None = None
         self._runner: _Runner | None = None
-        self._retired: list[tuple[QThread, _Runner]] = []  # cancelled jobs still winding down: keep them alive
+        self._retired: list[tuple[threading.Thread, _Runner]] = []  # cancelled jobs still winding down: keep them
         self._stop = threading.Event()
         self._resume = threading.Event()
         self._resume.set()
 
     def is_running(self) -> bool:
-        return self._thread is not None and self._thread.isRunning()
+        return self._thread is not None and self._thread.is_alive()
 
     def start(self, job: Job) -> None:
         self.cancel()
         self._stop, self._resume = threading.Event(), threading.Event()
         self._resume.set()
-        thread, runner = QThread(), _Runner(job, self._stop, self._resume)
-        runner.moveToThread(thread)
+        runner = _Runner(job, self._stop, self._resume)
         runner.produced.connect(self._on_runner_produced)
         runner.failed.connect(self._on_runner_failed)
-        runner.done.connect(thread.quit, Qt.ConnectionType.DirectConnection)  # quit is thread-safe
         runner.done.connect(self._on_runner_done)
-        thread.started.connect(runner.run)
+        thread = threading.Thread(target=runner.run, name=f"attnviz-job-{getattr(job, '__name__', type(job).__name__)}",
+                                  daemon=True)
         self._thread, self._runner = thread, runner
         thread.start()
 
     def cancel(self) -> None:
         """Ask the running job to stop; its remaining events are dropped."""
-        self._retired = [(t, r) for t, r in self._retired if t.isRunning()]
+        self._retired = [(t, r) for t, r in self._retired if t.is_alive()]
         if self._runner is not None and self._thread is not None:
             self._runner.produced.disconnect(self._on_runner_produced)
             self._runner.failed.disconnect(self._on_runner_failed)
@@ -161,12 +168,15 @@ class Worker(QObject):
         (self._resume.clear if paused else self._resume.set)()
 
     def wait(self, msecs: int) -> bool:
-        """Wait (bounded) for every thread of this worker to end; only for shutdown."""
+        """Wait, at most ``msecs`` in all, for every thread of this worker to end; only for shutdown. Threads still
+        running then are kept in ``STUCK``."""
         jobs = list(self._retired) + ([(self._thread, self._runner)] if self._thread is not None and
                                       self._runner is not None else [])
-        ended = [t.wait(msecs) for t, _ in jobs]
-        STUCK.extend(job for job, done in zip(jobs, ended) if not done)
-        return all(ended)
+        deadline = time.monotonic() + msecs / 1000
+        for thread, _ in jobs:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        STUCK.extend(job for job in jobs if job[0].is_alive() and job not in STUCK)
+        return not any(thread.is_alive() for thread, _ in jobs)
 
     @Slot(object)
     def _on_runner_produced(self, item: Any) -> None:
@@ -179,6 +189,21 @@ class Worker(QObject):
     @Slot()
     def _on_runner_done(self) -> None:
         if self._thread is not None and self._runner is not None:
-            self._retired.append((self._thread, self._runner))  # its event loop quits right after this
+            self._retired.append((self._thread, self._runner))  # its thread ends right after this
         self._runner, self._thread = None, None
         self.finished.emit()
+
+
+def wait_all(workers: Iterable[Worker], msecs: int) -> bool:
+    """Cancel every worker's job and wait for them together, at most ``msecs`` in all (closing the app must not wait
+    once per worker); whether all ended. Those still running are kept in ``STUCK``."""
+    workers = list(workers)
+    for worker in workers:
+        worker.cancel()
+    deadline = time.monotonic() + msecs / 1000
+    return all([worker.wait(max(0, round((deadline - time.monotonic()) * 1000))) for worker in workers])
+
+
+def any_stuck() -> bool:
+    """Whether a job kept in ``STUCK`` is still running (the process must then end without teardown)."""
+    return any(thread.is_alive() for thread, _ in STUCK)

@@ -44,3 +44,20 @@ def test_bf16_on_cpu_trains_in_fp32_and_says_so(tmp_path):
     assert any("bf16 needs a CUDA GPU" in n for n in notes)
     started = next(e for e in events if isinstance(e, TrainStarted))
     assert started.processes == 1 and started.device == "cpu"
+
+
+def test_a_lost_peer_is_one_line_and_other_errors_stay_what_they_are():
+    import torch
+
+    from attnviz.engine.training.distributed import peer_failure
+
+    gloo = RuntimeError("[/__w/pytorch/pytorch/third_party/gloo/gloo/transport/tcp/pair.cc:553] Connection closed by "
+                        "peer [127.0.0.1]:16289. This is typically caused by a remote worker crashing. GLHF!")
+    two = Ranks(rank=1, world=2)
+    assert peer_failure(gloo, two) == ("training process 1 stopped because another process of the run ended or "
+                                       "stopped answering (Connection closed by peer [127.0.0.1]:16289).")
+    assert peer_failure(torch.distributed.DistBackendError("NCCL communicator was aborted"), two) is not None
+    assert peer_failure(gloo, Ranks()) is None  # one process has no peers
+    assert peer_failure(RuntimeError("mat1 and mat2 shapes cannot be multiplied"), two) is None  # a bug: raised
+    assert peer_failure(ValueError("Connection closed"), two) is None
+

@@ -174,3 +174,13 @@ def test_attention_export_can_merge_pieces_into_words(marian, tmp_path):
         np.testing.assert_allclose(data[kind].sum(-1), 1.0, atol=1e-5)
     sidecar = json.loads(npz.with_suffix(".json").read_text())
     assert sidecar["translations"][0]["units"] == "words (subword pieces merged)"
+    # the per-step figures stay, per piece decoded, as the unmerged export has them
+    pieces = tmp_path / "pieces.npz"
+    assert main(["translate", "-m", str(folder), "--max-len", "8", "--attention", str(pieces), SENTENCES[0]]) == 0
+    unmerged = np.load(pieces)
+    assert list(data["step_tokens"]) == list(unmerged["tokens"]) and len(data["tokens"]) <= len(data["step_tokens"])
+    for key in ("probabilities", "entropy", "topk_tokens", "topk_probabilities"):
+        assert data[key].shape[0] == len(data["step_tokens"])
+        np.testing.assert_array_equal(data[key], unmerged[key])
+    assert sidecar["translations"][0]["step_units"] == "pieces (step_tokens)"
+    assert sidecar["model"]["name"] == folder.name and str(tmp_path) not in npz.with_suffix(".json").read_text()

@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import QPoint, QRect
 
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
-from attnviz.gui.attention.layout import MAX_LABEL, colour_ticks, geometry, label_every, tick_digits
+from attnviz.gui.attention.layout import MAX_LABEL, band_cap, colour_ticks, geometry, label_every, tick_digits
 from tests.gui.conftest import translate
 
 
@@ -62,8 +62,8 @@ def test_label_thinning_and_elision_rules():
     g = geometry(800, 600, rows=60, cols=60, row_widths=[30] * 60, col_widths=[400] * 60, line=16,
                  has_title=True, zoom=None)
     assert g.cell < 16 and g.row_every >= 2  # too small to label every row: thinned, not overlapping
-    assert g.bottom == MAX_LABEL + 30  # a 400-pixel label is elided to the band, not allowed to grow it
-    assert g.left >= 30 + 34  # a short label gets its full width
+    assert g.col_band == band_cap(600) == 120 < MAX_LABEL  # a 400-pixel label is elided to a fifth of the height
+    assert g.row_band >= 30  # a short label gets its full width
     z = geometry(800, 600, rows=60, cols=60, row_widths=[30] * 60, col_widths=[30] * 60, line=16,
                  has_title=True, zoom=24)
     assert z.cell == 24 and z.row_every == 1 and z.size(60, 60)[1] > 60 * 24

@@ -194,8 +194,9 @@ def test_a_head_toggles_from_the_keyboard_and_with_ctrl_click(qtbot, loaded):
     assert tab.document.request.decode.heads_off == (HeadRef(kind, 0, 1),) and tab.document.request.decode.beam == 2
     assert tab.document.tree.ranking  # the beam search ran again with the head off
     grid.setFocus()
-    qtbot.keyClick(grid, Qt.Key.Key_Right)  # the cursor starts at layer 1, head 1
-    qtbot.keyClick(grid, Qt.Key.Key_Right)
+    next_head = Qt.Key.Key_Down if grid.transposed else Qt.Key.Key_Right  # a turned grid has a row per head
+    qtbot.keyClick(grid, next_head)  # the cursor starts at layer 1, head 1
+    qtbot.keyClick(grid, next_head)
     qtbot.keyClick(grid, Qt.Key.Key_Space)  # layer 1, head 2 on again
     qtbot.waitUntil(lambda: idle(tab) and not tab.document.request.decode.heads_off, timeout=20000)
     assert "switched off" not in grid.accessible_value()
@@ -227,17 +228,20 @@ def test_the_tree_page_makes_room_on_a_short_screen_and_the_split_is_remembered(
     loaded.resize(1024, 700)
     tab = decode(qtbot, loaded, mode="greedy")
     tab.search.side.setCurrentIndex(0)
-    tab.splitter.setSizes([0, 10_000])  # the top squeezed to its minimum: the side page is short
-    top, bottom = tab.splitter.sizes()
+    side = tab.side_splitter  # the token strips, the top-k chart, the pages
+    side.setSizes([10_000, 10_000, 0])  # the pages squeezed to their minimum
+    side.splitterMoved.emit(side.sizes()[0], 1)  # as when the user drags a handle
+    before = side.sizes()
     assert tab.search.side.height() < tab.search.PAGE_MIN
     tab.search.side.setCurrentWidget(tab.search.panel_scroll)
-    grown, rest = tab.splitter.sizes()
-    assert grown > top and rest < bottom and rest >= 220  # the page got room, the attention panel kept 220 px
+    after = side.sizes()
+    assert after[2] > before[2] and tab.search.side.height() >= tab.search.PAGE_MIN  # the page got room
+    assert min(after[:2]) >= tab.search.KEEP  # the strips and the chart kept some
     tab.save_settings(settings)
     again = MainWindow(settings)
     qtbot.addWidget(again)
     again.resize(1024, 700)
     again.show()
-    qtbot.waitUntil(lambda: again.translate_tab.splitter.sizes()[0] > 0)
-    restored = again.translate_tab.splitter.sizes()  # (an empty tab's minimum heights differ by a few px)
-    assert abs(restored[0] - grown) <= 8 and abs(restored[1] - rest) <= 8 and restored != [top, bottom]
+    qtbot.waitUntil(lambda: again.translate_tab.side_splitter.sizes()[2] > 0)
+    restored = again.translate_tab.side_splitter.sizes()  # (an empty tab's minimum heights differ by a few px)
+    assert all(abs(r - a) <= 8 for r, a in zip(restored, after)) and restored != before

@@ -14,6 +14,7 @@ Names: L layers, H heads, n target words, m source words.
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -26,6 +27,10 @@ from attnviz.engine.analysis.run import AnalysisProgress
 from attnviz.engine.corpus.reader import read_lines
 from attnviz.engine.errors import ConfigError, InputError
 from attnviz.engine.heads import NUMBERING, numbered
+
+# One gold link: i?j (possible), or i-j with an optional -S (sure, the default) or -P; word numbers from 0, short
+# enough to be words (a number of thousands of digits is refused as a link, not passed to int()).
+_LINK = re.compile(r"(?P<src>\d{1,6})(?:\?(?P<possible>\d{1,6})|-(?P<tgt>\d{1,6})(?:-(?P<kind>[SsPp]))?)", re.ASCII)
 
 Links = set[tuple[int, int]]
 
@@ -69,23 +74,17 @@ def format_pharaoh(links: Links) -> str:
 
 
 def parse_pharaoh(line: str) -> tuple[Links, Links]:
-    """One gold line -> (sure, possible) links; possible includes sure."""
+    """One gold line -> (sure, possible) links; possible includes sure. A link is ``i-j`` (sure), ``i?j``
+    (possible), or ``i-j-S`` / ``i-j-P``; anything else is refused, never guessed (``0-0-X`` is no possible link)."""
     sure, possible = set(), set()
     for item in line.split():
-        kind = "S"
-        if "?" in item:
-            a, b, kind = *item.split("?"), "P"
-        else:
-            parts = item.split("-")
-            if len(parts) == 3:
-                a, b, kind = parts[0], parts[1], parts[2].upper()
-            elif len(parts) == 2:
-                a, b = parts
-            else:
-                raise ValueError(f"not a link: {item!r} (expected i-j, i?j, i-j-S or i-j-P)")
-        link = (int(a), int(b))
+        match = _LINK.fullmatch(item)
+        if match is None:
+            shown = item if len(item) <= 40 else item[:20] + "..."
+            raise ValueError(f"not a link: {shown!r} (expected i-j, i?j, i-j-S or i-j-P with word numbers from 0)")
+        link = (int(match["src"]), int(match["possible"] or match["tgt"]))
         possible.add(link)
-        if kind == "S":
+        if match["possible"] is None and (match["kind"] or "S").upper() == "S":
             sure.add(link)
     return sure, possible
 

@@ -27,12 +27,19 @@ def _sniff_foreign(path: Path, head: bytes) -> None:
             "or train one with `attnviz train`.")
 
 
+def require_path(path: str | os.PathLike) -> Path:
+    """``path`` as a ``Path`` when it names a file or folder; a ``CheckpointError`` saying so when it names nothing
+    (checked before anything heavy is imported, so a mistyped model path is told at once)."""
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"{path}: no such file or folder. Check the path, or pick one of the bundled models.")
+    return path
+
+
 def read_index(path: str | os.PathLike) -> tuple[dict[str, Any], dict[str, Any]]:
     """Validate the safetensors framing of ``path`` (any safetensors file, attnviz's or not); return (the raw
     header, its checked tensor index)."""
-    path = Path(path)
-    if not path.exists():
-        raise CheckpointError(f"{path}: no such file. Check the path, or pick one of the bundled models.")
+    path = require_path(path)
     if path.is_dir():
         raise CheckpointError(f"{path} is a folder; choose a .safetensors checkpoint file inside it.")
     with open_regular(path) as f:

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from attnviz.engine.errors import DataError
+from attnviz.engine.errors import ConfigError, DataError
 from attnviz.engine.text.tokenize import clean_text, normalize_tatoeba
 
 Pair = tuple[str, str]
@@ -131,6 +131,16 @@ class CorpusSpec:
     test_split: str = "test_2016_flickr"
     limit: int = 0  # keep only the first N pairs of every split (quick experiments and tests); 0 = all
     paths: dict[str, list[str]] = field(default_factory=dict)  # files: split -> [src path, tgt path] or [tsv]
+
+    def __post_init__(self) -> None:
+        # checked where a recipe is made (a preset, --set, a checkpoint's recipe, the Train tab), not where the
+        # files are read an hour later
+        if not isinstance(self.paths, dict):
+            raise ConfigError(f"corpus.paths must map each split to its files, not {type(self.paths).__name__}")
+        for split, paths in self.paths.items():
+            if not (isinstance(paths, list) and len(paths) in (1, 2) and all(isinstance(p, str) and p for p in paths)):
+                raise ConfigError(f"corpus.paths[{split!r}] must list a source and a target file, or one TAB-separated "
+                                  f"file, not {str(paths)[:60]}")
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

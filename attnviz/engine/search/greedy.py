@@ -21,6 +21,7 @@ from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.models.protocol import Encoded, SearchModel
 from attnviz.engine.search.head_mask import heads_off
+from attnviz.engine.search.limit import capped_limit
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
 
 
@@ -39,7 +40,7 @@ def device_of(model: SearchModel) -> torch.device:
 
 def step_limit(model: SearchModel, max_len: int) -> int:
     """Output tokens a search may produce: ``max_len``, capped by the model's target position table."""
-    return max(1, min(max_len, model.max_target_len))
+    return capped_limit(max_len, model.max_target_len)
 
 
 def _recomputed_step(model: SearchModel, prefix: list[int], enc: Encoded,

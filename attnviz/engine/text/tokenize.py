@@ -24,6 +24,19 @@ NORMALIZERS = ("none", "tatoeba")
 LANGUAGE_NAMES = {"de": "German", "en": "English", "fr": "French"}
 
 _SPACES = re.compile(r"\s+")
+# how a token made of white space is shown (a character model's space would otherwise be an empty label)
+_BLANK_GLYPHS = {" ": ("\u2423", "space"), "\t": ("\u21e5", "tab"), "\n": ("\u21b5", "line break"),
+                 "\u00a0": ("\u237d", "no-break space")}
+
+
+def visible_token(token: str, named: bool = False) -> str:
+    """``token`` with each white-space character drawn as a visible glyph (a space as "\u2423"); with ``named``, a
+    token that is one such character also says what it is ("\u2423 (space)"), for a message a user reads."""
+    if not token or not any(c.isspace() for c in token):
+        return token
+    shown = "".join(_BLANK_GLYPHS.get(c, ("\u2423", ""))[0] if c.isspace() else c for c in token)
+    name = _BLANK_GLYPHS.get(token, ("", "white space" if token.isspace() and len(token) == 1 else ""))[1]
+    return f"{shown} ({name})" if named and name else shown
 
 
 _TATOEBA_PUNCT = re.compile(r"([.!?])")
@@ -38,18 +51,45 @@ def languages_label(src_lang: str, tgt_lang: str, has_source: bool = True, tgt_m
     return f"{tgt} {'characters' if tgt_mode == 'chars' else 'words'} (language model)"
 
 
+# Characters that separate words although nothing shows them: read as spaces, like the control characters (NUL,
+# ESC...), so that "Hund\x00Katze" or "Hund\u200bKatze" stays two words instead of becoming one unknown word. Other
+# format characters (soft hyphen, joiners, direction marks, BOM) sit inside words or around text: left out.
+_BREAKS = frozenset("\u200b\u180e")  # zero width space; Mongolian vowel separator (a space before Unicode 6.3)
+_HIDDEN = ("Cc", "Cf", "Cs", "Co", "Cn")  # control, format, surrogate, private use, unassigned
+
+
+def _reads_as_space(ch: str) -> bool:
+    return ch.isspace() or ch in _BREAKS or unicodedata.category(ch) in ("Zs", "Cc")
+
+
 def clean_text(text: str) -> str:
-    """Drop control and format characters, turn every kind of space (TAB, U+00A0, U+202F...) into one space."""
+    """Turn every kind of space (TAB, U+00A0, U+202F...), control character and zero-width space into one space
+    between words; drop the other format characters and code points nothing can show (see ``hidden_characters``)."""
     kept = []
     for ch in text:
-        cat = unicodedata.category(ch)
-        if ch.isspace() or cat == "Zs":
+        if _reads_as_space(ch):
             kept.append(" ")
-        elif cat in ("Cc", "Cf", "Cs", "Co", "Cn"):
-            continue
-        else:
+        elif unicodedata.category(ch) not in _HIDDEN:
             kept.append(ch)
     return _SPACES.sub(" ", "".join(kept)).strip()
+
+
+def hidden_characters(text: str) -> str | None:
+    """A warning that says which invisible characters of ``text`` ``clean_text`` read as word breaks and which it
+    left out (the user sees neither on screen), or None when there are none."""
+    found = sorted({ch for ch in text if not ch.isspace() and unicodedata.category(ch) in _HIDDEN})
+    if not found:
+        return None
+    groups = {"read as spaces between words": [c for c in found if _reads_as_space(c)],
+              "left out": [c for c in found if not _reads_as_space(c)]}
+    parts = [f"{how}: {', '.join(_char_name(c) for c in chars[:6])}{' ...' if len(chars) > 6 else ''}"
+             for how, chars in groups.items() if chars]
+    return "Invisible characters in the text were " + "; ".join(parts) + "."
+
+
+def _char_name(ch: str) -> str:
+    name = unicodedata.name(ch, "")  # control characters have no name
+    return f"U+{ord(ch):04X}" + (f" {name}" if name else "")
 
 
 def normalize_tatoeba(text: str) -> str:

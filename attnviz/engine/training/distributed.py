@@ -19,6 +19,7 @@ N``, which starts it) each worker joins a process group (``gloo`` on CPU, ``nccl
 from __future__ import annotations
 
 import os
+import re
 import sys
 from dataclasses import dataclass
 from datetime import timedelta
@@ -82,6 +83,25 @@ class Ranks:
         """Leave the process group; every rank arrives here after the same last collective (``agree``)."""
         if self.active and dist.is_initialized():
             dist.destroy_process_group()
+
+
+# Words of the transport errors a collective raises when another process of the run is gone (killed, crashed, its
+# machine lost): torch raises some as DistError, others (gloo's "Connection closed by peer") as a plain RuntimeError.
+_TRANSPORT = ("gloo", "nccl", "connection closed", "connection reset", "broken pipe", "timed out")
+
+
+def peer_failure(exc: BaseException, ranks: Ranks) -> str | None:
+    """The one line for ``exc`` when it means that another process of the run failed, else None (a bug or a user's
+    error stays what it is). The failed process is the launcher's to name, with its own line; this one says what
+    happened here, without the 20 frames of the collective that noticed."""
+    if not ranks.active or not isinstance(exc, RuntimeError):
+        return None
+    lines = str(exc).strip().splitlines() or [""]
+    if not isinstance(exc, dist.DistError) and not any(word in lines[0].lower() for word in _TRANSPORT):
+        return None
+    reason = re.sub(r"^\[[^\]]*\]\s*", "", lines[0]).split(". ")[0][:120]  # without gloo's "[file.cc:553]"
+    return (f"training process {ranks.rank} stopped because another process of the run ended or stopped answering "
+            f"({reason}).")
 
 
 def exit_worker(code: int):

@@ -48,7 +48,7 @@ from attnviz.engine.models.protocol import count_parameters, load_stored_state
 from attnviz.engine.records import EvalRecord
 from attnviz.engine.text.vocab import PAD_ID
 from attnviz.engine.training.clock import remaining_seconds
-from attnviz.engine.training.distributed import Ranks, join
+from attnviz.engine.training.distributed import Ranks, join, peer_failure
 from attnviz.engine.training.divergence import DivergenceWatch
 from attnviz.engine.training.prepare import prepare
 from attnviz.engine.training.presets import Recipe
@@ -230,6 +230,11 @@ def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = 
         yield from _train(run, max_steps, stop)
     except SaveError as exc:
         yield TrainFailed(str(exc), run.last_good if run else None)
+    except RuntimeError as exc:
+        lost = peer_failure(exc, ranks)  # another process of the run died: one line, not the collective's frames
+        if lost is None:
+            raise
+        yield TrainFailed(lost, run.last_good if run else None)
     finally:
         gc.unfreeze()  # the run's objects become collectable again (a GUI may train many runs in one process)
         if run is not None:

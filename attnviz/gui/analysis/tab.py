@@ -112,7 +112,7 @@ class AnalysisTab(QWidget):
         self.thresholds = named(QLabel(thresholds_text()), "thresholdsLabel", "Tag thresholds")
         self.thresholds.setWordWrap(True)
         self.head_title = QLabel("<b>Sentences of a head</b> (click one in the table or the map)")
-        self.head_title.setWordWrap(True)  # a failure message is long: it wraps instead of widening the window
+        self.head_title.setWordWrap(True)  # it also says why an analysis failed: a long message wraps, never widens
         self.sentence_list = named(QListWidget(), "headSentences", "Typical and unusual sentences of the head")
         self.open_button = named(QPushButton("Open in Trans&late"), "openSentenceButton",
                                  "Open the selected sentence in the Translate tab")

@@ -5,6 +5,10 @@ A click opens a head in the large view (``selected``). Ctrl+click a tile switche
 (``layer_toggled``). From the keyboard: the arrow keys move a dashed cursor, Enter opens its head, Space switches
 it, Shift+Space its layer. An off head is drawn crossed out on a hatched grey tile, and said so in its tooltip and
 in the screen-reader text.
+
+The grid is the secondary view, beside the large map: in a narrow, tall column it turns (a column per layer, a row
+per head) when that gives larger tiles, it asks for the height its tiles need at its width, and a tile is never
+larger than ``MAX_TILE`` (a one-head LSTM's single thumbnail stays a thumbnail, smaller than its large map).
 """
 
 from __future__ import annotations
@@ -12,12 +16,19 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QRect, QSize, Qt, Signal
 from PySide6.QtGui import QBrush, QColor, QImage, QMouseEvent, QPainter, QPalette, QPen
-from PySide6.QtWidgets import QToolTip, QWidget
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from attnviz.gui.accessible import announce
 from attnviz.gui.attention.colormap import to_image
 
 LABEL_W, LABEL_H, GAP = 26, 16, 4
+MAX_TILE = 120
+
+
+def tile_fit(width: float, height: float, cols: int, rows: int) -> int:
+    """The side of square tiles in ``cols`` x ``rows`` that fit ``width`` x ``height`` with labels and gaps."""
+    side = min((width - LABEL_W - GAP * cols) / cols, (height - LABEL_H - GAP * rows) / rows, MAX_TILE)
+    return max(4, int(side))
 
 
 class HeadGrid(QWidget):
@@ -29,7 +40,11 @@ class HeadGrid(QWidget):
         super().__init__(parent)
         self.setObjectName("headGrid")
         self.setAccessibleName("All layers and heads")
-        self.setMinimumSize(240, 160)
+        self.setMinimumSize(120, 80)
+        policy = QSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)
+        self.setSizePolicy(policy)
+        self.transposed = False  # True: a column per layer and a row per head (a narrow, tall place)
         self.setMouseTracking(True)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self._images: list[list[QImage]] = []
@@ -37,6 +52,7 @@ class HeadGrid(QWidget):
         self._marked: tuple[int, int] | None = None
         self._tiles: dict[tuple[int, int], QRect] = {}
         self._layer_labels: dict[int, QRect] = {}
+        self._head_labels: dict[int, QRect] = {}
         self.off: set[tuple[int, int]] = set()  # (layer, head) switched off, of the kind shown
         self.cursor_head: tuple[int, int] | None = None  # keyboard cursor
 
@@ -44,6 +60,7 @@ class HeadGrid(QWidget):
                  marked: tuple[int, int] | None = None, off: set[tuple[int, int]] | None = None) -> None:
         """``maps`` [L, H, R, C]; ``current`` (layer, head) is outlined; ``marked`` is the head the model was trained
         to align with (guided alignment), drawn with a gold dashed frame; ``off`` heads are crossed out."""
+        before = self.shape()
         self._images = [] if maps is None else [[to_image(m, per_map) for m in layer] for layer in maps]
         self._current, self._marked, self.off = current, marked, set(off or ())
         if self.cursor_head is not None and (maps is None or self.cursor_head[0] >= maps.shape[0]
@@ -52,11 +69,29 @@ class HeadGrid(QWidget):
         self.setAccessibleDescription("" if marked is None else
                                       f"Layer {marked[0] + 1}, head {marked[1] + 1} was trained to align words")
         self._relayout()
+        if self.shape() != before:
+            self.updateGeometry()  # the height the tiles need depends on the model's layers and heads
         self.update()
         announce(self)
 
     def sizeHint(self) -> QSize:
-        return QSize(420, 300)
+        return QSize(240, self.heightForWidth(240))
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        """The height the tiles need at ``width`` (laid out as they fit best in a column of that width)."""
+        layers, heads = self.shape()
+        if not layers:
+            return 160
+        normal, turned = tile_fit(width, 10_000, heads, layers), tile_fit(width, 10_000, layers, heads)
+        side, rows = (turned, heads) if turned > normal else (normal, layers)
+        return LABEL_H + rows * (side + GAP)
+
+    def tile_size(self) -> QSize:
+        """The size of one tile as laid out now (empty before any maps)."""
+        return self._tiles[(0, 0)].size() if self._tiles else QSize()
 
     def shape(self) -> tuple[int, int]:
         return (len(self._images), len(self._images[0])) if self._images else (0, 0)
@@ -70,17 +105,26 @@ class HeadGrid(QWidget):
     def _relayout(self) -> None:
         self._tiles.clear()
         self._layer_labels.clear()
+        self._head_labels.clear()
         layers, heads = self.shape()
         if not layers:
             return
-        tile_w = (self.width() - LABEL_W - GAP * heads) / heads
-        tile_h = (self.height() - LABEL_H - GAP * layers) / layers
-        size = max(4, int(min(tile_w, tile_h)))
+        normal = tile_fit(self.width(), self.height(), heads, layers)
+        turned = tile_fit(self.width(), self.height(), layers, heads)
+        self.transposed = turned > normal
+        size = max(normal, turned)
         for layer in range(layers):
-            y = LABEL_H + layer * (size + GAP)
-            self._layer_labels[layer] = QRect(0, y, LABEL_W - 2, size)
             for h in range(heads):
-                self._tiles[(layer, h)] = QRect(LABEL_W + h * (size + GAP), y, size, size)
+                col, row = (layer, h) if self.transposed else (h, layer)
+                self._tiles[(layer, h)] = QRect(LABEL_W + col * (size + GAP), LABEL_H + row * (size + GAP), size, size)
+        for layer in range(layers):  # a layer's label heads its row (or its column, turned); a head's the other
+            tile = self._tiles[(layer, 0)]
+            self._layer_labels[layer] = QRect(tile.left(), 0, size, LABEL_H) if self.transposed else \
+                QRect(0, tile.top(), LABEL_W - 2, size)
+        for h in range(heads):
+            tile = self._tiles[(0, h)]
+            self._head_labels[h] = QRect(0, tile.top(), LABEL_W - 2, size) if self.transposed else \
+                QRect(tile.left(), 0, size, LABEL_H)
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         self._relayout()
@@ -92,9 +136,8 @@ class HeadGrid(QWidget):
             return
         text = self.palette().color(QPalette.ColorRole.WindowText)
         painter.setPen(text)
-        for h in range(self.shape()[1]):
-            tile = self._tiles[(0, h)]
-            painter.drawText(QRect(tile.left(), 0, tile.width(), LABEL_H), Qt.AlignmentFlag.AlignCenter, f"H{h + 1}")
+        for h, label in self._head_labels.items():
+            painter.drawText(label, Qt.AlignmentFlag.AlignCenter, f"H{h + 1}")
         for layer, label in self._layer_labels.items():
             painter.setPen(text)
             all_off = all((layer, h) in self.off for h in range(self.shape()[1]))
@@ -169,6 +212,8 @@ class HeadGrid(QWidget):
         elif key in moves:
             layer, head = self.cursor_head or (0, 0)
             dl, dh = moves[key] if self.cursor_head else (0, 0)
+            if self.transposed:  # layers run across, heads down
+                dl, dh = dh, dl
             self.cursor_head = (min(max(layer + dl, 0), layers - 1), min(max(head + dh, 0), heads - 1))
             self.setToolTip(self.describe(*self.cursor_head))
             self.update()

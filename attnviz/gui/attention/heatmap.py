@@ -16,7 +16,10 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from attnviz.gui.accessible import announce
 from attnviz.gui.attention.colormap import color_at, signed_limit, to_image
-from attnviz.gui.attention.layout import MARGIN_RIGHT, Geometry, colour_ticks, geometry, tick_digits, zoomed
+from attnviz.gui.attention.labels import DrawnLabel, plan_labels, scaled_font
+from attnviz.gui.attention.layout import AXIS_BAND, Geometry, colour_ticks, geometry, tick_digits, zoomed
+
+BAR_GAP = 10  # pixels between the cells and the colour bar
 
 
 @dataclass(frozen=True)
@@ -36,9 +39,10 @@ class HeatmapData:
 class HeatmapView(QWidget):
     """A labelled heatmap with a colour bar; hovering a cell shows the exact weight and the token pair.
 
-    It fits the widget (``zoom`` None) or draws cells ``zoom`` pixels wide and asks for the room they need, so a
-    scroll area around it scrolls. The arrow keys move a current cell that a screen reader reads
-    (``accessible_value``); Ctrl+wheel zooms.
+    It fits the widget (``zoom`` None: cells as wide and as tall as the view allows, not necessarily square) or
+    draws cells ``zoom`` pixels wide and asks for the room they need, so a scroll area around it scrolls. It says
+    where it drew the cells (``map_rect``) and which labels (``drawn_labels``). The arrow keys move a current cell
+    that a screen reader reads (``accessible_value``); Ctrl+wheel zooms.
     """
 
     hovered = Signal(int, int)  # row, column; -1, -1 when the pointer leaves
@@ -56,6 +60,7 @@ class HeatmapView(QWidget):
         self._image: QImage | None = None
         self._cells = QRect()
         self._geometry: Geometry | None = None
+        self._labels: list[DrawnLabel] = []
         self.zoom: float | None = None  # None: fit to the widget
         self.current: tuple[int, int] | None = None  # keyboard cell, read by screen readers
         self.placeholder = "Translate a sentence to see its attention"
@@ -75,6 +80,14 @@ class HeatmapView(QWidget):
     def data(self) -> HeatmapData | None:
         return self._data
 
+    def map_rect(self) -> QRect:
+        """Where the cells are drawn, in widget coordinates (empty when there is no map)."""
+        return QRect(self._cells)
+
+    def drawn_labels(self) -> list[DrawnLabel]:
+        """The row and column labels drawn at the current size, with the text shown (elided or not)."""
+        return list(self._labels)
+
     def sizeHint(self) -> QSize:
         return QSize(560, 440)
 
@@ -90,7 +103,10 @@ class HeatmapView(QWidget):
 
     def zoom_by(self, factor: float) -> None:
         """Zoom from the current cell size (the fitted one the first time)."""
-        current = self.zoom if self.zoom is not None else self._geometry.cell if self._geometry else 24.0
+        g = self._geometry
+        # from a fitted, non-square cell: zooming in enlarges both sides, zooming out shrinks both
+        fitted = (max(g.cell_w, g.cell_h) if factor > 1 else g.cell) if g is not None else 24.0
+        current = self.zoom if self.zoom is not None else fitted
         self.set_zoom(zoomed(current, factor))
 
     def _resize_for_zoom(self) -> None:
@@ -111,18 +127,23 @@ class HeatmapView(QWidget):
 
     def _compute(self, d: HeatmapData, metrics: QFontMetrics, width: int, height: int) -> Geometry:
         r, c = d.matrix.shape
+        lo, hi = self.colour_range()
+        digits = tick_digits(lo, hi)
+        ticks = max(metrics.horizontalAdvance(f"{v:.{digits}f}") for v in (lo, hi))
         return geometry(width, height, r, c, [metrics.horizontalAdvance(t) for t in d.rows],
-                        [metrics.horizontalAdvance(t) for t in d.cols], metrics.height(), bool(d.title), self.zoom)
+                        [metrics.horizontalAdvance(t) for t in d.cols], metrics.height(), bool(d.title), self.zoom,
+                        right=BAR_GAP + 12 + 6 + ticks + 6)
 
     def _relayout(self) -> None:
         """Place cells and labels for the current size (also before the first paint, for hover and tests)."""
         d = self._data
         if d is None or not d.matrix.size:
-            self._geometry, self._cells = None, QRect()
+            self._geometry, self._cells, self._labels = None, QRect(), []
             return
         g = self._geometry = self._compute(d, self.fontMetrics(), self.width(), self.height())
         r, c = d.matrix.shape
-        self._cells = QRect(g.left, g.top, int(g.cell * c), int(g.cell * r))
+        self._cells = QRect(g.left, g.top, int(g.cell_w * c), int(g.cell_h * r))
+        self._labels = plan_labels(d.rows, d.cols, self._cells, g, self.font(), d.highlight_row)
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         self._relayout()
@@ -147,29 +168,27 @@ class HeatmapView(QWidget):
             title = painter.fontMetrics().elidedText(d.title, Qt.TextElideMode.ElideRight, self.width() - cells.left())
             painter.drawText(QRect(cells.left(), 2, self.width() - cells.left(), painter.fontMetrics().height() + 4),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, title)
-        self._draw_labels(painter, cells, d, g)
-        self._draw_axis_titles(painter, cells, d, label_depth=g.bottom - 30)
+        self._draw_labels(painter, g)
+        self._draw_axis_titles(painter, cells, d, label_depth=g.col_band)
         self._draw_outlines(painter, cells, d, g)
-        self._draw_colour_bar(painter, cells, text_color, d)
+        self._draw_colour_bar(painter, cells, text_color, d, g)
 
-    def _draw_labels(self, painter: QPainter, cells: QRect, d: HeatmapData, g: Geometry) -> None:
-        metrics = painter.fontMetrics()
-        band = g.left - 34
-        for i in range(0, len(d.rows), g.row_every):
-            y = int(cells.top() + (i + 0.5) * g.cell)
-            label = metrics.elidedText(d.rows[i], Qt.TextElideMode.ElideRight, band)
-            painter.drawText(QRect(0, y - 9, g.left - 6, 18),
-                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, label)
-        depth = g.bottom - 30
-        for j in range(0, len(d.cols), g.col_every):
-            x = int(cells.left() + (j + 0.5) * g.cell)
-            painter.save()
-            painter.translate(x + 5, cells.bottom() + 6)
+    def _draw_labels(self, painter: QPainter, g: Geometry) -> None:
+        base = painter.font()
+        fonts = {"row": scaled_font(base, g.row_scale), "column": scaled_font(base, g.col_scale)}
+        right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
+        for label in self._labels:
+            painter.setFont(fonts[label.axis])
+            box = label.rect
+            if label.axis == "row":
+                painter.drawText(box, right, label.text)
+                continue
+            painter.save()  # a column label runs bottom to top in its upright box, ending at the cells
+            painter.translate(box.left() + box.width() / 2, box.top())
             painter.rotate(-90)
-            label = metrics.elidedText(d.cols[j], Qt.TextElideMode.ElideRight, depth)
-            painter.drawText(QRect(-depth, -10, depth, 20), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
-                             label)
+            painter.drawText(QRect(-box.height(), -box.width() // 2, box.height(), box.width()), right, label.text)
             painter.restore()
+        painter.setFont(base)
 
     def _draw_masked(self, painter: QPainter, cells: QRect, d: HeatmapData, g: Geometry) -> None:
         """Cells a causal query may not see: grey with a hatch, so they do not read as a weight of zero."""
@@ -180,7 +199,7 @@ class HeatmapView(QWidget):
         for brush in (QColor(150, 150, 150), QBrush(QColor(110, 110, 110), Qt.BrushStyle.BDiagPattern)):
             painter.setBrush(brush)
             for i, j in zip(*np.nonzero(d.masked)):
-                painter.drawRect(QRectF(cells.left() + j * g.cell, cells.top() + i * g.cell, g.cell, g.cell))
+                painter.drawRect(QRectF(cells.left() + j * g.cell_w, cells.top() + i * g.cell_h, g.cell_w, g.cell_h))
         painter.restore()
 
     def _draw_outlines(self, painter: QPainter, cells: QRect, d: HeatmapData, g: Geometry) -> None:
@@ -188,21 +207,21 @@ class HeatmapView(QWidget):
         painter.setBrush(Qt.BrushStyle.NoBrush)
         if d.highlight_row is not None and 0 <= d.highlight_row < r:
             painter.setPen(QPen(QColor(255, 80, 80), 2))
-            painter.drawRect(QRect(cells.left() - 1, int(cells.top() + d.highlight_row * g.cell) - 1, cells.width() + 2,
-                                   int(g.cell) + 2))
+            painter.drawRect(QRect(cells.left() - 1, int(cells.top() + d.highlight_row * g.cell_h) - 1,
+                                   cells.width() + 2, int(g.cell_h) + 2))
         if self.current is not None and self.hasFocus():
             i, j = self.current
             painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 2, Qt.PenStyle.DashLine))
-            painter.drawRect(QRectF(cells.left() + j * g.cell, cells.top() + i * g.cell, g.cell, g.cell))
+            painter.drawRect(QRectF(cells.left() + j * g.cell_w, cells.top() + i * g.cell_h, g.cell_w, g.cell_h))
 
     def _draw_axis_titles(self, painter: QPainter, cells: QRect, d: HeatmapData, label_depth: int) -> None:
         font = QFont(painter.font())
         font.setItalic(True)
         painter.setFont(font)
-        painter.drawText(QRect(cells.center().x() - 200, cells.bottom() + label_depth + 10, 400, 18),
+        painter.drawText(QRect(cells.center().x() - 200, cells.bottom() + label_depth + 6, 400, AXIS_BAND),
                          Qt.AlignmentFlag.AlignCenter, f"columns: {d.col_axis}")
         painter.save()
-        painter.translate(12, cells.center().y())
+        painter.translate(AXIS_BAND // 2, cells.center().y())
         painter.rotate(-90)
         painter.drawText(QRect(-cells.height() // 2 - 60, -9, cells.height() + 120, 18), Qt.AlignmentFlag.AlignCenter,
                          f"rows: {d.row_axis}")
@@ -219,8 +238,9 @@ class HeatmapView(QWidget):
             return -m, m
         return (float(d.matrix.min()), float(d.matrix.max())) if d.per_map else (0.0, 1.0)
 
-    def _draw_colour_bar(self, painter: QPainter, cells: QRect, text_color: QColor, d: HeatmapData) -> None:
-        bar = QRect(cells.right() + 14, cells.top(), 12, max(cells.height(), 60))
+    def _draw_colour_bar(self, painter: QPainter, cells: QRect, text_color: QColor, d: HeatmapData,
+                         g: Geometry) -> None:
+        bar = QRect(cells.right() + BAR_GAP, cells.top(), 12, max(cells.height(), 60))
         for row in range(bar.height()):
             painter.setPen(color_at(1 - row / max(bar.height() - 1, 1), d.signed))
             painter.drawLine(bar.left(), bar.top() + row, bar.right(), bar.top() + row)
@@ -232,7 +252,7 @@ class HeatmapView(QWidget):
         for value in ticks:
             y = bar.bottom() - (value - lo) / (hi - lo) * (bar.height() - 1) if hi > lo else bar.bottom()
             painter.drawLine(bar.right() + 1, int(y), bar.right() + 4, int(y))
-            painter.drawText(QRect(bar.right() + 6, int(y) - half, MARGIN_RIGHT - 30, 2 * half),
+            painter.drawText(QRect(bar.right() + 6, int(y) - half, g.right - BAR_GAP - 18, 2 * half),
                              Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, f"{value:.{digits}f}")
 
     # -- reading cells -----------------------------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """AttentionPanel: kind / layer / head selectors over the large heatmap and the grid of every layer x head.
 
 It shows an ``AttentionSource`` (the Translate tab's decode document) as of one step (``display(source, step)``) and
-redraws when a selector changes. Only the kinds the model has are offered, so an RNN (cross only) or a language model
-(decoder only) needs no special case. Merging subword pieces into words is this panel's choice: it asks the source
-for merged maps while its box is ticked.
+redraws when a selector changes. The large map takes the room; the grid and the caption share a narrow column
+beside it (a splitter the tab remembers). Only the kinds the model has are offered, so an RNN (cross only) or a
+language model (decoder only) needs no special case. Merging subword pieces into words is this panel's choice: it
+asks the source for merged maps while its box is ticked.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from PySide6.QtWidgets import (
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.gui.attention.head_grid import HeadGrid
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
-from attnviz.gui.widgets import add_labelled
+from attnviz.gui.widgets import add_labelled, scrolled
 
 MEAN = "Mean of heads"
 
@@ -53,12 +54,13 @@ class AttentionSource(Protocol):
         ...
 
 
-def _combo(name: str, tip: str) -> QComboBox:
+def _combo(name: str, tip: str, least: int = 80) -> QComboBox:
     combo = QComboBox()
     combo.setObjectName(name)
     combo.setAccessibleName(tip)
     combo.setToolTip(tip)
     combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
+    combo.setMinimumWidth(least)  # as wide as its items when there is room; narrower (elided) beside the side column
     return combo
 
 
@@ -90,7 +92,7 @@ class AttentionPanel(QWidget):
         self._chosen_kind: str | None = None  # the kind the user picked; kept across translations
         self.chosen_layer: int | None = None  # likewise the layer and head (None: not chosen, the last layer)
         self.chosen_head = 0  # index in the head selector: 0 is the mean of heads
-        self.kind_combo = _combo("attentionKindCombo", "Attention kind")
+        self.kind_combo = _combo("attentionKindCombo", "Attention kind", 96)
         self.layer_combo = _combo("layerCombo", "Layer")
         self.head_combo = _combo("headCombo", "Head, or the mean of all heads")
         self.scale_combo = _combo("scaleCombo", "Colour scale")
@@ -106,7 +108,21 @@ class AttentionPanel(QWidget):
         self.grid = HeadGrid()
         self.caption = QLabel()
         self.caption.setWordWrap(True)
+        self.caption.setAlignment(Qt.AlignmentFlag.AlignTop | Qt.AlignmentFlag.AlignLeft)
+        self.caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self._lay_out()
 
+        self.kind_combo.currentIndexChanged.connect(self._on_kind_changed)
+        self.layer_combo.currentIndexChanged.connect(self._on_selector_changed)
+        self.head_combo.currentIndexChanged.connect(self._on_selector_changed)
+        self.scale_combo.currentIndexChanged.connect(self._on_selector_changed)
+        self.grid.selected.connect(self._on_grid_selected)
+        self.grid.toggled.connect(self._on_grid_toggled)
+        self.grid.layer_toggled.connect(self._on_grid_layer_toggled)
+        self.merge_check.toggled.connect(self._on_merge_toggled)
+
+    def _lay_out(self) -> None:
+        """The selectors over the map, and beside the map a narrow column: the grid, then the caption."""
         controls = QHBoxLayout()
         add_labelled(controls, (("&Kind", self.kind_combo), ("&Layer", self.layer_combo), ("H&ead", self.head_combo)))
         controls.addWidget(self.scale_combo)
@@ -119,35 +135,32 @@ class AttentionPanel(QWidget):
         self.heatmap_scroll.setWidgetResizable(True)
         self.heatmap_scroll.setWidget(self.heatmap)
         self.heatmap_scroll.setMinimumSize(240, 160)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(self.heatmap_scroll)
-        splitter.addWidget(self.grid)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
+        side = QWidget()  # the grid at the height its tiles need, the caption under it (scrolled when long)
+        column = QVBoxLayout(side)
+        column.setContentsMargins(0, 0, 0, 0)
+        column.addWidget(self.grid)
+        column.addWidget(scrolled(self.caption, "captionScroll"), 1)
+        self.splitter = QSplitter(Qt.Orientation.Horizontal)
+        self.splitter.setObjectName("attentionSplitter")
+        self.splitter.addWidget(self.heatmap_scroll)
+        self.splitter.addWidget(side)
+        self.splitter.setStretchFactor(0, 1)  # a wider window widens the map, not the grid
+        self.splitter.setStretchFactor(1, 0)
+        self.splitter.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(controls)
-        layout.addWidget(splitter, 1)
-        layout.addWidget(self.caption)
-
-        self.kind_combo.currentIndexChanged.connect(self._on_kind_changed)
-        self.layer_combo.currentIndexChanged.connect(self._on_selector_changed)
-        self.head_combo.currentIndexChanged.connect(self._on_selector_changed)
-        self.scale_combo.currentIndexChanged.connect(self._on_selector_changed)
-        self.grid.selected.connect(self._on_grid_selected)
-        self.grid.toggled.connect(self._on_grid_toggled)
-        self.grid.layer_toggled.connect(self._on_grid_layer_toggled)
-        self.merge_check.toggled.connect(self._on_merge_toggled)
+        layout.addWidget(self.splitter, 1)
 
     def _zoom_buttons(self) -> list[QToolButton]:
         """Zoom in / out / fit, as actions (Ctrl++, Ctrl+-, Ctrl+0) shown as tool buttons beside the selectors."""
         buttons = []
-        for text, keys, tip, slot in (
-                ("Zoom out", QKeySequence.StandardKey.ZoomOut, "Smaller cells (Ctrl+-, or Ctrl+wheel)",
+        for text, short, keys, tip, slot in (
+                ("Zoom out", "\u2212", QKeySequence.StandardKey.ZoomOut, "Smaller cells (Ctrl+-, or Ctrl+wheel)",
                  self.zoom_out),
-                ("Zoom in", QKeySequence.StandardKey.ZoomIn, "Larger cells: every label legible; scroll to see "
+                ("Zoom in", "+", QKeySequence.StandardKey.ZoomIn, "Larger cells: every label legible; scroll to see "
                  "the rest (Ctrl++, or Ctrl+wheel)", self.zoom_in),
-                ("Fit", "Ctrl+0", "Fit the whole map in the view; labels thin out when cells are small (Ctrl+0)",
+                ("Fit", "Fit", "Ctrl+0", "Fit the whole map in the view; labels thin out when cells are small (Ctrl+0)",
                  self.zoom_fit)):
             action = QAction(text, self)
             action.setShortcut(QKeySequence(keys))
@@ -158,6 +171,7 @@ class AttentionPanel(QWidget):
             button.setDefaultAction(action)
             button.setObjectName(f"zoom{text.split()[-1].capitalize()}Button")
             button.setAccessibleName(text)
+            button.setText(short)  # a sign on the button, the words in the action (menus, tooltip, screen reader)
             buttons.append(button)
         return buttons
 

@@ -66,6 +66,7 @@ class CurvePlot(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
         self.setAccessibleName(title)
         self._plot = QRectF()
+        self.legend_rect = QRectF()  # where the legend was drawn (empty: none), above the plot
 
     def add_series(self, series: Series) -> Series:
         self.series.append(series)
@@ -120,25 +121,35 @@ class CurvePlot(QWidget):
         text = self.palette().color(QPalette.ColorRole.WindowText)
         grid = QColor(text)
         grid.setAlpha(40)
-        self._plot = QRectF(self.MARGIN_LEFT, self.MARGIN_TOP, size.width() - self.MARGIN_LEFT - self.MARGIN_RIGHT,
-                            size.height() - self.MARGIN_TOP - self.MARGIN_BOTTOM)
+        r = self._ranges()
+        height = size.height() - self.MARGIN_TOP - self.MARGIN_BOTTOM
+        # room for the widest tick label ("4.00e-04") beside the axis title, so neither is clipped
+        ticks = [label for _, label in self._y_ticks(r, height)] if r is not None else []
+        left = max([self.MARGIN_LEFT] + [24 + painter.fontMetrics().horizontalAdvance(t) + 8 for t in ticks])
+        self._plot = QRectF(left, self.MARGIN_TOP, size.width() - left - self.MARGIN_RIGHT, height)
         p = self._plot
         font = painter.font()
         bold = painter.font()
         bold.setBold(True)
-        painter.setFont(bold)
         painter.setPen(text)
-        painter.drawText(QRectF(0, 2, size.width(), self.MARGIN_TOP - 4), Qt.AlignmentFlag.AlignCenter, self.title)
+        legend_left = self._draw_legend(painter, text, size.width())  # in the title's row, never over the curves
+        painter.setPen(text)
+        painter.setFont(bold)
+        room = QRectF(0, 2, legend_left - 4, self.MARGIN_TOP - 4)
+        painter.drawText(room, Qt.AlignmentFlag.AlignCenter,
+                         painter.fontMetrics().elidedText(self.title, Qt.TextElideMode.ElideRight, int(room.width())))
         painter.setFont(font)
         painter.drawText(QRectF(p.left(), size.height() - 18, p.width(), 16), Qt.AlignmentFlag.AlignCenter,
                          self.x_label)
         painter.save()
-        painter.translate(12, p.center().y())
+        painter.translate(10, p.center().y())
         painter.rotate(-90)
-        painter.drawText(QRectF(-p.height() / 2, -8, p.height(), 16), Qt.AlignmentFlag.AlignCenter,
-                         self.y_label + (" (log)" if self.log_y else ""))
+        # the whole height is the axis title's, not only the plot's: a short plot clipped it to "s (nats/tok"
+        reach = 2 * min(p.center().y(), size.height() - p.center().y()) - 4
+        painter.drawText(QRectF(-reach / 2, -8, reach, 16), Qt.AlignmentFlag.AlignCenter,
+                         painter.fontMetrics().elidedText(self.y_label + (" (log)" if self.log_y else ""),
+                                                          Qt.TextElideMode.ElideRight, int(reach)))
         painter.restore()
-        r = self._ranges()
         if r is None:
             painter.drawText(p, Qt.AlignmentFlag.AlignCenter, self.empty_text)
             return
@@ -147,7 +158,6 @@ class CurvePlot(QWidget):
         for s in self.series:
             self._draw_series(painter, s, r)
         painter.setClipping(False)
-        self._draw_legend(painter, text)
 
     def _draw_grid(self, painter: QPainter, r, text: QColor, grid: QColor) -> None:
         x0, x1, y0, y1 = r
@@ -160,14 +170,18 @@ class CurvePlot(QWidget):
             painter.drawLine(QPointF(px, p.top()), QPointF(px, p.bottom()))
             painter.setPen(text)
             painter.drawText(QRectF(px - 40, p.bottom() + 2, 80, 16), Qt.AlignmentFlag.AlignCenter, format_value(x))
-        for ty in nice_ticks(y0, y1, max(4, int(p.height() / 25))):
-            value = 10 ** ty if self.log_y else ty
+        for ty, label in self._y_ticks(r, p.height()):
             py = p.bottom() - (ty - y0) / (y1 - y0) * p.height()
             painter.setPen(QPen(grid, 1))
             painter.drawLine(QPointF(p.left(), py), QPointF(p.right(), py))
             painter.setPen(text)
             painter.drawText(QRectF(0, py - 8, p.left() - 4, 16),
-                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, format_value(value))
+                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, label)
+
+    def _y_ticks(self, r, height: float) -> list[tuple[float, str]]:
+        """The y axis's ticks (in plotted units) and their labels, for a plot ``height`` pixels tall."""
+        return [(ty, format_value(10 ** ty if self.log_y else ty))
+                for ty in nice_ticks(r[2], r[3], max(4, int(height / 25)))]
 
     def _draw_series(self, painter: QPainter, s: Series, r) -> None:
         points = self._points(s)
@@ -186,24 +200,25 @@ class CurvePlot(QWidget):
             for x, y in shown:
                 painter.drawEllipse(self._map(x, y, r), 3, 3)
 
-    def _draw_legend(self, painter: QPainter, text: QColor) -> None:
+    def _draw_legend(self, painter: QPainter, text: QColor, width: int) -> int:
+        """The named series as short lines and names, right-aligned in the title's row; returns its left edge."""
         named = [s for s in self.series if s.name and s.xs]
+        self.legend_rect = QRectF()
         if len(named) < 2:
-            return
+            return width
         metrics = painter.fontMetrics()
-        width = max(metrics.horizontalAdvance(s.name) for s in named) + 30
-        box = QRectF(self._plot.right() - width - 6, self._plot.top() + 6, width, 18 * len(named) + 4)
-        background = self.palette().color(QPalette.ColorRole.Base)
-        background.setAlpha(210)
-        painter.setPen(Qt.PenStyle.NoPen)
-        painter.setBrush(background)
-        painter.drawRoundedRect(box, 4, 4)
-        for i, s in enumerate(named):
-            y = box.top() + 11 + 18 * i
-            painter.setPen(QPen(QColor(s.color), 2.5))
-            painter.drawLine(QPointF(box.left() + 6, y), QPointF(box.left() + 20, y))
+        x = width - self.MARGIN_RIGHT
+        y = (self.MARGIN_TOP - 2) / 2
+        for s in reversed(named):
+            x -= metrics.horizontalAdvance(s.name)
             painter.setPen(text)
-            painter.drawText(QRectF(box.left() + 24, y - 8, width, 16), Qt.AlignmentFlag.AlignVCenter, s.name)
+            painter.drawText(QRectF(x, 0, metrics.horizontalAdvance(s.name) + 2, self.MARGIN_TOP - 2),
+                             Qt.AlignmentFlag.AlignVCenter, s.name)
+            painter.setPen(QPen(QColor(s.color), 2.5))
+            painter.drawLine(QPointF(x - 18, y), QPointF(x - 4, y))
+            x -= 28
+        self.legend_rect = QRectF(x + 10, 0, width - self.MARGIN_RIGHT - x - 10, self.MARGIN_TOP - 2)
+        return int(x)
 
     # -- hover -------------------------------------------------------------------------------------------------------
 

@@ -50,9 +50,11 @@ def _progress_pane(tab) -> QWidget:
     right = QSplitter(Qt.Orientation.Vertical)
     right.addWidget(upper)
     right.addWidget(tab.lower_tabs)
-    right.setStretchFactor(0, 2)
-    right.setStretchFactor(1, 3)
-    right.setSizes([400, 600])  # the forming view's map and film strip need the height more than the curves
+    right.setStretchFactor(0, 3)
+    right.setStretchFactor(1, 2)
+    # the curves first: four charts need the height to show their axes; the forming view (empty until the first
+    # evaluation) used to take twice theirs
+    right.setSizes([600, 400])
     right.setChildrenCollapsible(False)
     return right
 

@@ -31,9 +31,10 @@ from attnviz.engine.events import (
     Translation,
     assemble,
 )
+from attnviz.engine.search.limit import capped_limit, limit_warning, reached_limit
 from attnviz.engine.search.tree import Graft, SearchEvent, SearchTree
 from attnviz.engine.subwords import WordAttention, merge_translation
-from attnviz.engine.text.tokenize import TokenizerSpec
+from attnviz.engine.text.tokenize import TokenizerSpec, visible_token
 from attnviz.gui.translate.changes import (
     Cleared,
     DocumentChange,
@@ -183,6 +184,17 @@ class DecodeDocument:
         steps = self.steps if self.finished else self.steps[: self.current + 1]
         return self.detokenize([s.token for s in steps])
 
+    def warnings(self, max_target_len: int, setting: str) -> list[str]:
+        """The input's warnings and, when the finished hypothesis shown was cut at its step limit instead of ending
+        with ``<eos>`` (the length asked, capped by the model's ``max_target_len``), the warning the command line
+        gives, naming ``setting`` (how the user raises the limit)."""
+        found = list(self.encoder.warnings) if self.encoder is not None else []
+        if self.request is not None and self.finished:
+            limit = capped_limit(self.request.decode.max_len, max_target_len)
+            if reached_limit([s.token for s in self.steps], limit):
+                found.append(limit_warning(limit, setting))
+        return found
+
     # -- what is shown -----------------------------------------------------------------------------------------------
 
     def show_node(self, node_id: int, finished: bool = True) -> None:
@@ -317,7 +329,7 @@ class DecodeDocument:
         layer = min(layer, maps.shape[0] - 1)
         matrix = maps[layer].mean(axis=0) if head is None else maps[layer, min(head, maps.shape[1] - 1)]
         view = self.view(upto, merged)
-        rows, cols = view.axis_labels(kind)
+        rows, cols = (tuple(visible_token(t) for t in axis) for axis in view.axis_labels(kind))
         if kind == "encoder":
             highlight = None
         elif isinstance(view, WordAttention):  # merged as of this step: its last word holds the step

@@ -54,6 +54,10 @@ class ExplorerHost(Protocol):
         """Whether the main decode is still running."""
         ...
 
+    def waiting(self) -> str:
+        """Why nothing may decode now (another model is loading), or ""."""
+        ...
+
     def pause(self) -> None:
         """Stop playback: the user chose what to show."""
         ...
@@ -75,6 +79,7 @@ class ExplorerHost(Protocol):
 
 class SearchExplorer(QObject):
     PAGE_MIN = 150  # px the search tree or heads-off page needs to show a few rows
+    KEEP = 60  # px the side column's other parts keep when a page makes room
 
     def __init__(self, document: DecodeDocument, host: ExplorerHost, steps_page: QWidget,
                  parent: QObject | None = None):
@@ -196,14 +201,20 @@ class SearchExplorer(QObject):
                                                                                              rescale_heads=False))
 
     def make_room(self, splitter: QSplitter, index: int) -> None:
-        """Opening the search tree or heads-off page on a short screen moves ``splitter`` (the tab's top over the
-        attention panel) so the page shows a few rows, leaving the attention panel at least 220 px."""
+        """Opening the search tree or heads-off page on a short screen moves ``splitter`` (the side column, whose
+        last part holds the pages) so the page shows a few rows, taking from the parts above it, each keeping
+        KEEP px."""
         if index == 0:  # the step table is fine small
             return
-        top, bottom = splitter.sizes()
-        give = min(self.PAGE_MIN - self.side.currentWidget().height(), bottom - 220)
-        if give > 0:
-            splitter.setSizes([top + give, bottom - give])
+        sizes = splitter.sizes()
+        need = self.PAGE_MIN - self.side.currentWidget().height()
+        for i in range(len(sizes) - 1):
+            give = min(need, sizes[i] - self.KEEP)
+            if give > 0:
+                sizes[i] -= give
+                sizes[-1] += give
+                need -= give
+        splitter.setSizes(sizes)
 
     # -- showing a hypothesis ----------------------------------------------------------------------------------------
 
@@ -227,7 +238,9 @@ class SearchExplorer(QObject):
     @Slot(str)
     def what_if(self, token: str) -> None:
         doc, translator = self.document, self.translator
-        if self.host.decoding():
+        if self.host.waiting():
+            self._say(self.host.waiting())
+        elif self.host.decoding():
             self._say("Wait until the decode has finished, then choose another token.")
         elif doc.tree is None or translator is None or not 0 <= doc.current < len(doc.shown):
             self._say("Translate first, then choose a step (slider or output token) and another token for it.")
@@ -245,6 +258,9 @@ class SearchExplorer(QObject):
 
     @Slot(str)
     def force_prefix(self, text: str) -> None:
+        if self.host.waiting():
+            self._say(self.host.waiting())
+            return
         if self.document.tree is None or self.translator is None or self.host.decoding():
             self._say("Translate first (and let it finish): a forced prefix decodes the same sentence after the "
                       "words typed.")

@@ -16,7 +16,17 @@ import html
 from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QCheckBox, QGridLayout, QLabel, QLineEdit, QPushButton, QTextEdit, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QPushButton,
+    QTextEdit,
+    QVBoxLayout,
+    QWidget,
+)
 
 from attnviz.gui.widgets import named
 
@@ -65,18 +75,20 @@ class HeadsOffPanel(QWidget):
                                 "re-decodes at once. Changed tokens are highlighted and [bracketed].")
         self.summary.setMinimumWidth(1)  # unwrapped: a wrapped label would make the scroll area scroll
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        grid = QGridLayout()
-        grid.addWidget(QLabel("Off:"), 0, 0)
-        grid.addWidget(self.off_edit, 0, 1)
-        grid.addWidget(self.rescale_check, 0, 2)
-        grid.addWidget(self.reset_button, 0, 3, Qt.AlignmentFlag.AlignLeft)
-        grid.addWidget(self.before_title, 1, 0, 1, 2)
-        grid.addWidget(self.after_title, 1, 2, 1, 2)
-        grid.addWidget(self.before_text, 2, 0, 1, 2)
-        grid.addWidget(self.after_text, 2, 2, 1, 2)
+        grid = QGridLayout()  # two columns: it fits the Translate tab's side column
+        off_row = QHBoxLayout()
+        off_row.addWidget(QLabel("Off:"))
+        off_row.addWidget(self.off_edit, 1)
+        grid.addLayout(off_row, 0, 0, 1, 2)
+        grid.addWidget(self.rescale_check, 1, 0)
+        grid.addWidget(self.reset_button, 1, 1, Qt.AlignmentFlag.AlignRight)
+        grid.addWidget(self.before_title, 2, 0)
+        grid.addWidget(self.after_title, 2, 1)
+        grid.addWidget(self.before_text, 3, 0)
+        grid.addWidget(self.after_text, 3, 1)
+        grid.setColumnStretch(0, 1)
         grid.setColumnStretch(1, 1)
-        grid.setColumnStretch(3, 1)
-        grid.setRowStretch(2, 1)
+        grid.setRowStretch(3, 1)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(2, 2, 2, 2)
         layout.addWidget(self.summary)

@@ -12,7 +12,7 @@ from PySide6.QtGui import QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCompleter,
-    QHBoxLayout,
+    QGridLayout,
     QHeaderView,
     QLabel,
     QLineEdit,
@@ -31,6 +31,7 @@ from attnviz.gui.widgets import named
 
 LEGEND = ("<span style='color:#e67814'>\u25a0 chosen</span> · <span style='color:#28963c'>\u25a1 finished</span> · "
           "faded: pruned · <span style='color:#823cc8'>\u25a0 what-if</span> · edge width: probability")
+TALL_ENOUGH = 260  # px: the panel's height from which the n-best list goes under the tree
 
 
 class CopyTable(QTableWidget):
@@ -67,8 +68,12 @@ class SearchPanel(QWidget):
         self.nbest.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.nbest.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.nbest.verticalHeader().hide()
-        self.nbest.setWordWrap(False)
-        self.nbest.setTextElideMode(Qt.TextElideMode.ElideRight)
+        # whole hypotheses: ones that differ at the end must not look the same, so the text wraps (rows as tall as
+        # it needs) and a word wider than the column is cut in the middle, keeping both ends; the tooltip and
+        # Ctrl+C give the full text
+        self.nbest.setWordWrap(True)
+        self.nbest.setTextElideMode(Qt.TextElideMode.ElideMiddle)
+        self.nbest.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header = self.nbest.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
@@ -107,13 +112,14 @@ class SearchPanel(QWidget):
         self.what_if_button.clicked.connect(self._on_what_if)
         self.prefix_edit.returnPressed.connect(self._on_prefix)
         self.prefix_button.clicked.connect(self._on_prefix)
-        row = QHBoxLayout()
+        row = QGridLayout()  # two rows: it fits the Translate tab's side column
         row.setContentsMargins(0, 0, 0, 0)
-        for w in (self.what_if_label, self.token_edit, self.what_if_button, self.prefix_edit, self.prefix_button):
-            row.addWidget(w)
-        row.setStretch(1, 2)
-        row.setStretch(3, 3)
-        splitter = QSplitter(Qt.Orientation.Horizontal)
+        for i, w in enumerate((self.what_if_label, self.token_edit, self.what_if_button)):
+            row.addWidget(w, 0, i)
+        row.addWidget(self.prefix_edit, 1, 0, 1, 2)
+        row.addWidget(self.prefix_button, 1, 2)
+        row.setColumnStretch(1, 1)
+        self.splitter = splitter = QSplitter(Qt.Orientation.Vertical)
         splitter.setObjectName("searchSplitter")
         splitter.addWidget(self.tree_scroll)
         splitter.addWidget(self.nbest)
@@ -128,6 +134,10 @@ class SearchPanel(QWidget):
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         self.legend.setVisible(self.height() > 150)  # a short window keeps the tree, not the legend (its tooltip)
+        # the n-best list under the tree when there is height for both, so the tree and the hypotheses' text take
+        # the whole width; beside it in a short panel
+        tall = self.height() > TALL_ENOUGH
+        self.splitter.setOrientation(Qt.Orientation.Vertical if tall else Qt.Orientation.Horizontal)
 
     def set_vocabulary(self, tokens: list[str]) -> None:
         self.vocabulary.setStringList(tokens)

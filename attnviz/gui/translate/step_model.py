@@ -9,6 +9,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt
 
 from attnviz.engine.events import DecodeStep
+from attnviz.engine.text.tokenize import visible_token
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Encoded, PathShown, StepAdded
 from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.widgets import NO_PARENT, ModelIndex
@@ -53,8 +54,9 @@ class StepTableModel(QAbstractTableModel):
 
     def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
                    role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role == Qt.ItemDataRole.DisplayRole and orientation == Qt.Orientation.Horizontal:
-            return COLUMNS[section]
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole) \
+                and orientation == Qt.Orientation.Horizontal:
+            return COLUMNS[section]  # the tooltip: the whole title, when a narrow column elides it
         return None
 
     def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -62,8 +64,8 @@ class StepTableModel(QAbstractTableModel):
             return None
         step = self._document.steps[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            runner = f"{step.topk[1][0]} ({step.topk[1][1]:.3f})" if len(step.topk) > 1 else ""
-            token = f"{step.token} (prefix)" if step.forced else step.token  # typed, not chosen by the model
+            runner = f"{visible_token(step.topk[1][0])} ({step.topk[1][1]:.3f})" if len(step.topk) > 1 else ""
+            token = visible_token(step.token) + (" (prefix)" if step.forced else "")  # typed, not chosen by the model
             return (str(step.index + 1), token, f"{step.probability:.4f}", f"{step.entropy:.3f}",
                     runner)[index.column()]
         if role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.AccessibleTextRole):

@@ -23,8 +23,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
-    QSizePolicy,
-    QSplitter,
+    QScrollArea,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -49,12 +48,14 @@ from attnviz.gui.translate.controls import SamplingRow, load_examples
 from attnviz.gui.translate.document import DecodeDocument, DecodeRequest, word_merger
 from attnviz.gui.translate.explorer import SearchExplorer
 from attnviz.gui.translate.jobs import DecodeJob
+from attnviz.gui.translate.layout import TranslateLayout
+from attnviz.gui.translate.loading import LoadingGate
 from attnviz.gui.translate.mode import ModeTexts, mode_texts
 from attnviz.gui.translate.playback import PlaybackBar
 from attnviz.gui.translate.step_model import StepTableModel
 from attnviz.gui.translate.text import TranslationText, WarningList
 from attnviz.gui.translate.tokens import TokenStrip, TopKView
-from attnviz.gui.widgets import named, stored
+from attnviz.gui.widgets import named, scrolled, stored
 from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:
@@ -105,47 +106,47 @@ class TranslateTab(QWidget):
         self.step_table = named(QTableView(), "stepTable", "Decoded steps")
         self.step_table.setModel(self.step_model)
         self.step_table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-        self.step_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        header = self.step_table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)  # the side column's width, shared out
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setTextElideMode(Qt.TextElideMode.ElideRight)  # a narrow column ends its title in "…"
         self.step_table.verticalHeader().hide()
+        self.step_table.setWordWrap(False)  # one line a step: the side column is narrow
         self.attention = AttentionPanel()
         self.search = SearchExplorer(self.document, self, self.step_table, self)  # steps, tree, heads-off pages
+        self.gate = LoadingGate(self.lang_label, self.translate_button, self.examples_combo, self.source_edit)
         self._build_layout()
 
     def _build_layout(self) -> None:
         entry = QHBoxLayout()
-        for w in (self.lang_label, self.source_edit, self.examples_combo, self.translate_button):
+        for w in (self.lang_label, self.source_edit, self.examples_combo, self.translate_button, self.sampling_row):
             entry.addWidget(w)
         entry.setStretch(1, 1)
-        tokens = QVBoxLayout()
         self.source_title, self.output_title = QLabel("<b>Source</b>"), QLabel("<b>Translation</b>")
+        self.layout_state = TranslateLayout(self.attention, self.playback, self._tokens_box(), self.topk_view,
+                                            self.search.side)
+        self.splitter, self.side_splitter = self.layout_state.main, self.layout_state.side
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(6, 6, 6, 6)
+        layout.addLayout(entry)
+        layout.addWidget(self.message)
+        layout.addWidget(self.splitter, 1)
+
+    def _tokens_box(self) -> QScrollArea:
+        """The source and output token strips and the translation's text, for the side column (scrolled)."""
+        box = QWidget()
+        tokens = QVBoxLayout(box)
+        tokens.setContentsMargins(0, 0, 0, 0)
         for title, view in ((self.source_title, self.source_view), (self.output_title, self.output_view)):
             tokens.addWidget(title)
             tokens.addWidget(view)
         tokens.addWidget(self.translation_text)
-        tokens.addWidget(self.playback)
-        tokens.addWidget(self.search.side, 1)  # steps, search tree, heads off
-        token_box = QWidget()
-        token_box.setLayout(tokens)
-        tokens.setContentsMargins(0, 0, 0, 0)
-        top = QSplitter(Qt.Orientation.Horizontal)  # the top-k chart can be widened
-        top.setObjectName("translateTopSplitter")
-        for widget, stretch in ((token_box, 5), (self.topk_view, 2)):
-            top.addWidget(widget)
-            top.setStretchFactor(top.indexOf(widget), stretch)
-        top.setChildrenCollapsible(False)
-        self.step_table.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Expanding)
-        self.top_splitter = top
-        self.splitter = splitter = QSplitter(Qt.Orientation.Vertical)
-        splitter.setObjectName("translateSplitter")
-        splitter.addWidget(top)
-        splitter.addWidget(self.attention)
-        splitter.setStretchFactor(0, 1)  # the top holds the search tree too
-        splitter.setStretchFactor(1, 1)
-        layout = QVBoxLayout(self)
-        layout.addLayout(entry)
-        layout.addWidget(self.sampling_row)
-        layout.addWidget(self.message)
-        layout.addWidget(splitter, 1)
+        tokens.addStretch(1)
+        return scrolled(box, "tokensScroll")
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self.layout_state.fit(self.width(), self.height())
 
     def _connect(self) -> None:
         self.search.side.currentChanged.connect(self._on_side_page_changed)
@@ -171,11 +172,9 @@ class TranslateTab(QWidget):
         return self.translator is not None and not self.translator.has_source
 
     def _show_mode(self, texts: ModeTexts) -> None:
-        self.lang_label.setText(texts.source_label)
+        """The mode's words on the tab's widgets (the input's label and the button's: ``LoadingGate.show``)."""
         self.source_edit.setPlaceholderText(texts.placeholder)
         self.source_edit.setAccessibleName(texts.source_name)
-        self.translate_button.setText(texts.button)
-        self.translate_button.setToolTip(texts.button_tip)
         self.output_title.setText(texts.output_title)
         self.output_view.set_placeholder(texts.output_placeholder)
         self.translation_text.set_placeholder(texts.text_placeholder)
@@ -190,7 +189,8 @@ class TranslateTab(QWidget):
         lang = translator.src_spec.lang if translator else ""
         language = LANGUAGE_NAMES.get(lang, lang)
         generating = self.generating
-        self._show_mode(mode_texts(generating, language, translator is not None))
+        self._texts = mode_texts(generating, language, translator is not None)
+        self._show_mode(self._texts)
         for w in (self.source_title, self.source_view, self.examples_combo):
             w.setVisible(not generating)
         self.sampling_row.set_generating(generating)
@@ -198,13 +198,19 @@ class TranslateTab(QWidget):
         self.examples_combo.clear()
         self.examples_combo.addItem("Examples...")
         self.examples_combo.addItems(self.examples.get(lang, []))
-        for control in (self.translate_button, self.source_edit, self.examples_combo):
-            control.setEnabled(translator is not None)
+        pending = self.gate.take()
+        self.set_loading(None)
         if translator is not None and QApplication.focusWidget() is None:
             self.source_edit.setFocus()  # at start-up only: a model chosen in the picker leaves the focus there
         self.document.reset()
         self.show_message("")  # the old model's warnings do not describe the new one
         self.mode_changed.emit("Generate" if generating else "Translate")
+        if pending and translator is not None:
+            self.translate()
+
+    def set_loading(self, name: str | None) -> None:
+        """The window is loading the model ``name`` (None: no more; see ``LoadingGate``)."""
+        self.gate.show(self._texts, self.translator is not None, name)
 
     def save_settings(self, settings: QSettings) -> None:
         self.playback.save_settings(settings)
@@ -212,14 +218,10 @@ class TranslateTab(QWidget):
         settings.setValue("translate/kind", self.attention.kind or "")
         settings.setValue("translate/layer", -1 if self.attention.chosen_layer is None else self.attention.chosen_layer)
         settings.setValue("translate/head", self.attention.chosen_head)
-        settings.setValue("translate/splitter", self.splitter.saveState())
-        settings.setValue("translate/top_splitter", self.top_splitter.saveState())
+        self.layout_state.save(settings)
 
     def restore_settings(self, settings: QSettings) -> None:
-        for splitter, key in ((self.splitter, "translate/splitter"), (self.top_splitter, "translate/top_splitter")):
-            state = settings.value(key)
-            if state is not None:
-                splitter.restoreState(state)
+        self.layout_state.restore(settings)
         self.playback.restore_settings(settings)
         self.sampling_row.restore_settings(settings)
         self.attention.restore_choice(stored(settings, "translate/kind", "") or None,
@@ -230,6 +232,8 @@ class TranslateTab(QWidget):
     @Slot()
     def translate(self) -> None:
         text, translator = self.source_edit.text(), self.translator
+        if waiting := self.gate.hold():
+            return self.status.emit(waiting)
         if translator is None:
             self.show_message("No model is loaded yet: wait for it, or open a checkpoint (File > Open).")
             return
@@ -275,13 +279,24 @@ class TranslateTab(QWidget):
                 self.render_step()
             case PathShown() | StepShown():
                 self.render_step()
+                self._show_warnings()
             case Finished():
                 self._show_text()
+                self.layout_state.fit_side()  # the token strips may need more rows now
+                self._show_warnings()
+
+    def _show_warnings(self) -> None:
+        """The input's warnings and, once finished, whether the hypothesis shown was cut at Max length."""
+        if self.translator is not None and self.document.finished:
+            self.message.set_messages(self.document.warnings(self.translator.model.max_target_len, "Max length"))
 
     # -- what the search explorer may ask (ExplorerHost) -------------------------------------------------------------
 
     def decoding(self) -> bool:
         return self.worker.is_running()
+
+    def waiting(self) -> str:
+        return self.gate.waiting()
 
     def pause(self) -> None:
         self.playback.set_playing(False)
@@ -356,7 +371,7 @@ class TranslateTab(QWidget):
 
     @Slot(int)
     def _on_side_page_changed(self, index: int) -> None:
-        self.search.make_room(self.splitter, index)
+        self.search.make_room(self.side_splitter, index)
 
     @Slot(int)
     def _on_examples_activated(self, index: int) -> None:

@@ -8,6 +8,7 @@ from PySide6.QtCore import QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 
+from attnviz.engine.text.tokenize import visible_token
 from attnviz.gui.accessible import announce
 from attnviz.gui.attention.colormap import color_at
 
@@ -28,6 +29,7 @@ class TokenStrip(QWidget):
         self._weights: list[float] | None = None
         self._current = -1
         self._rects: list[QRect] = []
+        self._labels: list[str] = []
 
     def set_placeholder(self, text: str) -> None:
         self._placeholder = text
@@ -35,6 +37,7 @@ class TokenStrip(QWidget):
 
     def set_tokens(self, tokens: Sequence[str], current: int = -1) -> None:
         self._tokens, self._current, self._weights = list(tokens), current, None
+        self._labels = [visible_token(t) for t in self._tokens]  # a space drawn as a glyph, not as nothing
         self.updateGeometry()
         self.update()
         announce(self)
@@ -49,9 +52,9 @@ class TokenStrip(QWidget):
         if not self._tokens:
             return self._placeholder
         if self._weights is None:
-            return " ".join(self._tokens)
-        shaded = ", ".join(f"{t} {w:.0%}" for t, w in zip(self._tokens, self._weights))
-        return f"{' '.join(self._tokens)}. Shading, relative to the strongest: {shaded}"
+            return " ".join(self._labels)
+        shaded = ", ".join(f"{t} {w:.0%}" for t, w in zip(self._labels, self._weights))
+        return f"{' '.join(self._labels)}. Shading, relative to the strongest: {shaded}"
 
     def tokens(self) -> list[str]:
         return list(self._tokens)
@@ -59,7 +62,7 @@ class TokenStrip(QWidget):
     def _flow(self) -> list[QRect]:
         metrics, x, y, rects = self.fontMetrics(), 4, 4, []
         h = metrics.height() + 8
-        for tok in self._tokens:
+        for tok in self._labels:
             w = metrics.horizontalAdvance(tok) + 14
             if x + w > self.width() - 4 and x > 4:
                 x, y = 4, y + h + 4
@@ -86,7 +89,7 @@ class TokenStrip(QWidget):
             painter.drawText(self.rect().adjusted(6, 0, 0, 0), Qt.AlignmentFlag.AlignVCenter, self._placeholder)
             return
         self._rects = self._flow()
-        for i, (tok, rect) in enumerate(zip(self._tokens, self._rects)):
+        for i, (tok, rect) in enumerate(zip(self._labels, self._rects)):
             fill = pal.color(QPalette.ColorRole.AlternateBase)
             text = pal.color(QPalette.ColorRole.Text)
             if self._weights is not None and i < len(self._weights):
@@ -140,7 +143,7 @@ class TopKView(QWidget):
         further down (or from outside the top k)."""
         self._items, self._entropy = list(items), entropy
         self._chosen = chosen if chosen is not None else (self._items[0] if self._items else None)
-        self.setToolTip("\n".join(f"{t}: {p:.4f}" + (" (chosen)" if self._is_chosen(t) else "")
+        self.setToolTip("\n".join(f"{visible_token(t)}: {p:.4f}" + (" (chosen)" if self._is_chosen(t) else "")
                                   for t, p in self._items) + ("\nDouble-click one to decode on with it instead"
                                                               if self._items else ""))
         self.update()
@@ -152,11 +155,13 @@ class TopKView(QWidget):
     def accessible_value(self) -> str:
         if not self._items:
             return self.placeholder
-        chosen = f"Chosen: {self._chosen[0]} ({self._chosen[1]:.3f}). " if self._chosen else ""
-        return chosen + "Candidates: " + ", ".join(f"{t} {p:.3f}" for t, p in self._items)
+        chosen = f"Chosen: {visible_token(self._chosen[0])} ({self._chosen[1]:.3f}). " if self._chosen else ""
+        return chosen + "Candidates: " + ", ".join(f"{visible_token(t)} {p:.3f}" for t, p in self._items)
 
     def sizeHint(self) -> QSize:
-        return QSize(260, 230)
+        """As tall as its content: a line of title and a line per candidate (ten before the first step)."""
+        line = self.fontMetrics().height()
+        return QSize(260, line + 4 + max(len(self._items), 10) * (line + 2))
 
     def paintEvent(self, event) -> None:  # noqa: N802
         painter = QPainter(self)
@@ -169,7 +174,8 @@ class TopKView(QWidget):
         if self._entropy is not None:
             lines.append(f"entropy {self._entropy:.3f} nats")
         if self._chosen is not None and not any(self._is_chosen(t) for t, _ in self._items):
-            lines.append(f"drawn: {self._chosen[0]} ({self._chosen[1]:.4f}), not in the top {len(self._items)}")
+            drawn = visible_token(self._chosen[0])
+            lines.append(f"drawn: {drawn} ({self._chosen[1]:.4f}), not in the top {len(self._items)}")
         metrics = painter.fontMetrics()
         if metrics.horizontalAdvance(" · ".join(lines)) <= self.width() - 8:
             lines = [" · ".join(lines)]  # wide enough: one line leaves more room for the bars
@@ -186,7 +192,7 @@ class TopKView(QWidget):
             y = top + i * row_h
             painter.setPen(pal.color(QPalette.ColorRole.WindowText))
             painter.drawText(QRect(4, y, label_w - 6, row_h),
-                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, tok)
+                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, visible_token(tok))
             chosen = self._is_chosen(tok)
             painter.fillRect(QRect(label_w, y + 2, int(bar_w * p), row_h - 4),
                              pal.color(QPalette.ColorRole.Highlight) if chosen else color_at(0.35 + 0.5 * p))
