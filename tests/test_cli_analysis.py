@@ -53,8 +53,11 @@ def test_align_pharaoh_and_aer(files, capsys):
     assert report["aer_heads"][0][1] == 0.0 and report["best"]["aer"] == 0.0
     assert report["chosen"] == "layer 1 head 2" and report["numbering"] == "1-based"
     assert main([*base, "--average"]) == 2
-    assert main([*base[:-4], "--layer", "0", "--head", "1"]) == 2  # layers count from 1 here too
+    assert main([*base[:-4], "--layer", "3", "--head", "1"]) == 2  # layers count from 1 here too
     assert "--layer (1..2) and --head (1..4)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base[:-4], "--layer", "0", "--head", "1"])
+    assert "must be from 1" in capsys.readouterr().err
 
 
 def test_heads_numbers_layers_and_heads_from_1_as_mask_heads_reads_them(files, capsys):
