@@ -43,7 +43,7 @@ def test_heads_table_with_references_and_compare(files, capsys):
 
 def test_align_pharaoh_and_aer(files, capsys):
     base = ["align", "-m", str(files / "a.safetensors"), "--src", str(files / "src.txt"), "--tgt",
-            str(files / "tgt.txt"), "--layer", "0", "--head", "1"]
+            str(files / "tgt.txt"), "--layer", "1", "--head", "2"]
     assert main(base) == 0
     lines = capsys.readouterr().out.splitlines()
     assert len(lines) == 3 and all("-" in line for line in lines)
@@ -51,4 +51,40 @@ def test_align_pharaoh_and_aer(files, capsys):
     assert main([*base, "--gold", str(files / "gold.txt"), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["aer_heads"][0][1] == 0.0 and report["best"]["aer"] == 0.0
+    assert report["chosen"] == "layer 1 head 2" and report["numbering"] == "1-based"
     assert main([*base, "--average"]) == 2
+    assert main([*base[:-4], "--layer", "3", "--head", "1"]) == 2  # layers count from 1 here too
+    assert "--layer (1..2) and --head (1..4)" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base[:-4], "--layer", "0", "--head", "1"])
+    assert "must be from 1" in capsys.readouterr().err
+
+
+def test_heads_numbers_layers_and_heads_from_1_as_mask_heads_reads_them(files, capsys):
+    """A head copied from the table or the JSON into --mask-heads is the head the row describes."""
+    from attnviz.engine.heads import HeadRef, parse_heads
+
+    args = ["heads", "-m", str(files / "a.safetensors"), "--src", str(files / "src.txt")]
+    assert main([*args, "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["numbering"] == "1-based"
+    rows = {(h["kind"], h["layer"], h["head"]): h for h in report["heads"]}
+    assert set(rows) == {(k, la, h) for k in ("encoder", "decoder", "cross") for la in (1, 2) for h in (1, 2, 3, 4)}
+    layout = {"encoder": (2, 4), "decoder": (2, 4), "cross": (2, 4)}
+    assert parse_heads(rows["cross", 2, 3]["mask"], layout) == (HeadRef("cross", 1, 2),)
+    assert main(args) == 0
+    table = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
+    assert {(r[1], r[2]) for r in table} == {(str(la), str(h)) for la in (1, 2) for h in (1, 2, 3, 4)}
+    assert main([*args, "--compare", str(files / "b.safetensors"), "--json"]) == 0
+    diff = json.loads(capsys.readouterr().out)
+    assert diff["numbering"] == "1-based" and min(h["layer"] for h in diff["heads"]) == 1
+
+
+def test_heads_compare_refuses_another_architecture_before_any_work(files, capsys):
+    make_toy_translator(seed=2, kind="rnn-attention", heads=1).save(files / "lstm.safetensors", name="lstm")
+    args = ["heads", "-m", str(files / "a.safetensors"), "--src", str(files / "src.txt"), "--compare",
+            str(files / "lstm.safetensors")]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "lstm.safetensors cannot be compared with the loaded model" in err and "(cross 1x1 layers x heads)" in err
+    assert "attention:" not in err  # no statistics were computed first

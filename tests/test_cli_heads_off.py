@@ -101,3 +101,21 @@ def test_head_importance_table_and_kinds(toy, capsys):
     assert len(lines) == 2 + 8 and all(" cross " in line for line in lines[2:])
     assert main(["head-importance", "-m", model, "--src", src, "--ref", ref, "--kinds", "nope"]) == 2
     assert "enc, dec, cross" in capsys.readouterr().err
+
+
+def test_head_importance_reads_the_validation_split_by_default_as_the_analysis_tab(toy, capsys):
+    from attnviz.cli.main import build_parser
+    from attnviz.engine.analysis.names import IMPORTANCE_SPLIT
+
+    args = build_parser().parse_args(["head-importance", "-m", "x.safetensors"])
+    assert args.split == "val" == IMPORTANCE_SPLIT  # the Analysis tab's default too (tests/gui)
+    assert build_parser().parse_args(["evaluate", "-m", "x.safetensors"]).split == "test"  # the final figure
+    model, src, ref = toy
+    assert main(["head-importance", "-m", model, "--src", src, "--ref", ref, "--kinds", "cross", "--limit", "3"]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert "95% interval: paired bootstrap over the sentences" in lines[0] and lines[1].endswith("95% interval")
+    first = lines[2].split()
+    low, high = float(first[6]), float(first[7])
+    assert low <= high and (first[-1] == "*") == (low > 0 or high < 0)
+    assert "ETA " in captured.err

@@ -60,7 +60,7 @@ def test_every_numeric_option_refuses_hostile_values(capsys, command, option, ki
     (["heads", "--limit=-3"], "must be from 0"),
     (["align", "--threshold=nan"], "must be a number from 0 to 1, not 'nan'"),
     (["align", "--threshold=1.5"], "must be a number from 0 to 1"),
-    (["align", "--layer=-1"], "must be from 0"),
+    (["align", "--layer=0"], "must be from 1"),  # layers and heads count from 1 in every output
     (["translate", "--beam=" + "9" * 5000], "expected a whole number, not '99999999999999999999...99999999'"),
 ])
 def test_the_reported_options(capsys, argv, words):

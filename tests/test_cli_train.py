@@ -129,3 +129,29 @@ def test_more_processes_than_gpus_are_refused_before_torchrun_starts(monkeypatch
     with pytest.raises(ConfigError, match="--nproc 2 needs a GPU for each process and this machine has 1"):
         cli_train._check_gpus("cuda", 2)
     cli_train._check_gpus("cpu", 4)  # processes on the CPU need no GPU
+
+
+def test_resume_prints_the_restored_history_and_each_evaluation_is_announced(tmp_path, capsys):
+    import dataclasses
+
+    from attnviz.engine.training.loop import train
+    from tests.engine.test_training import overfit_recipe
+
+    pairs = [(f"a{i} b{i % 5}", f"x{i % 7}") for i in range(48)]
+    recipe = dataclasses.replace(overfit_recipe(tmp_path, pairs).override(
+        {"train.batch_size": "16", "train.eval_every": "2", "train.epochs": "2"}), probe="a1 b1")
+    out = tmp_path / "r.safetensors"
+    list(train(recipe, out, None, max_steps=5))
+    assert main(["train", "--resume", str(out)]) == 0
+    captured = capsys.readouterr()
+    assert "restored the run's history: 5 steps, 2 evaluations (last: step 4, val loss" in captured.out
+    assert "evaluating at step 6: validation loss, then translating 16 sentences for BLEU..." in captured.err
+
+
+@pytest.mark.data
+def test_a_warmup_longer_than_the_run_is_flagged_before_training(data_dir, tmp_path, capsys):
+    """1 epoch of tatoeba-fr-en-small is 34 steps; its 4,000 warm-up steps would never end."""
+    assert main(["train", "--preset", "tatoeba-fr-en-small", "--epochs", "1", "--max-steps", "1", "--data-dir",
+                 str(data_dir), "--out", str(tmp_path / "t.safetensors"), "--device", "cpu"]) == 0
+    err = capsys.readouterr().err
+    assert "warning: train.warmup is 4,000 steps but the whole run is 34 steps" in err

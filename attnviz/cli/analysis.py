@@ -11,9 +11,10 @@ import argparse
 import json
 import sys
 
-from attnviz.cli.args import INDEX, PROBABILITY, add_corpus, add_limit, add_model
+from attnviz.cli.args import HEAD_NUMBER, PROBABILITY, add_corpus, add_limit, add_model
 from attnviz.cli.progress import run_analysis
 from attnviz.engine.errors import InputError
+from attnviz.engine.heads import NUMBERING, numbered
 
 
 def add_commands(sub) -> None:
@@ -37,8 +38,9 @@ def add_commands(sub) -> None:
     p.add_argument("--src", required=True, help="source sentences, one per line")
     p.add_argument("--tgt", required=True, help="target sentences aligned with --src")
     p.add_argument("--gold", help="gold alignments, one line per sentence: i-j sure, i?j possible")
-    p.add_argument("--layer", type=INDEX, help="cross-attention layer (from 0); with --head")
-    p.add_argument("--head", type=INDEX, help="head (from 0); with --layer")
+    p.add_argument("--layer", type=HEAD_NUMBER, help="cross-attention layer (from 1, as every output numbers "
+                   "them); with --head")
+    p.add_argument("--head", type=HEAD_NUMBER, help="head (from 1); with --layer")
     p.add_argument("--average", action="store_true", help="average all layers and heads (the default)")
     p.add_argument("--shift", action="store_true", help="align a word with the attention of the next step")
     p.add_argument("--threshold", type=PROBABILITY, help="link every source word with weight >= this (default argmax)")
@@ -60,7 +62,9 @@ def _stats(translator, args):
 
 
 def _print_table(rows: list[dict]) -> None:
-    names = [k for k in rows[0] if k not in ("kind", "layer", "head", "tags")]
+    """Rows of ``HeadStats.table``/``compare_stats`` (0-based) printed with layers and heads from 1."""
+    rows = [numbered(row) for row in rows]
+    names = [k for k in rows[0] if k not in ("kind", "layer", "head", "tags", "mask")]
     print("kind     layer head " + " ".join(f"{n[:9]:>9}" for n in names) + "  tags")
     for row in rows:
         values = " ".join(f"{'-':>9}" if row[n] is None else f"{row[n]:9.3f}" for n in names)
@@ -68,21 +72,20 @@ def _print_table(rows: list[dict]) -> None:
 
 
 def cmd_heads(args: argparse.Namespace) -> int:
+    from attnviz.engine.analysis.run import load_comparable
     from attnviz.engine.analysis.stats import compare_stats
     from attnviz.engine.loading import load_translator
 
     translator = load_translator(args.model)
+    other = load_comparable(args.compare, translator) if args.compare else None  # refused before any work
     stats = _stats(translator, args)
-    if args.compare:
-        from attnviz.engine.analysis.run import load_comparable
-
-        diff = compare_stats(stats, _stats(load_comparable(args.compare, translator), args))
+    if other is not None:
+        diff = compare_stats(stats, _stats(other, args))
         if args.json:
-            print(json.dumps({"a": args.model, "b": args.compare, "difference": "b - a", "heads": diff}))
-        elif diff:
-            _print_table(diff)
+            print(json.dumps({"a": args.model, "b": args.compare, "difference": "b - a", "numbering": NUMBERING,
+                              "heads": [numbered(row) for row in diff]}))
         else:
-            print("the two models share no attention kind of the same layers x heads", file=sys.stderr)
+            _print_table(diff)  # never empty: load_comparable refuses models that share no kind
         return 0
     if args.json:
         print(json.dumps(stats.to_json()))
@@ -106,8 +109,9 @@ def cmd_align(args: argparse.Namespace) -> int:
     if args.limit:
         pairs = pairs[: args.limit]
     gold = read_gold(args.gold, len(pairs)) if args.gold else None
+    layer, head = (None if n is None else n - 1 for n in (args.layer, args.head))  # given from 1, as shown
     result: AlignmentReady = run_analysis(align_steps(translator, [s for s, _ in pairs], [t for _, t in pairs], gold,
-                                                      layer=args.layer, head=args.head, shift=args.shift,
+                                                      layer=layer, head=head, shift=args.shift,
                                                       threshold=args.threshold))
     if args.json:
         print(json.dumps(result.to_json()))
@@ -116,8 +120,9 @@ def cmd_align(args: argparse.Namespace) -> int:
         print(line)
     best = result.best_head()
     if best is not None and result.aer_heads is not None:  # measured against the gold links
-        layer, head, value = best
-        aer = result.aer_heads[args.layer, args.head] if args.layer is not None else result.aer_average
-        print(f"AER {result.chosen}: {aer:.4f}; best head: layer {layer} head {head}, AER {value:.4f}",
+        best_layer, best_head, value = best
+        aer = result.aer_heads[layer, head] if layer is not None else result.aer_average
+        print(f"AER {result.chosen}: {aer:.4f}; best head: layer {best_layer + 1} head {best_head + 1}, AER "
+              f"{value:.4f}",
               file=sys.stderr)
     return 0

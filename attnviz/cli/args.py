@@ -98,7 +98,7 @@ LENGTH_PENALTY = float_range(0.0, 10.0)
 WHOLE_NUMBER = int_range(None, None)  # a setting whose range its config checks (train's recipe flags)
 FINITE_NUMBER = float_range(None, None)
 PROBABILITY = float_range(0.0, 1.0)
-INDEX = int_range(0, 10**6)  # a layer or head number; the model says how many it has
+HEAD_NUMBER = int_range(1, 10**6)  # a layer or head, from 1 as every output numbers them; the model says how many
 
 
 DATA_DIR_HELP = "folder with the corpora (default: $ATTNVIZ_DATA or the user data folder)"

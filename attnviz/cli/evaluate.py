@@ -14,14 +14,15 @@ import json
 import sys
 
 from attnviz.cli.args import add_corpus, add_decoding, add_head_flags, add_model, head_settings, output_file
+from attnviz.engine.analysis.names import IMPORTANCE_SPLIT
 from attnviz.engine.errors import ConfigError, InputError
 
 
-def _measuring_flags(p: argparse.ArgumentParser) -> None:
-    """The model, the corpus (its own split by default) and the decoding of a measuring command."""
+def _measuring_flags(p: argparse.ArgumentParser, split: str = "test") -> None:
+    """The model, the corpus (its own ``split`` by default) and the decoding of a measuring command."""
     add_model(p)
     p.add_argument("--preset", help="use this recipe's corpus (default: the one stored in the checkpoint)")
-    add_corpus(p, split="test", reference="--ref", reference_help="reference file aligned with --src")
+    add_corpus(p, split=split, reference="--ref", reference_help="reference file aligned with --src")
     add_decoding(p)
 
 
@@ -36,9 +37,12 @@ def add_commands(sub) -> None:
                        description="Decode the corpus once with every head on, then once per head with that head "
                                    "alone switched off, and rank the heads by the BLEU (bleu_tok) lost. It decodes "
                                    "the corpus 1 + heads times (73 for a 3+3-layer, 8-head Transformer), so use "
-                                   "--limit. A separate command from `heads`, which reads attention statistics "
-                                   "from one pass.")
-    _measuring_flags(p)
+                                   "--limit. Each delta comes with a 95%% interval (paired bootstrap over the "
+                                   "sentences, seeded): one that contains 0 is noise on this corpus. The validation "
+                                   "split is the default, as in the Analysis tab: choosing heads is tuning, which "
+                                   "stays off the test split. A separate command from `heads`, which reads "
+                                   "attention statistics from one pass.")
+    _measuring_flags(p, IMPORTANCE_SPLIT)
     p.add_argument("--kinds", help="attention kinds to measure, comma-separated: enc, dec, cross (default: all)")
     p.add_argument("--rescale-heads", action="store_true",
                    help="rescale the layer's remaining heads by H / (H - 1) while a head is off")
@@ -117,8 +121,11 @@ def cmd_head_importance(args: argparse.Namespace) -> int:
         print(json.dumps(data, ensure_ascii=False))
         return 0
     print(f"{result.sentences} sentences ({source}), {result.decode}: baseline bleu_tok {result.baseline:.2f}; "
-          "delta = BLEU lost with the head alone off")
-    print("rank kind  layer head   bleu   delta")
+          "delta = BLEU lost with the head alone off; 95% interval: paired bootstrap over the sentences (* = "
+          "excludes 0; without *, this corpus cannot tell the delta from noise)")
+    print("rank kind  layer head   bleu   delta   95% interval")
     for rank, h in enumerate(result.heads, 1):
-        print(f"{rank:>4} {SHORT_NAMES[h.kind]:<5} {h.layer + 1:>5} {h.head + 1:>4} {h.bleu:6.2f} {h.delta:+7.2f}")
+        low, high = h.interval or (float("nan"), float("nan"))
+        print(f"{rank:>4} {SHORT_NAMES[h.kind]:<5} {h.layer + 1:>5} {h.head + 1:>4} {h.bleu:6.2f} {h.delta:+7.2f} "
+              f"{low:+7.2f} {high:+7.2f}{' *' if h.clear() else ''}")
     return 0

@@ -10,6 +10,8 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypeVar
 
+from attnviz.engine.training.clock import format_clock
+
 if TYPE_CHECKING:  # the engine's analysis (torch) is imported when a command runs, not when the parser is built
     from attnviz.engine.analysis.importance import ImportanceProgress
     from attnviz.engine.analysis.run import AnalysisProgress
@@ -59,8 +61,8 @@ def run_analysis(steps: Iterable[AnalysisProgress | ImportanceProgress | Ready])
         match event:
             case AnalysisProgress(done=done, total=total, phase=phase):
                 progress.show(phase, done, total, "sentences")
-            case ImportanceProgress(done=done, total=total, phase=phase, unit=unit):
-                progress.show(phase, done, total, unit)
+            case ImportanceProgress(done=done, total=total, phase=phase, unit=unit, eta_s=eta):
+                progress.show(phase, done, total, unit + (f", ETA {format_clock(eta)}" if eta is not None else ""))
             case _:
                 result = event
     progress.end()

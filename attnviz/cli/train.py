@@ -231,7 +231,16 @@ class _Progress:
             case ev.TrainStopped():
                 self._say(f"stopped at step {event.step}; resume with --resume {self.out}")
             case ev.TrainNote():
-                self._say(f"note: {event.message}", sys.stderr)
+                self._say(f"{'warning' if event.warning else 'note'}: {event.message}", sys.stderr)
+            case ev.TrainHistory():
+                final = event.evaluations[-1].record if event.evaluations else None
+                self._say(f"restored the run's history: {len(event.steps):,} steps, {len(event.evaluations)} "
+                          "evaluations" + (f" (last: step {final.step}, val loss {final.loss:.3f})" if final else ""))
+            case ev.EvalStarted():  # it can take a minute: say so on a line of its own, or the run looks stuck
+                self.line.end()
+                self.line.write(f"evaluating at step {event.step:,}: validation loss" +
+                                (f", then translating {event.sentences:,} sentences for BLEU..." if event.sentences
+                                 else " and samples..."))
             case ev.TrainFailed():
                 last = f" Last good checkpoint: {event.last_good}" if event.last_good else \
                     " No resumable checkpoint was saved yet."

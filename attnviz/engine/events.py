@@ -238,6 +238,24 @@ class EvalResult:
 
 
 @dataclass(frozen=True)
+class EvalStarted:
+    """An evaluation begins: validation loss, then (a translation model) translating ``sentences`` for BLEU, which
+    can take a minute on a CPU; the ``EvalResult`` follows."""
+
+    step: int
+    sentences: int  # validation sentences translated for BLEU (0: a language model, which samples instead)
+
+
+@dataclass(frozen=True)
+class TrainHistory:
+    """What a resumed run had shown before it stopped, read back from its files so the views continue where they
+    were: the training steps (loss curve) and every evaluation (table, curves, the probe's attention forming)."""
+
+    steps: tuple[TrainStep, ...]
+    evaluations: tuple[EvalResult, ...]
+
+
+@dataclass(frozen=True)
 class CheckpointSaved:
     path: str
     role: str  # "best", "last", "epoch" or "average"
@@ -268,9 +286,10 @@ class TrainNote:
     """Something the user should know that does not stop the run (e.g. a file repaired on resume)."""
 
     message: str
+    warning: bool = False  # a setting that will make the run disappoint (e.g. a warm-up longer than the run)
 
 
-TrainEvent: TypeAlias = (TrainStarted | TrainNote | TrainStep | EvalResult | CheckpointSaved | TrainFinished
-                         | TrainStopped | TrainFailed)
+TrainEvent: TypeAlias = (TrainStarted | TrainNote | TrainHistory | TrainStep | EvalStarted | EvalResult
+                         | CheckpointSaved | TrainFinished | TrainStopped | TrainFailed)
 """Every event a training run yields: consumers ``match`` over it and end in ``assert_never``, so a new event kind
 is a type error in each consumer that does not handle it."""

@@ -70,7 +70,8 @@ def save_attention(path: str | os.PathLike, translations: Sequence[Translation |
                   **{k: model_info.get(k) for k in ("languages", "src_lang", "tgt_lang", "model")}},
         "kinds": {k: {"label": v.label, "rows": v.query_axis, "columns": v.key_axis}
                   for k, v in ATTENTION_KINDS.items()},
-        "layout": "each matrix is [layers, heads, rows, columns]; rows are queries, columns keys",
+        "layout": "each matrix is [layers, heads, rows, columns]; rows are queries, columns keys; index i of the "
+                  "layers or heads axis is layer or head i + 1 as the views and --mask-heads number them",
         "translations": [
             {"prefix": f"s{i}_" if len(translations) > 1 else "", "src_tokens": list(tr.src_tokens),
              "source": sources[i] if sources is not None and i < len(sources) else None,

@@ -29,6 +29,22 @@ _HEAD = re.compile(r"^\s*(\w+)\s*:\s*(\d+)\s*\.\s*(\d+|\*)\s*$", re.ASCII)
 Layout = Mapping[str, tuple[int, int]]  # attention kind -> (layers, heads), as a model kind's registry entry says
 
 
+# What every output that names heads says about its numbers: layers and heads count from 1, as the views and
+# --mask-heads do, so a head copied from any table or JSON switches off that head.
+NUMBERING = "1-based"
+
+
+def numbered(row: Mapping, kind_key: str = "kind") -> dict:
+    """A row naming a head 0-based (``layer``, ``head``, ``kind``) as outputs write it: 1-based, with the text
+    ``--mask-heads`` reads (``"mask": "cross:3.5"``)."""
+    layer, head = int(row["layer"]) + 1, int(row["head"]) + 1
+    out = dict(row, layer=layer, head=head)
+    kind = row.get(kind_key)
+    if kind in SHORT_NAMES:
+        out["mask"] = f"{SHORT_NAMES[kind]}:{layer}.{head}"
+    return out
+
+
 class HeadRef(NamedTuple):
     kind: str  # "encoder", "decoder" or "cross"
     layer: int  # 0-based

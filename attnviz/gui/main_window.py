@@ -17,6 +17,7 @@ from attnviz._version import __version__
 from attnviz.engine.hub import all_formats
 from attnviz.gui import accessible
 from attnviz.gui.analysis.tab import AnalysisTab
+from attnviz.gui.data_folder import DataFolder
 from attnviz.gui.export_files import archive_stem, ask_save_path, hatched, picture_stem, view_stem
 from attnviz.gui.model_list import bundled_models, describe, model_summary, shown_name
 from attnviz.gui.shortcuts import ShortcutsDialog
@@ -74,6 +75,9 @@ class MainWindow(QMainWindow):
         self.tabs.addTab(self.translate_tab, "&Translate")
         self.tabs.addTab(self.train_tab, "Trai&n")  # Alt+R is the Training menu's
         self.analysis_tab = AnalysisTab()
+        self.data_folder = DataFolder(self)  # one for the app: the Train tab's field and the Analysis tab read it
+        self.data_folder.bind(self.train_tab.form.data_edit)
+        self.analysis_tab.set_data_folder(self.data_folder)
         self.tabs.addTab(self.analysis_tab, "Analysis")  # every letter of it has an owner already: Ctrl+3
         self.setCentralWidget(self.tabs)
         self.model_combo = QComboBox()
@@ -103,6 +107,7 @@ class MainWindow(QMainWindow):
         fit_to_screen(self)  # a geometry saved on a larger screen never opens partly off this one
         self.translate_tab.restore_settings(self.settings)
         self.train_tab.restore_settings(self.settings)
+        self.data_folder.restore(self.settings)
 
     # -- construction ------------------------------------------------------------------------------------------------
 
@@ -133,6 +138,8 @@ class MainWindow(QMainWindow):
         self._action(file_menu, "Open model &folder...", self.open_folder_dialog, "Ctrl+Shift+O",
                      "Open an imported model's folder: " + "; ".join(f.title for f in all_formats()))
         self.recent_menu = file_menu.addMenu("Open &recent")
+        self._action(file_menu, "Data fol&der...", lambda: self.data_folder.choose(self),
+                     tip="The folder with the corpora, for the Train and Analysis tabs")
         file_menu.addSeparator()
         self._action(file_menu, "Export view as &PNG...", lambda: self.export_view("png"), "Ctrl+E")
         self._action(file_menu, "Export view as &SVG...", lambda: self.export_view("svg"), "Ctrl+Shift+S")
@@ -384,6 +391,7 @@ class MainWindow(QMainWindow):
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.translate_tab.save_settings(self.settings)
         self.train_tab.save_settings(self.settings)
+        self.data_folder.save(self.settings)
         self.settings.sync()  # written now: a job that never ends makes run_gui leave without teardown
         # One shared wait for every job to notice its stop flag; one that does not (a load from a stalled disk) is
         # left running where it cannot abort the process (see gui.worker), so closing never waits longer.

@@ -62,3 +62,22 @@ def test_a_language_model_is_refused(trained_translator):
         list(importance_steps(make_toy_lm(), PAIRS))
     with pytest.raises(InputError, match="no sentences"):
         list(importance_steps(trained_translator, []))
+
+
+def test_progress_carries_each_score_and_an_eta_and_deltas_have_seeded_intervals(trained_translator):
+    events = list(importance_steps(trained_translator, PAIRS, kinds=["cross"]))
+    progress, result = events[:-1], events[-1]
+    assert progress[0].score is None and progress[0].baseline == result.baseline
+    assert all(p.eta_s is not None and p.eta_s >= 0 for p in progress) and progress[-1].eta_s == 0
+    assert sorted((p.score for p in progress[1:]), key=lambda s: (s.layer, s.head)) == sorted(
+        result.heads, key=lambda s: (s.layer, s.head))  # what the partial map drew is the result
+    assert all(h.interval is not None and h.interval[0] <= h.interval[1] for h in result.heads)
+    again = compute_importance(trained_translator, PAIRS, kinds=["cross"])
+    assert [h.interval for h in again.heads] == [h.interval for h in result.heads]  # seeded: exactly the same
+    data = result.to_json()
+    assert data["bootstrap"] == {"method": "paired bootstrap over sentences", "samples": 1000, "seed": 0,
+                                 "level": 0.95}
+    assert data["numbering"] == "1-based" and all(len(h["delta_interval"]) == 2 for h in data["heads"])
+    assert ImportanceReady.from_json(data).heads == result.heads
+    old = dict(data, heads=[{k: v for k, v in h.items() if k != "delta_interval"} for h in data["heads"]])
+    assert all(h.interval is None for h in ImportanceReady.from_json(old).heads)  # files from before intervals

@@ -106,7 +106,7 @@ for event in train(Recipe.from_dict(json.loads(sys.argv[1])), sys.argv[2], None)
 def test_a_real_sigkill_inside_a_save_leaves_no_tmp_after_resuming(tmp_path):
     recipe = small_recipe(tmp_path)
     out = tmp_path / "s.safetensors"
-    proc = subprocess.run([sys.executable, "-c", KILL_INSIDE_SAVE, json.dumps(recipe.to_dict()), str(out), "3"],
+    proc = subprocess.run([sys.executable, "-c", KILL_INSIDE_SAVE, json.dumps(recipe.to_dict()), str(out), "4"],
                           capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
     assert [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # what a kill leaves

@@ -1,5 +1,6 @@
 """The training loop: it learns, it resumes exactly, it fails safely, and its schedule and loss are right."""
 
+import dataclasses
 import math
 import signal
 import subprocess
@@ -7,6 +8,7 @@ import sys
 import threading
 import time
 
+import numpy as np
 import pytest
 import torch
 
@@ -224,3 +226,63 @@ def test_tokens_per_second_and_eta_leave_out_pauses(tmp_path):
     before, after = steps[3], steps[4]
     assert after.eta_s < before.eta_s + 0.5 and after.eta_s < 1.0  # the pause is not in the per-step time
     assert after.tokens_per_s > 0.3 * before.tokens_per_s
+
+
+def test_resuming_restores_the_loss_curve_evaluations_and_forming_snapshots(tmp_path):
+    """What the views showed before a stop comes back on resume (TrainHistory), before the first new step."""
+    from attnviz.engine.events import EvalStarted, TrainHistory
+
+    pairs = [(f"a{i} b{i % 5} c{i % 3}", f"x{i % 7} y{i % 5}") for i in range(90)]
+    recipe = dataclasses.replace(overfit_recipe(tmp_path, pairs).override(
+        {"train.batch_size": "16", "train.eval_every": "3", "train.epochs": "3"}), probe="a1 b1 c1")
+    first = events_of(recipe, tmp_path / "r.safetensors", None, max_steps=7)
+    steps = [e for e in first if isinstance(e, TrainStep)]
+    evals = [e for e in first if isinstance(e, EvalResult)]
+    started = [i for i, e in enumerate(first) if isinstance(e, EvalStarted)]
+    assert [first[i + 1].record.step for i in started] == [3, 6]  # each evaluation is announced, then reported
+    assert all(first[i].sentences == 16 and first[i].step == s for i, s in zip(started, (3, 6), strict=True))
+    assert (tmp_path / "r.views.npz").exists()
+    second = events_of(recipe, tmp_path / "r.safetensors", None, resume=True, max_steps=9)
+    history = next(e for e in second if isinstance(e, TrainHistory))
+    assert second.index(history) < min(i for i, e in enumerate(second) if isinstance(e, TrainStep))
+    assert [(s.step, s.loss, s.lr) for s in history.steps] == [(s.step, s.loss, s.lr) for s in steps]
+    assert [e.record.to_dict() for e in history.evaluations] == [e.record.to_dict() for e in evals]
+    assert [e.samples for e in history.evaluations] == [e.samples for e in evals]
+    for restored, shown in zip(history.evaluations, evals, strict=True):
+        assert restored.probe.tokens == shown.probe.tokens and restored.probe.src_tokens == shown.probe.src_tokens
+        assert np.array_equal(restored.probe.attention["cross"], shown.probe.attention["cross"].astype(np.float32))
+    third = events_of(recipe, tmp_path / "r.safetensors", None, resume=True, max_steps=12)
+    again = next(e for e in third if isinstance(e, TrainHistory))
+    assert [s.step for s in again.steps] == list(range(1, 10)) and len(again.evaluations) == 3
+
+
+def test_a_run_without_a_views_file_resumes_with_its_evaluations_and_a_note(tmp_path):
+    from attnviz.engine.events import TrainHistory, TrainNote
+
+    pairs = [(f"a{i} b{i % 5}", f"x{i % 7}") for i in range(48)]
+    recipe = overfit_recipe(tmp_path, pairs).override({"train.batch_size": "16", "train.eval_every": "2"})
+    events_of(recipe, tmp_path / "o.safetensors", None, max_steps=3)
+    (tmp_path / "o.views.npz").write_bytes(b"not an npz")
+    resumed = events_of(recipe, tmp_path / "o.safetensors", None, resume=True, max_steps=4)
+    history = next(e for e in resumed if isinstance(e, TrainHistory))
+    assert history.steps == () and [e.record.step for e in history.evaluations] == [2]
+    note = next(e.message for e in resumed if isinstance(e, TrainNote))
+    assert note.startswith("the loss curve and the attention-forming strip start at step 3") and "o.views.npz" in note
+
+
+def test_a_warmup_longer_than_the_run_is_flagged_before_the_first_step(tmp_path):
+    from attnviz.engine.events import TrainNote, TrainStarted
+    from attnviz.engine.training.schedule import warmup_warning
+
+    assert warmup_warning(TrainConfig(schedule="noam", warmup=4000), 34) == (
+        "train.warmup is 4,000 steps but the whole run is 34 steps: the learning rate is still warming up when "
+        "training ends (it reaches 1% of its peak), so the model will barely learn. Lower train.warmup (e.g. to 3) "
+        "or train more epochs.")
+    assert warmup_warning(TrainConfig(schedule="noam", warmup=30), 34) is None
+    assert warmup_warning(TrainConfig(schedule="constant", warmup=4000), 34) is None
+    pairs = [(f"a{i} b{i % 5}", f"x{i % 7}") for i in range(32)]
+    recipe = overfit_recipe(tmp_path, pairs).override({"train.batch_size": "16", "train.schedule": "noam",
+                                                       "train.warmup": "500", "train.epochs": "2"})
+    events = events_of(recipe, tmp_path / "w.safetensors", None, max_steps=1)
+    warning = next(i for i, e in enumerate(events) if isinstance(e, TrainNote) and e.warning)
+    assert isinstance(events[warning - 1], TrainStarted) and "whole run is 4 steps" in events[warning].message

@@ -130,3 +130,44 @@ def test_compare_dialog_starts_at_the_other_file_of_the_run(tmp_path):
     assert run_partner(str(last)) == str(best)
     assert run_partner(str(tmp_path / "run.epoch3.safetensors")) == str(best)
     assert run_partner(None) == ""
+
+
+def test_compare_with_another_architecture_is_refused_before_any_work(qtbot, loaded, corpus, tmp_path):
+    """The LSTM beside the transformer: one clear line, no "done", no B - A and no stale statistics."""
+    from tests.helpers import make_toy_translator
+
+    tab = loaded.analysis_tab
+    messages: list[str] = []
+    tab.status.connect(messages.append)
+    lstm = tmp_path / "lstm.safetensors"
+    make_toy_translator(seed=3, kind="rnn-attention", heads=1).save(lstm, name="lstm")
+    tab.set_files(corpus[0], corpus[1])
+    tab.set_compare(str(lstm))
+    with qtbot.waitSignal(tab.worker.failed, timeout=30000) as blocker:
+        tab.run()
+    qtbot.waitUntil(lambda: not tab.is_running(), timeout=30000)
+    failure = blocker.args[0]
+    assert failure.expected and failure.text.startswith("lstm.safetensors cannot be compared with the loaded model")
+    assert "shares no kind of the same layers x heads" in failure.text and "\n" not in failure.text
+    assert tab.stats is None and tab.stats_b is None  # refused before the loaded model's statistics were run
+    assert not tab.diff_check.isEnabled() and not tab.diff_check.isChecked()
+    assert messages[-1] == failure.text and not any(m.startswith("Analysis done") for m in messages)
+    assert "The analysis failed" in tab.head_title.text()
+
+
+def test_b_minus_a_never_shows_a_values_for_a_kind_b_lacks(qtbot, loaded, corpus, tmp_path):
+    """A checkpoint with other encoder layers compares on decoder and cross; its encoder map under Show B - A is
+    empty with a reason, not the loaded model's own figures."""
+    from tests.helpers import make_toy_translator
+
+    tab = loaded.analysis_tab
+    deeper = tmp_path / "deeper.safetensors"
+    make_toy_translator(seed=3, enc_layers=3).save(deeper, name="deeper")
+    tab.set_files(corpus[0], corpus[1])
+    tab.set_compare(str(deeper))
+    _run(qtbot, tab)
+    qtbot.waitUntil(lambda: tab.stats_b is not None and not tab.is_running(), timeout=30000)
+    tab.kind_combo.setCurrentIndex(tab.kind_combo.findData("cross"))
+    assert "minus" in tab.head_map.data().title
+    tab.kind_combo.setCurrentIndex(tab.kind_combo.findData("encoder"))
+    assert tab.head_map.data() is None and "no encoder attention of the same layers" in tab.head_map.placeholder

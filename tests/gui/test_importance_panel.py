@@ -39,8 +39,12 @@ def test_compute_shows_every_kinds_bleu_lost(qtbot, loaded, corpus, trained_tran
     top = panel.result.heads[0]
     panel.kind_combo.setCurrentIndex(panel.kind_combo.findData(top.kind))
     hover = panel.map.describe_cell(top.layer, top.head)
-    assert f"layer {top.layer + 1}, head {top.head + 1}" in hover and f"{top.delta:+.4f}" in hover
-    assert f"{top.bleu:.4f}" in hover
+    low, high = top.interval
+    assert hover.startswith(f"layer {top.layer + 1}, head {top.head + 1}: BLEU lost {top.delta:+.2f} BLEU (95% "
+                            f"interval {low:+.2f} to {high:+.2f}")
+    assert f"BLEU {top.bleu:.2f} with it off" in hover
+    clear = sum(h.clear() for h in panel.result.heads)
+    assert f"{clear} of 24 heads' losses are clear of noise" in panel.summary.text()
     assert f"{panel.result.baseline:.2f}" in panel.summary.text() and panel.save_button.isEnabled()
     # a diverging scale centred on zero: a head that helps and one that hurts differ in hue, not only in shade
     assert panel.map.data().signed
@@ -94,3 +98,37 @@ def test_a_saved_file_opens_into_the_map(qtbot, loaded, tmp_path, trained_transl
     (tmp_path / "bad.json").write_text("{\"format\": 3}")
     panel.open_file(str(tmp_path / "bad.json"))
     assert "Cannot open bad.json" in panel.summary.text() and panel.result is not None  # the last result stays
+
+
+def test_the_map_fills_in_while_it_runs_with_an_eta_and_cancel_clears_the_old_map(qtbot, loaded, corpus):
+    from PySide6.QtCore import QObject, Slot
+
+    from attnviz.engine.analysis.names import IMPORTANCE_SPLIT
+
+    tab = loaded.analysis_tab
+    panel = tab.importance
+    assert tab.corpus_combo.currentData() == IMPORTANCE_SPLIT == "val"  # the CLI's default too
+    tab.set_files(*corpus)
+    seen: list[tuple[int, str, bool]] = []
+
+    class Recorder(QObject):  # connected after the panel's own slot: sees the panel as each event left it
+        @Slot(object)
+        def record(self, event) -> None:
+            partial = panel.partial
+            seen.append((len(partial.heads) if partial else -1, panel.progress.format(), panel.map.data() is not None))
+
+    recorder = Recorder()
+    panel.worker.produced.connect(recorder.record)
+    panel.compute()
+    qtbot.waitUntil(lambda: not panel.is_running() and panel.result is not None, timeout=60000)
+    partial = [entry for entry in seen if 0 < entry[0] < 24]
+    assert partial and all(shown and "ETA " in text for _, text, shown in partial)  # a partial map and an ETA
+    assert [n for n, _, _ in seen if n >= 0] == list(range(0, 25))  # the baseline, then one head more each time
+    old = panel.map.data().matrix.copy()
+    assert old.any()
+    panel.limit_spin.setValue(2)  # new settings, then Cancel: the old map does not stay beside them
+    panel.compute()
+    assert panel.map.data() is None and panel.result is None
+    panel.cancel()
+    assert panel.map.data() is None and panel.result is None and not panel.save_button.isEnabled()
+    assert panel.summary.text().startswith("Cancelled after")

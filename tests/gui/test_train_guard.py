@@ -53,7 +53,7 @@ def test_start_on_the_open_model_trains_into_a_fresh_name(qtbot, window, data_di
     form.out_edit.setText(str(best))
     tab.protected_path = str(best)
     launched = []
-    tab._launch = lambda job, out, history: launched.append(out)
+    tab._launch = lambda job, out: launched.append(out)
     tab.ask_output = lambda parent, title, text, choices: CANCEL
     tab.start()
     assert launched == [] and "kept" in tab.message.text() and best.read_bytes() == b"x"

@@ -26,6 +26,7 @@ from attnviz.engine.analysis.corpus import attention_batches, encode_corpus
 from attnviz.engine.analysis.run import AnalysisProgress
 from attnviz.engine.corpus.reader import read_lines
 from attnviz.engine.errors import ConfigError, InputError
+from attnviz.engine.heads import NUMBERING, numbered
 
 # One gold link: i?j (possible), or i-j with an optional -S (sure, the default) or -P; word numbers from 0, short
 # enough to be words (a number of thousands of digits is refused as a link, not passed to int()).
@@ -115,7 +116,7 @@ class AlignmentReady:
     """Alignments of a corpus; with gold links, AER per layer x head, per layer (heads averaged) and overall."""
 
     alignments: tuple[str, ...]  # Pharaoh line per sentence, for the chosen layer/head or the average
-    chosen: str  # "layer L head H" or "average of all layers and heads"
+    chosen: str  # "layer L head H" (1-based, as every output numbers heads) or "average of all layers and heads"
     aer_heads: np.ndarray | None = None  # [L, H]
     aer_layers: np.ndarray | None = None  # [L], attention averaged over the layer's heads
     aer_average: float | None = None  # attention averaged over all layers and heads
@@ -127,13 +128,14 @@ class AlignmentReady:
         return int(layer), int(head), float(self.aer_heads[layer, head])
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"chosen": self.chosen, "alignments": list(self.alignments)}
+        out: dict[str, Any] = {"chosen": self.chosen, "numbering": NUMBERING, "alignments": list(self.alignments)}
         best = self.best_head()
         if best is None or self.aer_heads is None or self.aer_layers is None or self.aer_average is None:
             return out  # no gold links, no error rates
         layer, head, value = best
         out.update(aer_heads=np.round(self.aer_heads, 4).tolist(), aer_layers=np.round(self.aer_layers, 4).tolist(),
-                   aer_average=round(self.aer_average, 4), best={"layer": layer, "head": head, "aer": round(value, 4)})
+                   aer_average=round(self.aer_average, 4), best=numbered({"kind": "cross", "layer": layer, "head": head,
+                                       "aer": round(value, 4)}))
         return out
 
 
@@ -175,7 +177,7 @@ def align_steps(translator, sources: Sequence[str], targets: Sequence[str], gold
     lay, heads = translator.kind.layout(translator.config)["cross"]
     if (layer is None) != (head is None) or (layer is not None and head is not None
                                               and not (0 <= layer < lay and 0 <= head < heads)):
-        raise InputError(f"give both --layer (0..{lay - 1}) and --head (0..{heads - 1}), or neither for the average")
+        raise InputError(f"give both --layer (1..{lay}) and --head (1..{heads}), or neither for the average")
     examples = encode_corpus(translator, sources, targets)
     lines: list[str] = [""] * len(examples)
     counts = {"heads": _Counts(), "layers": _Counts(), "all": _Counts()}
@@ -196,7 +198,8 @@ def align_steps(translator, sources: Sequence[str], targets: Sequence[str], gold
         yield AnalysisProgress(done, len(examples), "alignment")
         if stop is not None and stop.is_set():
             return
-    chosen = f"layer {layer} head {head}" if layer is not None else "average of all layers and heads"
+    chosen = (f"layer {layer + 1} head {head + 1}" if layer is not None and head is not None
+              else "average of all layers and heads")
     if gold is None:
         yield AlignmentReady(tuple(lines), chosen)
         return

@@ -9,32 +9,33 @@ from __future__ import annotations
 
 
 def analysis_job(translator, corpus: tuple[str, str | None, str | None], limit: int, targets: str,
-                 gold: str | None, compare: str | None, stop):
+                 gold: str | None, compare: str | None, stop, data_dir: str | None = None):
     """Worker job: head statistics, then (with a gold file and targets) the AER of every cross-attention head, then
     (with a second checkpoint) that checkpoint's statistics on the same corpus."""
     from attnviz.engine.analysis.alignment import align_steps, read_gold
     from attnviz.engine.analysis.run import HeadStatsReady, corpus_pairs, head_stats_steps, load_comparable
 
+    other = load_comparable(compare, translator) if compare else None  # refused before any work
     split, src, tgt = corpus
-    sources, refs = corpus_pairs(translator, split or "val", src, tgt, limit)
+    sources, refs = corpus_pairs(translator, split or "val", src, tgt, limit, data_dir)
     use_refs = targets == "reference" or not translator.has_source  # a language model reads its texts
     yield from head_stats_steps(translator, sources, refs if use_refs else None, stop=stop)
     if gold and refs is not None and not stop.is_set():
         yield from align_steps(translator, sources, refs, read_gold(gold, len(sources)), stop=stop)
-    if compare and not stop.is_set():
-        for event in head_stats_steps(load_comparable(compare, translator), sources, refs if use_refs else None,
-                                      stop=stop):
+    if other is not None and not stop.is_set():
+        for event in head_stats_steps(other, sources, refs if use_refs else None, stop=stop):
             yield HeadStatsReady(event.stats, "compare") if isinstance(event, HeadStatsReady) else event
 
 
-def importance_job(translator, corpus: tuple[str | None, str | None, str | None], limit: int, stop):
+def importance_job(translator, corpus: tuple[str | None, str | None, str | None], limit: int, stop,
+                   data_dir: str | None = None):
     """Worker job: every head switched off alone on the corpus (a split, or a source and a reference file)."""
     from attnviz.engine.analysis.importance import importance_steps
     from attnviz.engine.analysis.run import corpus_pairs
     from attnviz.engine.errors import InputError
 
     split, src, tgt = corpus
-    sources, refs = corpus_pairs(translator, split or "val", src, tgt, limit)
+    sources, refs = corpus_pairs(translator, split or "val", src, tgt, limit, data_dir)
     if refs is None:
         raise InputError("Head importance is measured in BLEU and needs references: choose a source file and its "
                          "reference file, or a split of the model's corpus.")
@@ -47,10 +48,10 @@ def views_job(translator, translation, compare: str | None = None):
     from attnviz.engine.analysis.contributions import sentence_views
     from attnviz.engine.analysis.run import load_comparable
 
+    other_model = load_comparable(compare, translator) if compare else None  # refused before any work
     views = sentence_views(translator, translation.src_tokens, translation.decoder_inputs)
-    if compare:
-        other = sentence_views(load_comparable(compare, translator), translation.src_tokens,
-                               translation.decoder_inputs)["raw"]
+    if other_model is not None:
+        other = sentence_views(other_model, translation.src_tokens, translation.decoder_inputs)["raw"]
         same = {k: v for k, v in other.items() if k in views["raw"] and v.shape == views["raw"][k].shape}
         views["compare"] = other
         views["difference"] = {k: v - views["raw"][k] for k, v in same.items()}

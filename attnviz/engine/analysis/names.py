@@ -25,5 +25,9 @@ VIEWS = {"raw": "raw attention weights",
          "compare": "raw attention weights of the compared checkpoint (same output tokens teacher-forced)",
          "difference": "compared checkpoint's raw weights minus the loaded model's (colour scale per map)",
          "side-by-side": "raw attention weights: the loaded model (left) beside the compared checkpoint (right)"}
+# The split head importance reads by default, in the CLI and the Analysis tab alike: which heads matter is a choice
+# about the model (which to switch off), and such choices are made on validation data; the test split stays for
+# the final figure (attnviz evaluate).
+IMPORTANCE_SPLIT = "val"
 SIDE_BY_SIDE = ("raw", "compare")  # the two views the side-by-side view shows, left and right
 SIGNED_VIEWS = ("difference",)  # rows do not sum to 1: drawn on a diverging scale centred on zero

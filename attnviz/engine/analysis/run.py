@@ -9,8 +9,9 @@ attention batch by batch and yields ``AnalysisProgress`` events, then one ``Head
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -34,14 +35,32 @@ class HeadStatsReady:
     role: str = "main"  # "compare": the statistics of a second checkpoint on the same corpus
 
 
+def comparable_kinds(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int, int]]) -> tuple[str, ...]:
+    """The attention kinds two layouts (kind -> (layers, heads)) share with the same layers x heads: what a
+    comparison B - A can show."""
+    return tuple(kind for kind in a if b.get(kind) == a[kind])
+
+
+def _describe_layout(translator) -> str:
+    layout = translator.kind.layout(translator.config)
+    return ", ".join(f"{kind} {layers}x{heads}" for kind, (layers, heads) in layout.items())
+
+
 def load_comparable(path: str, translator):
-    """A second checkpoint to compare with ``translator``; InputError unless its vocabularies are the same."""
+    """A second checkpoint to compare with ``translator``: the one check the CLI and the GUI make before any work.
+    InputError unless its vocabularies are the same and it shares an attention kind of the same layers x heads."""
     from attnviz.engine.loading import load_translator
 
     other = load_translator(path)
+    name = Path(path).name
     if (other.src_vocab, other.tgt_vocab) != (translator.src_vocab, translator.tgt_vocab):
-        raise InputError(f"{path} has other vocabularies than the loaded model; compare checkpoints of the same "
+        raise InputError(f"{name} has other vocabularies than the loaded model; compare checkpoints of the same "
                          "vocabularies (e.g. two epochs of one run, or models trained on the same data)")
+    if not comparable_kinds(translator.kind.layout(translator.config), other.kind.layout(other.config)):
+        raise InputError(f"{name} cannot be compared with the loaded model: its attention ({_describe_layout(other)}"
+                         f" layers x heads) shares no kind of the same layers x heads with the loaded model's "
+                         f"({_describe_layout(translator)}); compare checkpoints of one architecture (e.g. two "
+                         "epochs of one run)")
     return other
 
 

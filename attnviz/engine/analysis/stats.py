@@ -38,6 +38,7 @@ from attnviz.engine.analysis.names import (
     SINK_SHARE,
     THRESHOLDS,
 )
+from attnviz.engine.heads import NUMBERING, numbered
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
 
 
@@ -172,12 +173,14 @@ class HeadStats:
         return order[:k], order[::-1][:k]
 
     def to_json(self) -> dict:
+        """What ``attnviz heads --json`` prints: heads numbered as everywhere else (``NUMBERING``)."""
         return {"sentences": len(self.sentences), "targets": self.targets, "thresholds": THRESHOLDS,
-                "proxy": PROXY, "heads": self.table()}
+                "proxy": PROXY, "numbering": NUMBERING, "heads": [numbered(row) for row in self.table()]}
 
 
 def compare_stats(a: HeadStats, b: HeadStats) -> list[dict]:
-    """Per-head difference b - a of every statistic, for the kinds both have with the same layers x heads."""
+    """Per-head difference b - a of every statistic, for the kinds both have with the same layers x heads (layer
+    and head from 0, as ``table``)."""
     out = []
     for kind in a.kinds:
         if kind not in b.kinds or a.layout(kind) != b.layout(kind):

@@ -31,10 +31,12 @@ from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.events import (
     CheckpointSaved,
     EvalResult,
+    EvalStarted,
     Sample,
     TrainEvent,
     TrainFailed,
     TrainFinished,
+    TrainHistory,
     TrainNote,
     TrainStarted,
     TrainStep,
@@ -52,8 +54,9 @@ from attnviz.engine.training.prepare import prepare
 from attnviz.engine.training.presets import Recipe
 from attnviz.engine.training.resume_point import SaveError, remove_stale_temps, restore_last, save_failed
 from attnviz.engine.training.runs import RunPaths, run_checkpoint
-from attnviz.engine.training.schedule import learning_rate
+from attnviz.engine.training.schedule import learning_rate, warmup_warning
 from attnviz.engine.training.state import load_state, param_names, save_state
+from attnviz.engine.training.views_file import restored_history, save_views, step_row
 from attnviz.engine.translator import Translator, build_model, load_checkpoint
 
 Work = TypeVar("Work")  # what rank 0's work yields
@@ -87,6 +90,9 @@ class _Trainer:
             self.notes.append(f"precision bf16 needs a CUDA GPU; this run on {device} trains in fp32")
         self.step, self.epoch, self.batch_index = 0, 1, 0
         self.history: list[EvalRecord] = []
+        self.shown = TrainHistory((), ())  # what a resumed run's views showed before (see views_file)
+        self.curve: list[tuple[float, ...]] = []  # every step's figures, and every evaluation: what the views show
+        self.evaluations: list[EvalResult] = []
         self.best_score: float | None = None
         self.last_good: str | None = None
         self.last_saved_step = -1
@@ -124,6 +130,11 @@ class _Trainer:
                                   f"{self.paths.last.name} (step {last.metadata.get('step')}).")
         self.step, self.epoch, self.batch_index = meta["step"], meta["epoch"], meta["batch_index"]
         self.history = [EvalRecord.from_dict(r) for r in meta["history"]]
+        self.shown, note = restored_history(self.paths.views, self.step, self.history)
+        self.curve = [step_row(s) for s in self.shown.steps]
+        self.evaluations = list(self.shown.evaluations)
+        if note:
+            self.notes.append(note)
         self.best_score = meta["best_score"]
         self.last_good, self.last_saved_step = str(self.paths.last), self.step
 
@@ -153,13 +164,14 @@ class _Trainer:
         # the state file holds the weights and .last's metadata too, and is written first: it alone is a whole
         # resume point, and a cut between the two files is repaired on resume (see engine.training.resume_point)
         weights, last_meta = self.translator.checkpoint_parts(**self.checkpoint_meta())
-        try:
+        try:  # the views' history first: it is never behind the resume point (later entries are dropped on resume)
+            save_views(self.paths.views, self.curve, self.evaluations)
             save_state(self.paths.state, self.opt, self.step, epoch, batch_index,
                         {"history": self._history_dicts(), "best_score": self.best_score,
                          "recipe": self.recipe.to_dict(), "param_names": param_names(self.model),
                          "checkpoint": last_meta}, weights)
         except OSError as exc:
-            raise save_failed(self.paths.state, exc) from None
+            raise save_failed(Path(exc.filename or self.paths.state), exc) from None
         try:
             saved = self.save(self.paths.last, "last")
         except SaveError as exc:  # the state file alone is a whole resume point: say so, and name it
@@ -168,6 +180,10 @@ class _Trainer:
                             "there.") from None
         self.last_good, self.last_saved_step = saved.path, self.step
         return saved
+
+    def eval_started(self) -> EvalStarted:
+        translated = (self.cfg.bleu_sentences or len(self.data.val_pairs)) if self.translator.has_source else 0
+        return EvalStarted(self.step, min(translated, len(self.data.val_pairs)))
 
     def evaluate(self, elapsed: float) -> EvalResult:
         stats = teacher_forced_stats(self.model, eval_batches(self.data.val), self.device)
@@ -209,6 +225,8 @@ def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = 
         ranks, device = join(recipe.train.device)
         run = _Trainer(recipe, out, data_dir, resume, ranks, device)
         yield from (TrainNote(note) for note in run.notes)
+        if resume:
+            yield run.shown
         yield from _train(run, max_steps, stop)
     except SaveError as exc:
         yield TrainFailed(str(exc), run.last_good if run else None)
@@ -234,6 +252,9 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
     total = min(planned, max_steps or 1 << 62)
     yield TrainStarted(total, cfg.epochs, count_parameters(run.model), len(run.data.train), len(run.data.val),
                        str(run.device), run.step, ranks.world)
+    warning = warmup_warning(cfg, planned)
+    if warning:  # said before the first step, where the user can still stop and fix it
+        yield TrainNote(warning, warning=True)
     started, window_tokens, first_step = time.perf_counter(), 0, run.step
     # rates and the ETA count only the steps' own time: a paused consumer holds a yield, and evaluations are not
     # training, so neither may make tokens/s drop or the ETA grow
@@ -259,8 +280,10 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
             window_tokens += tokens
             now = time.perf_counter()
             busy, window_busy = busy + now - step_start, window_busy + now - step_start
-            yield TrainStep(run.step, epoch, loss, lr, window_tokens / max(window_busy, 1e-9),
-                            run.step / total, remaining_seconds(busy, run.step - first_step, total - run.step))
+            event = TrainStep(run.step, epoch, loss, lr, window_tokens / max(window_busy, 1e-9),
+                              run.step / total, remaining_seconds(busy, run.step - first_step, total - run.step))
+            run.curve.append(step_row(event))
+            yield event
             if cfg.eval_every and run.step % cfg.eval_every == 0:
                 yield from _main_only(run, _evaluate_and_save, run, now - started, epoch, index + ranks.world)
                 window_tokens, window_busy = 0, 0.0
@@ -321,14 +344,14 @@ def _resume_point(run: _Trainer, epoch: int, index: int) -> Iterator[CheckpointS
     yield run.save_resume_point(epoch, index)
 
 
-def _epoch_end(run: _Trainer, elapsed: float, epoch: int) -> Iterator[EvalResult | CheckpointSaved]:
+def _epoch_end(run: _Trainer, elapsed: float, epoch: int) -> Iterator[TrainEvent]:
     if not run.cfg.eval_every:
         yield from _evaluate_and_save(run, elapsed, epoch + 1, 0)
     if run.cfg.save_epochs:
         yield run.save(run.paths.epoch(epoch), "epoch")
 
 
-def _run_end(run: _Trainer) -> Iterator[EvalResult | CheckpointSaved]:
+def _run_end(run: _Trainer) -> Iterator[TrainEvent]:
     yield run.save_resume_point(run.cfg.epochs + 1, 0)  # the end of a run always saves (no-op if it just did)
     yield from _average(run)
 
@@ -342,9 +365,11 @@ def _loss_problem(loss: float, step: int, lr: float, watch: DivergenceWatch) -> 
 
 
 def _evaluate_and_save(run: _Trainer, elapsed: float, next_epoch: int, next_index: int
-                       ) -> Iterator[EvalResult | CheckpointSaved]:
+                       ) -> Iterator[EvalStarted | EvalResult | CheckpointSaved]:
+    yield run.eval_started()
     result = run.evaluate(elapsed)
     run.history.append(result.record)
+    run.evaluations.append(result)
     yield result
     score = run.score(result.record)
     if run.best_score is None or score > run.best_score:
@@ -353,7 +378,7 @@ def _evaluate_and_save(run: _Trainer, elapsed: float, next_epoch: int, next_inde
     yield run.save_resume_point(next_epoch, next_index)
 
 
-def _average(run: _Trainer) -> Iterator[EvalResult | CheckpointSaved]:
+def _average(run: _Trainer) -> Iterator[EvalStarted | EvalResult | CheckpointSaved]:
     """Average the last N epoch snapshots; keep the average as best if validation says it is better."""
     n = run.cfg.average_last
     paths = [run.paths.epoch(e) for e in range(run.cfg.epochs - n + 1, run.cfg.epochs + 1)] if n else []
@@ -362,9 +387,11 @@ def _average(run: _Trainer) -> Iterator[EvalResult | CheckpointSaved]:
     states = [load_tensors(p)[1] for p in paths]
     averaged = {k: sum((s[k] for s in states[1:]), states[0][k]) / len(states) for k in states[0]}
     load_stored_state(run.model, averaged)
+    yield run.eval_started()
     result = run.evaluate(0.0)
     record = dataclasses.replace(result.record, averaged_epochs=tuple(p.name for p in paths))
     yield result
+    run.evaluations.append(result)
     if run.score(record) > (run.best_score if run.best_score is not None else -math.inf):
         run.best_score = run.score(record)
         run.history.append(record)

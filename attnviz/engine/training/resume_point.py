@@ -52,7 +52,7 @@ def remove_stale_temps(paths: RunPaths) -> list[str]:
     folder = paths.best.parent
     if not folder.is_dir():
         return []
-    names = [p.name for p in (paths.best, paths.last, paths.state)]
+    names = [p.name for p in (paths.best, paths.last, paths.state, paths.views)]
     epoch = re.compile(re.escape(f".{paths.stem.name}.epoch") + r"\d+\.safetensors\..+\.tmp$")
     removed = []
     for entry in folder.iterdir():

@@ -31,6 +31,11 @@ class RunPaths:
     def state(self) -> Path:
         return self.stem.with_suffix(".state.safetensors")
 
+    @property
+    def views(self) -> Path:
+        """What the run's views showed (curves, evaluations, forming): ``engine.training.views_file``."""
+        return self.stem.with_suffix(".views.npz")
+
     def epoch(self, n: int) -> Path:
         return self.stem.with_suffix(f".epoch{n}.safetensors")
 

@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from attnviz.engine.config import TrainConfig
+from attnviz.engine.config import WARMUP_SCHEDULES, TrainConfig
 from attnviz.engine.errors import ConfigError
 
 
@@ -30,6 +30,17 @@ def learning_rate(step: int, cfg: TrainConfig, d_model: int, total_steps: int = 
     if cfg.schedule == "one_cycle":
         return _one_cycle(step, max(total_steps, step), cfg.lr)
     return cfg.lr
+
+
+def warmup_warning(cfg: TrainConfig, total_steps: int) -> str | None:
+    """Why a run of ``total_steps`` optimizer steps will disappoint because of its warm-up, or None: with a warm-up
+    schedule longer than the run, the rate climbs the whole time and never reaches the peak it was tuned for."""
+    if cfg.schedule not in WARMUP_SCHEDULES or cfg.warmup <= total_steps:
+        return None
+    return (f"train.warmup is {cfg.warmup:,} steps but the whole run is {total_steps:,} steps: the learning rate is "
+            f"still warming up when training ends (it reaches {total_steps / cfg.warmup:.0%} of its peak), so the "
+            f"model will barely learn. Lower train.warmup (e.g. to {max(1, total_steps // 10):,}) or train more "
+            "epochs.")
 
 
 def _one_cycle(step: int, total: int, peak: float, rise: float = 0.3) -> float:

@@ -1,6 +1,8 @@
 """The Analysis tab's head-importance page: the BLEU lost when each head alone is switched off, as a layer x head map
-per attention kind, computed in the background (progress, Cancel) or opened from a file that
-``attnviz head-importance --out`` (or this page's Save) wrote.
+per attention kind, computed in the background (progress with an ETA, the map filling in head by head, Cancel) or
+opened from a file that ``attnviz head-importance --out`` (or this page's Save) wrote. Every figure comes with its
+bootstrap interval (hover a cell), and the summary says how many heads' losses this corpus can tell from noise.
+A new computation, or Cancel, clears the previous map: a map always belongs to the settings shown beside it.
 
 The engine (``engine.analysis.importance``) does the work; this page asks for it and shows its ``ImportanceReady``.
 """
@@ -23,11 +25,13 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from attnviz.engine.analysis.importance import ImportanceProgress, ImportanceReady
+from attnviz.engine.analysis.importance import HeadScore, ImportanceProgress, ImportanceReady
 from attnviz.engine.analysis.jobs import importance_job
 from attnviz.engine.errors import AttnvizError
 from attnviz.engine.events import ATTENTION_KINDS
+from attnviz.engine.training.clock import format_clock
 from attnviz.gui.analysis.widgets import HeadMap
+from attnviz.gui.data_folder import missing_data_hint
 from attnviz.gui.widgets import add_labelled, named
 from attnviz.gui.worker import JobFailure, Worker
 
@@ -59,20 +63,32 @@ class ImportanceMap(HeadMap):
             return super().describe_cell(row, col)
         score = next((h for h in self.result.heads if (h.kind, h.layer, h.head) == (self.kind, row, col)), None)
         if score is None:
-            return f"layer {row + 1}, head {col + 1}: not measured"
-        return (f"layer {row + 1}, head {col + 1}: BLEU lost {score.delta:+.4f} (BLEU {score.bleu:.4f} with it off, "
-                f"{self.result.baseline:.4f} with every head on)")
+            return f"layer {row + 1}, head {col + 1}: not measured (yet)"
+        return (f"layer {row + 1}, head {col + 1}: BLEU lost {score.describe()}; BLEU {score.bleu:.2f} with it off, "
+                f"{self.result.baseline:.2f} with every head on")
+
+
+def noise_text(result: ImportanceReady) -> str:
+    """How many heads' losses the corpus tells from noise (their 95% bootstrap interval excludes 0)."""
+    measured = [h for h in result.heads if h.interval is not None]
+    if not measured:
+        return ""
+    clear = sum(h.clear() for h in measured)
+    return (f" {clear} of {len(measured)} heads' losses are clear of noise (95% bootstrap interval over the "
+            f"{result.sentences} sentences excludes 0); hover a head for its interval.")
 
 
 class ImportancePanel(QWidget):
     status = Signal(str)
 
-    def __init__(self, corpus, parent: QWidget | None = None):
-        """``corpus()`` returns the Analysis tab's choice: (split or None, source file, reference file)."""
+    def __init__(self, corpus, data_dir, parent: QWidget | None = None):
+        """``corpus()`` returns the Analysis tab's choice: (split or None, source file, reference file);
+        ``data_dir()`` the app's data folder."""
         super().__init__(parent)
-        self.corpus = corpus
+        self.corpus, self.data_dir = corpus, data_dir
         self.translator = None
         self.result: ImportanceReady | None = None
+        self.partial: ImportanceReady | None = None  # the heads measured so far by the running computation
         self.worker = Worker(self)
         self.limit_spin = named(QSpinBox(), "importanceLimitSpin", "Sentences for head importance",
                                 "The corpus is decoded once per head: use the first N sentences (0 = all)")
@@ -120,7 +136,9 @@ class ImportancePanel(QWidget):
         layout.addWidget(self.summary)
         layout.addWidget(self.map, 1)
         self.summary.setText("Each head is switched off alone and the corpus chosen above is translated again "
-                             "(greedy); the map shows the BLEU lost. It decodes the corpus once per head.")
+                             "(greedy); the map shows the BLEU lost, each with a bootstrap interval. It decodes the "
+                             "corpus once per head. The validation split is the default (as attnviz "
+                             "head-importance): choosing heads is tuning, which stays off the test split.")
 
     def set_translator(self, translator) -> None:
         self.worker.cancel()
@@ -142,14 +160,29 @@ class ImportancePanel(QWidget):
         if split is None and not (src and tgt):
             self.status.emit("Head importance needs references: choose a source file and its reference file")
             return
-        translator, corpus, limit = self.translator, (split, src, tgt), self.limit_spin.value()
+        translator, corpus, limit, data = self.translator, (split, src, tgt), self.limit_spin.value(), self.data_dir()
+        layout = dict(translator.kind.layout(translator.config))
+        self.result = None  # the old map goes: it belonged to other settings
+        self.partial = ImportanceReady(0.0, (), layout, 0, "running")
+        self._fill_kinds(layout)
+        self.map.set_data(None)
+        self.map.placeholder = "Decoding the corpus with every head on; then the map fills in head by head"
+        self.summary.setText("Measuring: the map fills in as each head is switched off.")
+        self.status.emit("Measuring head importance...")
         self.progress.setValue(0)
         self._set_running(True)
-        self.worker.start(lambda stop: importance_job(translator, corpus, limit, stop))
+        self.worker.start(lambda stop: importance_job(translator, corpus, limit, stop, data))
 
     @Slot()
     def cancel(self) -> None:
+        if not self.is_running():
+            return
         self.worker.cancel()
+        measured = len(self.partial.heads) if self.partial is not None else 0
+        self.result = self.partial = None  # a partial map is not kept: it would read as a finished one
+        self.map.show_result(None, None)
+        self.map.placeholder = "Cancelled: press Compute to measure head importance"
+        self.summary.setText(f"Cancelled after {measured} heads; nothing was kept. Press Compute to measure again.")
         self._set_running(False)
         self.status.emit("Head importance cancelled")
 
@@ -161,12 +194,27 @@ class ImportancePanel(QWidget):
         if isinstance(event, ImportanceProgress):
             self.progress.setMaximum(event.total)
             self.progress.setValue(event.done)
+            eta = f" · ETA {format_clock(event.eta_s)}" if event.eta_s is not None else ""
+            self.progress.setFormat(f"%v / %m decodes{eta}")
+            if self.partial is not None and event.baseline is not None:
+                self._show_partial(event.score, event.baseline, event.total - 1)
         elif isinstance(event, ImportanceReady):
+            self.partial = None
+            self.progress.setFormat("%v / %m decodes")
             self.set_result(event)
+
+    def _show_partial(self, score: HeadScore | None, baseline: float, heads: int) -> None:
+        """The map as it fills: the heads measured so far, the others blank ("not measured yet" on hover)."""
+        assert self.partial is not None
+        measured = self.partial.heads + ((score,) if score is not None else ())
+        self.partial = ImportanceReady(baseline, measured, self.partial.layout, 0, "running")
+        self.summary.setText(f"Measuring: {len(measured)} of {heads} heads so far (baseline bleu_tok "
+                             f"{baseline:.2f}); the map fills in as each head is switched off.")
+        self.map.show_result(self.partial, self.kind_combo.currentData())
 
     @Slot(object)
     def _on_failed(self, failure: JobFailure) -> None:
-        first_line = failure.text.splitlines()[0]
+        first_line = failure.text.splitlines()[0] + missing_data_hint(failure.settings)
         self.summary.setText(f"<b>Head importance failed:</b> {first_line}")
         self.status.emit(first_line)
 
@@ -174,19 +222,25 @@ class ImportancePanel(QWidget):
     def _on_finished(self) -> None:
         self._set_running(False)
 
-    def set_result(self, result: ImportanceReady) -> None:
-        self.result = result
+    def _fill_kinds(self, layout) -> None:
+        current = self.kind_combo.currentData()
         self.kind_combo.blockSignals(True)
         self.kind_combo.clear()
-        for kind in result.layout:
+        for kind in layout:
             self.kind_combo.addItem(ATTENTION_KINDS[kind].label if kind in ATTENTION_KINDS else kind, kind)
+        self.kind_combo.setCurrentIndex(max(0, self.kind_combo.findData(current)))
         self.kind_combo.blockSignals(False)
+
+    def set_result(self, result: ImportanceReady) -> None:
+        self.result = result
+        self._fill_kinds(result.layout)
         top = result.heads[0] if result.heads else None
-        best = (f" Most important: {top.kind} layer {top.layer + 1}, head {top.head + 1} ({top.delta:+.2f} BLEU)."
+        best = (f" Most important: {top.kind} layer {top.layer + 1}, head {top.head + 1}, {top.describe()}."
                 if top is not None else "")
         self.summary.setText(f"Baseline bleu_tok {result.baseline:.2f} on {result.sentences} sentences "
                              f"({result.source}, {result.decode}); colour: BLEU lost when the head alone is off "
-                             f"(red: it helps; blue: the corpus scores better without it).{best}")
+                             f"(red: it helps; blue: the corpus scores better without it).{best}"
+                             f"{noise_text(result)}")
         self._set_running(self.is_running())
         self._show()
         self.status.emit(f"Head importance: {len(result.heads)} heads measured")

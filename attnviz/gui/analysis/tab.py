@@ -34,17 +34,16 @@ from PySide6.QtWidgets import (
 )
 
 from attnviz.engine.analysis.jobs import analysis_job, views_job
-from attnviz.engine.analysis.names import PROXY, STATS, THRESHOLDS
+from attnviz.engine.analysis.names import IMPORTANCE_SPLIT, STATS
 from attnviz.gui.analysis.importance import ImportancePanel
-from attnviz.gui.analysis.widgets import HeadMap, SentenceViews, StatsTableModel, run_partner
+from attnviz.gui.analysis.widgets import AER, HeadMap, SentenceViews, StatsTableModel, run_partner, thresholds_text
+from attnviz.gui.data_folder import DataFolder, missing_data_hint
 from attnviz.gui.widgets import add_labelled, named
 from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:
     from attnviz.engine.analysis.stats import HeadStats
 
-SHARES = {"max_weight", "sos", "eos", "punct", "sink", "same", "prev", "next", "norm_entropy", "alignment_proxy"}
-AER = "aer"
 
 
 class AnalysisTab(QWidget):
@@ -60,6 +59,8 @@ class AnalysisTab(QWidget):
         self.gold: str | None = None
         self.compare: str | None = None  # a second checkpoint (same vocabularies)
         self.stats_b: HeadStats | None = None  # the compared checkpoint's
+        self.failed = False  # the last run ended with a message: it is not "done", and shows nothing stale
+        self.data_folder: DataFolder | None = None  # the app's data folder (the corpus splits are read there)
         self.worker = Worker(self)
         self.view_worker = Worker(self)
         self.table_model = StatsTableModel(self)
@@ -73,6 +74,7 @@ class AnalysisTab(QWidget):
         self.corpus_combo.addItem("Validation split", "val")
         self.corpus_combo.addItem("Test split", "test")
         self.corpus_combo.addItem("Text files...", "files")
+        self.corpus_combo.setCurrentIndex(self.corpus_combo.findData(IMPORTANCE_SPLIT))  # as the CLI's default
         self.limit_spin = named(QSpinBox(), "limitSpin", "Sentences", "Use only the first N sentences (0 = all)")
         self.limit_spin.setRange(0, 1_000_000)
         self.limit_spin.setSpecialValueText("all")
@@ -107,7 +109,7 @@ class AnalysisTab(QWidget):
         self.stat_combo = named(QComboBox(), "statCombo", "Statistic shown per layer and head")
         self.kind_combo = named(QComboBox(), "statKindCombo", "Attention kind")
         self.head_map = HeadMap()
-        self.thresholds = named(QLabel(self._thresholds_text()), "thresholdsLabel", "Tag thresholds")
+        self.thresholds = named(QLabel(thresholds_text()), "thresholdsLabel", "Tag thresholds")
         self.thresholds.setWordWrap(True)
         self.head_title = QLabel("<b>Sentences of a head</b> (click one in the table or the map)")
         self.head_title.setWordWrap(True)  # it also says why an analysis failed: a long message wraps, never widens
@@ -115,7 +117,9 @@ class AnalysisTab(QWidget):
         self.open_button = named(QPushButton("Open in Trans&late"), "openSentenceButton",
                                  "Open the selected sentence in the Translate tab")
         self.sentence_views = SentenceViews()
-        self.importance = ImportancePanel(self.corpus_choice)
+        self.data_button = named(QPushButton("Data folder..."), "analysisDataButton", "Data folder",
+                                 "The folder with the corpora, shared with the Train tab")
+        self.importance = ImportancePanel(self.corpus_choice, self.data_dir)
         self._layout()
 
     def _layout(self) -> None:
@@ -124,6 +128,7 @@ class AnalysisTab(QWidget):
                            ("Deco&der input:", self.targets_combo)))
         top.addWidget(self.gold_button)
         top.addWidget(self.compare_button)
+        top.addWidget(self.data_button)
         top.addStretch(1)
         running = QHBoxLayout()
         running.addWidget(self.run_button)
@@ -160,12 +165,13 @@ class AnalysisTab(QWidget):
         self.corpus_combo.activated.connect(self._on_corpus_activated)
         self.gold_button.clicked.connect(self._on_gold_clicked)
         self.compare_button.clicked.connect(self._on_compare_clicked)
+        self.data_button.clicked.connect(self._on_data_clicked)
         self.diff_check.toggled.connect(self._on_map_choice_changed)
         self.worker.produced.connect(self._on_worker_produced)
         self.worker.failed.connect(self._on_worker_failed)
         self.worker.finished.connect(self._on_worker_finished)
         self.view_worker.produced.connect(self._on_views_produced)
-        self.view_worker.failed.connect(self._on_worker_failed)
+        self.view_worker.failed.connect(self._on_views_failed)
         self.stat_combo.currentIndexChanged.connect(self._on_map_choice_changed)
         self.kind_combo.currentIndexChanged.connect(self._on_map_choice_changed)
         self.head_map.clicked.connect(self._on_head_map_clicked)
@@ -173,11 +179,6 @@ class AnalysisTab(QWidget):
         self.open_button.clicked.connect(self._on_open_clicked)
         self.sentence_list.itemDoubleClicked.connect(self._on_sentence_double_clicked)
         self.importance.status.connect(self.status)
-
-    @staticmethod
-    def _thresholds_text() -> str:
-        tags = "; ".join(f"<b>{tag}</b>: {escape(rule)}" for tag, rule in THRESHOLDS.items())
-        return f"Tags: {tags}. Figures are means over query rows; {escape(PROXY)}."
 
     # -- inputs ------------------------------------------------------------------------------------------------------
 
@@ -198,6 +199,18 @@ class AnalysisTab(QWidget):
             translator, compare = self.translator, self.compare
             self.view_worker.start(lambda stop: views_job(translator, translation, compare))
 
+    def set_data_folder(self, folder: DataFolder) -> None:
+        self.data_folder = folder
+        folder.show_on(self.data_button)
+
+    def data_dir(self) -> str | None:
+        return self.data_folder.path() if self.data_folder is not None else None
+
+    @Slot()
+    def _on_data_clicked(self) -> None:
+        if self.data_folder is not None:
+            self.data_folder.choose(self)
+
     def corpus_choice(self) -> tuple[str | None, str | None, str | None]:
         """(split, None, None), or (None, source file, reference file) for text files."""
         split = self.corpus_combo.currentData()
@@ -210,16 +223,18 @@ class AnalysisTab(QWidget):
         if split == "files" and not self.files[0]:
             self.status.emit("Choose a source file first (Corpus: Text files...)")
             return
-        translator, limit, targets, gold, compare = (self.translator, self.limit_spin.value(),
-                                                     self.targets_combo.currentData(), self.gold, self.compare)
+        translator, limit, targets, gold, compare, data = (self.translator, self.limit_spin.value(),
+                                                           self.targets_combo.currentData(), self.gold, self.compare,
+                                                           self.data_dir())
         if targets == "reference" and split == "files" and not self.files[1]:
             targets = "greedy"  # a source file alone has no references
-        self.stats, self.alignment, self.stats_b = None, None, None
+        self.stats, self.alignment, self.stats_b, self.failed = None, None, None, False
         self.diff_check.setChecked(False)
         self.diff_check.setEnabled(False)
         self.progress.setValue(0)
         self._set_running(True)
-        self.worker.start(lambda stop: analysis_job(translator, corpus, limit, targets, gold, compare, stop))
+        self.worker.start(lambda stop: analysis_job(translator, corpus, limit, targets, gold, compare, stop,
+                                                       data))
 
     @Slot()
     def cancel(self) -> None:
@@ -291,14 +306,24 @@ class AnalysisTab(QWidget):
 
     @Slot(object)
     def _on_worker_failed(self, failure: JobFailure) -> None:
-        first_line = failure.text.splitlines()[0]
+        first_line = failure.text.splitlines()[0] + missing_data_hint(failure.settings)
+        self.failed, self.stats_b = True, None
+        self.diff_check.setChecked(False)
+        self.diff_check.setEnabled(False)
         self.status.emit(first_line)
-        self.head_title.setText(f"<b>The analysis failed:</b> {first_line}")
+        self.head_title.setText(f"<b>The analysis failed:</b> {escape(first_line)}")
+
+    @Slot(object)
+    def _on_views_failed(self, failure: JobFailure) -> None:
+        first_line = failure.text.splitlines()[0]
+        self.sentence_views.set_views({}, {})
+        self.sentence_views.quantity.setText(f"<b>The views failed:</b> {escape(first_line)}")
+        self.status.emit(first_line)
 
     @Slot()
     def _on_worker_finished(self) -> None:
         self._set_running(False)
-        if self.stats is not None:
+        if self.stats is not None and not self.failed:
             self.status.emit(f"Analysis done: {len(self.stats.sentences)} sentences")
 
     @Slot(object)
@@ -308,12 +333,7 @@ class AnalysisTab(QWidget):
     def set_stats(self, stats) -> None:
         self.stats = stats
         self.table_model.set_rows(stats.table())
-        metrics = self.table.fontMetrics()  # widths from the titles and a number: measuring every cell stalls
-        for column in range(self.table_model.columnCount()):
-            title = self.table_model.headerData(column, Qt.Orientation.Horizontal)
-            sample = {"tags": "positional, diffuse", "kind": "encoder", "layer": "12", "head": "12"}.get(title, "0.000")
-            width = max(metrics.horizontalAdvance(title), metrics.horizontalAdvance(sample))
-            self.table.setColumnWidth(column, width + 18)
+        self.table_model.size_columns(self.table)
         for combo, items in ((self.stat_combo, (*STATS, "alignment_proxy")), (self.kind_combo, stats.kinds)):
             combo.blockSignals(True)
             combo.clear()
@@ -334,21 +354,9 @@ class AnalysisTab(QWidget):
     @Slot()
     def _on_map_choice_changed(self) -> None:
         stat, kind = self.stat_combo.currentData(), self.kind_combo.currentData()
-        if self.stats is None or stat is None or kind is None:
-            return
-        if stat == AER:
-            if kind != "cross" or self.alignment is None:
-                self.head_map.set_data(None)
-                self.head_map.placeholder = "AER is measured on cross-attention"
-                return
-            self.head_map.show_matrix(self.alignment.aer_heads, "AER per head (lower aligns better)", True)
-            return
-        b = self.stats_b if self.diff_check.isChecked() else None
-        if b is not None and kind in b.kinds and b.layout(kind) == self.stats.layout(kind):
-            self.head_map.show_matrix(b.means(kind)[stat] - self.stats.means(kind)[stat],
-                                      f"{kind}: {stat.replace('_', ' ')}, compared checkpoint minus loaded", False)
-            return
-        self.head_map.show_matrix(self.stats.means(kind)[stat], f"{kind}: {stat.replace('_', ' ')}", stat in SHARES)
+        if self.stats is not None and stat is not None and kind is not None:
+            self.head_map.show_statistic(self.stats, stat, kind, self.alignment,
+                                         self.stats_b if self.diff_check.isChecked() else None)
 
     @Slot(int, int)
     def _on_head_map_clicked(self, layer: int, head: int) -> None:

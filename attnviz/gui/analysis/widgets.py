@@ -7,19 +7,27 @@ They are views: data arrives through one setter each and nothing here runs the m
 
 from __future__ import annotations
 
+from html import escape
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QObject, Qt, Signal, Slot
 from PySide6.QtGui import QMouseEvent
-from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QTableView, QVBoxLayout, QWidget
 
-from attnviz.engine.analysis.names import SIDE_BY_SIDE, SIGNED_VIEWS, VIEWS
+from attnviz.engine.analysis.names import PROXY, SIDE_BY_SIDE, SIGNED_VIEWS, THRESHOLDS, VIEWS
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.engine.training.runs import RunPaths, run_checkpoint
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.widgets import NO_PARENT, ModelIndex, add_labelled, named
+
+if TYPE_CHECKING:
+    from attnviz.engine.analysis.alignment import AlignmentReady
+    from attnviz.engine.analysis.stats import HeadStats
+
+SHARES = {"max_weight", "sos", "eos", "punct", "sink", "same", "prev", "next", "norm_entropy", "alignment_proxy"}
+AER = "aer"  # the statistic the map shows once gold alignments gave every head an error rate
 
 
 def run_partner(path: str | None) -> str:
@@ -48,6 +56,15 @@ class StatsTableModel(QAbstractTableModel):
         self._rows = rows
         self._columns = list(rows[0]) if rows else []
         self.endResetModel()
+
+    def size_columns(self, table: QTableView) -> None:
+        """Column widths from the titles and a sample value: measuring every cell stalls on a large model."""
+        metrics = table.fontMetrics()
+        for column in range(self.columnCount()):
+            title = self.headerData(column, Qt.Orientation.Horizontal)
+            sample = {"tags": "positional, diffuse", "kind": "encoder", "layer": "12", "head": "12"}.get(title, "0.000")
+            width = max(metrics.horizontalAdvance(title), metrics.horizontalAdvance(sample))
+            table.setColumnWidth(column, width + 18)
 
     def row(self, index: int) -> dict:
         return self._rows[index]
@@ -82,6 +99,12 @@ class StatsTableModel(QAbstractTableModel):
         return "–" if value is None else (f"{value:.3f}" if isinstance(value, float) else str(value))
 
 
+def thresholds_text() -> str:
+    """The tags' rules and the alignment proxy, as the Heads page states them."""
+    tags = "; ".join(f"<b>{tag}</b>: {escape(rule)}" for tag, rule in THRESHOLDS.items())
+    return f"Tags: {tags}. Figures are means over query rows; {escape(PROXY)}."
+
+
 class HeadMap(HeatmapView):
     """A layer x head map of one statistic; clicking a cell emits ``clicked(layer, head)``."""
 
@@ -100,6 +123,27 @@ class HeadMap(HeatmapView):
         self.set_data(HeatmapData(np.nan_to_num(matrix), tuple(f"L{i + 1}" for i in range(layers)),
                                   tuple(f"H{h + 1}" for h in range(heads)), "layer", "head", title,
                                   per_map=not fixed_scale, signed=signed))
+
+    def show_statistic(self, stats: HeadStats, stat: str, kind: str, alignment: AlignmentReady | None,
+                       compared: HeadStats | None) -> None:
+        """``stat`` (or the AER) of ``kind`` per head; with ``compared``, its difference B - A or, for a kind the
+        compared model lacks, nothing with a reason: never A's own values under the B - A box."""
+        if stat == AER:
+            if kind != "cross" or alignment is None or alignment.aer_heads is None:
+                self.set_data(None)
+                self.placeholder = "AER is measured on cross-attention"
+                return
+            self.show_matrix(alignment.aer_heads, "AER per head (lower aligns better)", True)
+        elif compared is not None:
+            if kind in compared.kinds and compared.layout(kind) == stats.layout(kind):
+                self.show_matrix(compared.means(kind)[stat] - stats.means(kind)[stat],
+                                 f"{kind}: {stat.replace('_', ' ')}, compared checkpoint minus loaded", False)
+                return
+            self.set_data(None)
+            self.placeholder = (f"The compared checkpoint has no {kind} attention of the same layers x heads: "
+                                "choose another kind, or clear Show B - A")
+        else:
+            self.show_matrix(stats.means(kind)[stat], f"{kind}: {stat.replace('_', ' ')}", stat in SHARES)
 
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         cell = self.cell_at(event.position().toPoint())

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 
-from attnviz.engine.events import TrainFailed, TrainFinished, TrainStarted, TrainStep, TrainStopped
+from attnviz.engine.events import EvalStarted, TrainFailed, TrainFinished, TrainStarted, TrainStep, TrainStopped
 from attnviz.engine.training.clock import format_clock
 
 
@@ -58,6 +58,11 @@ def started_text(event: TrainStarted) -> str:
 def step_text(step: TrainStep, total_steps: int) -> str:
     return (f"Epoch {step.epoch} · step {step.step:,} of {total_steps:,} · loss {step.loss:.3f} · "
             f"{step.tokens_per_s:,.0f} tokens/s · ETA {format_clock(step.eta_s)}")
+
+
+def evaluating_text(event: EvalStarted) -> str:
+    what = f"translating {event.sentences:,} validation sentences for BLEU" if event.sentences else "sampling"
+    return f"Evaluating at step {event.step:,}: validation loss, then {what}. This can take a minute..."
 
 
 def finished_text(event: TrainFinished) -> str:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -335,19 +334,15 @@ class RecipeForm(QWidget):
 
     def save_settings(self, settings: QSettings) -> None:
         settings.setValue("train/preset", self.preset_combo.currentData())
-        settings.setValue("train/data_dir", self.data_dir())
         settings.setValue("train/output", self.output_path())
 
     def restore_settings(self, settings: QSettings) -> None:
         index = self.preset_combo.findData(settings.value("train/preset", ""))
         if index >= 0:
             self.preset_combo.setCurrentIndex(index)
-        for key, edit in (("train/data_dir", self.data_edit), ("train/output", self.out_edit)):
-            if key == "train/data_dir" and os.environ.get("ATTNVIZ_DATA"):
-                continue  # set for this session: it wins over the folder remembered from an earlier one
-            value = settings.value(key, "")
-            if value:
-                edit.setText(str(value))
+        value = settings.value("train/output", "")  # the data folder is the app's (gui.data_folder)
+        if value:
+            self.out_edit.setText(str(value))
 
 
 def default_runs_dir() -> Path:

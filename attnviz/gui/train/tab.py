@@ -27,16 +27,16 @@ from attnviz.engine.errors import AttnvizError, ConfigError
 from attnviz.engine.events import (
     CheckpointSaved,
     EvalResult,
-    Sample,
+    EvalStarted,
     TrainEvent,
     TrainFailed,
     TrainFinished,
+    TrainHistory,
     TrainNote,
     TrainStarted,
     TrainStep,
     TrainStopped,
 )
-from attnviz.engine.records import EvalRecord
 from attnviz.engine.training.runs import read_run_state, run_checkpoint
 from attnviz.gui.train import guard as train_guard
 from attnviz.gui.train import jobs as wording
@@ -200,7 +200,7 @@ class TrainTab(QWidget):
             return
         if chosen != out:
             self.form.out_edit.setText(chosen)
-        self._launch(TrainJob(recipe, chosen, data_dir, resume=False), chosen, history=())
+        self._launch(TrainJob(recipe, chosen, data_dir, resume=False), chosen)
 
     @Slot()
     def resume_dialog(self) -> None:
@@ -217,16 +217,14 @@ class TrainTab(QWidget):
         except AttnvizError as exc:
             self._show_message(f"Cannot resume: {exc}")
             return
-        self._launch(TrainJob(state.recipe, out, self.form.data_dir(), resume=True), out, state.history)
+        self._launch(TrainJob(state.recipe, out, self.form.data_dir(), resume=True), out)  # the history follows
 
-    def _launch(self, job: TrainJob, out: str, history: tuple[EvalRecord, ...]) -> None:
+    def _launch(self, job: TrainJob, out: str) -> None:
         self._run_out, self._paused, self._stopping = out, False, False
         self.paths, self._pending, self.last_step = {}, [], None
         self.curves.clear(job.recipe.has_source)
         self.forming.clear()
         self.evaluations.clear()
-        for record in history:
-            self._add_eval_row(record, ())
         self._show_message("")
         self.progress.setValue(0)
         self.progress_label.setText(f"Preparing {job.recipe.name}: reading and tokenizing the data...")
@@ -302,11 +300,16 @@ class TrainTab(QWidget):
         match item:
             case TrainStep():
                 self._pending.append(item)
-            case EvalResult(record=record):
+            case EvalResult():
                 self._flush()
-                self._add_eval_row(record, item.samples)
-                if item.probe is not None:
-                    self.forming.add(Snapshot(record.step, record.epoch, record.bleu, item.probe))
+                self._add_evaluation(item)
+            case EvalStarted():  # it may take a minute: say so, or the window looks frozen
+                self._flush()
+                self.progress_label.setText(wording.evaluating_text(item))
+            case TrainHistory():  # a resumed run: its views continue where they were
+                self.curves.add_steps(list(item.steps))
+                for result in item.evaluations:
+                    self._add_evaluation(result)
             case TrainStarted():
                 self.total_steps = item.total_steps
                 self.progress_label.setText(wording.started_text(item))
@@ -326,6 +329,8 @@ class TrainTab(QWidget):
                 self._flush()
                 self.paths["last"] = item.last_path
                 self.progress_label.setText(wording.stopped_text(item))
+            case TrainNote(warning=True):
+                self._show_message(f"Warning: {item.message}")
             case TrainNote():
                 self.status.emit(item.message)
             case TrainFailed():
@@ -345,9 +350,13 @@ class TrainTab(QWidget):
         if not self._paused and not self._stopping:
             self.progress_label.setText(wording.step_text(s, self.total_steps))
 
-    def _add_eval_row(self, record: EvalRecord, samples: tuple[Sample, ...]) -> None:
-        self.evaluations.add_row(record, samples)
+    def _add_evaluation(self, item: EvalResult) -> None:
+        """An evaluation's table row, curve points and (with a probe) frame of the forming view."""
+        record = item.record
+        self.evaluations.add_row(record, item.samples)
         self.curves.add_evaluation(record.step, record.loss, record.bleu)
+        if item.probe is not None:
+            self.forming.add(Snapshot(record.step, record.epoch, record.bleu, item.probe))
 
     @Slot(object)
     def _on_failed(self, failure: JobFailure) -> None:
