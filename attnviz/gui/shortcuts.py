@@ -33,6 +33,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from attnviz.gui.widgets import copyable
+
 _MNEMONIC = re.compile(r"(?<!&)&([^&\s])")
 
 
@@ -141,6 +143,7 @@ class ShortcutsDialog(QDialog):
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        copyable(self.table)
         for row, (keys, text) in enumerate(rows):
             self.table.setItem(row, 0, QTableWidgetItem(keys))
             self.table.setItem(row, 1, QTableWidgetItem(text))

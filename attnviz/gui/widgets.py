@@ -1,13 +1,14 @@
 """Small helpers shared by the tabs: naming a widget, scrolling one, a row of labelled controls, reading a typed
-setting back, and the index types of the table models."""
+setting back, the index types of the table models, and copying a table's rows as a spreadsheet expects."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import TypeAlias, TypeVar
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings
-from PySide6.QtWidgets import QBoxLayout, QFrame, QLabel, QScrollArea, QWidget
+from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QPoint, QSettings, Qt
+from PySide6.QtGui import QGuiApplication, QKeyEvent, QKeySequence
+from PySide6.QtWidgets import QAbstractItemView, QBoxLayout, QFrame, QLabel, QMenu, QScrollArea, QWidget
 
 W = TypeVar("W", bound=QWidget)
 V = TypeVar("V", bool, int, float, str)
@@ -48,3 +49,76 @@ def stored(settings: QSettings, key: str, default: V) -> V:
     """The setting ``key`` as the type of ``default`` (``default`` when it is missing or does not convert)."""
     value = settings.value(key, default, type=type(default))
     return value if isinstance(value, type(default)) else default
+
+
+def _cell(text: object) -> str:
+    """One cell for tab-separated text: a tab or line break inside it would split it into two cells or rows."""
+    return " ".join(str(text).split()) if text is not None else ""
+
+
+def rows_text(view: QAbstractItemView, rows: Iterable[int]) -> str:
+    """``rows`` of ``view`` (in the view's order, sorted or not) as tab-separated lines, after a line of the column
+    titles when the model has them: what a spreadsheet pastes as a table. Hidden columns are left out."""
+    model = view.model()
+    hidden = getattr(view, "isColumnHidden", lambda column: False)
+    columns = [c for c in range(model.columnCount()) if not hidden(c)]
+    titles = [_cell(model.headerData(c, Qt.Orientation.Horizontal)) for c in columns]
+    lines = ["\t".join(titles)] if any(titles) else []
+    lines += ["\t".join(_cell(model.data(model.index(r, c))) for c in columns) for r in rows]
+    return "\n".join(lines)
+
+
+def selected_rows(view: QAbstractItemView) -> list[int]:
+    """The rows with a selected cell, top to bottom."""
+    return sorted({index.row() for index in view.selectionModel().selectedIndexes()})
+
+
+def copy_rows(view: QAbstractItemView, everything: bool = False) -> str:
+    """Copy the selected rows of ``view`` (every row with ``everything``) to the clipboard; returns the text."""
+    rows = range(view.model().rowCount()) if everything else selected_rows(view)
+    text = rows_text(view, rows)
+    QGuiApplication.clipboard().setText(text)
+    return text
+
+
+class _CopyKeys(QObject):
+    """Ctrl+C on a table: the selected rows with the column titles, instead of Qt's current cell alone."""
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802
+        if isinstance(event, QKeyEvent) and event.matches(QKeySequence.StandardKey.Copy) \
+                and isinstance(watched, QAbstractItemView):
+            if event.type() == QEvent.Type.ShortcutOverride:
+                event.accept()  # the table's, not a window shortcut's
+                return True
+            if event.type() == QEvent.Type.KeyPress:
+                copy_rows(watched)
+                return True
+        return False
+
+
+def copyable(view: QAbstractItemView) -> QAbstractItemView:
+    """Make Ctrl+C copy ``view``'s selected rows as tab-separated text with a header line, and give it a context
+    menu with Copy (the selected rows) and Copy all. Every table of the app goes through this one helper."""
+    view.installEventFilter(_CopyKeys(view))
+    view.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+    view.customContextMenuRequested.connect(lambda pos, v=view: _copy_menu(v, pos))
+    return view
+
+
+def copy_menu(view: QAbstractItemView) -> QMenu:
+    """The context menu of a ``copyable`` table (built on demand: it is short-lived)."""
+    menu = QMenu(view)
+    keys = QKeySequence(QKeySequence.StandardKey.Copy).toString(QKeySequence.SequenceFormat.NativeText)
+    copy = menu.addAction(f"&Copy selected rows\t{keys}")  # the key as a hint: no second shortcut to clash
+    copy.setEnabled(bool(selected_rows(view)))
+    copy.triggered.connect(lambda checked=False: copy_rows(view))
+    every = menu.addAction("Copy &all")
+    every.setEnabled(view.model().rowCount() > 0)
+    every.triggered.connect(lambda checked=False: copy_rows(view, everything=True))
+    return menu
+
+
+def _copy_menu(view: QAbstractItemView, pos: QPoint) -> None:
+    menu = copy_menu(view)
+    menu.exec(view.viewport().mapToGlobal(pos))
+    menu.deleteLater()

@@ -40,4 +40,5 @@ def test_every_hypothesis_is_shown_whole(qtbot):
         panel.grab().save(os.path.join(os.environ["ATTNVIZ_SHOTS"], "nbest.png"))
     table.selectRow(1)
     qtbot.keyClick(table, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
-    assert QGuiApplication.clipboard().text().split("\t")[1] == TEXTS[1]
+    title, row = QGuiApplication.clipboard().text().split("\n")  # the column titles, then the row (as a spreadsheet)
+    assert title.split("\t")[1] == "Hypothesis" and row.split("\t")[1] == TEXTS[1]

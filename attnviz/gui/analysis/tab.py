@@ -38,7 +38,7 @@ from attnviz.engine.analysis.names import IMPORTANCE_SPLIT, STATS
 from attnviz.gui.analysis.importance import ImportancePanel
 from attnviz.gui.analysis.widgets import AER, HeadMap, SentenceViews, StatsTableModel, run_partner, thresholds_text
 from attnviz.gui.data_folder import DataFolder, missing_data_hint
-from attnviz.gui.widgets import add_labelled, named
+from attnviz.gui.widgets import add_labelled, copyable, named
 from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:
@@ -103,7 +103,8 @@ class AnalysisTab(QWidget):
         self.table.setModel(self.table_proxy)
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QTableView.SelectionMode.SingleSelection)
+        self.table.setSelectionMode(QTableView.SelectionMode.ExtendedSelection)  # Ctrl+A, Shift+click: copy rows
+        copyable(self.table)
         self.table.verticalHeader().hide()
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.stat_combo = named(QComboBox(), "statCombo", "Statistic shown per layer and head")
@@ -113,7 +114,8 @@ class AnalysisTab(QWidget):
         self.thresholds.setWordWrap(True)
         self.head_title = QLabel("<b>Sentences of a head</b> (click one in the table or the map)")
         self.head_title.setWordWrap(True)  # it also says why an analysis failed: a long message wraps, never widens
-        self.sentence_list = named(QListWidget(), "headSentences", "Typical and unusual sentences of the head")
+        self.sentence_list = copyable(named(QListWidget(), "headSentences",
+                                           "Typical and unusual sentences of the head"))
         self.open_button = named(QPushButton("Open in Trans&late"), "openSentenceButton",
                                  "Open the selected sentence in the Translate tab")
         self.sentence_views = SentenceViews()

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.events import Sample
 from attnviz.engine.records import EvalRecord
-from attnviz.gui.widgets import named
+from attnviz.gui.widgets import copyable, named
 
 EVAL_COLUMNS = ("Epoch", "Step", "Val loss", "PPL", "Accuracy", "BLEU", "Time (s)")
 
@@ -35,7 +35,8 @@ class EvaluationsPanel(QSplitter):
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)  # rows to copy
+        copyable(self.table)
         self.samples_view = QTextBrowser()
         self.samples_view.setObjectName("samplesView")
         self.samples_view.setPlaceholderText("Select an evaluation to see its sample translations")

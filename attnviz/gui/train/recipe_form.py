@@ -36,7 +36,7 @@ from attnviz.engine.kinds import get_kind
 from attnviz.engine.text.tokenize import TokenizerSpec
 from attnviz.engine.training.presets import PRESETS, Recipe
 from attnviz.gui.train.setting_help import setting_help
-from attnviz.gui.widgets import named
+from attnviz.gui.widgets import copyable, named
 
 CUSTOM = "__custom__"
 EDITABLE = (
@@ -138,7 +138,7 @@ class RecipeForm(QWidget):
         self.description.setWordWrap(True)
         self.description.setObjectName("presetDescription")
         self.custom = self._build_custom()
-        self.table = named(QTableWidget(0, 2), "settingsTable", "Hyperparameters")
+        self.table = copyable(named(QTableWidget(0, 2), "settingsTable", "Hyperparameters"))
         self.table.setHorizontalHeaderLabels(["Setting", "Value"])
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)

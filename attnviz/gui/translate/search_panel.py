@@ -8,7 +8,6 @@ at the shown step) and ``force_prefix(text)`` (decode on after a typed target pr
 from __future__ import annotations
 
 from PySide6.QtCore import QRect, QStringListModel, Qt, QTimer, Signal, Slot
-from PySide6.QtGui import QGuiApplication, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCompleter,
@@ -27,24 +26,11 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.events import BeamNode
 from attnviz.gui.translate.beam_tree import BeamTreeView
-from attnviz.gui.widgets import named
+from attnviz.gui.widgets import copyable, named
 
 LEGEND = ("<span style='color:#e67814'>\u25a0 chosen</span> · <span style='color:#28963c'>\u25a1 finished</span> · "
           "faded: pruned · <span style='color:#823cc8'>\u25a0 what-if</span> · edge width: probability")
 TALL_ENOUGH = 260  # px: the panel's height from which the n-best list goes under the tree
-
-
-class CopyTable(QTableWidget):
-    """A read-only table whose selected rows Ctrl+C copies as tab-separated text."""
-
-    def keyPressEvent(self, event) -> None:  # noqa: N802
-        if event.matches(QKeySequence.StandardKey.Copy):
-            rows = sorted({i.row() for i in self.selectedIndexes()})
-            QGuiApplication.clipboard().setText("\n".join(
-                "\t".join(item.text() if (item := self.item(r, c)) else "" for c in range(self.columnCount()))
-                for r in rows))
-            return
-        super().keyPressEvent(event)
 
 
 class SearchPanel(QWidget):
@@ -61,10 +47,11 @@ class SearchPanel(QWidget):
         self.tree_scroll.setWidgetResizable(True)
         self.tree_scroll.setWidget(self.tree_view)
         self.tree_scroll.setMinimumSize(160, 40)
-        self.nbest = named(CopyTable(0, 4), "nbestTable", "n-best list",
+        self.nbest = named(QTableWidget(0, 4), "nbestTable", "n-best list",
                            "The finished hypotheses, best first, and the what-if branches; click one to show it; "
                            "Ctrl+C copies the selected rows")
         self.nbest.setHorizontalHeaderLabels(["#", "Hypothesis", "Normalised", "Log-prob"])
+        copyable(self.nbest)
         self.nbest.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.nbest.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.nbest.verticalHeader().hide()

@@ -55,7 +55,7 @@ from attnviz.gui.translate.playback import PlaybackBar
 from attnviz.gui.translate.step_model import StepTableModel
 from attnviz.gui.translate.text import TranslationText, WarningList
 from attnviz.gui.translate.tokens import TokenStrip, TopKView
-from attnviz.gui.widgets import named, scrolled, stored
+from attnviz.gui.widgets import copyable, named, scrolled, stored
 from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:
@@ -103,7 +103,8 @@ class TranslateTab(QWidget):
                                  "Shading is relative to the largest weight.")
         self.translation_text = TranslationText()
         self.topk_view = TopKView()
-        self.step_table = named(QTableView(), "stepTable", "Decoded steps")
+        self.step_table = copyable(named(QTableView(), "stepTable", "Decoded steps",
+                                         "The decoded steps; Ctrl+C copies the selected rows with the titles"))
         self.step_table.setModel(self.step_model)
         self.step_table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         header = self.step_table.horizontalHeader()
