@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QAbstractItemView, QBoxLayout, QFrame, QLabel, QMe
 
 W = TypeVar("W", bound=QWidget)
 V = TypeVar("V", bool, int, float, str)
+ItemView = TypeVar("ItemView", bound=QAbstractItemView)
 
 ModelIndex: TypeAlias = QModelIndex | QPersistentModelIndex  # what Qt hands an item model's methods
 NO_PARENT = QModelIndex()  # a table's rows have no parent: the invalid index, made once as a shared default
@@ -96,7 +97,7 @@ class _CopyKeys(QObject):
         return False
 
 
-def copyable(view: QAbstractItemView) -> QAbstractItemView:
+def copyable(view: ItemView) -> ItemView:
     """Make Ctrl+C copy ``view``'s selected rows as tab-separated text with a header line, and give it a context
     menu with Copy (the selected rows) and Copy all. Every table of the app goes through this one helper."""
     view.installEventFilter(_CopyKeys(view))

@@ -1,20 +1,28 @@
-"""Token strips (source and output tokens as chips, shaded by attention, hoverable) and the top-k chart."""
+"""Token strips (source and output tokens as chips, shaded by attention, hoverable, selectable and copyable from
+the keyboard) and the top-k chart."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from PySide6.QtCore import QRect, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QMouseEvent, QPainter, QPalette, QPen
+from PySide6.QtCore import QEvent, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QGuiApplication, QKeyEvent, QKeySequence, QMouseEvent, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 
 from attnviz.engine.text.tokenize import visible_token
 from attnviz.gui.accessible import announce
 from attnviz.gui.attention.colormap import color_at
 
+ALL = -2  # TokenStrip.selected() after Ctrl+A: every chip
+
 
 class TokenStrip(QWidget):
-    """A wrapped row of tokens. ``hovered(index)`` (-1 on leave); ``clicked(index)``. Shading comes from outside."""
+    """A wrapped row of tokens. ``hovered(index)`` (-1 on leave); ``clicked(index)``. Shading comes from outside.
+
+    Tab reaches it; Left/Right (Home/End) select a chip and show its attention as hovering does, Enter or Space
+    clicks it; Ctrl+A selects every chip, Escape none. Ctrl+C (and the context menu) copy the selected chip's token
+    as it is, blank or not (a space pastes as a space), or every token joined by spaces with blanks drawn as glyphs
+    (a space token between the separating spaces would vanish and shift every token after it)."""
 
     hovered = Signal(int)
     clicked = Signal(int)
@@ -23,8 +31,10 @@ class TokenStrip(QWidget):
         super().__init__(parent)
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum)
-        self.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.DefaultContextMenu)
         self._placeholder = placeholder
+        self._selected = -1  # the chip the keyboard or a click selected; ALL when Ctrl+A selected every one
         self._tokens: list[str] = []
         self._weights: list[float] | None = None
         self._current = -1
@@ -36,6 +46,9 @@ class TokenStrip(QWidget):
         self.update()
 
     def set_tokens(self, tokens: Sequence[str], current: int = -1) -> None:
+        kept = self._selected + 1  # the selected chip stays while it and the tokens before it do (playback)
+        if list(tokens) != self._tokens and (kept <= 0 or list(tokens[:kept]) != self._tokens[:kept]):
+            self._selected = -1
         self._tokens, self._current, self._weights = list(tokens), current, None
         self._labels = [visible_token(t) for t in self._tokens]  # a space drawn as a glyph, not as nothing
         self.updateGeometry()
@@ -51,13 +64,43 @@ class TokenStrip(QWidget):
         """The tokens as a screen reader reads them, with the shading when there is one."""
         if not self._tokens:
             return self._placeholder
+        text = " ".join(self._labels)
+        if self._selected == ALL:
+            text += ". All selected"
+        elif self._selected >= 0:
+            text += f". Selected: {self._labels[self._selected]}, token {self._selected + 1} of {len(self._labels)}"
         if self._weights is None:
-            return " ".join(self._labels)
+            return text
         shaded = ", ".join(f"{t} {w:.0%}" for t, w in zip(self._labels, self._weights))
-        return f"{' '.join(self._labels)}. Shading, relative to the strongest: {shaded}"
+        return f"{text}. Shading, relative to the strongest: {shaded}"
 
     def tokens(self) -> list[str]:
         return list(self._tokens)
+
+    def selected(self) -> int:
+        """The selected chip's index, ``ALL`` after Ctrl+A, or -1."""
+        return self._selected
+
+    def select(self, index: int) -> None:
+        """Select chip ``index`` (clamped), ``ALL`` or none (-1); a chip shows its attention as hovering it does."""
+        if index != ALL:
+            index = min(max(index, -1), len(self._tokens) - 1)
+        self._selected = index if self._tokens else -1
+        self.update()
+        announce(self)
+        if self._selected >= 0:
+            self.hovered.emit(self._selected)
+
+    def copy_text(self, everything: bool = False) -> str:
+        """What Copy puts on the clipboard: the selected chip's token, or (``everything``, or nothing but Ctrl+A or
+        no chip selected) the visible tokens joined by spaces."""
+        if 0 <= self._selected < len(self._tokens) and not everything:
+            return self._tokens[self._selected]
+        return " ".join(self._labels)
+
+    def copy(self, everything: bool = False) -> None:
+        if self._tokens:
+            QGuiApplication.clipboard().setText(self.copy_text(everything))
 
     def _flow(self) -> list[QRect]:
         metrics, x, y, rects = self.fontMetrics(), 4, 4, []
@@ -84,6 +127,9 @@ class TokenStrip(QWidget):
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
         pal = self.palette()
+        if self.hasFocus():  # where the keyboard is: a frame around the strip
+            painter.setPen(QPen(pal.color(QPalette.ColorRole.Highlight), 1, Qt.PenStyle.DashLine))
+            painter.drawRect(self.rect().adjusted(0, 0, -1, -1))
         if not self._tokens:
             painter.setPen(pal.color(QPalette.ColorRole.PlaceholderText))
             painter.drawText(self.rect().adjusted(6, 0, 0, 0), Qt.AlignmentFlag.AlignVCenter, self._placeholder)
@@ -99,6 +145,10 @@ class TokenStrip(QWidget):
             painter.setPen(QPen(QColor(255, 80, 80), 2) if i == self._current
                            else QPen(pal.color(QPalette.ColorRole.Mid)))
             painter.drawRoundedRect(QRectF(rect), 6, 6)
+            if self._selected in (i, ALL):  # selected: a highlight ring outside the chip's own border
+                painter.setPen(QPen(pal.color(QPalette.ColorRole.Highlight), 2))
+                painter.setBrush(Qt.BrushStyle.NoBrush)
+                painter.drawRoundedRect(QRectF(rect).adjusted(-2, -2, 2, 2), 7, 7)
             painter.setPen(text)
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, tok)
 
@@ -112,10 +162,67 @@ class TokenStrip(QWidget):
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         index = self.index_at(event)
         if index >= 0:
-            self.clicked.emit(index)
+            self._selected = index
+            self.update()
+            if event.button() == Qt.MouseButton.LeftButton:
+                self.clicked.emit(index)
 
     def leaveEvent(self, event) -> None:  # noqa: N802
         self.hovered.emit(-1)
+
+    def event(self, event: QEvent) -> bool:
+        # Ctrl+C and Ctrl+A are the strip's while it has focus, not a window shortcut's
+        if event.type() == QEvent.Type.ShortcutOverride and isinstance(event, QKeyEvent) and (
+                event.matches(QKeySequence.StandardKey.Copy) or event.matches(QKeySequence.StandardKey.SelectAll)):
+            event.accept()
+            return True
+        return super().event(event)
+
+    def keyPressEvent(self, event: QKeyEvent) -> None:  # noqa: N802
+        if event.matches(QKeySequence.StandardKey.Copy):
+            self.copy()
+        elif event.matches(QKeySequence.StandardKey.SelectAll):
+            self.select(ALL)
+        elif (moved := self._moved(event.key())) is not None:
+            self.select(moved)
+        elif event.key() in (Qt.Key.Key_Return, Qt.Key.Key_Enter, Qt.Key.Key_Space) and self._selected >= 0:
+            self.clicked.emit(self._selected)
+        elif event.key() == Qt.Key.Key_Escape and self._selected != -1:
+            self.select(-1)
+            self.hovered.emit(-1)
+        else:
+            super().keyPressEvent(event)
+
+    def _moved(self, key: int) -> int | None:
+        """The chip an arrow, Home or End key selects, or None for another key."""
+        last, at = len(self._tokens) - 1, self._selected
+        return {Qt.Key.Key_Left: max(at - 1, 0) if at >= 0 else last, Qt.Key.Key_Right: min(at + 1, last),
+                Qt.Key.Key_Home: 0, Qt.Key.Key_End: last}.get(Qt.Key(key)) if self._tokens else None
+
+    def focusOutEvent(self, event) -> None:  # noqa: N802
+        self.update()  # the focus frame goes
+        super().focusOutEvent(event)
+
+    def focusInEvent(self, event) -> None:  # noqa: N802
+        self.update()
+        super().focusInEvent(event)
+
+    def contextMenuEvent(self, event) -> None:  # noqa: N802
+        menu = self.copy_menu()
+        menu.exec(event.globalPos())
+        menu.deleteLater()
+
+    def copy_menu(self) -> QMenu:
+        """Copy (the selected chip's token) and Copy all (every token)."""
+        menu = QMenu(self)
+        chip = self._selected >= 0 and self._selected < len(self._labels)
+        copy = menu.addAction(f"&Copy {self._labels[self._selected]!r}" if chip else "&Copy")
+        copy.setEnabled(chip)
+        copy.triggered.connect(lambda checked=False: self.copy())
+        every = menu.addAction("Copy &all")
+        every.setEnabled(bool(self._tokens))
+        every.triggered.connect(lambda checked=False: self.copy(everything=True))
+        return menu
 
 
 class TopKView(QWidget):
