@@ -3,8 +3,8 @@
 A mnemonic bound twice makes Qt cycle focus between the owners instead of acting, and an ambiguous shortcut does
 nothing, so Alt+T once focused the Train tab's Stop button and the next Space stopped a run. ``mnemonic_owners``
 walks what is reachable at once (the menu bar, the tab bars, every widget of the shown tab pages, including
-hidden ones that may appear, such as Download data) and ``clashes`` names every letter claimed twice; a test walks
-the window in each of its states. ``SentenceEdit`` lets the window's shortcuts (Ctrl+E, Ctrl+Home, Ctrl+End...)
+hidden ones that may appear, such as Download data) and ``clashes`` names every letter claimed twice, ``unmarked``
+every control that has none; a test walks the window in each of its states. ``SentenceEdit`` lets the window's shortcuts (Ctrl+E, Ctrl+Home, Ctrl+End...)
 through while a line edit has focus, and ``ShortcutsDialog`` lists every shortcut of the window.
 """
 
@@ -17,6 +17,7 @@ from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
 from PySide6.QtWidgets import (
     QAbstractButton,
+    QCheckBox,
     QDialog,
     QDialogButtonBox,
     QGroupBox,
@@ -25,6 +26,8 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMainWindow,
     QMenu,
+    QPushButton,
+    QRadioButton,
     QStackedWidget,
     QTabBar,
     QTableWidget,
@@ -78,6 +81,18 @@ def mnemonic_owners(window: QWidget) -> dict[str, list[str]]:
             if letter := mnemonic(text):
                 owners[letter].append(f"{kind} {text!r} ({widget.objectName() or type(widget).__name__})")
     return dict(owners)
+
+
+def unmarked(window: QWidget) -> list[str]:
+    """The push buttons, check boxes, radio buttons and labels with a buddy reachable in ``window``'s current state
+    whose text marks no Alt+letter (``text (object name)`` each): the README promises every control one."""
+    found = []
+    for widget in _reachable(window):
+        if isinstance(widget, (QPushButton, QCheckBox, QRadioButton)) or (
+                isinstance(widget, QLabel) and widget.buddy() is not None):
+            if widget.text() and not mnemonic(widget.text()):
+                found.append(f"{widget.text()} ({widget.objectName() or type(widget).__name__})")
+    return found
 
 
 def clashes(window: QWidget) -> dict[str, list[str]]:

@@ -9,7 +9,7 @@ def test_translating_names_the_source_language_and_generating_names_the_prefix()
     translating, generating = mode_texts(False, "German", True), mode_texts(True, "", True)
     assert translating.source_label == "German &sentence:" and translating.button == "Tr&anslate"
     assert translating.placeholder == "Type a German sentence and press Enter"
-    assert generating.source_label == "Prefi&x:" and generating.button == "Gener&ate"
+    assert generating.source_label == "&Start with:" and generating.button == "Gener&ate"
     assert generating.source_name == "Prefix to continue" and "characters" in generating.output_placeholder
     # every text changes with the mode, so none is left over from the previous model
     assert all(getattr(translating, f.name) != getattr(generating, f.name) for f in fields(translating))

@@ -116,10 +116,10 @@ class AnalysisTab(QWidget):
         self.head_title.setWordWrap(True)  # it also says why an analysis failed: a long message wraps, never widens
         self.sentence_list = copyable(named(QListWidget(), "headSentences",
                                            "Typical and unusual sentences of the head"))
-        self.open_button = named(QPushButton("Open in Trans&late"), "openSentenceButton",
+        self.open_button = named(QPushButton("Open in Tr&anslate"), "openSentenceButton",
                                  "Open the selected sentence in the Translate tab")
         self.sentence_views = SentenceViews()
-        self.data_button = named(QPushButton("Data folder..."), "analysisDataButton", "Data folder",
+        self.data_button = named(QPushButton("Data fo&lder..."), "analysisDataButton", "Data folder",
                                  "The folder with the corpora, shared with the Train tab")
         self.importance = ImportancePanel(self.corpus_choice, self.data_dir)
         self._layout()

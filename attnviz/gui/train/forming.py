@@ -120,7 +120,7 @@ class FormingPanel(QWidget):
         self.slider = named(QSlider(Qt.Orientation.Horizontal), "formingSlider", "Evaluation",
                             "Move through the evaluations so far")
         self.slider.setEnabled(False)
-        self.replay_button = named(QPushButton("Replay"), "formingReplay", "Replay",
+        self.replay_button = named(QPushButton("Re&play"), "formingReplay", "Replay",
                                    "Play the evaluations from the first to the latest")
         self.position_label = QLabel("No evaluation yet")
         self.translation_label = QLabel()

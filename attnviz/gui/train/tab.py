@@ -66,7 +66,7 @@ class TrainTab(QWidget):
         self.downloader = Worker(self)
         self.form = RecipeForm()
         self.start_button = _button("&Start", "startButton", "Start training this recipe (Ctrl+R)")
-        self.pause_button = _button("&Pause", "pauseButton", "Pause or resume training (Ctrl+P)")
+        self.pause_button = _button("Pa&use", "pauseButton", "Pause or resume training (Ctrl+P)")
         self.stop_button = _button("St&op", "stopButton",
                                    "Stop after asking: a checkpoint is saved and the run can be resumed (Ctrl+.)")
         self.resume_button = _button("Resume a run...", "resumeButton",
@@ -145,7 +145,7 @@ class TrainTab(QWidget):
         self.resume_button.setEnabled(not running and not downloading)
         self.pause_button.setEnabled(running and not self._stopping)
         self.stop_button.setEnabled(running and not self._stopping)
-        self.pause_button.setText("Res&ume" if self._paused else "&Pause")
+        self.pause_button.setText("Res&ume" if self._paused else "Pa&use")  # one letter, Alt+U, for both
         self.form.set_enabled_for_run(running)
         self.open_best_button.setEnabled("best" in self.paths)
         self.open_last_button.setEnabled("last" in self.paths)

@@ -25,7 +25,7 @@ class ModeTexts:
 def mode_texts(generating: bool, language: str, loaded: bool) -> ModeTexts:
     """The texts for a language model (``generating``) or a translation model from ``language``."""
     if generating:
-        return ModeTexts("Prefi&x:", "Type the first characters (or nothing) and press Enter" if loaded else
+        return ModeTexts("&Start with:", "Type the first characters (or nothing) and press Enter" if loaded else
                          "Loading model...", "Prefix to continue", "Gener&ate", "Generate from the prefix (Enter)",
                          "<b>Generated</b>", "Generated characters appear here, one by one",
                          "The generated text, to select or copy", "Generate to see the model's attention",

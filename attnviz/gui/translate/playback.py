@@ -56,7 +56,7 @@ class PlaybackBar(QWidget):
                                   "may allow fewer")
         self.max_len_spin.setRange(1, 1000)
         self.max_len_spin.setValue(DecodeConfig().max_len)
-        self.max_len_label = QLabel("Max length")
+        self.max_len_label = QLabel("Ma&x length")
         self.max_len_label.setBuddy(self.max_len_spin)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
