@@ -4,8 +4,9 @@ A mnemonic bound twice makes Qt cycle focus between the owners instead of acting
 nothing, so Alt+T once focused the Train tab's Stop button and the next Space stopped a run. ``mnemonic_owners``
 walks what is reachable at once (the menu bar, the tab bars, every widget of the shown tab pages, including
 hidden ones that may appear, such as Download data) and ``clashes`` names every letter claimed twice, ``unmarked``
-every control that has none; a test walks the window in each of its states. ``SentenceEdit`` lets the window's shortcuts (Ctrl+E, Ctrl+Home, Ctrl+End...)
-through while a line edit has focus, and ``ShortcutsDialog`` lists every shortcut of the window.
+every control that has none; a test walks the window in each of its states. ``SentenceEdit`` lets the window's
+shortcuts (Ctrl+E, Ctrl+Home, Ctrl+End...) through while a line edit has focus, and ``ShortcutsDialog`` lists every
+shortcut of the window.
 """
 
 from __future__ import annotations
@@ -138,6 +139,8 @@ VIEW_KEYS = (
     ("Arrow keys", "Heatmap: move between cells; the exact weight is read out"),
     ("Ctrl+wheel", "Heatmap: zoom"),
     ("Double-click", "Top-k chart: decode on with that candidate instead (what-if; also in its context menu)"),
+    ("Arrow keys, Enter, Ctrl+A", "Token strips: select a token and show its attention; go to it; select all"),
+    ("Ctrl+C", "Token strips: copy the selected token, or all; tables: copy the selected rows with the titles"),
 )
 
 
