@@ -23,7 +23,7 @@ from attnviz.gui.model_list import bundled_models, describe, model_summary, show
 from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train.tab import TrainTab
 from attnviz.gui.translate.tab import TranslateTab
-from attnviz.gui.widgets import stored
+from attnviz.gui.widgets import copyable, stored
 from attnviz.gui.worker import JobFailure, Worker, wait_all
 
 OPEN_OTHER = "__open__"
@@ -355,7 +355,7 @@ class MainWindow(QMainWindow):
 
     @Slot()
     def show_shortcuts(self) -> None:
-        dialog = ShortcutsDialog(self)
+        dialog = ShortcutsDialog(self, copyable)
         dialog.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         dialog.open()
     @Slot(str)

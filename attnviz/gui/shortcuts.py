@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
+from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QAction, QKeyEvent, QKeySequence
@@ -36,8 +37,6 @@ from PySide6.QtWidgets import (
     QVBoxLayout,
     QWidget,
 )
-
-from attnviz.gui.widgets import copyable
 
 _MNEMONIC = re.compile(r"(?<!&)&([^&\s])")
 
@@ -148,7 +147,9 @@ class ShortcutsDialog(QDialog):
     """Help > Keyboard shortcuts: every key of the window's actions, the keys inside views, and how mnemonics
     work."""
 
-    def __init__(self, window: QWidget):
+    def __init__(self, window: QWidget, copyable: Callable[[QTableWidget], object] | None = None):
+        """``copyable`` makes the table's rows copy as the window's other tables do (a helper of a sibling module
+        of the shell, so the window hands it in)."""
         super().__init__(window)
         self.setWindowTitle("Keyboard shortcuts")
         rows = shortcut_rows(window) + list(VIEW_KEYS)
@@ -161,7 +162,8 @@ class ShortcutsDialog(QDialog):
         self.table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         self.table.horizontalHeader().setStretchLastSection(True)
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        copyable(self.table)
+        if copyable is not None:
+            copyable(self.table)
         for row, (keys, text) in enumerate(rows):
             self.table.setItem(row, 0, QTableWidgetItem(keys))
             self.table.setItem(row, 1, QTableWidgetItem(text))

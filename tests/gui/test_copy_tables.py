@@ -5,6 +5,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication
 
 from attnviz.engine.records import EvalRecord
+from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.translate.step_model import COLUMNS
 from attnviz.gui.widgets import copy_menu
 from tests.gui.conftest import translate
@@ -75,3 +76,12 @@ def test_the_analysis_table_copies_rows_in_the_sorted_order(qtbot, window):
     assert lines[0].split("\t")[:4] == ["kind", "layer", "head", "entropy"]
     assert [line.split("\t")[1:4] for line in lines[1:]] == [["2", "1", "0.250"], ["1", "1", "0.500"],
                                                                ["3", "1", "0.750"]]
+
+
+def test_the_shortcuts_dialog_the_window_opens_copies_rows(qtbot, window):
+    window.show_shortcuts()
+    dialog = window.findChild(ShortcutsDialog)
+    dialog.table.selectRow(0)
+    keys, action = dialog.table.item(0, 0).text(), dialog.table.item(0, 1).text()
+    assert ctrl_c(qtbot, dialog.table).split("\n") == ["Keys\tAction", f"{keys}\t{action}"]
+    dialog.close()
