@@ -64,7 +64,7 @@ class HeadsOffPanel(QWidget):
                                    "Rescale remaining heads",
                                    "Off: an off head's weights are zeroed and the others left as they are. On: the "
                                    "layer's remaining heads are multiplied by H / (H - off), as dropout does")
-        self.reset_button = named(QPushButton("All heads &back on"), "allHeadsOnButton", "Switch all heads on",
+        self.reset_button = named(QPushButton("All &back on"), "allHeadsOnButton", "Switch all heads on",
                                   "Switch every head on again and re-decode")
         self.before_title, self.after_title = QLabel("<b>All heads on</b>"), QLabel("<b>With heads off</b>")
         self.before_text = self._text("beforeText", "Translation with every head on")
