@@ -12,7 +12,8 @@ def analysis_job(translator, corpus: tuple[str, str | None, str | None], limit: 
                  gold: str | None, compare: str | None, stop, data_dir: str | None = None):
     """Worker job: head statistics, then (with a gold file and targets) the AER of every cross-attention head, then
     (with a second checkpoint) that checkpoint's statistics on the same corpus."""
-    from attnviz.engine.analysis.alignment import align_steps, read_gold
+    from attnviz.engine.analysis.alignment import align_steps
+    from attnviz.engine.analysis.goldset import with_gold
     from attnviz.engine.analysis.run import HeadStatsReady, corpus_pairs, head_stats_steps, load_comparable
 
     other = load_comparable(compare, translator) if compare else None  # refused before any work
@@ -21,7 +22,9 @@ def analysis_job(translator, corpus: tuple[str, str | None, str | None], limit: 
     use_refs = targets == "reference" or not translator.has_source  # a language model reads its texts
     yield from head_stats_steps(translator, sources, refs if use_refs else None, stop=stop)
     if gold and refs is not None and not stop.is_set():
-        yield from align_steps(translator, sources, refs, read_gold(gold, len(sources)), stop=stop)
+        pairs = [(tuple(s.split()), tuple(t.split())) for s, t in zip(sources, refs, strict=True)]
+        gold_set = with_gold(pairs, gold, {"src": src or f"{split or 'val'} split"})
+        yield from align_steps(translator, gold_set.sources, gold_set.targets, gold_set.gold(), stop=stop)
     if other is not None and not stop.is_set():
         for event in head_stats_steps(other, sources, refs if use_refs else None, stop=stop):
             yield HeadStatsReady(event.stats, "compare") if isinstance(event, HeadStatsReady) else event
