@@ -104,3 +104,16 @@ def test_a_link_is_read_exactly_or_refused():
     for bad in ("0-0-X", "1p2p3", "1?2-P", "p1", "1 p2", "1-"):
         with pytest.raises(ValueError, match="not a link"):
             parse_pharaoh(bad)
+
+
+def test_blank_lines_at_the_end_and_latin_1(tmp_path):
+    # the German-English set's files end with a blank line; its last pair here has no links (a blank gold line)
+    text = _write(tmp_path, "pairs.txt", "a b ||| c d\nx ||| y\n\n\n")
+    gold = _write(tmp_path, "gold.txt", "1-2 2-1\n\n\n")
+    found = read_set(text, gold=gold)
+    assert len(found.sources) == 2 and found.sure == (frozenset({(0, 1), (1, 0)}), frozenset())
+    latin = tmp_path / "de.txt"
+    latin.write_bytes("schön ||| nice\n".encode("latin-1"))
+    with pytest.raises(InputError, match=r"de\.txt, line 1: not valid UTF-8 text\. Convert the file to UTF-8 first "
+                                         r"\(the German-English set is Latin-1\): iconv -f latin1 -t utf-8"):
+        read_set(str(latin))

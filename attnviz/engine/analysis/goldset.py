@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnviz.engine.corpus.reader import read_lines
-from attnviz.engine.errors import InputError
+from attnviz.engine.errors import DataError, InputError
 
 Links = set[tuple[int, int]]
 
@@ -77,9 +77,24 @@ class GoldSet:
         return out
 
 
+def _lines(path: str, keep: int = 0) -> list[str]:
+    """A set file's lines, without the blank lines at its end (the German-English set ends with one) beyond the
+    first ``keep`` (a gold file's last pairs may have no links)."""
+    try:
+        lines = read_lines(path)
+    except DataError as exc:
+        if "UTF-8" not in str(exc):
+            raise
+        raise InputError(f"{exc} Convert the file to UTF-8 first (the German-English set is Latin-1): iconv -f "
+                         "latin1 -t utf-8 FILE > FILE.utf8") from None
+    while len(lines) > keep and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
 def _words_of_text(path: str, reverse: bool) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     pairs = []
-    for number, line in enumerate(read_lines(path), 1):
+    for number, line in enumerate(_lines(path), 1):
         parts = line.split(SEPARATOR)
         if len(parts) != 2:
             raise InputError(f"{path}, line {number}: expected one pair 'source {SEPARATOR} target', found "
@@ -90,7 +105,7 @@ def _words_of_text(path: str, reverse: bool) -> list[tuple[tuple[str, ...], tupl
 
 
 def _words_of_files(src: str, tgt: str) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
-    sources, targets = read_lines(src), read_lines(tgt)
+    sources, targets = _lines(src), _lines(tgt)
     if len(sources) != len(targets):
         raise InputError(f"{src} has {len(sources)} lines but {tgt} has {len(targets)}: a set's two sides have one "
                          f"line per pair (line {min(len(sources), len(targets)) + 1} has no partner)")
@@ -153,7 +168,7 @@ def _gold_links(path: str, links: list[list[RawLink]], pairs, offset: int, rever
 
 
 def _read_gold_lines(path: str, n_pairs: int, text_files: str) -> list[list[RawLink]]:
-    lines = read_lines(path)
+    lines = _lines(path, keep=n_pairs)
     if len(lines) != n_pairs:
         raise InputError(f"{path} has {len(lines)} lines but {text_files} has {n_pairs} sentence pairs: the gold "
                          "file needs one line per pair, in the same order (an empty line for a pair without links)")
