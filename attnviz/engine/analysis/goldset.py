@@ -70,10 +70,8 @@ class GoldSet:
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"files": dict(self.files), "pairs": len(self.sources), "reverse": self.reverse}
-        if self.sure is not None and self.possible is not None:
-            out.update(indexing=self.indexing, indexing_decided_by=self.indexing_reason,
-                       sure=sum(len(s) for s in self.sure), possible=sum(len(p - s) for s, p in
-                                                                         zip(self.sure, self.possible, strict=True)))
+        if self.sure is not None:  # the link counts are the alignment's (sure_links, possible_links)
+            out.update(indexing=self.indexing, indexing_decided_by=self.indexing_reason)
         return out
 
 
