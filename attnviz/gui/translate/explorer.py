@@ -19,7 +19,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtCore import QObject, QTimer, Slot
-from PySide6.QtWidgets import QSplitter, QTabWidget, QWidget
+from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QWidget
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import InputError
@@ -201,13 +201,17 @@ class SearchExplorer(QObject):
                                                                                              rescale_heads=False))
 
     def make_room(self, splitter: QSplitter, index: int) -> None:
-        """Opening the search tree or heads-off page on a short screen moves ``splitter`` (the side column, whose
-        last part holds the pages) so the page shows a few rows, taking from the parts above it, each keeping
-        KEEP px."""
+        """With the search tree or heads-off page open on a short screen (opened, or the column just sized), move
+        ``splitter`` (the side column, whose last part holds the pages) so the page shows what it needs without
+        scrolling (at least PAGE_MIN), taking from the parts above it, each keeping KEEP px."""
         if index == 0:  # the step table is fine small
             return
         sizes = splitter.sizes()
-        need = self.PAGE_MIN - self.side.currentWidget().height()
+        page = self.side.currentWidget()
+        content = page.widget() if isinstance(page, QScrollArea) else None
+        wanted = max(self.PAGE_MIN, content.minimumSizeHint().height() if content is not None else 0)
+        # the splitter's sizes, not the page's height, which lags behind a setSizes just made (the tab bar aside)
+        need = wanted + max(self.side.height() - page.height(), 0) - sizes[-1]
         for i in range(len(sizes) - 1):
             give = min(need, sizes[i] - self.KEEP)
             if give > 0:

@@ -147,6 +147,7 @@ class TranslateTab(QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
         self.layout_state.fit(self.width(), self.height())
+        self._on_side_page_changed(self.search.side.currentIndex())  # an open tree page keeps its room
 
     def _connect(self) -> None:
         self.search.side.currentChanged.connect(self._on_side_page_changed)
@@ -283,6 +284,7 @@ class TranslateTab(QWidget):
             case Finished():
                 self._show_text()
                 self.layout_state.fit_side()  # the token strips may need more rows now
+                self._on_side_page_changed(self.search.side.currentIndex())
                 self._show_warnings()
 
     def _show_warnings(self) -> None:
