@@ -38,12 +38,15 @@ from attnviz.engine.analysis.names import IMPORTANCE_SPLIT, STATS
 from attnviz.gui.analysis.importance import ImportancePanel
 from attnviz.gui.analysis.widgets import AER, HeadMap, SentenceViews, StatsTableModel, run_partner, thresholds_text
 from attnviz.gui.data_folder import DataFolder, missing_data_hint
-from attnviz.gui.widgets import add_labelled, named
+from attnviz.gui.widgets import add_labelled, named, show_file
 from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:
     from attnviz.engine.analysis.stats import HeadStats
 
+GOLD_TIP = "A Pharaoh file (i-j sure, i?j possible) aligned with the corpus: adds the AER of every cross-attention head"
+COMPARE_TIP = ("A second checkpoint with the same vocabularies (e.g. an earlier epoch of the run): its statistics on "
+               "the same corpus, and the map of the difference")
 
 
 class AnalysisTab(QWidget):
@@ -82,12 +85,9 @@ class AnalysisTab(QWidget):
                                    "What the decoder is fed: the references, or the model's own greedy outputs")
         self.targets_combo.addItem("references", "reference")
         self.targets_combo.addItem("own greedy outputs", "greedy")
-        self.gold_button = named(QPushButton("&Gold alignments..."), "goldButton", "Gold alignments",
-                                 "A Pharaoh file (i-j sure, i?j possible) aligned with the corpus: adds the AER of "
-                                 "every cross-attention head")
+        self.gold_button = named(QPushButton("&Gold alignments..."), "goldButton", "Gold alignments", GOLD_TIP)
         self.compare_button = named(QPushButton("Compare &with..."), "compareButton", "Compare with a checkpoint",
-                                    "A second checkpoint with the same vocabularies (e.g. an earlier epoch of the "
-                                    "run): its statistics on the same corpus, and the map of the difference")
+                                    COMPARE_TIP)
         self.diff_check = named(QCheckBox("Show &B - A"), "diffCheck", "Show the difference",
                                 "Map the compared checkpoint's statistic minus the loaded model's")
         self.diff_check.setEnabled(False)
@@ -126,11 +126,11 @@ class AnalysisTab(QWidget):
         top = QHBoxLayout()
         add_labelled(top, (("C&orpus:", self.corpus_combo), ("Si&ze (sentences):", self.limit_spin),
                            ("Deco&der input:", self.targets_combo)))
-        top.addWidget(self.gold_button)
-        top.addWidget(self.compare_button)
         top.addWidget(self.data_button)
         top.addStretch(1)
-        running = QHBoxLayout()
+        running = QHBoxLayout()  # the chosen files' buttons here: with the corpus row, a file name widened the window
+        running.addWidget(self.gold_button)
+        running.addWidget(self.compare_button)
         running.addWidget(self.run_button)
         running.addWidget(self.cancel_button)
         running.addWidget(self.progress, 1)
@@ -270,8 +270,11 @@ class AnalysisTab(QWidget):
     @Slot()
     def _on_gold_clicked(self) -> None:
         path, _ = QFileDialog.getOpenFileName(self, "Gold alignments (Pharaoh, one line per sentence)")
-        self.gold = path or None
-        self.gold_button.setText("&Gold: " + path.rsplit("/", 1)[-1] if path else "&Gold alignments...")
+        self.set_gold(path or None)
+
+    def set_gold(self, path: str | None) -> None:
+        self.gold = path
+        show_file(self.gold_button, "&Gold: ", path, "&Gold alignments...", GOLD_TIP)
 
     @Slot()
     def _on_compare_clicked(self) -> None:
@@ -282,7 +285,7 @@ class AnalysisTab(QWidget):
 
     def set_compare(self, path: str | None) -> None:
         self.compare = path
-        self.compare_button.setText("Compare &with: " + path.rsplit("/", 1)[-1] if path else "Compare &with...")
+        show_file(self.compare_button, "Compare &with: ", path, "Compare &with...", COMPARE_TIP)
 
     # -- results -----------------------------------------------------------------------------------------------------
 
