@@ -44,6 +44,7 @@ def test_every_hypothesis_is_shown_whole(qtbot):
         assert text in item.toolTip()
     if os.environ.get("ATTNVIZ_SHOTS"):
         panel.grab().save(os.path.join(os.environ["ATTNVIZ_SHOTS"], "nbest.png"))
+    table.clearSelection()  # the row alone, whatever modifier state an earlier test left
     table.selectRow(1)
     qtbot.keyClick(table, Qt.Key.Key_C, Qt.KeyboardModifier.ControlModifier)
     assert QGuiApplication.clipboard().text().split("\t")[1] == TEXTS[1]

@@ -77,6 +77,11 @@ class ExplorerHost(Protocol):
         ...
 
 
+def least_height(widget: QWidget) -> int:
+    """The height a splitter lets ``widget`` shrink to: its minimum height, or else its minimum size hint's."""
+    return widget.minimumHeight() or max(widget.minimumSizeHint().height(), 0)
+
+
 class SearchExplorer(QObject):
     PAGE_MIN = 150  # px the search tree or heads-off page needs to show a few rows
     KEEP = 60  # px the side column's other parts keep when a page makes room
@@ -203,17 +208,18 @@ class SearchExplorer(QObject):
     def make_room(self, splitter: QSplitter, index: int) -> None:
         """With the search tree or heads-off page open on a short screen (opened, or the column just sized), move
         ``splitter`` (the side column, whose last part holds the pages) so the page shows what it needs without
-        scrolling (at least PAGE_MIN), taking from the parts above it, each keeping KEEP px."""
+        scrolling (at least PAGE_MIN), taking from the parts above it, each keeping KEEP px (or its minimum)."""
         if index == 0:  # the step table is fine small
             return
         sizes = splitter.sizes()
         page = self.side.currentWidget()
         content = page.widget() if isinstance(page, QScrollArea) else None
         wanted = max(self.PAGE_MIN, content.minimumSizeHint().height() if content is not None else 0)
-        # the splitter's sizes, not the page's height, which lags behind a setSizes just made (the tab bar aside)
-        need = wanted + max(self.side.height() - page.height(), 0) - sizes[-1]
-        for i in range(len(sizes) - 1):
-            give = min(need, sizes[i] - self.KEEP)
+        # from the splitter's sizes (the page's own height lags behind a setSizes, or a page first shown): the pages'
+        # stack is the tab widget less its tab bar and frame
+        need = wanted + max(self.side.height() - page.parentWidget().height(), 0) - sizes[-1]
+        for i in range(len(sizes) - 1):  # each part keeps KEEP px, or its own minimum if more
+            give = min(need, sizes[i] - max(self.KEEP, least_height(splitter.widget(i))))
             if give > 0:
                 sizes[i] -= give
                 sizes[-1] += give

@@ -80,7 +80,7 @@ class SearchPanel(QWidget):
         self.tree_scroll.setObjectName("beamTreeScroll")
         self.tree_scroll.setWidgetResizable(True)
         self.tree_scroll.setWidget(self.tree_view)
-        self.tree_scroll.setMinimumSize(160, 110)  # a few nodes in sight: the page scrolls rather than squeeze it
+        self.tree_scroll.setMinimumSize(160, 100)  # a few nodes in sight: the page scrolls rather than squeeze it
         self.nbest = named(NBestTable(0, 4), "nbestTable", "n-best list",
                            "The finished hypotheses, best first, and the what-if branches; click one to show it; "
                            "Ctrl+C copies the selected rows")
@@ -97,7 +97,7 @@ class SearchPanel(QWidget):
         header = self.nbest.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        self.nbest.setMinimumSize(120, 110)
+        self.nbest.setMinimumSize(120, 90)
         self.legend = QLabel(LEGEND)
         self.legend.setMinimumWidth(1)  # one line, unwrapped: a wrapped label would make the scroll area scroll
         self.tree_view.setToolTip(LEGEND.replace(" · ", "<br>"))
