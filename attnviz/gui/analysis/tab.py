@@ -223,18 +223,17 @@ class AnalysisTab(QWidget):
         if split == "files" and not self.files[0]:
             self.status.emit("Choose a source file first (Corpus: Text files...)")
             return
-        translator, limit, targets, gold, compare, data = (self.translator, self.limit_spin.value(),
-                                                           self.targets_combo.currentData(), self.gold, self.compare,
-                                                           self.data_dir())
+        translator, limit, targets = self.translator, self.limit_spin.value(), self.targets_combo.currentData()
+        gold, compare, data = self.gold, self.compare, self.data_dir()
         if targets == "reference" and split == "files" and not self.files[1]:
             targets = "greedy"  # a source file alone has no references
         self.stats, self.alignment, self.stats_b, self.failed = None, None, None, False
         self.diff_check.setChecked(False)
         self.diff_check.setEnabled(False)
+        self.progress.setRange(0, limit)  # the size asked (0, all: a busy bar until the corpus is read)
         self.progress.setValue(0)
         self._set_running(True)
-        self.worker.start(lambda stop: analysis_job(translator, corpus, limit, targets, gold, compare, stop,
-                                                       data))
+        self.worker.start(lambda stop: analysis_job(translator, corpus, limit, targets, gold, compare, stop, data))
 
     @Slot()
     def cancel(self) -> None:
@@ -309,8 +308,10 @@ class AnalysisTab(QWidget):
 
     @Slot(object)
     def _on_worker_failed(self, failure: JobFailure) -> None:
-        first_line = failure.text.splitlines()[0] + missing_data_hint(failure.settings)
+        first_line = failure.text.splitlines()[0] + missing_data_hint(failure)
         self.failed, self.stats_b = True, None
+        self.progress.setRange(0, 1)  # stopped: no busy bar, no stale count
+        self.progress.reset()
         self.diff_check.setChecked(False)
         self.diff_check.setEnabled(False)
         self.status.emit(first_line)
