@@ -77,9 +77,9 @@ class ExplorerHost(Protocol):
         ...
 
 
-def least_height(widget: QWidget) -> int:
+def least_height(widget: QWidget | None) -> int:
     """The height a splitter lets ``widget`` shrink to: its minimum height, or else its minimum size hint's."""
-    return widget.minimumHeight() or max(widget.minimumSizeHint().height(), 0)
+    return 0 if widget is None else widget.minimumHeight() or max(widget.minimumSizeHint().height(), 0)
 
 
 class SearchExplorer(QObject):
@@ -217,7 +217,8 @@ class SearchExplorer(QObject):
         wanted = max(self.PAGE_MIN, content.minimumSizeHint().height() if content is not None else 0)
         # from the splitter's sizes (the page's own height lags behind a setSizes, or a page first shown): the pages'
         # stack is the tab widget less its tab bar and frame
-        need = wanted + max(self.side.height() - page.parentWidget().height(), 0) - sizes[-1]
+        stack = page.parentWidget() or page
+        need = wanted + max(self.side.height() - stack.height(), 0) - sizes[-1]
         for i in range(len(sizes) - 1):  # each part keeps KEEP px, or its own minimum if more
             give = min(need, sizes[i] - max(self.KEEP, least_height(splitter.widget(i))))
             if give > 0:
