@@ -1,19 +1,20 @@
-"""Small helpers shared by the tabs: naming a widget, scrolling one, a row of labelled controls, reading a typed
-setting back, and the index types of the table models."""
+"""Small helpers shared by the tabs: naming a widget, scrolling one, a row of labelled controls, a chosen file's
+name on a button, reading a typed setting back, and the index types of the table models."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from typing import TypeAlias, TypeVar
 
-from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings
-from PySide6.QtWidgets import QBoxLayout, QFrame, QLabel, QScrollArea, QWidget
+from PySide6.QtCore import QModelIndex, QPersistentModelIndex, QSettings, Qt
+from PySide6.QtWidgets import QAbstractButton, QBoxLayout, QFrame, QLabel, QScrollArea, QWidget
 
 W = TypeVar("W", bound=QWidget)
 V = TypeVar("V", bool, int, float, str)
 
 ModelIndex: TypeAlias = QModelIndex | QPersistentModelIndex  # what Qt hands an item model's methods
 NO_PARENT = QModelIndex()  # a table's rows have no parent: the invalid index, made once as a shared default
+FILE_NAME_WIDTH = 160  # px a chosen file's name may take on a button; longer ones are cut in the middle
 
 
 def named(widget: W, name: str, accessible: str, tip: str = "") -> W:
@@ -48,3 +49,17 @@ def stored(settings: QSettings, key: str, default: V) -> V:
     """The setting ``key`` as the type of ``default`` (``default`` when it is missing or does not convert)."""
     value = settings.value(key, default, type=type(default))
     return value if isinstance(value, type(default)) else default
+
+
+def show_file(button: QAbstractButton, prefix: str, path: str | None, empty: str, tip: str) -> None:
+    """``button`` names the chosen ``path`` after ``prefix`` (its mnemonic), cut in the middle to FILE_NAME_WIDTH
+    so a long name never widens the window past a laptop screen; the tooltip has the whole path. No path: ``empty``.
+    """
+    if not path:
+        button.setText(empty)
+        button.setToolTip(tip)
+        return
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    shown = button.fontMetrics().elidedText(name, Qt.TextElideMode.ElideMiddle, FILE_NAME_WIDTH)
+    button.setText(prefix + shown.replace("&", "&&"))  # a "&" of the name is not a mnemonic
+    button.setToolTip(f"{path}\n{tip}")

@@ -7,9 +7,11 @@ from __future__ import annotations
 from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QCheckBox, QComboBox, QFileDialog, QHBoxLayout, QPushButton, QWidget
 
-from attnviz.gui.widgets import named
+from attnviz.gui.widgets import named, show_file
 
 NUMBERINGS = (("numbering: detect", None), ("numbered from 1", True), ("numbered from 0", False))
+GOLD_TIP = ("Gold links aligned with the corpus, one line per pair: i-j sure, ipj or i?j possible, source first (as "
+            "the published sets): adds the AER of every cross-attention head")
 
 
 class GoldChoice(QWidget):
@@ -18,9 +20,7 @@ class GoldChoice(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.path: str | None = None
-        self.button = named(QPushButton("&Gold alignments..."), "goldButton", "Gold alignments",
-                            "Gold links aligned with the corpus, one line per pair: i-j sure, ipj or i?j possible, "
-                            "source first (as the published sets): adds the AER of every cross-attention head")
+        self.button = named(QPushButton("&Gold alignments..."), "goldButton", "Gold alignments", GOLD_TIP)
         self.numbering = named(QComboBox(), "goldNumbering", "Gold numbering",
                                "How the gold file numbers words: detected when the file allows it, or from 1 (the "
                                "published sets) or from 0")
@@ -43,7 +43,7 @@ class GoldChoice(QWidget):
 
     def set_path(self, path: str | None) -> None:
         self.path = path
-        self.button.setText("&Gold: " + path.rsplit("/", 1)[-1] if path else "&Gold alignments...")
+        show_file(self.button, "&Gold: ", path, "&Gold alignments...", GOLD_TIP)
 
     def options(self) -> tuple[str, bool | None, bool] | None:
         """(gold file, numbered from 1 or None to detect, target side first), or None without a gold file."""

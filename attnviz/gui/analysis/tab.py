@@ -39,12 +39,14 @@ from attnviz.gui.analysis.gold import GoldChoice
 from attnviz.gui.analysis.importance import ImportancePanel
 from attnviz.gui.analysis.widgets import AER, HeadMap, SentenceViews, StatsTableModel, run_partner, thresholds_text
 from attnviz.gui.data_folder import DataFolder, missing_data_hint
-from attnviz.gui.widgets import add_labelled, named
+from attnviz.gui.widgets import add_labelled, named, show_file
 from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:
     from attnviz.engine.analysis.stats import HeadStats
 
+COMPARE_TIP = ("A second checkpoint with the same vocabularies (e.g. an earlier epoch of the run): its statistics on "
+               "the same corpus, and the map of the difference")
 
 
 class AnalysisTab(QWidget):
@@ -86,8 +88,7 @@ class AnalysisTab(QWidget):
         self.gold = GoldChoice()
         self.gold_button = self.gold.button
         self.compare_button = named(QPushButton("Compare &with..."), "compareButton", "Compare with a checkpoint",
-                                    "A second checkpoint with the same vocabularies (e.g. an earlier epoch of the "
-                                    "run): its statistics on the same corpus, and the map of the difference")
+                                    COMPARE_TIP)
         self.diff_check = named(QCheckBox("Show &B - A"), "diffCheck", "Show the difference",
                                 "Map the compared checkpoint's statistic minus the loaded model's")
         self.diff_check.setEnabled(False)
@@ -126,11 +127,11 @@ class AnalysisTab(QWidget):
         top = QHBoxLayout()
         add_labelled(top, (("C&orpus:", self.corpus_combo), ("Si&ze (sentences):", self.limit_spin),
                            ("Deco&der input:", self.targets_combo)))
-        top.addWidget(self.compare_button)
         top.addWidget(self.data_button)
         top.addStretch(1)
-        running = QHBoxLayout()
+        running = QHBoxLayout()  # the chosen files' buttons here: with the corpus row, a file name widened the window
         running.addWidget(self.gold)
+        running.addWidget(self.compare_button)
         running.addWidget(self.run_button)
         running.addWidget(self.cancel_button)
         running.addWidget(self.progress, 1)
@@ -224,19 +225,17 @@ class AnalysisTab(QWidget):
         if split in ("files", "pairs") and not self.files[0]:
             self.status.emit("Choose a source file first (Corpus: Text files...)")
             return
-        translator, limit, targets, gold, compare, data = (self.translator, self.limit_spin.value(),
-                                                           self.targets_combo.currentData(), self.gold.options(),
-                                                           self.compare,
-                                                           self.data_dir())
+        translator, limit, targets = self.translator, self.limit_spin.value(), self.targets_combo.currentData()
+        gold, compare, data = self.gold.options(), self.compare, self.data_dir()
         if targets == "reference" and split == "files" and not self.files[1]:
             targets = "greedy"  # a source file alone has no references
         self.stats, self.alignment, self.stats_b, self.failed = None, None, None, False
         self.diff_check.setChecked(False)
         self.diff_check.setEnabled(False)
+        self.progress.setRange(0, limit)  # the size asked (0, all: a busy bar until the corpus is read)
         self.progress.setValue(0)
         self._set_running(True)
-        self.worker.start(lambda stop: analysis_job(translator, corpus, limit, targets, gold, compare, stop,
-                                                       data))
+        self.worker.start(lambda stop: analysis_job(translator, corpus, limit, targets, gold, compare, stop, data))
 
     @Slot()
     def cancel(self) -> None:
@@ -284,7 +283,7 @@ class AnalysisTab(QWidget):
 
     def set_compare(self, path: str | None) -> None:
         self.compare = path
-        self.compare_button.setText("Compare &with: " + path.rsplit("/", 1)[-1] if path else "Compare &with...")
+        show_file(self.compare_button, "Compare &with: ", path, "Compare &with...", COMPARE_TIP)
 
     # -- results -----------------------------------------------------------------------------------------------------
 
@@ -308,8 +307,10 @@ class AnalysisTab(QWidget):
 
     @Slot(object)
     def _on_worker_failed(self, failure: JobFailure) -> None:
-        first_line = failure.text.splitlines()[0] + missing_data_hint(failure.settings)
+        first_line = failure.text.splitlines()[0] + missing_data_hint(failure)
         self.failed, self.stats_b = True, None
+        self.progress.setRange(0, 1)  # stopped: no busy bar, no stale count
+        self.progress.reset()
         self.diff_check.setChecked(False)
         self.diff_check.setEnabled(False)
         self.status.emit(first_line)
