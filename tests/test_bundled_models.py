@@ -127,3 +127,20 @@ def test_the_tatoeba_model_aligns_its_cross_attention():
         ratios.append(entropy / np.log(cross.shape[-1]))
     per_layer = np.mean(ratios, axis=0)
     assert per_layer.max() < 0.8 and per_layer.mean() < 0.6, per_layer
+
+
+def test_the_bundled_model_aligns_the_set_words_when_spacy_splits_one():
+    """'cherry-picks' is one word of the set but three spaCy tokens: the links still count the set's words."""
+    from attnviz.engine.analysis.alignment import align_steps
+
+    translator = load_translator(MODELS / "de-en-multi30k.safetensors")
+    src = [("ein", "mann", "pflückt", "äpfel", ".")]
+    tgt = [("a", "man", "cherry-picks", "apples", ".")]
+    assert translator.tgt_spec.tokenize("cherry-picks") == ["cherry", "-", "picks"]
+    gold = [({(0, 0), (1, 1), (2, 2), (3, 3), (4, 4)}, set())]
+    result = list(align_steps(translator, src, tgt, gold))[-1]
+    links = [tuple(map(int, link.split("-"))) for link in result.alignments[0].split()]
+    assert sorted(j for _, j in links) == [0, 1, 2, 3, 4]  # one link per set word (argmax), none per token
+    assert all(0 <= i < 5 for i, _ in links)
+    assert result.tokens.split_words == 1 and result.tokens.words == 10
+    assert result.aer_heads.shape == (3, 8) and result.scores["best head"]["aer"] <= result.scores["method"]["aer"]

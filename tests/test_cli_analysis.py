@@ -88,3 +88,44 @@ def test_heads_compare_refuses_another_architecture_before_any_work(files, capsy
     err = capsys.readouterr().err
     assert "lstm.safetensors cannot be compared with the loaded model" in err and "(cross 1x1 layers x heads)" in err
     assert "attention:" not in err  # no statistics were computed first
+
+
+def test_align_reads_a_published_set_and_states_how_to_reproduce_it(files, capsys):
+    (files / "pairs.txt").write_text("q1 q2 q3 ||| w3 w2 w1 \nq4 q5 ||| w5 w4 \n")
+    (files / "gold.txt").write_text("1-3 2p2 3-1 \n1-2 2?1 \n")  # 1-based: "3-1" names source word 3 of 3
+    base = ["align", "-m", str(files / "a.safetensors"), "--text", str(files / "pairs.txt"), "--gold",
+            str(files / "gold.txt")]
+    assert main([*base, "--json", "--layer", "2", "--head", "3", "--shift"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["files"] == {"text": str(files / "pairs.txt"), "gold": str(files / "gold.txt")}
+    assert report["direction"] == "de->en" and report["reverse"] is False
+    assert report["indexing"] == "1-based" and report["indexing_decided_by"].startswith("detected: line 1")
+    assert (report["method"], report["layer"], report["head"], report["shift"]) == ("argmax", 2, 3, True)
+    assert report["symmetrisation"] is None and report["numbering"] == "1-based"
+    assert (report["sure_links"], report["possible_links"], report["predicted_links"]) == (3, 2, 5)
+    assert report["tokens"]["set_words"] == 10 and report["tokens"]["spanning_tokens"] == 0
+    assert report["scores"]["method, shift"]["aer"] == report["aer_heads"][1][2]
+    assert {"method", "best head", "layer average", "diagonal", "best head, shift"} <= set(report["scores"])
+    assert main([*base, "--one-based", "--reverse-model", str(files / "b.safetensors"), "--symmetrise", "union"]) == 0
+    captured = capsys.readouterr()
+    assert len(captured.out.splitlines()) == 2
+    assert "gold: 1-based (--one-based)" in captured.err and "grow-diag-final" in captured.err
+    assert "reverse alignment: 2/2 sentences" in captured.err
+
+
+def test_align_refuses_a_bad_set_in_one_line(files, capsys):
+    (files / "pairs2.txt").write_text("q1 q2 ||| w1 w2\n")
+    base = ["align", "-m", str(files / "a.safetensors"), "--text", str(files / "pairs2.txt"), "--gold"]
+    (files / "past.txt").write_text("1-1 2-3\n")
+    assert main([*base, str(files / "past.txt"), "--one-based"]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"attnviz: error: {files / 'past.txt'}, line 1: link 2-3 names target word 3, but the target "
+                   "side has 2 words (1-based: --one-based; the file lists the source first); check --reverse and "
+                   "--one-based\n")
+    (files / "unsure.txt").write_text("1-1\n")
+    assert main([*base, str(files / "unsure.txt")]) == 2
+    assert "say it with --one-based (as the published sets) or --zero-based" in capsys.readouterr().err
+    assert main([*base, str(files / "unsure.txt"), "--zero-based", "--reverse-head", "1"]) == 2
+    assert "give --reverse-model too" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main([*base, str(files / "unsure.txt"), "--zero-based", "--one-based"])

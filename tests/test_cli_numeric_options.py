@@ -9,7 +9,8 @@ import pytest
 
 from attnviz.cli.args import Number
 from attnviz.cli.main import build_parser, main
-from attnviz.engine.analysis.alignment import parse_pharaoh, read_gold
+from attnviz.engine.analysis.alignment import parse_pharaoh
+from attnviz.engine.analysis.goldset import read_set
 from attnviz.engine.errors import InputError
 
 HOSTILE = ["nan", "inf", "-inf", "", "9" * 5000, "1e999", "+-5", "²", "ten"]
@@ -92,10 +93,11 @@ def test_a_gold_link_is_read_exactly_or_refused():
 
 
 def test_a_bad_gold_file_names_the_file(tmp_path):
-    gold = tmp_path / "gold.txt"
+    gold, pairs = tmp_path / "gold.txt", tmp_path / "pairs.txt"
     gold.write_text("0-0 1-1-X\n", encoding="utf-8")
-    with pytest.raises(InputError, match=r"gold\.txt: not a link: '1-1-X'"):
-        read_gold(str(gold), 1)
+    pairs.write_text("a b ||| c d\n", encoding="utf-8")
+    with pytest.raises(InputError, match=r"gold\.txt, line 1: not a link: '1-1-X'"):
+        read_set(str(pairs), gold=str(gold))
 
 
 def test_a_head_number_of_thousands_of_digits_is_out_of_range(capsys, tmp_path, trained_translator):

@@ -1,5 +1,5 @@
 """Command-line sub-commands for analysing heads: ``heads`` (statistics, optionally against a second checkpoint)
-and ``align`` (word alignments from cross-attention, AER against gold links).
+and ``align`` (word alignments from cross-attention, AER against gold links: its own module, ``cli.align``).
 
 Both consume the engine's analysis generators behind a progress line on stderr (``cli.progress``); results go to
 stdout. The corpus flags of ``heads`` are defined in ``cli.args``.
@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 
-from attnviz.cli.args import HEAD_NUMBER, PROBABILITY, add_corpus, add_limit, add_model
+from attnviz.cli import align
+from attnviz.cli.args import add_corpus, add_model
 from attnviz.cli.progress import run_analysis
 from attnviz.engine.errors import InputError
 from attnviz.engine.heads import NUMBERING, numbered
@@ -31,22 +31,7 @@ def add_commands(sub) -> None:
     p.add_argument("--json", action="store_true", help="print the table as one JSON object")
     p.set_defaults(func=cmd_heads)
 
-    p = sub.add_parser("align", help="word alignments from cross-attention (Pharaoh), AER against gold links",
-                       description="Forced-decode each target line and align its words with the source's; print "
-                                   "one Pharaoh line (i-j, source-target, 0-based) per sentence.")
-    add_model(p)
-    p.add_argument("--src", required=True, help="source sentences, one per line")
-    p.add_argument("--tgt", required=True, help="target sentences aligned with --src")
-    p.add_argument("--gold", help="gold alignments, one line per sentence: i-j sure, i?j possible")
-    p.add_argument("--layer", type=HEAD_NUMBER, help="cross-attention layer (from 1, as every output numbers "
-                   "them); with --head")
-    p.add_argument("--head", type=HEAD_NUMBER, help="head (from 1); with --layer")
-    p.add_argument("--average", action="store_true", help="average all layers and heads (the default)")
-    p.add_argument("--shift", action="store_true", help="align a word with the attention of the next step")
-    p.add_argument("--threshold", type=PROBABILITY, help="link every source word with weight >= this (default argmax)")
-    add_limit(p)
-    p.add_argument("--json", action="store_true", help="print alignments and AER as one JSON object")
-    p.set_defaults(func=cmd_align)
+    align.add_command(sub)
 
 
 def _stats(translator, args):
@@ -91,38 +76,4 @@ def cmd_heads(args: argparse.Namespace) -> int:
         print(json.dumps(stats.to_json()))
     else:
         _print_table(stats.table())
-    return 0
-
-
-def cmd_align(args: argparse.Namespace) -> int:
-    from attnviz.engine.analysis.alignment import AlignmentReady, align_steps, read_gold
-    from attnviz.engine.corpus.reader import read_parallel
-    from attnviz.engine.loading import load_translator
-
-    if args.average and args.layer is not None:
-        raise InputError("--average and --layer/--head exclude each other")
-    translator = load_translator(args.model)
-    pairs, dropped = read_parallel(args.src, args.tgt)
-    if dropped:
-        raise InputError(f"{dropped} line(s) of {args.src}/{args.tgt} are empty on a side; alignment keeps lines "
-                         "one to one, so remove them")
-    if args.limit:
-        pairs = pairs[: args.limit]
-    gold = read_gold(args.gold, len(pairs)) if args.gold else None
-    layer, head = (None if n is None else n - 1 for n in (args.layer, args.head))  # given from 1, as shown
-    result: AlignmentReady = run_analysis(align_steps(translator, [s for s, _ in pairs], [t for _, t in pairs], gold,
-                                                      layer=layer, head=head, shift=args.shift,
-                                                      threshold=args.threshold))
-    if args.json:
-        print(json.dumps(result.to_json()))
-        return 0
-    for line in result.alignments:
-        print(line)
-    best = result.best_head()
-    if best is not None and result.aer_heads is not None:  # measured against the gold links
-        best_layer, best_head, value = best
-        aer = result.aer_heads[layer, head] if layer is not None else result.aer_average
-        print(f"AER {result.chosen}: {aer:.4f}; best head: layer {best_layer + 1} head {best_head + 1}, AER "
-              f"{value:.4f}",
-              file=sys.stderr)
     return 0

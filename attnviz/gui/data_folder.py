@@ -14,6 +14,7 @@ from PySide6.QtCore import QObject, QSettings, Signal, Slot
 from PySide6.QtWidgets import QFileDialog, QLineEdit, QWidget
 
 from attnviz.engine.corpus.reader import resolve_data_dir
+from attnviz.gui.worker import JobFailure
 
 KEY = "data/dir"
 OLD_KEY = "train/data_dir"  # where the Train tab alone remembered it before
@@ -21,9 +22,12 @@ HINT = ("Set the data folder with File > Data folder... (or the Train tab's Data
         "with ATTNVIZ_DATA=FOLDER.")
 
 
-def missing_data_hint(settings: tuple[str, ...]) -> str:
-    """What to add to a job's message that names the data folder as the setting to change (else nothing)."""
-    return f" {HINT}" if "data_dir" in settings else ""
+def missing_data_hint(failure: JobFailure) -> str:
+    """What to add to a job's message: where to download the corpus it names (the Analysis tab has no Download
+    button: the command, or the Train tab's), and how to set the data folder when that is the setting to change."""
+    get = (f" To get it: run attnviz data download {failure.corpus} in a terminal, or use Download data in the Train "
+           "tab (offered when Start finds the data missing)." if failure.corpus else "")
+    return get + (f" {HINT}" if "data_dir" in failure.settings else "")
 
 
 class DataFolder(QObject):

@@ -19,7 +19,7 @@ from attnviz.gui import accessible
 from attnviz.gui.analysis.tab import AnalysisTab
 from attnviz.gui.data_folder import DataFolder
 from attnviz.gui.export_files import archive_stem, ask_save_path, hatched, picture_stem, view_stem
-from attnviz.gui.model_list import bundled_models, describe, model_summary, shown_name
+from attnviz.gui.model_list import bundled_models, describe, model_summary, picker_label, shown_name
 from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train.tab import TrainTab
 from attnviz.gui.translate.tab import TranslateTab
@@ -190,11 +190,12 @@ class MainWindow(QMainWindow):
             if path not in bundled and Path(path).exists():
                 entry = describe(Path(path), False)
                 self.model_combo.addItem("Recent: " + entry.label, path)
-        current = self.translator.metadata.get("path") if self.translator else self.loading_path
+        current = self.loading_path or (self.translator.metadata.get("path") if self.translator else None)
         if current and self.model_combo.findData(current) < 0:  # the model in use, dropped from the recent list
             self.model_combo.addItem(describe(Path(current), False).label, current)
         self.model_combo.addItem("Open checkpoint...", OPEN_OTHER)
         index = self.model_combo.findData(current) if current else -1
+        self.model_combo.setItemText(index, picker_label(self.model_combo.itemText(index), self.loading_path))
         self.model_combo.setCurrentIndex(index)
         self.model_combo.blockSignals(False)
         self.recent_menu.clear()
@@ -209,6 +210,7 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(f"Loading model {name}...")
         self.model_label.setText(f"Loading {name}\u2026")  # the model in use is not named as if it were still
         self.translate_tab.set_loading(name)  # nothing translates with the old model meanwhile
+        self.refresh_models()  # the picker names the model coming, marked as loading
         self.loader.start(lambda stop: _load_model(path))
 
     @Slot(str)
@@ -304,8 +306,7 @@ class MainWindow(QMainWindow):
         steps = len(tab.document.steps)
         request = tab.document.request  # the sentence translated, not what the box holds now
         sentence = (request.text if request is not None else tab.source_edit.text()).strip()
-        if len(sentence) > 60:
-            sentence = sentence[:57] + "..."
+        sentence = sentence if len(sentence) <= 60 else sentence[:57] + "..."
         scale = "per-map colour scale" if data.per_map else "colour scale 0..1"
         title = data.title + (" (switched off)" if off else "")
         return f"{title} · step {tab.document.current + 1}/{steps}\n{model}: \"{sentence}\" · {scale}"
@@ -317,10 +318,9 @@ class MainWindow(QMainWindow):
             return
         name = picture_stem(self.translate_tab.attention.kind or "", self.translate_tab.document.current, what)
         path = ask_save_path(self, self.settings, "Export as PNG", f"{name}.png", "PNG (*.png)")
-        if path:
-            if not widget.grab().save(path if path.lower().endswith(".png") else path + ".png"):
-                QMessageBox.warning(self, "Export failed", f"Could not save {path}")
-                return
+        if path and not widget.grab().save(path if path.lower().endswith(".png") else path + ".png"):
+            QMessageBox.warning(self, "Export failed", f"Could not save {path}")
+        elif path:
             self.statusBar().showMessage(f"Saved {path}", 5000)
 
     def export_attention(self) -> None:

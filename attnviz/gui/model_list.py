@@ -14,7 +14,8 @@ from attnviz.paths import bundled_model_files, default_model_path
 CHECKPOINT_SUFFIX = ".safetensors"
 
 # the default is chosen in paths
-__all__ = ["ModelEntry", "bundled_models", "default_model_path", "describe", "model_summary", "shown_name"]
+__all__ = ["ModelEntry", "bundled_models", "default_model_path", "describe", "model_summary", "picker_label",
+           "shown_name"]
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,13 @@ def bundled_models() -> list[ModelEntry]:
 def shown_name(path: str) -> str:
     """How a model file or folder is named while it loads: its file name without the checkpoint suffix."""
     return Path(path).name.removesuffix(CHECKPOINT_SUFFIX) or str(path)
+
+
+def picker_label(label: str, loading: str | None) -> str:
+    """The picker's words for the model it shows: ``label``, marked while the model is still ``loading`` (its path),
+    so the picker names the model coming without passing it off as the one in use (first: a narrow picker cuts
+    the end)."""
+    return f"Loading\u2026 {label}" if loading else label
 
 
 def model_summary(card: ModelCard | None) -> str:

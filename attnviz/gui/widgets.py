@@ -1,5 +1,6 @@
-"""Small helpers shared by the tabs: naming a widget, scrolling one, a row of labelled controls, reading a typed
-setting back, the index types of the table models, and copying a table's rows as a spreadsheet expects."""
+"""Small helpers shared by the tabs: naming a widget, scrolling one, a row of labelled controls, a chosen file's
+name on a button, reading a typed setting back, the index types of the table models, and copying a table's rows as a
+spreadsheet expects."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ from typing import TypeAlias, TypeVar
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QPoint, QSettings, Qt
 from PySide6.QtGui import QGuiApplication, QKeyEvent, QKeySequence
-from PySide6.QtWidgets import QAbstractItemView, QBoxLayout, QFrame, QLabel, QMenu, QScrollArea, QWidget
+from PySide6.QtWidgets import (
+    QAbstractButton,
+    QAbstractItemView,
+    QBoxLayout,
+    QFrame,
+    QLabel,
+    QMenu,
+    QScrollArea,
+    QWidget,
+)
 
 W = TypeVar("W", bound=QWidget)
 V = TypeVar("V", bool, int, float, str)
@@ -16,6 +26,7 @@ ItemView = TypeVar("ItemView", bound=QAbstractItemView)
 
 ModelIndex: TypeAlias = QModelIndex | QPersistentModelIndex  # what Qt hands an item model's methods
 NO_PARENT = QModelIndex()  # a table's rows have no parent: the invalid index, made once as a shared default
+FILE_NAME_WIDTH = 160  # px a chosen file's name may take on a button; longer ones are cut in the middle
 
 
 def named(widget: W, name: str, accessible: str, tip: str = "") -> W:
@@ -52,6 +63,20 @@ def stored(settings: QSettings, key: str, default: V) -> V:
     return value if isinstance(value, type(default)) else default
 
 
+def show_file(button: QAbstractButton, prefix: str, path: str | None, empty: str, tip: str) -> None:
+    """``button`` names the chosen ``path`` after ``prefix`` (its mnemonic), cut in the middle to FILE_NAME_WIDTH
+    so a long name never widens the window past a laptop screen; the tooltip has the whole path. No path: ``empty``.
+    """
+    if not path:
+        button.setText(empty)
+        button.setToolTip(tip)
+        return
+    name = path.replace("\\", "/").rsplit("/", 1)[-1]
+    shown = button.fontMetrics().elidedText(name, Qt.TextElideMode.ElideMiddle, FILE_NAME_WIDTH)
+    button.setText(prefix + shown.replace("&", "&&"))  # a "&" of the name is not a mnemonic
+    button.setToolTip(f"{path}\n{tip}")
+
+
 def _cell(text: object) -> str:
     """One cell for tab-separated text: a tab or line break inside it would split it into two cells or rows."""
     return " ".join(str(text).split()) if text is not None else ""
@@ -59,10 +84,10 @@ def _cell(text: object) -> str:
 
 def rows_text(view: QAbstractItemView, rows: Iterable[int]) -> str:
     """``rows`` of ``view`` (in the view's order, sorted or not) as tab-separated lines, after a line of the column
-    titles when the model has them: what a spreadsheet pastes as a table. Hidden columns are left out."""
+    titles when the model has them: what a spreadsheet pastes as a table. Every column, hidden ones too: a narrow
+    n-best list hides its scores for room, and the copy still has them."""
     model = view.model()
-    hidden = getattr(view, "isColumnHidden", lambda column: False)
-    columns = [c for c in range(model.columnCount()) if not hidden(c)]
+    columns = range(model.columnCount())
     titles = [_cell(model.headerData(c, Qt.Orientation.Horizontal)) for c in columns]
     lines = ["\t".join(titles)] if any(titles) else []
     lines += ["\t".join(_cell(model.data(model.index(r, c))) for c in columns) for r in rows]

@@ -186,3 +186,26 @@ def test_attention_export_can_merge_pieces_into_words(marian, tmp_path):
         np.testing.assert_array_equal(data[key], unmerged[key])
     assert sidecar["translations"][0]["step_units"] == "pieces (step_tokens)"
     assert sidecar["model"]["name"] == folder.name and str(tmp_path) not in npz.with_suffix(".json").read_text()
+
+
+def test_align_reads_marian_pieces_as_the_set_words_with_no_source_sos(marian):
+    """Marian reads its source without <sos>: the first source piece is column 0, not a special to drop."""
+    from attnviz.engine.analysis.alignment import align_steps
+    from attnviz.engine.analysis.corpus import forward_batch
+    from attnviz.engine.subwords import merge_matrix, word_spans
+
+    translator = load_translator(marian[0])
+    src, tgt = SENTENCES[0].split(), "A man rides his bike through the city .".split()
+    result = list(align_steps(translator, [src], [tgt], layer=0, head=0))[-1]
+    # the same words the independent way: whole-line pieces, merged by the pieces' word-start marks
+    src_pieces, tgt_pieces = (spec.tokenize(" ".join(words)) for spec, words in
+                              ((translator.src_spec, src), (translator.tgt_spec, tgt)))
+    src_ids = translator.src_vocab.encode(src_pieces, add_sos_eos=True)[1:]  # pieces <eos>
+    tgt_in = translator.tgt_vocab.encode(tgt_pieces, add_sos_eos=True)[:-1]  # <sos> pieces
+    cross = forward_batch(translator.model, torch.tensor([src_ids]), torch.tensor([tgt_in]), ("cross",))["cross"]
+    rows = cross[0, 0, 0, :, : len(src_pieces)].numpy()  # [pieces, source pieces]: drop <eos> only
+    rows = rows / rows.sum(-1, keepdims=True)
+    words = merge_matrix(rows, word_spans(translator.tgt_spec.word_starts(tgt_pieces)),
+                         word_spans(translator.src_spec.word_starts(src_pieces)))
+    assert words.shape == (len(tgt), len(src))
+    assert set(result.alignments[0].split()) == {f"{i}-{j}" for j, i in enumerate(words.argmax(-1))}

@@ -43,12 +43,43 @@ def test_run_fills_table_map_and_opens_a_sentence(qtbot, loaded, corpus):
 def test_gold_alignments_add_an_aer_map(qtbot, loaded, corpus):
     tab = loaded.analysis_tab
     tab.set_files(corpus[0], corpus[1])
-    tab.gold = corpus[2]
+    tab.gold.set_path(corpus[2])
     _run(qtbot, tab)
     qtbot.waitUntil(lambda: tab.alignment is not None, timeout=30000)
     assert tab.stat_combo.currentData() == "aer"
     assert tab.head_map.data().matrix.shape == (2, 4)
     assert 0.0 <= tab.alignment.aer_average <= 1.0
+
+
+def test_a_published_set_reads_as_the_command_line_reads_it(qtbot, loaded, tmp_path):
+    """A '|||' file listing the target first, 1-based gold links with ipj: the tab's AER map is the engine's."""
+    import numpy as np
+
+    from attnviz.engine.analysis.alignment import align_steps
+    from attnviz.engine.analysis.goldset import read_set
+
+    pairs, gold = tmp_path / "set.txt", tmp_path / "set.gold"
+    pairs.write_text("w3 w2 w1 ||| q1 q2 q3 \nw5 w4 ||| q4 q5 \n")
+    gold.write_text("1-3 2p2 3-1 \n2-1 1p2 \n")  # target word first, from 1
+    tab = loaded.analysis_tab
+    tab.set_files(str(pairs), None, "pairs")
+    assert tab.corpus_choice() == ("pairs", str(pairs), None)
+    tab.gold.set_path(str(gold))
+    tab.gold.numbering.setCurrentIndex(tab.gold.numbering.findData(True))
+    tab.gold.reverse.setChecked(True)
+    assert tab.gold.options() == (str(gold), True, True)
+    _run(qtbot, tab)
+    qtbot.waitUntil(lambda: tab.alignment is not None, timeout=30000)
+    found = read_set(str(pairs), gold=str(gold), one_based=True, reverse=True)
+    assert found.sources[0] == ("q1", "q2", "q3")
+    expected = list(align_steps(loaded.translator, found.sources, found.targets, found.gold()))[-1]
+    assert np.allclose(tab.alignment.aer_heads, expected.aer_heads)
+    assert tab.stat_combo.currentData() == "aer"
+    tab.gold.reverse.setChecked(False)
+    gold.write_text("1-3 2p2 3-1\n1-3 1p2\n")  # source first now: target word 3 of 2
+    tab.run()
+    qtbot.waitUntil(lambda: not tab.is_running() and tab.failed, timeout=30000)
+    assert "set.gold, line 2: link 1-3 names target word 3, but the target side has 2 words" in tab.head_title.text()
 
 
 def test_cancel_stops_the_run(qtbot, loaded, corpus):

@@ -3,6 +3,7 @@ it is remembered, ATTNVIZ_DATA wins when set, and missing data says how to set i
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from attnviz.gui.main_window import MainWindow
@@ -48,3 +49,27 @@ def test_attnviz_data_wins_over_the_remembered_folder(qtbot, settings, tmp_path,
     window = MainWindow(settings)
     qtbot.addWidget(window)
     assert window.analysis_tab.data_dir() == str(tmp_path / "remembered")
+
+
+def test_a_failed_run_says_where_to_get_the_data_and_shows_no_stale_progress(qtbot, window, tmp_path):
+    """After a run that fails for missing data, the bar does not read "0 / 100 sentences" (Size was 20), and the
+    message says where the corpus is downloaded: this tab has no Download button."""
+    load(qtbot, window, MODEL)
+    tab = window.analysis_tab
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    window.data_folder.set_path(str(empty))
+    tab.limit_spin.setValue(20)
+    assert "100" not in tab.progress.text()  # nothing run yet: no made-up total
+    with qtbot.waitSignal(tab.worker.failed, timeout=30000):
+        tab.run()
+    qtbot.waitUntil(lambda: not tab.is_running(), timeout=30000)
+    assert tab.progress.text() == "" and tab.progress.maximum() != 0  # reset, not a busy bar left running
+    text = tab.head_title.text()
+    assert "attnviz data download multi30k" in text and "Download data in the Train tab" in text
+    assert "Download data in the Train tab" in window.statusBar().currentMessage()
+    if os.environ.get("ATTNVIZ_SHOTS"):
+        window.resize(1024, 700)
+        window.tabs.setCurrentWidget(tab)
+        qtbot.waitUntil(lambda: window.width() == 1024)
+        window.grab().save(os.path.join(os.environ["ATTNVIZ_SHOTS"], "analysis-missing-1024x700.png"))

@@ -2,6 +2,8 @@
 loading, Enter waits and translates with the new model once it is here, a what-if is refused with a message, and the
 picker and status bar never name a model other than the one in use (a failed load returns the picker to it)."""
 
+import os
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
@@ -72,3 +74,17 @@ def test_the_picker_always_shows_the_model_in_use(qtbot, loaded):
     loaded.settings.setValue("models/recent", [])  # e.g. pushed out by eight newer files
     loaded.refresh_models()
     assert loaded.model_combo.currentData() == in_use and "toy" in loaded.model_combo.currentText()
+
+
+def test_the_picker_names_the_model_loading_at_startup(qtbot, window, toy_checkpoint):
+    """The first model loads with none in use: the picker is not blank, it names that model, marked as loading."""
+    assert window.translator is None
+    window.load_model(toy_checkpoint)
+    assert window.model_combo.currentData() == toy_checkpoint
+    assert "toy" in window.model_combo.currentText() and window.model_combo.currentText().startswith("Loading\u2026 ")
+    if os.environ.get("ATTNVIZ_SHOTS"):
+        window.resize(1024, 700)
+        window.grab().save(os.path.join(os.environ["ATTNVIZ_SHOTS"], "loading-1024x700.png"))
+    qtbot.waitUntil(lambda: window.translator is not None, timeout=20000)
+    assert window.model_combo.currentData() == toy_checkpoint
+    assert "toy" in window.model_combo.currentText() and "Loading" not in window.model_combo.currentText()

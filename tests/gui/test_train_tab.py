@@ -154,7 +154,7 @@ def test_curves_export_png_svg_csv(qtbot, window, tmp_path):
     assert "<svg" in (tmp_path / "curves.svg").read_text()
     rows = list(csv.reader(open(tmp_path / "curves.csv")))
     assert rows[0] == ["plot", "series", "step", "value"]
-    assert ["Validation BLEU", "bleu_tok", "10.0", "12.0"] in rows
+    assert ["Validation BLEU", "BLEU (tokenised)", "10.0", "12.0"] in rows
     assert sum(r[0] == "Training loss" for r in rows) == 29
 
 

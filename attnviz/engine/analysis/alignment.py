@@ -1,67 +1,53 @@
-"""Word alignments read from cross-attention, Pharaoh format, and the Alignment Error Rate against gold links.
+"""Word alignments read from cross-attention over a test set's words, scored against gold links.
 
-A target word j's attention row is the one that predicts it (row j of the decoder inputs ``<sos> y1 .. yn``) or,
-in the "shift" variant, the row of the following step (row j + 1, whose input is the word itself). Its columns are
-the source words (``<sos>``/``<eos>`` dropped) and the row is renormalised to sum to 1 over them. Subword pieces
-merge into words from a word-boundary mask (True where a piece starts a word): a target word's rows are averaged,
-a source word's columns summed. A link is the row's argmax, or every source word with weight >= a threshold.
+Each pair is forced-decoded; the set's words are tokenised one by one and the attention merged back into them
+(``setwords``), so links count the set's words whatever the model's tokenizer does. A target word j's row is the
+one that predicts its tokens or, in the "shift" variant (Chen et al. 2020), the row of the following step (whose
+input is the word itself); both are measured in one pass. A link is the row's argmax, or every source word with
+weight >= a threshold; the chosen method is one layer's head or the average of all layers and heads. With gold links
+every head, every layer's average and the chosen method get precision, recall and AER, beside two baselines: the
+diagonal and the best single head. Given a model of the other direction, its links are turned round and combined
+with these (intersection, union, grow-diag-final), as the published neural AERs are computed.
 
-Links are (source word, target word), 0-based, written ``i-j`` (Pharaoh). Gold files mark sure links ``i-j`` and
-possible ones ``i?j`` (``i-j-S``/``i-j-P`` also read); possible includes sure. AER = 1 - (|A & S| + |A & P|) /
-(|A| + |S|) over the whole corpus (Och & Ney 2003). Gold indices count the tokens the model's tokenizer makes.
-Names: L layers, H heads, n target words, m source words.
+Links are (source word, target word), 0-based, written ``i-j`` (Pharaoh). Names: L layers, H heads, n target
+words, m source words.
 """
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from attnviz.engine.analysis.corpus import attention_batches, encode_corpus
+from attnviz.engine.analysis.corpus import Example, attention_batches
+from attnviz.engine.analysis.goldset import parse_pharaoh
 from attnviz.engine.analysis.run import AnalysisProgress
-from attnviz.engine.corpus.reader import read_lines
+from attnviz.engine.analysis.scoring import Counts, aer, score_links
+from attnviz.engine.analysis.setwords import TokenReport, WordTokens, tokenize_words, word_attention
+from attnviz.engine.analysis.symmetrise import SYMMETRISATIONS, diagonal
 from attnviz.engine.errors import ConfigError, InputError
-from attnviz.engine.heads import NUMBERING, numbered
+from attnviz.engine.heads import NUMBERING
 
-# One gold link: i?j (possible), or i-j with an optional -S (sure, the default) or -P; word numbers from 0, short
-# enough to be words (a number of thousands of digits is refused as a link, not passed to int()).
-_LINK = re.compile(r"(?P<src>\d{1,6})(?:\?(?P<possible>\d{1,6})|-(?P<tgt>\d{1,6})(?:-(?P<kind>[SsPp]))?)", re.ASCII)
+__all__ = ["AlignmentReady", "aer", "align_steps", "format_pharaoh", "link_matrix", "parse_pharaoh", "to_links"]
 
 Links = set[tuple[int, int]]
-
-
-def word_rows(cross: np.ndarray, shift: bool = False) -> np.ndarray:
-    """Cross-attention [..., n + 1, m + 2] of a teacher-forced pair -> [..., n, m], rows renormalised over words."""
-    rows = cross[..., 1:, 1:-1] if shift else cross[..., :-1, 1:-1]
-    return rows / np.maximum(rows.sum(-1, keepdims=True), 1e-12)
-
-
-def merge_pieces(matrix: np.ndarray, tgt_starts: Sequence[bool], src_starts: Sequence[bool]) -> np.ndarray:
-    """Piece-level [..., Tp, Sp] -> word-level [..., Tw, Sw]: target pieces averaged, source pieces summed."""
-    tgt_word = np.cumsum(np.asarray(tgt_starts, dtype=bool)) - 1  # piece -> word index
-    src_word = np.cumsum(np.asarray(src_starts, dtype=bool)) - 1
-    if tgt_word.min(initial=0) < 0 or src_word.min(initial=0) < 0:
-        raise ValueError("the first piece must start a word")
-    tgt_onehot = np.eye(tgt_word.max() + 1)[tgt_word]  # [Tp, Tw]
-    src_onehot = np.eye(src_word.max() + 1)[src_word]  # [Sp, Sw]
-    summed = np.swapaxes(tgt_onehot, 0, 1) @ matrix @ src_onehot  # [..., Tw, Sw]
-    return summed / tgt_onehot.sum(0)[:, None]
+Gold = Sequence[tuple[Links, Links]]
+VARIANTS = ("plain", "shift")
 
 
 def link_matrix(rows: np.ndarray, threshold: float | None = None) -> np.ndarray:
-    """Links as a bool matrix [..., n, m]: the argmax of each row, or every weight >= ``threshold``."""
+    """Links as a bool matrix [..., n, m]: the argmax of each row, or every weight >= ``threshold``; a row with no
+    weight (a word that gave no token) links nothing."""
     if threshold is not None:
         return rows >= threshold
     out = np.zeros(rows.shape, dtype=bool)
     if rows.shape[-1] == 0:  # no source words: no links
         return out
     np.put_along_axis(out, rows.argmax(-1)[..., None], True, axis=-1)
-    return out
+    return out & (rows.sum(-1, keepdims=True) > 0)
 
 
 def to_links(matrix: np.ndarray) -> Links:
@@ -73,38 +59,13 @@ def format_pharaoh(links: Links) -> str:
     return " ".join(f"{i}-{j}" for i, j in sorted(links))
 
 
-def parse_pharaoh(line: str) -> tuple[Links, Links]:
-    """One gold line -> (sure, possible) links; possible includes sure. A link is ``i-j`` (sure), ``i?j``
-    (possible), or ``i-j-S`` / ``i-j-P``; anything else is refused, never guessed (``0-0-X`` is no possible link)."""
-    sure, possible = set(), set()
-    for item in line.split():
-        match = _LINK.fullmatch(item)
-        if match is None:
-            shown = item if len(item) <= 40 else item[:20] + "..."
-            raise ValueError(f"not a link: {shown!r} (expected i-j, i?j, i-j-S or i-j-P with word numbers from 0)")
-        link = (int(match["src"]), int(match["possible"] or match["tgt"]))
-        possible.add(link)
-        if match["possible"] is None and (match["kind"] or "S").upper() == "S":
-            sure.add(link)
-    return sure, possible
-
-
-def aer(predicted: Sequence[Links], sure: Sequence[Links], possible: Sequence[Links]) -> float:
-    """Corpus AER = 1 - (|A & S| + |A & P|) / (|A| + |S|); possible links are completed with the sure ones."""
-    a_s = a_p = n_a = n_s = 0
-    for a, s, p in zip(predicted, sure, possible, strict=True):
-        p = p | s
-        a_s, a_p, n_a, n_s = a_s + len(a & s), a_p + len(a & p), n_a + len(a), n_s + len(s)
-    return 1.0 - (a_s + a_p) / max(n_a + n_s, 1)
-
-
 def gold_matrices(sure: Links, possible: Links, n: int, m: int, where: str) -> tuple[np.ndarray, np.ndarray]:
     """Gold links as bool matrices [n, m] (sure, possible with sure); out-of-range links raise InputError."""
     s, p = np.zeros((n, m), dtype=bool), np.zeros((n, m), dtype=bool)
     for i, j in possible | sure:
         if not (0 <= i < m and 0 <= j < n):
-            raise InputError(f"{where}: gold link {i}-{j} is outside the sentence ({m} source, {n} target tokens "
-                             "as the model tokenizes them)")
+            raise InputError(f"{where}: gold link {i}-{j} (0-based) is outside the sentence ({m} source, {n} target "
+                             "words)")
         p[j, i] = True
     for i, j in sure:
         s[j, i] = True
@@ -113,13 +74,17 @@ def gold_matrices(sure: Links, possible: Links, n: int, m: int, where: str) -> t
 
 @dataclass(frozen=True)
 class AlignmentReady:
-    """Alignments of a corpus; with gold links, AER per layer x head, per layer (heads averaged) and overall."""
+    """Alignments of a corpus; with gold links, AER per layer x head, per layer (heads averaged) and overall (of
+    the variant asked for: plain or shift), and ``scores``, every figure with precision and recall."""
 
-    alignments: tuple[str, ...]  # Pharaoh line per sentence, for the chosen layer/head or the average
+    alignments: tuple[str, ...]  # Pharaoh line per sentence: the chosen method, symmetrised with a reverse model
     chosen: str  # "layer L head H" (1-based, as every output numbers heads) or "average of all layers and heads"
     aer_heads: np.ndarray | None = None  # [L, H]
     aer_layers: np.ndarray | None = None  # [L], attention averaged over the layer's heads
     aer_average: float | None = None  # attention averaged over all layers and heads
+    scores: dict[str, Any] = field(default_factory=dict)  # JSON-able: name -> Score's figures
+    tokens: TokenReport = field(default_factory=TokenReport)
+    settings: dict[str, Any] = field(default_factory=dict)  # what reproduces the figures
 
     def best_head(self) -> tuple[int, int, float] | None:
         if self.aer_heads is None:
@@ -128,80 +93,157 @@ class AlignmentReady:
         return int(layer), int(head), float(self.aer_heads[layer, head])
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"chosen": self.chosen, "numbering": NUMBERING, "alignments": list(self.alignments)}
-        best = self.best_head()
-        if best is None or self.aer_heads is None or self.aer_layers is None or self.aer_average is None:
+        out: dict[str, Any] = {"chosen": self.chosen, "numbering": NUMBERING, **self.settings,
+                               "tokens": self.tokens.to_json(), "alignments": list(self.alignments)}
+        if self.aer_heads is None or self.aer_layers is None or self.aer_average is None:
             return out  # no gold links, no error rates
-        layer, head, value = best
         out.update(aer_heads=np.round(self.aer_heads, 4).tolist(), aer_layers=np.round(self.aer_layers, 4).tolist(),
-                   aer_average=round(self.aer_average, 4), best=numbered({"kind": "cross", "layer": layer, "head": head,
-                                       "aer": round(value, 4)}))
+                   aer_average=round(self.aer_average, 4), scores=self.scores)
+        out["best"] = self.scores["best head" + (", shift" if self.settings.get("shift") else "")]
         return out
 
 
-class _Counts:
-    """|A & S|, |A & P|, |A|, |S| summed over sentences for any array of configurations."""
+@dataclass
+class _Pass:
+    """One model's reading of the corpus: the chosen method's links per variant, and (with gold) counts."""
 
-    def __init__(self) -> None:
-        self.sums: np.ndarray | None = None  # [4, ...] the four counts per configuration
-
-    def add(self, links: np.ndarray, s: np.ndarray, p: np.ndarray) -> None:  # links [..., n, m]
-        parts = np.stack([(links & s).sum((-1, -2)), (links & p).sum((-1, -2)), links.sum((-1, -2)),
-                          np.broadcast_to(s.sum(), links.shape[:-2])])
-        self.sums = parts if self.sums is None else self.sums + parts
-
-    def aer(self) -> np.ndarray:
-        if self.sums is None:
-            raise InputError("no sentence was aligned, so there is no alignment error rate to compute")
-        a_s, a_p, n_a, n_s = self.sums
-        return 1.0 - (a_s + a_p) / np.maximum(n_a + n_s, 1)
+    links: dict[str, list[Links]]
+    sizes: list[tuple[int, int]]  # (n, m) per sentence
+    counts: dict[tuple[str, str], Counts] = field(default_factory=dict)  # (variant, heads|layers|all)
 
 
-def read_gold(path: str, n_sentences: int) -> list[tuple[Links, Links]]:
-    lines = read_lines(path)
-    if len(lines) != n_sentences:
-        raise InputError(f"{path} has {len(lines)} lines but the corpus has {n_sentences} sentences")
-    try:
-        return [parse_pharaoh(line) for line in lines]
-    except ValueError as exc:
-        raise InputError(f"{path}: {exc}") from None
+def _examples(translator, sources, targets, report: TokenReport | None) -> list[tuple[Example, WordTokens,
+                                                                                       WordTokens, int]]:
+    """Each pair as ids, with its token -> word maps and the column of its first source token."""
+    src_vocab, tgt_vocab = translator.src_vocab, translator.tgt_vocab
+    offset = 1 if translator.kind.source_bos else 0
+    out = []
+    for number, (src_words, tgt_words) in enumerate(zip(sources, targets, strict=True), 1):
+        src = tokenize_words(translator.src_spec, src_words).cut(translator.model.max_source_len - 2)
+        tgt = tokenize_words(translator.tgt_spec, tgt_words).cut(translator.model.max_target_len - 2)
+        if report is not None:
+            report.add(number, "source", src_words, src, translator.src_spec, src_vocab)
+            report.add(number, "target", tgt_words, tgt, translator.tgt_spec, tgt_vocab)
+        if not src.tokens:
+            raise InputError(f"sentence {number}: the source gives the model no token to read")
+        src_ids = src_vocab.encode(list(src.tokens), add_sos_eos=True)[1 - offset:]
+        out.append((Example(tuple(src_ids), tuple(tgt_vocab.encode(list(tgt.tokens), add_sos_eos=True))), tgt, src,
+                    offset))
+    return out
 
 
-def align_steps(translator, sources: Sequence[str], targets: Sequence[str], gold: Sequence[tuple[Links, Links]] | None
-                = None, *, layer: int | None = None, head: int | None = None, shift: bool = False,
-                threshold: float | None = None, batch_size: int = 64, stop: threading.Event | None = None
-                ) -> Iterator[AnalysisProgress | AlignmentReady]:
-    """Forced-decode each target, align it with its source, and (with ``gold``) score every configuration."""
+def _check_head(translator, layer: int | None, head: int | None, flags: str = "--layer/--head") -> None:
     if "cross" not in translator.kind.attention_kinds:
         raise ConfigError("this model has no cross-attention to align with")
     lay, heads = translator.kind.layout(translator.config)["cross"]
     if (layer is None) != (head is None) or (layer is not None and head is not None
                                               and not (0 <= layer < lay and 0 <= head < heads)):
-        raise InputError(f"give both --layer (1..{lay}) and --head (1..{heads}), or neither for the average")
-    examples = encode_corpus(translator, sources, targets)
-    lines: list[str] = [""] * len(examples)
-    counts = {"heads": _Counts(), "layers": _Counts(), "all": _Counts()}
+        first, second = flags.split("/")
+        raise InputError(f"give both {first} (1..{lay}) and {second} (1..{heads}), or neither for the average")
+
+
+def _read(translator, sources, targets, gold: Gold | None, layer, head, threshold, batch_size, stop,
+          report: TokenReport | None, phase: str):
+    """Generator of progress; returns a ``_Pass`` (through ``yield from``)."""
+    examples = _examples(translator, sources, targets, report)
+    result = _Pass({v: [set() for _ in examples] for v in VARIANTS}, [(0, 0)] * len(examples))
     done = 0
-    for batch in attention_batches(translator.model, examples, ("cross",), batch_size):
+    for batch in attention_batches(translator.model, [e[0] for e in examples], ("cross",), batch_size):
         cross = batch.attention["cross"].numpy()  # [B, L, H, T, S]
         for b, index in enumerate(batch.index):
-            n, m = len(examples[index].tgt) - 2, len(examples[index].src) - 2
-            rows = word_rows(cross[b, :, :, : n + 1, : m + 2], shift)  # [L, H, n, m]
-            chosen = rows[layer, head] if layer is not None else rows.mean((0, 1))
-            lines[index] = format_pharaoh(to_links(link_matrix(chosen, threshold)))
-            if gold is not None:
-                s, p = gold_matrices(*gold[index], n, m, f"gold line {index + 1}")
-                counts["heads"].add(link_matrix(rows, threshold), s, p)
-                counts["layers"].add(link_matrix(rows.mean(1), threshold), s, p)
-                counts["all"].add(link_matrix(rows.mean((0, 1)), threshold), s, p)
+            _, tgt, src, offset = examples[index]
+            result.sizes[index] = (tgt.n_words, src.n_words)
+            for variant in VARIANTS:
+                rows = word_attention(cross[b], tgt, src, offset, variant == "shift")  # [L, H, n, m]
+                chosen = rows[layer, head] if layer is not None else rows.mean((0, 1))
+                result.links[variant][index] = to_links(link_matrix(chosen, threshold))
+                if gold is not None:
+                    s, p = gold_matrices(*gold[index], tgt.n_words, src.n_words, f"gold line {index + 1}")
+                    for name, matrix in (("heads", rows), ("layers", rows.mean(1)), ("all", rows.mean((0, 1)))):
+                        result.counts.setdefault((variant, name), Counts()).add(link_matrix(matrix, threshold), s, p)
         done += len(batch.index)
-        yield AnalysisProgress(done, len(examples), "alignment")
+        yield AnalysisProgress(done, len(examples), phase)
         if stop is not None and stop.is_set():
+            return None
+    return result
+
+
+def _scores(forward: _Pass, gold: Gold, symmetrised: dict[str, list[Links]]) -> dict[str, Any]:
+    sure, possible = [g[0] for g in gold], [g[1] for g in gold]
+    out: dict[str, Any] = {}
+    for variant in VARIANTS:
+        tail = "" if variant == "plain" else ", shift"
+        heads = forward.counts[variant, "heads"]
+        best = np.unravel_index(int(np.argmin(heads.aer())), heads.aer().shape)
+        layers = forward.counts[variant, "layers"]
+        out["method" + tail] = score_links(forward.links[variant], sure, possible).to_json()
+        out["best head" + tail] = {"layer": int(best[0]) + 1, "head": int(best[1]) + 1,
+                                   **heads.score(tuple(int(x) for x in best)).to_json()}
+        out["layer average" + tail] = [{"layer": la + 1, **layers.score((la,)).to_json()}
+                                       for la in range(len(layers.aer()))]
+        out["all heads average" + tail] = forward.counts[variant, "all"].score().to_json()
+    out["diagonal"] = score_links([diagonal(n, m) for n, m in forward.sizes], sure, possible).to_json()
+    for name, links in symmetrised.items():
+        out[name] = score_links(links, sure, possible).to_json()
+    return out
+
+
+def _gold_counts(gold: Gold) -> dict[str, int]:
+    sure = sum(len(s) for s, _ in gold)
+    return {"sure_links": sure, "possible_links": sum(len(p | s) for s, p in gold) - sure}
+
+
+def align_steps(translator, sources: Sequence[str | Sequence[str]], targets: Sequence[str | Sequence[str]],
+                gold: Gold | None = None, *, layer: int | None = None, head: int | None = None, shift: bool = False,
+                threshold: float | None = None, batch_size: int = 64, stop: threading.Event | None = None,
+                reverse=None, reverse_layer: int | None = None, reverse_head: int | None = None,
+                symmetrise: str = "grow-diag-final") -> Iterator[AnalysisProgress | AlignmentReady]:
+    """Forced-decode each target, align its words with its source's, and (with ``gold``, 0-based (source, target)
+    links per pair) score every configuration. A sentence given as text is its space-separated words. ``reverse``,
+    a model of the other direction, adds its links turned round and ``symmetrise`` picks the combination printed.
+    ``layer``/``head`` (and ``reverse_layer``/``reverse_head``, the same by default) count from 0."""
+    if symmetrise not in SYMMETRISATIONS:
+        raise InputError(f"symmetrisation must be one of {', '.join(SYMMETRISATIONS)}, not {symmetrise!r}")
+    _check_head(translator, layer, head)
+    if reverse is not None:
+        reverse_layer, reverse_head = (layer, head) if reverse_layer is None and reverse_head is None \
+            else (reverse_layer, reverse_head)
+        _check_head(reverse, reverse_layer, reverse_head, "--reverse-layer/--reverse-head")
+    src_words = [tuple(s.split()) if isinstance(s, str) else tuple(s) for s in sources]
+    tgt_words = [tuple(t.split()) if isinstance(t, str) else tuple(t) for t in targets]
+    report = TokenReport()
+    forward = yield from _read(translator, src_words, tgt_words, gold, layer, head, threshold, batch_size, stop,
+                               report, "alignment")
+    if forward is None:
+        return
+    variant = "shift" if shift else "plain"
+    lines = forward.links[variant]
+    symmetrised: dict[str, list[Links]] = {}
+    if reverse is not None:
+        backward = yield from _read(reverse, tgt_words, src_words, None, reverse_layer, reverse_head, threshold,
+                                    batch_size, stop, None, "reverse alignment")
+        if backward is None:
             return
+        turned = [{(i, j) for j, i in links} for links in backward.links[variant]]
+        symmetrised["reverse model"] = turned
+        for name, combine in SYMMETRISATIONS.items():
+            symmetrised[name] = [combine(f, b, n, m) for f, b, (n, m) in zip(lines, turned, forward.sizes,
+                                                                                 strict=True)]
+        lines = symmetrised[symmetrise]
     chosen = (f"layer {layer + 1} head {head + 1}" if layer is not None and head is not None
               else "average of all layers and heads")
+    settings: dict[str, Any] = {
+        "method": "argmax" if threshold is None else f"weight >= {threshold:g}", "layer": None if layer is None
+        else layer + 1, "head": None if head is None else head + 1, "shift": shift,
+        "symmetrisation": symmetrise if reverse is not None else None,
+        "reverse_layer": None if reverse is None or reverse_layer is None else reverse_layer + 1,
+        "reverse_head": None if reverse is None or reverse_head is None else reverse_head + 1,
+        "predicted_links": sum(len(links) for links in lines), "output_indexing": "0-based, source-target"}
+    texts = tuple(format_pharaoh(links) for links in lines)
     if gold is None:
-        yield AlignmentReady(tuple(lines), chosen)
+        yield AlignmentReady(texts, chosen, tokens=report, settings=settings)
         return
-    yield AlignmentReady(tuple(lines), chosen, counts["heads"].aer(), counts["layers"].aer(),
-                         float(counts["all"].aer()))
+    settings.update(_gold_counts(gold))
+    yield AlignmentReady(texts, chosen, forward.counts[variant, "heads"].aer(), forward.counts[variant, "layers"].aer(),
+                         float(forward.counts[variant, "all"].aer()), _scores(forward, gold, symmetrised),
+                         report, settings)

@@ -8,20 +8,42 @@ every view. Torch loads only when a job runs, so the GUI imports this module at 
 from __future__ import annotations
 
 
-def analysis_job(translator, corpus: tuple[str, str | None, str | None], limit: int, targets: str,
-                 gold: str | None, compare: str | None, stop, data_dir: str | None = None):
+def read_corpus(translator, corpus: tuple[str | None, str | None, str | None], limit: int,
+                data_dir: str | None = None, gold: tuple[str, bool | None, bool] | None = None):
+    """(sources, references or None, the gold set or None) of a corpus choice: a split ``(split, None, None)``,
+    text files ``(None, src, tgt)`` or an alignment set ``("pairs", file, None)`` ('source ||| target' lines).
+    ``gold`` is (gold file, numbered from 1 (None: detect), reverse); text files and sets are read by the one
+    set reader (``goldset.read_set``) the command line uses."""
+    from attnviz.engine.analysis.goldset import read_set, with_gold
+    from attnviz.engine.analysis.run import corpus_pairs
+
+    split, src, tgt = corpus
+    path, one_based, reverse = gold or (None, None, False)
+    if split == "pairs" or (gold and src and tgt):
+        found = read_set(src if split == "pairs" else None, None if split == "pairs" else src, tgt, path,
+                         one_based=one_based, reverse=reverse, limit=limit)
+        return [" ".join(w) for w in found.sources], [" ".join(w) for w in found.targets], found if gold else None
+    sources, refs = corpus_pairs(translator, split or "val", src, tgt, limit, data_dir)
+    if path is None or refs is None:
+        return sources, refs, None
+    pairs = [(tuple(s.split()), tuple(t.split())) for s, t in zip(sources, refs, strict=True)]
+    return sources, refs, with_gold(pairs, path, {"corpus": f"{split or 'val'} split"}, one_based=one_based,
+                                    reverse=reverse)
+
+
+def analysis_job(translator, corpus: tuple[str | None, str | None, str | None], limit: int, targets: str,
+                 gold: tuple[str, bool | None, bool] | None, compare: str | None, stop, data_dir: str | None = None):
     """Worker job: head statistics, then (with a gold file and targets) the AER of every cross-attention head, then
     (with a second checkpoint) that checkpoint's statistics on the same corpus."""
-    from attnviz.engine.analysis.alignment import align_steps, read_gold
-    from attnviz.engine.analysis.run import HeadStatsReady, corpus_pairs, head_stats_steps, load_comparable
+    from attnviz.engine.analysis.alignment import align_steps
+    from attnviz.engine.analysis.run import HeadStatsReady, head_stats_steps, load_comparable
 
     other = load_comparable(compare, translator) if compare else None  # refused before any work
-    split, src, tgt = corpus
-    sources, refs = corpus_pairs(translator, split or "val", src, tgt, limit, data_dir)
+    sources, refs, gold_set = read_corpus(translator, corpus, limit, data_dir, gold)
     use_refs = targets == "reference" or not translator.has_source  # a language model reads its texts
     yield from head_stats_steps(translator, sources, refs if use_refs else None, stop=stop)
-    if gold and refs is not None and not stop.is_set():
-        yield from align_steps(translator, sources, refs, read_gold(gold, len(sources)), stop=stop)
+    if gold_set is not None and not stop.is_set():
+        yield from align_steps(translator, gold_set.sources, gold_set.targets, gold_set.gold(), stop=stop)
     if other is not None and not stop.is_set():
         for event in head_stats_steps(other, sources, refs if use_refs else None, stop=stop):
             yield HeadStatsReady(event.stats, "compare") if isinstance(event, HeadStatsReady) else event
@@ -31,15 +53,14 @@ def importance_job(translator, corpus: tuple[str | None, str | None, str | None]
                    data_dir: str | None = None):
     """Worker job: every head switched off alone on the corpus (a split, or a source and a reference file)."""
     from attnviz.engine.analysis.importance import importance_steps
-    from attnviz.engine.analysis.run import corpus_pairs
     from attnviz.engine.errors import InputError
 
     split, src, tgt = corpus
-    sources, refs = corpus_pairs(translator, split or "val", src, tgt, limit, data_dir)
+    sources, refs, _ = read_corpus(translator, corpus, limit, data_dir)
     if refs is None:
         raise InputError("Head importance is measured in BLEU and needs references: choose a source file and its "
                          "reference file, or a split of the model's corpus.")
-    source = f"{src} / {tgt}" if src else f"{split} split"
+    source = f"{src}" if split == "pairs" else f"{src} / {tgt}" if src else f"{split} split"
     yield from importance_steps(translator, list(zip(sources, refs)), source=source, stop=stop)
 
 

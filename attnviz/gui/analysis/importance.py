@@ -214,7 +214,7 @@ class ImportancePanel(QWidget):
 
     @Slot(object)
     def _on_failed(self, failure: JobFailure) -> None:
-        first_line = failure.text.splitlines()[0] + missing_data_hint(failure.settings)
+        first_line = failure.text.splitlines()[0] + missing_data_hint(failure)
         self.summary.setText(f"<b>Head importance failed:</b> {first_line}")
         self.status.emit(first_line)
 

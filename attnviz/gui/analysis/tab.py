@@ -35,15 +35,18 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.analysis.jobs import analysis_job, views_job
 from attnviz.engine.analysis.names import IMPORTANCE_SPLIT, STATS
+from attnviz.gui.analysis.gold import GoldChoice
 from attnviz.gui.analysis.importance import ImportancePanel
 from attnviz.gui.analysis.widgets import AER, HeadMap, SentenceViews, StatsTableModel, run_partner, thresholds_text
 from attnviz.gui.data_folder import DataFolder, missing_data_hint
-from attnviz.gui.widgets import add_labelled, copyable, named
+from attnviz.gui.widgets import add_labelled, copyable, named, show_file
 from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:
     from attnviz.engine.analysis.stats import HeadStats
 
+COMPARE_TIP = ("A second checkpoint with the same vocabularies (e.g. an earlier epoch of the run): its statistics on "
+               "the same corpus, and the map of the difference")
 
 
 class AnalysisTab(QWidget):
@@ -56,7 +59,6 @@ class AnalysisTab(QWidget):
         self.stats = None
         self.alignment = None
         self.files: tuple[str | None, str | None] = (None, None)  # source, target text files
-        self.gold: str | None = None
         self.compare: str | None = None  # a second checkpoint (same vocabularies)
         self.stats_b: HeadStats | None = None  # the compared checkpoint's
         self.failed = False  # the last run ended with a message: it is not "done", and shows nothing stale
@@ -74,6 +76,7 @@ class AnalysisTab(QWidget):
         self.corpus_combo.addItem("Validation split", "val")
         self.corpus_combo.addItem("Test split", "test")
         self.corpus_combo.addItem("Text files...", "files")
+        self.corpus_combo.addItem("Alignment set (source ||| target)...", "pairs")
         self.corpus_combo.setCurrentIndex(self.corpus_combo.findData(IMPORTANCE_SPLIT))  # as the CLI's default
         self.limit_spin = named(QSpinBox(), "limitSpin", "Sentences", "Use only the first N sentences (0 = all)")
         self.limit_spin.setRange(0, 1_000_000)
@@ -82,12 +85,10 @@ class AnalysisTab(QWidget):
                                    "What the decoder is fed: the references, or the model's own greedy outputs")
         self.targets_combo.addItem("references", "reference")
         self.targets_combo.addItem("own greedy outputs", "greedy")
-        self.gold_button = named(QPushButton("&Gold alignments..."), "goldButton", "Gold alignments",
-                                 "A Pharaoh file (i-j sure, i?j possible) aligned with the corpus: adds the AER of "
-                                 "every cross-attention head")
+        self.gold = GoldChoice()
+        self.gold_button = self.gold.button
         self.compare_button = named(QPushButton("Compare &with..."), "compareButton", "Compare with a checkpoint",
-                                    "A second checkpoint with the same vocabularies (e.g. an earlier epoch of the "
-                                    "run): its statistics on the same corpus, and the map of the difference")
+                                    COMPARE_TIP)
         self.diff_check = named(QCheckBox("Show &B - A"), "diffCheck", "Show the difference",
                                 "Map the compared checkpoint's statistic minus the loaded model's")
         self.diff_check.setEnabled(False)
@@ -103,8 +104,7 @@ class AnalysisTab(QWidget):
         self.table.setModel(self.table_proxy)
         self.table.setSortingEnabled(True)
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
-        self.table.setSelectionMode(QTableView.SelectionMode.ExtendedSelection)  # Ctrl+A, Shift+click: copy rows
-        copyable(self.table)
+        copyable(self.table).setSelectionMode(QTableView.SelectionMode.ExtendedSelection)  # Ctrl+A: rows to copy
         self.table.verticalHeader().hide()
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.stat_combo = named(QComboBox(), "statCombo", "Statistic shown per layer and head")
@@ -128,11 +128,11 @@ class AnalysisTab(QWidget):
         top = QHBoxLayout()
         add_labelled(top, (("C&orpus:", self.corpus_combo), ("Si&ze (sentences):", self.limit_spin),
                            ("Deco&der input:", self.targets_combo)))
-        top.addWidget(self.gold_button)
-        top.addWidget(self.compare_button)
         top.addWidget(self.data_button)
         top.addStretch(1)
-        running = QHBoxLayout()
+        running = QHBoxLayout()  # the chosen files' buttons here: with the corpus row, a file name widened the window
+        running.addWidget(self.gold)
+        running.addWidget(self.compare_button)
         running.addWidget(self.run_button)
         running.addWidget(self.cancel_button)
         running.addWidget(self.progress, 1)
@@ -165,7 +165,6 @@ class AnalysisTab(QWidget):
         self.run_button.clicked.connect(self.run)
         self.cancel_button.clicked.connect(self.cancel)
         self.corpus_combo.activated.connect(self._on_corpus_activated)
-        self.gold_button.clicked.connect(self._on_gold_clicked)
         self.compare_button.clicked.connect(self._on_compare_clicked)
         self.data_button.clicked.connect(self._on_data_clicked)
         self.diff_check.toggled.connect(self._on_map_choice_changed)
@@ -214,29 +213,30 @@ class AnalysisTab(QWidget):
             self.data_folder.choose(self)
 
     def corpus_choice(self) -> tuple[str | None, str | None, str | None]:
-        """(split, None, None), or (None, source file, reference file) for text files."""
+        """(split, None, None), (None, source file, reference file) for text files, ("pairs", file, None) for a
+        set of 'source ||| target' lines."""
         split = self.corpus_combo.currentData()
-        return (None, *self.files) if split == "files" else (split, None, None)
+        return (None, *self.files) if split == "files" else ("pairs", self.files[0], None) if split == "pairs" \
+            else (split, None, None)
 
     def run(self) -> None:
         if self.translator is None:
             return
         split, corpus = self.corpus_combo.currentData(), self.corpus_choice()
-        if split == "files" and not self.files[0]:
+        if split in ("files", "pairs") and not self.files[0]:
             self.status.emit("Choose a source file first (Corpus: Text files...)")
             return
-        translator, limit, targets, gold, compare, data = (self.translator, self.limit_spin.value(),
-                                                           self.targets_combo.currentData(), self.gold, self.compare,
-                                                           self.data_dir())
+        translator, limit, targets = self.translator, self.limit_spin.value(), self.targets_combo.currentData()
+        gold, compare, data = self.gold.options(), self.compare, self.data_dir()
         if targets == "reference" and split == "files" and not self.files[1]:
             targets = "greedy"  # a source file alone has no references
         self.stats, self.alignment, self.stats_b, self.failed = None, None, None, False
         self.diff_check.setChecked(False)
         self.diff_check.setEnabled(False)
+        self.progress.setRange(0, limit)  # the size asked (0, all: a busy bar until the corpus is read)
         self.progress.setValue(0)
         self._set_running(True)
-        self.worker.start(lambda stop: analysis_job(translator, corpus, limit, targets, gold, compare, stop,
-                                                       data))
+        self.worker.start(lambda stop: analysis_job(translator, corpus, limit, targets, gold, compare, stop, data))
 
     @Slot()
     def cancel(self) -> None:
@@ -250,30 +250,30 @@ class AnalysisTab(QWidget):
     def _set_running(self, running: bool) -> None:
         self.run_button.setEnabled(not running and self.translator is not None)
         self.cancel_button.setEnabled(running)
-        for widget in (self.corpus_combo, self.limit_spin, self.targets_combo, self.gold_button, self.compare_button):
+        for widget in (self.corpus_combo, self.limit_spin, self.targets_combo, self.gold, self.compare_button):
             widget.setEnabled(not running)
 
     @Slot(int)
     def _on_corpus_activated(self, index: int) -> None:
-        if self.corpus_combo.itemData(index) != "files":
+        kind = self.corpus_combo.itemData(index)
+        if kind not in ("files", "pairs"):
             return
-        src, _ = QFileDialog.getOpenFileName(self, "Source sentences (one per line)")
+        src, _ = QFileDialog.getOpenFileName(self, "Source sentences (one per line)" if kind == "files" else
+                                             "Sentence pairs ('source ||| target' per line)")
+        if src and kind == "pairs":
+            self.set_files(src, None, "pairs")
+            return
         if not src:
             self.corpus_combo.setCurrentIndex(0)
             return
         tgt, _ = QFileDialog.getOpenFileName(self, "References aligned with the source (Cancel for none)")
         self.set_files(src, tgt or None)
 
-    def set_files(self, src: str, tgt: str | None) -> None:
+    def set_files(self, src: str, tgt: str | None, kind: str = "files") -> None:
         self.files = (src, tgt)
-        self.corpus_combo.setCurrentIndex(self.corpus_combo.findData("files"))
-        self.corpus_combo.setItemText(self.corpus_combo.currentIndex(), "Text files: " + src.rsplit("/", 1)[-1])
-
-    @Slot()
-    def _on_gold_clicked(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Gold alignments (Pharaoh, one line per sentence)")
-        self.gold = path or None
-        self.gold_button.setText("&Gold: " + path.rsplit("/", 1)[-1] if path else "&Gold alignments...")
+        self.corpus_combo.setCurrentIndex(self.corpus_combo.findData(kind))
+        title = "Text files: " if kind == "files" else "Alignment set: "
+        self.corpus_combo.setItemText(self.corpus_combo.currentIndex(), title + src.rsplit("/", 1)[-1])
 
     @Slot()
     def _on_compare_clicked(self) -> None:
@@ -284,7 +284,7 @@ class AnalysisTab(QWidget):
 
     def set_compare(self, path: str | None) -> None:
         self.compare = path
-        self.compare_button.setText("Compare &with: " + path.rsplit("/", 1)[-1] if path else "Compare &with...")
+        show_file(self.compare_button, "Compare &with: ", path, "Compare &with...", COMPARE_TIP)
 
     # -- results -----------------------------------------------------------------------------------------------------
 
@@ -308,8 +308,10 @@ class AnalysisTab(QWidget):
 
     @Slot(object)
     def _on_worker_failed(self, failure: JobFailure) -> None:
-        first_line = failure.text.splitlines()[0] + missing_data_hint(failure.settings)
+        first_line = failure.text.splitlines()[0] + missing_data_hint(failure)
         self.failed, self.stats_b = True, None
+        self.progress.setRange(0, 1)  # stopped: no busy bar, no stale count
+        self.progress.reset()
         self.diff_check.setChecked(False)
         self.diff_check.setEnabled(False)
         self.status.emit(first_line)
@@ -351,7 +353,7 @@ class AnalysisTab(QWidget):
         self.kind_combo.setCurrentIndex(max(0, self.kind_combo.findData("cross")))
         layer, head, value = result.best_head()
         self.status.emit(f"Best aligning head: layer {layer + 1}, head {head + 1} (AER {value:.3f}; all heads "
-                         f"averaged {result.aer_average:.3f})")
+                         f"averaged {result.aer_average:.3f}; diagonal {result.scores['diagonal']['aer']:.3f})")
 
     @Slot()
     def _on_map_choice_changed(self) -> None:

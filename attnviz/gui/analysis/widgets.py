@@ -173,7 +173,7 @@ class SentenceViews(QWidget):
         self.side_heatmap.setObjectName("sideHeatmap")
         self.side_heatmap.hide()
         row = QHBoxLayout()
-        add_labelled(row, (("&View:", self.view_combo), ("K&ind:", self.kind_combo), ("L&ayer:", self.layer_spin),
+        add_labelled(row, (("&View:", self.view_combo), ("&Kind:", self.kind_combo), ("L&ayer:", self.layer_spin),
                            ("H&ead:", self.head_spin)))
         row.addStretch(1)
         layout = QVBoxLayout(self)

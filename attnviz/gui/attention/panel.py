@@ -123,11 +123,17 @@ class AttentionPanel(QWidget):
 
     def _lay_out(self) -> None:
         """The selectors over the map, and beside the map a narrow column: the grid, then the caption."""
-        controls = QHBoxLayout()
+        self.controls = controls = QHBoxLayout()
         add_labelled(controls, (("&Kind", self.kind_combo), ("&Layer", self.layer_combo), ("H&ead", self.head_combo)))
-        controls.addWidget(self.scale_combo)
-        controls.addWidget(self.merge_check)
+        self.display_box = QWidget()  # the scale and merge choices: beside the selectors, under them when narrow
+        display = QHBoxLayout(self.display_box)
+        display.setContentsMargins(0, 0, 0, 0)
+        display.addWidget(self.scale_combo)
+        display.addWidget(self.merge_check)
+        controls.addWidget(self.display_box)
         controls.addStretch(1)
+        self.second_row = QHBoxLayout()
+        self.second_row.addStretch(1)
         for button in self._zoom_buttons():
             controls.addWidget(button)
         self.heatmap_scroll = QScrollArea()
@@ -150,7 +156,25 @@ class AttentionPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(controls)
+        layout.addLayout(self.second_row)
         layout.addWidget(self.splitter, 1)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self.wrap_selectors()
+
+    def wrap_selectors(self) -> None:
+        """One row of selectors when it fits whole; else the scale and merge choices go to a second row, so that no
+        selector is cut ("Cross-attenti", "Mean of |" at 1024 px)."""
+        box, first = self.display_box, self.controls
+        wide = first.indexOf(box) >= 0
+        need = first.sizeHint().width() + (0 if wide else box.sizeHint().width() + first.spacing())
+        if need <= self.width() and not wide:
+            self.second_row.removeWidget(box)
+            first.insertWidget(first.indexOf(self.head_combo) + 1, box)
+        elif need > self.width() and wide:
+            first.removeWidget(box)
+            self.second_row.insertWidget(0, box)
 
     def _zoom_buttons(self) -> list[QToolButton]:
         """Zoom in / out / fit, as actions (Ctrl++, Ctrl+-, Ctrl+0) shown as tool buttons beside the selectors."""

@@ -16,6 +16,8 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QMouseEvent, QPaintDevice, QPainter, QPainterPath, QPalette, QPen
 from PySide6.QtWidgets import QFileDialog, QGridLayout, QMessageBox, QSizePolicy, QToolTip, QWidget
 
+BLEU_WORDS = "BLEU (tokenised)"  # the evaluations' bleu_tok, said as a reader would
+
 
 @dataclass
 class Series:
@@ -31,13 +33,14 @@ class Series:
         self.ys.append(float(y))
 
 
-def nice_ticks(low: float, high: float, count: int = 5) -> list[float]:
-    """About ``count`` round values (1, 2 or 5 times a power of ten) covering [low, high]."""
+def nice_ticks(low: float, high: float, count: int = 5, least_step: float = 0.0) -> list[float]:
+    """About ``count`` round values (1, 2 or 5 times a power of ten, at least ``least_step`` apart) covering
+    [low, high]."""
     if not (math.isfinite(low) and math.isfinite(high)) or high <= low:
         return [low]
     raw = (high - low) / max(count, 1)
     magnitude = 10 ** math.floor(math.log10(raw))
-    step = next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw)
+    step = max(next(m * magnitude for m in (1, 2, 5, 10) if m * magnitude >= raw), least_step)
     first = math.ceil(low / step - 1e-9) * step
     return [first + i * step for i in range(int((high - first) / step + 1e-9) + 1)]
 
@@ -164,7 +167,7 @@ class CurvePlot(QWidget):
         p = self._plot
         painter.setPen(QPen(grid, 1))
         painter.drawRect(p)
-        for x in nice_ticks(x0, x1, max(2, int(p.width() / 90))):
+        for x in self.x_ticks(r, p.width()):
             px = self._map(x, 1.0, r).x()
             painter.setPen(QPen(grid, 1))
             painter.drawLine(QPointF(px, p.top()), QPointF(px, p.bottom()))
@@ -177,6 +180,11 @@ class CurvePlot(QWidget):
             painter.setPen(text)
             painter.drawText(QRectF(0, py - 8, p.left() - 4, 16),
                              Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, label)
+
+    def x_ticks(self, r, width: float) -> list[float]:
+        """The x axis's ticks for a plot ``width`` pixels wide over ranges ``r``: whole steps only (one evaluation
+        spans step - 1 .. step + 1, whose 1-2-5 ticks would be halves)."""
+        return nice_ticks(r[0], r[1], max(2, int(width / 90)), least_step=1.0)
 
     def _y_ticks(self, r, height: float) -> list[tuple[float, str]]:
         """The y axis's ticks (in plotted units) and their labels, for a plot ``height`` pixels tall."""
@@ -261,8 +269,8 @@ class CurvesPanel(QWidget):
         self.smooth_loss = self.loss_plot.add_series(Series("smoothed", "#2171b5", 2.2))
         self.val_plot = CurvePlot("Validation loss", "step", "loss (nats/token)")
         self.val_loss = self.val_plot.add_series(Series("validation", "#d94801", 2.0, markers=True))
-        self.bleu_plot = CurvePlot("Validation BLEU", "step", "bleu_tok")
-        self.bleu = self.bleu_plot.add_series(Series("bleu_tok", "#238b45", 2.0, markers=True))
+        self.bleu_plot = CurvePlot("Validation BLEU", "step", BLEU_WORDS)  # plain words, not the metric's key
+        self.bleu = self.bleu_plot.add_series(Series(BLEU_WORDS, "#238b45", 2.0, markers=True))
         self.lr_plot = CurvePlot("Learning rate", "step", "learning rate")
         self.lr = self.lr_plot.add_series(Series("lr", "#6a51a3", 1.8))
         grid = QGridLayout(self)

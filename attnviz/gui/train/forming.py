@@ -22,6 +22,7 @@ from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.attention.panel import head_choices, set_choices
 from attnviz.gui.widgets import add_labelled, named
 
+START_HINT = "Start training: the probe sentence's cross-attention appears at every evaluation"
 
 @dataclass(frozen=True)
 class Snapshot:
@@ -128,7 +129,7 @@ class FormingPanel(QWidget):
         self.translation_label.setWordWrap(True)
         self.translation_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.heatmap = HeatmapView()
-        self.heatmap.placeholder = "Start training: the probe sentence's cross-attention appears at every evaluation"
+        self.heatmap.placeholder = START_HINT
         self.strip = FilmStrip()
         self._replay = QTimer(self)
         self._replay.setInterval(600)
@@ -154,7 +155,9 @@ class FormingPanel(QWidget):
 
     # -- data --------------------------------------------------------------------------------------------------------
 
-    def clear(self) -> None:
+    def clear(self, running: bool = False) -> None:
+        """No evaluation shown; ``running``: a run has started, so the hint to start one goes."""
+        self.heatmap.placeholder = "" if running else START_HINT
         self.snapshots = []
         self._follow_latest = True
         self.slider.setRange(0, 0)

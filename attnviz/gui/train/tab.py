@@ -223,7 +223,7 @@ class TrainTab(QWidget):
         self._run_out, self._paused, self._stopping = out, False, False
         self.paths, self._pending, self.last_step = {}, [], None
         self.curves.clear(job.recipe.has_source)
-        self.forming.clear()
+        self.forming.clear(running=True)
         self.evaluations.clear()
         self._show_message("")
         self.progress.setValue(0)

@@ -19,7 +19,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtCore import QObject, QTimer, Slot
-from PySide6.QtWidgets import QSplitter, QTabWidget, QWidget
+from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QWidget
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import InputError
@@ -75,6 +75,11 @@ class ExplorerHost(Protocol):
     def show_heads_off(self, heads: tuple[HeadRef, ...], redraw: bool) -> None:
         """The attention views cross these heads out (redrawn now when ``redraw``)."""
         ...
+
+
+def least_height(widget: QWidget | None) -> int:
+    """The height a splitter lets ``widget`` shrink to: its minimum height, or else its minimum size hint's."""
+    return 0 if widget is None else widget.minimumHeight() or max(widget.minimumSizeHint().height(), 0)
 
 
 class SearchExplorer(QObject):
@@ -201,15 +206,21 @@ class SearchExplorer(QObject):
                                                                                              rescale_heads=False))
 
     def make_room(self, splitter: QSplitter, index: int) -> None:
-        """Opening the search tree or heads-off page on a short screen moves ``splitter`` (the side column, whose
-        last part holds the pages) so the page shows a few rows, taking from the parts above it, each keeping
-        KEEP px."""
+        """With the search tree or heads-off page open on a short screen (opened, or the column just sized), move
+        ``splitter`` (the side column, whose last part holds the pages) so the page shows what it needs without
+        scrolling (at least PAGE_MIN), taking from the parts above it, each keeping KEEP px (or its minimum)."""
         if index == 0:  # the step table is fine small
             return
         sizes = splitter.sizes()
-        need = self.PAGE_MIN - self.side.currentWidget().height()
-        for i in range(len(sizes) - 1):
-            give = min(need, sizes[i] - self.KEEP)
+        page = self.side.currentWidget()
+        content = page.widget() if isinstance(page, QScrollArea) else None
+        wanted = max(self.PAGE_MIN, content.minimumSizeHint().height() if content is not None else 0)
+        # from the splitter's sizes (the page's own height lags behind a setSizes, or a page first shown): the pages'
+        # stack is the tab widget less its tab bar and frame
+        stack = page.parentWidget() or page
+        need = wanted + max(self.side.height() - stack.height(), 0) - sizes[-1]
+        for i in range(len(sizes) - 1):  # each part keeps KEEP px, or its own minimum if more
+            give = min(need, sizes[i] - max(self.KEEP, least_height(splitter.widget(i))))
             if give > 0:
                 sizes[i] -= give
                 sizes[-1] += give

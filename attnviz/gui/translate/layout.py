@@ -1,7 +1,7 @@
 """The Translate tab laid out around its attention map, as a map-centred tool is: the map (with its selectors above
-and the playback bar under it) takes what the window has; a side column holds the token strips and the text, the
-top-k chart at the height of its content, and the Steps / Search tree / Heads off pages; the head grid and the
-caption share a narrow column beside the map.
+and the playback bar under it) takes what the window has; a side column holds the token strips (scrolled) and under
+them the translated text with its Copy button (always in sight), the top-k chart at the height of its content, and
+the Steps / Search tree / Heads off pages; the head grid and the caption share a narrow column beside the map.
 
 Three splitters: the map against the side column, the map against the grid column (inside the attention panel),
 and the side column's three parts. Until the user moves one (or one is restored from the settings), every resize
@@ -33,9 +33,9 @@ def grid_width(width: int) -> int:
 class TranslateLayout:
     """The tab's splitters and the rule that sizes them; ``main`` goes into the tab's layout."""
 
-    def __init__(self, attention: AttentionPanel, playback: QWidget, tokens: QScrollArea, topk: QWidget,
-                 pages: QTabWidget):
-        self.attention, self.tokens, self.topk = attention, tokens, topk
+    def __init__(self, attention: AttentionPanel, playback: QWidget, tokens: QScrollArea, text: QWidget,
+                 topk: QWidget, pages: QTabWidget):
+        self.attention, self.tokens, self.text, self.topk = attention, tokens, text, topk
         map_box = QWidget()
         column = QVBoxLayout(map_box)
         column.setContentsMargins(0, 0, 0, 0)
@@ -43,7 +43,12 @@ class TranslateLayout:
         column.addWidget(playback)  # the timeline under the map it scrubs
         self.side = QSplitter(Qt.Orientation.Vertical)
         self.side.setObjectName("translateSideSplitter")
-        for widget in (tokens, topk, pages):
+        strips = QWidget()
+        strips_column = QVBoxLayout(strips)
+        strips_column.setContentsMargins(0, 0, 0, 0)
+        strips_column.addWidget(tokens, 1)
+        strips_column.addWidget(text)
+        for widget in (strips, topk, pages):
             self.side.addWidget(widget)
         self.side.setStretchFactor(2, 1)  # a taller window lengthens the pages, not the chart
         self.main = QSplitter(Qt.Orientation.Horizontal)
@@ -79,7 +84,8 @@ class TranslateLayout:
         chart = self.topk.sizeHint().height()
         strips = self.tokens.widget()
         wanted = strips.sizeHint().height() + 4 if strips is not None else 0
-        tokens = min(wanted, int(TOKENS_SHARE * total))
+        text = self.text.sizeHint().height() + 6  # the layout's spacing
+        tokens = min(wanted, int(TOKENS_SHARE * total)) + text
         self.side.setSizes([tokens, chart, max(total - tokens - chart, 1)])
 
     def _on_moved(self, pos: int, index: int) -> None:

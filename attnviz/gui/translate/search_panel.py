@@ -31,6 +31,26 @@ from attnviz.gui.widgets import copyable, named
 LEGEND = ("<span style='color:#e67814'>\u25a0 chosen</span> · <span style='color:#28963c'>\u25a1 finished</span> · "
           "faded: pruned · <span style='color:#823cc8'>\u25a0 what-if</span> · edge width: probability")
 TALL_ENOUGH = 260  # px: the panel's height from which the n-best list goes under the tree
+WIDE_ENOUGH = 640  # px: the panel's width under which it goes under the tree whatever the height (a side column)
+TEXT_MIN = 240  # px the Hypothesis column keeps before the score columns make way (their values stay in the tooltip)
+
+
+class NBestTable(QTableWidget):
+    """The n-best list: the Hypothesis column (1) stretches to the viewport and wraps; when the viewport is too
+    narrow for it and the scores, the score columns are hidden (the row's tooltip and Ctrl+C still give them), so
+    a hypothesis is never cut to its first words in a column wider than what is in sight."""
+
+    SCORES = (2, 3)
+
+    def resizeEvent(self, event) -> None:  # noqa: N802
+        super().resizeEvent(event)
+        self.fit_columns()
+
+    def fit_columns(self) -> None:
+        scores = sum(self.sizeHintForColumn(c) for c in self.SCORES)
+        narrow = self.viewport().width() - self.sizeHintForColumn(0) - scores < TEXT_MIN
+        for c in self.SCORES:
+            self.setColumnHidden(c, narrow)
 
 
 class SearchPanel(QWidget):
@@ -46,8 +66,8 @@ class SearchPanel(QWidget):
         self.tree_scroll.setObjectName("beamTreeScroll")
         self.tree_scroll.setWidgetResizable(True)
         self.tree_scroll.setWidget(self.tree_view)
-        self.tree_scroll.setMinimumSize(160, 40)
-        self.nbest = named(QTableWidget(0, 4), "nbestTable", "n-best list",
+        self.tree_scroll.setMinimumSize(160, 100)  # a few nodes in sight: the page scrolls rather than squeeze it
+        self.nbest = named(NBestTable(0, 4), "nbestTable", "n-best list",
                            "The finished hypotheses, best first, and the what-if branches; click one to show it; "
                            "Ctrl+C copies the selected rows")
         self.nbest.setHorizontalHeaderLabels(["#", "Hypothesis", "Normalised", "Log-prob"])
@@ -64,7 +84,7 @@ class SearchPanel(QWidget):
         header = self.nbest.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        self.nbest.setMinimumSize(120, 40)
+        self.nbest.setMinimumSize(120, 90)
         self.legend = QLabel(LEGEND)
         self.legend.setMinimumWidth(1)  # one line, unwrapped: a wrapped label would make the scroll area scroll
         self.tree_view.setToolTip(LEGEND.replace(" · ", "<br>"))
@@ -121,10 +141,10 @@ class SearchPanel(QWidget):
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         self.legend.setVisible(self.height() > 150)  # a short window keeps the tree, not the legend (its tooltip)
-        # the n-best list under the tree when there is height for both, so the tree and the hypotheses' text take
-        # the whole width; beside it in a short panel
-        tall = self.height() > TALL_ENOUGH
-        self.splitter.setOrientation(Qt.Orientation.Vertical if tall else Qt.Orientation.Horizontal)
+        # the n-best list under the tree when there is height for both or the panel is a narrow side column, so the
+        # tree and the hypotheses' text take the whole width; beside it only in a short, wide panel
+        under = self.height() > TALL_ENOUGH or self.width() < WIDE_ENOUGH
+        self.splitter.setOrientation(Qt.Orientation.Vertical if under else Qt.Orientation.Horizontal)
 
     def set_vocabulary(self, tokens: list[str]) -> None:
         self.vocabulary.setStringList(tokens)
@@ -140,6 +160,7 @@ class SearchPanel(QWidget):
                 item = QTableWidgetItem(value)
                 item.setToolTip(f"{rank}: {text} (normalised {normalised or '-'}, log-probability {node.score:.3f})")
                 self.nbest.setItem(r, c, item)
+        self.nbest.fit_columns()
         self.select_row(selected)
 
     def select_row(self, node_id: int | None) -> None:

@@ -124,8 +124,8 @@ class TranslateTab(QWidget):
             entry.addWidget(w)
         entry.setStretch(1, 1)
         self.source_title, self.output_title = QLabel("<b>Source</b>"), QLabel("<b>Translation</b>")
-        self.layout_state = TranslateLayout(self.attention, self.playback, self._tokens_box(), self.topk_view,
-                                            self.search.side)
+        self.layout_state = TranslateLayout(self.attention, self.playback, self._tokens_box(),
+                                            self.translation_text, self.topk_view, self.search.side)
         self.splitter, self.side_splitter = self.layout_state.main, self.layout_state.side
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
@@ -134,20 +134,20 @@ class TranslateTab(QWidget):
         layout.addWidget(self.splitter, 1)
 
     def _tokens_box(self) -> QScrollArea:
-        """The source and output token strips and the translation's text, for the side column (scrolled)."""
+        """The source and output token strips, for the side column (scrolled; the translation's text under it)."""
         box = QWidget()
         tokens = QVBoxLayout(box)
         tokens.setContentsMargins(0, 0, 0, 0)
         for title, view in ((self.source_title, self.source_view), (self.output_title, self.output_view)):
             tokens.addWidget(title)
             tokens.addWidget(view)
-        tokens.addWidget(self.translation_text)
         tokens.addStretch(1)
         return scrolled(box, "tokensScroll")
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
         self.layout_state.fit(self.width(), self.height())
+        self._on_side_page_changed(self.search.side.currentIndex())  # an open tree page keeps its room
 
     def _connect(self) -> None:
         self.search.side.currentChanged.connect(self._on_side_page_changed)
@@ -284,6 +284,7 @@ class TranslateTab(QWidget):
             case Finished():
                 self._show_text()
                 self.layout_state.fit_side()  # the token strips may need more rows now
+                self._on_side_page_changed(self.search.side.currentIndex())
                 self._show_warnings()
 
     def _show_warnings(self) -> None:

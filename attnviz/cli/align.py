@@ -1,0 +1,109 @@
+"""``attnviz align``: word alignments from cross-attention over a published test set, scored against its gold links.
+
+The set is read as published (``engine.analysis.goldset``: ``--text`` pairs or ``--src``/``--tgt``, links ``i-j``,
+``ipj``, ``i?j``, numbering from the flags or detected, ``--reverse``); alignment and scoring are the engine's
+(``align_steps``). Pharaoh lines go to stdout (0-based, as Pharaoh files are), the figures to stderr, or everything,
+with what reproduces it, as one JSON object with ``--json``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from attnviz.cli.args import HEAD_NUMBER, PROBABILITY, add_limit, add_model, check_model
+from attnviz.cli.progress import run_analysis
+from attnviz.engine.errors import InputError
+
+SYMMETRISATIONS = ("grow-diag-final", "intersection", "union")  # engine.analysis.symmetrise's, torch-free here
+
+
+def add_command(sub) -> None:
+    p = sub.add_parser("align", help="word alignments from cross-attention (Pharaoh), AER against gold links",
+                       description="Forced-decode each target sentence and align its words with the source's "
+                                   "words (the set's space-separated words, whatever the model's tokenizer does); "
+                                   "print one Pharaoh line (i-j, source-target, 0-based) per pair. With --gold, "
+                                   "precision, recall and AER of the method, every head, every layer's average, "
+                                   "the shift variant and the diagonal baseline.")
+    add_model(p)
+    p.add_argument("--text", metavar="PAIRS", help="sentence pairs, one per line: 'source ||| target', tokenised "
+                   "(words separated by spaces)")
+    p.add_argument("--src", help="source sentences, one per line (instead of --text)")
+    p.add_argument("--tgt", help="target sentences aligned with --src")
+    p.add_argument("--gold", help="gold links, one line per pair: i-j sure, ipj or i?j possible (source first)")
+    numbering = p.add_mutually_exclusive_group()
+    numbering.add_argument("--one-based", action="store_true", help="gold words are numbered from 1 (as the "
+                           "published sets); default: detected when the file allows, else asked for")
+    numbering.add_argument("--zero-based", action="store_true", help="gold words are numbered from 0")
+    p.add_argument("--reverse", action="store_true", help="the set lists the model's target side first (gold "
+                   "links target-source, --text 'target ||| source'), e.g. English-French Hansards for fr->en")
+    p.add_argument("--layer", type=HEAD_NUMBER, help="cross-attention layer (from 1, as every output numbers "
+                   "them); with --head")
+    p.add_argument("--head", type=HEAD_NUMBER, help="head (from 1); with --layer")
+    p.add_argument("--average", action="store_true", help="average all layers and heads (the default)")
+    p.add_argument("--shift", action="store_true", help="align a word with the attention of the next step (Chen et "
+                   "al. 2020); both variants are scored either way")
+    p.add_argument("--threshold", type=PROBABILITY, help="link every source word with weight >= this (default argmax)")
+    p.add_argument("--reverse-model", metavar="MODEL", help="a model of the other direction (target -> source): "
+                   "its links are combined with these")
+    p.add_argument("--reverse-layer", type=HEAD_NUMBER, help="the reverse model's layer (default: --layer)")
+    p.add_argument("--reverse-head", type=HEAD_NUMBER, help="the reverse model's head (default: --head)")
+    p.add_argument("--symmetrise", choices=SYMMETRISATIONS, default="grow-diag-final",
+                   help="how --reverse-model's links combine with these (default grow-diag-final)")
+    add_limit(p)
+    p.add_argument("--json", action="store_true", help="print the alignments, figures and settings as one JSON object")
+    p.set_defaults(func=cmd_align)
+
+
+def _minus_one(value: int | None) -> int | None:
+    return None if value is None else value - 1  # given from 1, as shown
+
+
+def _print_scores(scores: dict, out) -> None:
+    rows = []
+    for name, value in scores.items():
+        for row in value if isinstance(value, list) else [value]:
+            where = f" layer {row['layer']}" + (f" head {row['head']}" if "head" in row else "") if "layer" in row \
+                else ""
+            rows.append((name + where, row))
+    print(f"{'alignment':<34} {'precision':>9} {'recall':>9} {'AER':>9} {'links':>7}", file=out)
+    for name, row in rows:
+        print(f"{name:<34} {row['precision']:9.4f} {row['recall']:9.4f} {row['aer']:9.4f} {row['predicted']:7d}",
+              file=out)
+
+
+def cmd_align(args: argparse.Namespace) -> int:
+    from attnviz.engine.analysis.alignment import AlignmentReady, align_steps
+    from attnviz.engine.analysis.goldset import read_set
+    from attnviz.engine.loading import load_translator
+
+    if args.average and args.layer is not None:
+        raise InputError("--average and --layer/--head exclude each other")
+    if args.reverse_model is None and (args.reverse_layer is not None or args.reverse_head is not None):
+        raise InputError("--reverse-layer/--reverse-head choose a head of --reverse-model; give --reverse-model too")
+    one_based = True if args.one_based else False if args.zero_based else None
+    gold_set = read_set(args.text, args.src, args.tgt, args.gold, one_based=one_based, reverse=args.reverse,
+                        limit=args.limit)  # refused before any model is read
+    check_model(args.reverse_model)
+    translator = load_translator(args.model)
+    reverse = load_translator(args.reverse_model) if args.reverse_model else None
+    result: AlignmentReady = run_analysis(align_steps(
+        translator, gold_set.sources, gold_set.targets, gold_set.gold(), layer=_minus_one(args.layer),
+        head=_minus_one(args.head), shift=args.shift, threshold=args.threshold, reverse=reverse,
+        reverse_layer=_minus_one(args.reverse_layer), reverse_head=_minus_one(args.reverse_head),
+        symmetrise=args.symmetrise))
+    card = {"model": args.model, "reverse_model": args.reverse_model,
+            "direction": f"{translator.src_spec.lang}->{translator.tgt_spec.lang}", **gold_set.to_json()}
+    if args.json:
+        print(json.dumps({**card, **result.to_json()}))
+        return 0
+    for line in result.alignments:
+        print(line)
+    if gold_set.indexing is not None:
+        print(f"gold: {gold_set.indexing} ({gold_set.indexing_reason}); method: {result.chosen}"
+              f"{', shift' if args.shift else ''}", file=sys.stderr)
+    print(f"tokens: {result.tokens.summary()}", file=sys.stderr)
+    if result.scores:
+        _print_scores(result.scores, sys.stderr)
+    return 0
