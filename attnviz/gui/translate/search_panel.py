@@ -106,7 +106,7 @@ class SearchPanel(QWidget):
         self.completer.setCaseSensitivity(Qt.CaseSensitivity.CaseInsensitive)
         self.completer.setFilterMode(Qt.MatchFlag.MatchStartsWith)
         self.token_edit.setCompleter(self.completer)
-        self.what_if_button = named(QPushButton("Decode &using it"), "whatIfButton", "Decode on with this token",
+        self.what_if_button = named(QPushButton("&Use it"), "whatIfButton", "Decode on with this token",
                                     "Take this token at the step shown and decode on from there: a new branch")
         self.prefix_edit = named(QLineEdit(), "prefixEdit", "Forced prefix",
                                  "Target text the decoder must start with; it decodes on after it")
