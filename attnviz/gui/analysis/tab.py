@@ -130,9 +130,11 @@ class AnalysisTab(QWidget):
                            ("Deco&der input:", self.targets_combo)))
         top.addWidget(self.data_button)
         top.addStretch(1)
-        running = QHBoxLayout()  # the chosen files' buttons here: with the corpus row, a file name widened the window
-        running.addWidget(self.gold)
-        running.addWidget(self.compare_button)
+        files = QHBoxLayout()  # the chosen files on a row of their own: beside other controls they widened the window
+        files.addWidget(self.gold)
+        files.addWidget(self.compare_button)
+        files.addStretch(1)
+        running = QHBoxLayout()
         running.addWidget(self.run_button)
         running.addWidget(self.cancel_button)
         running.addWidget(self.progress, 1)
@@ -148,17 +150,16 @@ class AnalysisTab(QWidget):
         map_layout.addWidget(self.sentence_list, 2)
         map_layout.addWidget(self.open_button, 0, Qt.AlignmentFlag.AlignRight)
         self.pages = QTabWidget()
-        self.pages.addTab(map_page, "Heads")
-        self.pages.addTab(self.sentence_views, "Current sentence")
-        self.pages.addTab(self.importance, "Head importance")
+        for page, title in ((map_page, "Heads"), (self.sentence_views, "Current sentence"),
+                            (self.importance, "Head importance")):
+            self.pages.addTab(page, title)
         splitter = QSplitter(Qt.Orientation.Horizontal)
-        splitter.addWidget(self.table)
-        splitter.addWidget(self.pages)
-        splitter.setStretchFactor(0, 3)
-        splitter.setStretchFactor(1, 2)
+        for index, (widget, stretch) in enumerate(((self.table, 3), (self.pages, 2))):
+            splitter.addWidget(widget)
+            splitter.setStretchFactor(index, stretch)
         layout = QVBoxLayout(self)
-        layout.addLayout(top)
-        layout.addLayout(running)
+        for row in (top, files, running):
+            layout.addLayout(row)
         layout.addWidget(splitter, 1)
 
     def _connect(self) -> None:
