@@ -114,8 +114,7 @@ class AnalysisTab(QWidget):
         self.thresholds.setWordWrap(True)
         self.head_title = QLabel("<b>Sentences of a head</b> (click one in the table or the map)")
         self.head_title.setWordWrap(True)  # it also says why an analysis failed: a long message wraps, never widens
-        self.sentence_list = copyable(named(QListWidget(), "headSentences",
-                                           "Typical and unusual sentences of the head"))
+        self.sentence_list = copyable(named(QListWidget(), "headSentences", "Typical and unusual sentences of a head"))
         self.open_button = named(QPushButton("Open in Tr&anslate"), "openSentenceButton",
                                  "Open the selected sentence in the Translate tab")
         self.sentence_views = SentenceViews()
