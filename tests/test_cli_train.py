@@ -19,7 +19,7 @@ def test_presets_lists_every_recipe(capsys):
     assert main(["presets"]) == 0
     out = capsys.readouterr().out
     for name in ("multi30k-de-en", "tatoeba-fr-en-small", "multi30k-fr-en", "tatoeba-fr-en", "tatoeba-de-en",
-                 "multi30k-de-en-plus"):
+                 "multi30k-de-en-plus", "multi30k-en-de"):
         assert f"\n{name}\n" in "\n" + out
     assert main(["presets", "--json"]) == 0
     recipes = json.loads(capsys.readouterr().out)

@@ -89,14 +89,19 @@ def _parse(raw: Any) -> Any:
         return raw
 
 
-def _multi30k(name: str, src: str, description: str, **changes: Any) -> Recipe:
+# reference A's sample sentence in each Multi30k language: the probe of a recipe reading that language
+_MULTI30K_PROBES = {"de": "Ein brauner Hund rennt dem schwarzen Hund hinterher.",
+                    "fr": "Un chien brun court après le chien noir.",
+                    "en": "A brown dog runs after the black dog."}
+
+
+def _multi30k(name: str, src: str, description: str, tgt: str = "en", **changes: Any) -> Recipe:
     base = Recipe(
         name=name, description=description,
-        corpus=CorpusSpec("multi30k", src, "en"),
-        src_tokenizer=TokenizerSpec(src), tgt_tokenizer=TokenizerSpec("en"), min_freq=2,
+        corpus=CorpusSpec("multi30k", src, tgt),
+        src_tokenizer=TokenizerSpec(src), tgt_tokenizer=TokenizerSpec(tgt), min_freq=2,
         model={}, train=TrainConfig(epochs=10, batch_size=128, lr=5e-4, clip_norm=1.0),
-        probe={"de": "Ein brauner Hund rennt dem schwarzen Hund hinterher.",
-               "fr": "Un chien brun court après le chien noir."}[src],
+        probe=_MULTI30K_PROBES[src],
     )
     return dataclasses.replace(base, **changes)
 
@@ -157,6 +162,10 @@ PRESETS: dict[str, Recipe] = {r.name: r for r in [
               "Reference A: German->English Transformer on Multi30k (d 256, 3+3 layers, 8 heads, 9.04M parameters), "
               "Adam 5e-4, batch 128, 10 epochs, best validation loss."),
     _multi30k("multi30k-fr-en", "fr", "Reference A's architecture and training for French->English on Multi30k."),
+    _multi30k("multi30k-en-de", "en",
+              "Reference A in the other direction: English->German on the same Multi30k files, lowercased spaCy "
+              "tokens, d 256, 3+3 layers, 8 heads, Adam 5e-4, batch 128, 10 epochs, best validation loss; the "
+              "reverse model that symmetrised alignments need.", tgt="de"),
     _multi30k("multi30k-de-en-spm", "de",
               "Reference A's architecture and training on SentencePiece subwords: a unigram vocabulary of 8,000 "
               "pieces per side learned from the training split and stored in the checkpoint, so any input is read "
