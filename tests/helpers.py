@@ -30,13 +30,15 @@ def example_config(kind: str, src_vocab_size: int, tgt_vocab_size: int, **overri
     return check(ModelConfig(src_vocab_size, tgt_vocab_size, kind=kind, **settings))
 
 
-def make_toy_translator(seed: int = 0, kind: str = "transformer", **overrides) -> Translator:
-    """A toy-task translation model of ``kind`` (the registry's small example settings, with ``overrides``)."""
+def make_toy_translator(seed: int = 0, kind: str = "transformer", *, langs: tuple[str, str] = ("de", "en"),
+                        **overrides) -> Translator:
+    """A toy-task translation model of ``kind`` (the registry's small example settings, with ``overrides``),
+    labelled as translating ``langs`` (source, target)."""
     torch.manual_seed(seed)
     src_vocab, tgt_vocab = Vocab.build([SRC_WORDS]), Vocab.build([TGT_WORDS])
     cfg = example_config(kind, len(src_vocab), len(tgt_vocab), **overrides)
-    spec = TokenizerSpec("de", mode="whitespace")
-    return Translator(build_model(cfg), src_vocab, tgt_vocab, spec, TokenizerSpec("en", mode="whitespace"))
+    src, tgt = (TokenizerSpec(lang, mode="whitespace") for lang in langs)
+    return Translator(build_model(cfg), src_vocab, tgt_vocab, src, tgt)
 
 
 LETTERS = "abcdefghij"

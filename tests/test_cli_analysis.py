@@ -106,7 +106,9 @@ def test_align_reads_a_published_set_and_states_how_to_reproduce_it(files, capsy
     assert report["tokens"]["set_words"] == 10 and report["tokens"]["spanning_tokens"] == 0
     assert report["scores"]["method, shift"]["aer"] == report["aer_heads"][1][2]
     assert {"method", "best head", "layer average", "diagonal", "best head, shift"} <= set(report["scores"])
-    assert main([*base, "--one-based", "--reverse-model", str(files / "b.safetensors"), "--symmetrise", "union"]) == 0
+    make_toy_translator(seed=1, langs=("en", "de")).save(files / "b-en-de.safetensors", name="b-en-de")
+    assert main([*base, "--one-based", "--reverse-model", str(files / "b-en-de.safetensors"), "--symmetrise",
+                 "union"]) == 0
     captured = capsys.readouterr()
     assert len(captured.out.splitlines()) == 2
     assert "gold: 1-based (--one-based)" in captured.err and "grow-diag-final" in captured.err

@@ -14,6 +14,7 @@ from attnviz.engine.analysis.alignment import (
     parse_pharaoh,
     to_links,
 )
+from attnviz.engine.analysis.run import AnalysisProgress
 from attnviz.engine.errors import InputError
 from tests.helpers import make_toy_translator
 
@@ -171,8 +172,8 @@ def test_symmetrised_with_a_reverse_model(monkeypatch):
     # ids <sos> x1 x2 <eos> both ways; forward rows (predicting w1, w2) on q1, q1; reverse rows on w1, w2
     _fake_attention(monkeypatch, [_sharp([1, 1, 3], 4)], [_sharp([1, 2, 3], 4)])
     gold = [({(0, 0), (1, 1)}, set())]
-    toy = make_toy_translator()
-    result = list(align_steps(toy, ["q1 q2"], ["w1 w2"], gold, layer=1, head=0, reverse=toy,
+    toy, turned = make_toy_translator(), make_toy_translator(langs=("en", "de"))
+    result = list(align_steps(toy, ["q1 q2"], ["w1 w2"], gold, layer=1, head=0, reverse=turned,
                               symmetrise="intersection"))[-1]
     # forward: w1 -> q1, w2 -> q1; reverse (q1 q2 read as targets of w1 w2): q1 -> w1, q2 -> w2, turned round
     assert result.alignments == ("0-0",)
@@ -182,3 +183,18 @@ def test_symmetrised_with_a_reverse_model(monkeypatch):
     # unaligned) are both added in one sweep
     assert result.scores["grow-diag-final"]["predicted"] == 3
     assert result.settings["symmetrisation"] == "intersection"
+
+
+def test_a_reverse_model_of_the_same_direction_is_refused_before_any_work():
+    """Given the forward model again, the reverse pass would read English with a German vocabulary: refused."""
+    toy = make_toy_translator()
+    with pytest.raises(InputError, match=r"--reverse-model translates de->en, but the reverse of this model "
+                                         r"\(de->en\) is en->de"):
+        next(align_steps(toy, ["q1 q2"], ["w1 w2"], reverse=toy))
+
+
+def test_a_reverse_model_naming_no_language_is_taken():
+    """A folder that names no language ("und") cannot be checked, so it is not refused."""
+    toy = make_toy_translator()
+    unnamed = make_toy_translator(langs=("und", "und"))
+    assert isinstance(next(align_steps(toy, ["q1 q2"], ["w1 w2"], reverse=unnamed)), AnalysisProgress)

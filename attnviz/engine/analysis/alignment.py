@@ -142,6 +142,19 @@ def _check_head(translator, layer: int | None, head: int | None, flags: str = "-
         raise InputError(f"give both {first} (1..{lay}) and {second} (1..{heads}), or neither for the average")
 
 
+UNKNOWN_LANGUAGE = "und"  # ISO 639's "undetermined": a folder that names no language matches any
+
+
+def _check_reverse_direction(translator, reverse) -> None:
+    """The reverse model must read the forward model's target language and write its source language: given the
+    forward model again, it would read the targets with the wrong vocabulary and score nonsense without a word."""
+    wanted = (translator.tgt_spec.lang, translator.src_spec.lang)
+    got = (reverse.src_spec.lang, reverse.tgt_spec.lang)
+    if any(w != g and UNKNOWN_LANGUAGE not in (w, g) for w, g in zip(wanted, got)):
+        raise InputError(f"--reverse-model translates {got[0]}->{got[1]}, but the reverse of this model "
+                         f"({wanted[1]}->{wanted[0]}) is {wanted[0]}->{wanted[1]}: give a model of that direction")
+
+
 def _read(translator, sources, targets, gold: Gold | None, layer, head, threshold, batch_size, stop,
           report: TokenReport | None, phase: str):
     """Generator of progress; returns a ``_Pass`` (through ``yield from``)."""
@@ -209,6 +222,7 @@ def align_steps(translator, sources: Sequence[str | Sequence[str]], targets: Seq
         reverse_layer, reverse_head = (layer, head) if reverse_layer is None and reverse_head is None \
             else (reverse_layer, reverse_head)
         _check_head(reverse, reverse_layer, reverse_head, "--reverse-layer/--reverse-head")
+        _check_reverse_direction(translator, reverse)
     src_words = [tuple(s.split()) if isinstance(s, str) else tuple(s) for s in sources]
     tgt_words = [tuple(t.split()) if isinstance(t, str) else tuple(t) for t in targets]
     report = TokenReport()
