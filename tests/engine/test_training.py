@@ -289,6 +289,34 @@ def test_a_run_without_a_views_file_resumes_with_its_evaluations_and_a_note(tmp_
     assert note.startswith("the loss curve and the attention-forming strip start at step 3") and "o.views.npz" in note
 
 
+def _npz(path, **arrays):
+    np.savez(path, **arrays)
+    return path
+
+
+def _meta(value) -> np.ndarray:
+    return np.frombuffer(value.encode("utf-8"), dtype=np.uint8)
+
+
+@pytest.mark.parametrize("arrays", [
+    {"meta": _meta('["a list"]'), "steps": np.zeros((0, 5))},
+    {"meta": _meta("[" * 100_000 + "]" * 100_000), "steps": np.zeros((0, 5))},
+    {"meta": _meta('{"format": "other"}'), "steps": np.zeros((0, 5))},
+    {"meta": _meta('{"format": "attnviz run views 1", "evaluations": [7]}'), "steps": np.zeros((0, 5))},
+    {"meta": _meta('{"format": "attnviz run views 1", "evaluations": []}'), "steps": np.zeros(3)},
+    {"meta": np.frombuffer(b"\xff\xfe", dtype=np.uint8), "steps": np.zeros((0, 5))},
+    {"steps": np.zeros((0, 5))},
+], ids=["meta-list", "meta-deep", "other-format", "entry-not-object", "steps-1d", "meta-not-utf8", "no-meta"])
+def test_a_hostile_views_file_is_refused_with_its_name(tmp_path, arrays):
+    """A views file copied from elsewhere may hold anything: one ValueError naming it, never another exception."""
+    from attnviz.engine.training.views_file import FORMAT, read_views
+
+    assert FORMAT == "attnviz run views 1"  # the cases above name it
+    path = _npz(tmp_path / "x.views.npz", **arrays)
+    with pytest.raises(ValueError, match=r"^x\.views\.npz "):
+        read_views(path, 10)
+
+
 def test_a_warmup_longer_than_the_run_is_flagged_before_the_first_step(tmp_path):
     from attnviz.engine.events import TrainNote, TrainStarted
     from attnviz.engine.training.schedule import warmup_warning

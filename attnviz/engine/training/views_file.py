@@ -71,14 +71,14 @@ def read_views(path: Path, upto_step: int) -> TrainHistory:
         with np.load(path, allow_pickle=False) as data:
             meta = json.loads(bytes(data["meta"]).decode("utf-8"))
             if meta.get("format") != FORMAT:
-                raise ValueError(f"not a {FORMAT!r} file")
+                raise ValueError(f"{path.name} is not a {FORMAT!r} file")
             rows = data["steps"]
             steps = tuple(TrainStep(int(r[0]), int(r[1]), float(r[2]), float(r[3]), float(r[4]), 0.0, 0.0)
                           for r in rows if r[0] <= upto_step)
             evaluations = tuple(_evaluation(dict(entry, index=i), data)
                                 for i, entry in enumerate(meta["evaluations"]) if entry["record"]["step"] <= upto_step)
-    except (OSError, KeyError, TypeError, IndexError, zipfile.BadZipFile, json.JSONDecodeError,
-            UnicodeDecodeError) as exc:
+    except (OSError, KeyError, TypeError, IndexError, AttributeError, RecursionError, zipfile.BadZipFile,
+            json.JSONDecodeError, UnicodeDecodeError) as exc:  # a run copied from elsewhere may hold anything
         raise ValueError(f"{path.name} cannot be read ({exc})") from None
     return TrainHistory(steps, evaluations)
 
