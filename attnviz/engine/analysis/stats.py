@@ -20,7 +20,6 @@ layers, H heads, N sentences, Tq queries, Tk keys, V vocabulary.
 from __future__ import annotations
 
 import math
-import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
@@ -38,12 +37,9 @@ from attnviz.engine.analysis.names import (
     SINK_SHARE,
     THRESHOLDS,
 )
+from attnviz.engine.analysis.sinks import is_punctuation
 from attnviz.engine.heads import NUMBERING, numbered
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
-
-
-def is_punctuation(token: str) -> bool:
-    return bool(token) and all(unicodedata.category(c).startswith("P") for c in token)
 
 
 def punctuation_table(vocab: Vocab) -> Tensor:

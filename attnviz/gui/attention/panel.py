@@ -1,7 +1,8 @@
 """AttentionPanel: kind / layer / head selectors over the large heatmap and the grid of every layer x head.
 
-It shows an ``AttentionSource`` (the Translate tab's decode document) as of one step (``display(source, step)``) and
-redraws when a selector changes. The large map takes the room; the grid and the caption share a narrow column
+It shows an ``AttentionSource`` (the Translate tab's chosen quantity over its decode document: attention, a
+contribution view or an attribution) as of one step (``display(source, step)``) and redraws when a selector changes;
+``beside`` shows a second map (attention beside an attribution) left of the main one when given data. The large map takes the room; the grid and the caption share a narrow column
 beside it (a splitter the tab remembers). Only the kinds the model has are offered, so an RNN (cross only) or a
 language model (decoder only) needs no special case. Merging subword pieces into words is this panel's choice: it
 asks the source for merged maps while its box is ticked.
@@ -26,7 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from attnviz.engine.events import ATTENTION_KINDS
+from attnviz.engine.events import AttentionKind
 from attnviz.gui.attention.head_grid import HeadGrid
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.widgets import add_labelled, scrolled
@@ -43,6 +44,14 @@ class AttentionSource(Protocol):
         ...
 
     def kinds(self) -> list[str]: ...
+
+    def kind_info(self, kind: str) -> AttentionKind:
+        """The kind's label and axes."""
+        ...
+
+    def describe(self, kind: str) -> tuple[str, str]:
+        """(what the title says before the kind, what the caption says of the quantity and its rows)."""
+        ...
 
     def maps(self, kind: str, upto: int, merged: bool = False) -> np.ndarray | None:
         """[L, H, R, C] of one kind as of step ``upto``."""
@@ -105,6 +114,10 @@ class AttentionPanel(QWidget):
         self.alignment_head: tuple[int, int] | None = None  # (layer, head) of cross-attention trained to align
         self.heads_off: tuple = ()  # HeadRefs switched off (engine.heads), crossed out in the grid
         self.heatmap = HeatmapView()
+        self.beside = HeatmapView()  # attention beside the quantity chosen, when asked
+        self.beside.setObjectName("besideHeatmap")
+        self.beside.setAccessibleName("Attention beside the quantity")
+        self.beside.hide()
         self.grid = HeadGrid()
         self.caption = QLabel()
         self.caption.setWordWrap(True)
@@ -146,9 +159,12 @@ class AttentionPanel(QWidget):
         column.setContentsMargins(0, 0, 0, 0)
         column.addWidget(self.grid)
         column.addWidget(scrolled(self.caption, "captionScroll"), 1)
+        self.maps_splitter = QSplitter(Qt.Orientation.Horizontal)  # the map, and the one beside it when shown
+        self.maps_splitter.addWidget(self.beside)
+        self.maps_splitter.addWidget(self.heatmap_scroll)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("attentionSplitter")
-        self.splitter.addWidget(self.heatmap_scroll)
+        self.splitter.addWidget(self.maps_splitter)
         self.splitter.addWidget(side)
         self.splitter.setStretchFactor(0, 1)  # a wider window widens the map, not the grid
         self.splitter.setStretchFactor(1, 0)
@@ -158,6 +174,22 @@ class AttentionPanel(QWidget):
         layout.addLayout(controls)
         layout.addLayout(self.second_row)
         layout.addWidget(self.splitter, 1)
+
+    def add_controls(self, first: list[QWidget], display: list[QWidget], after: list[QWidget]) -> None:
+        """More selectors: ``first`` before the kind, ``display`` with the scale and merge choices (under the
+        selectors when narrow), ``after`` beside the zoom buttons."""
+        for i, widget in enumerate(first):
+            self.controls.insertWidget(i, widget)
+        box = self.display_box.layout()
+        for widget in display:
+            box.addWidget(widget)
+        for widget in after:
+            self.controls.insertWidget(self.controls.count() - 3, widget)  # before the three zoom buttons
+
+    def show_beside(self, data: HeatmapData | None) -> None:
+        """The map beside the main one (None: hidden)."""
+        self.beside.set_data(data)
+        self.beside.setVisible(data is not None)
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
@@ -250,7 +282,7 @@ class AttentionPanel(QWidget):
             self.kind_combo.blockSignals(True)
             self.kind_combo.clear()
             for k in kinds:
-                self.kind_combo.addItem(ATTENTION_KINDS[k].label, k)
+                self.kind_combo.addItem(self._source.kind_info(k).label, k)
             preferred = self._chosen_kind if self._chosen_kind in kinds else "cross" if "cross" in kinds else None
             if preferred is not None:
                 self.kind_combo.setCurrentIndex(kinds.index(preferred))
@@ -297,12 +329,15 @@ class AttentionPanel(QWidget):
             self.caption.clear()
             return
         matrix, rows, cols, highlight = view
-        info = ATTENTION_KINDS[kind]
-        masked = np.triu(np.ones(matrix.shape, dtype=bool), 1) if info.causal and not self.merged else None
-        head_text = "mean of heads" if self.head is None else f"head {self.head + 1}"
-        title = f"{info.label} · layer {self.layer + 1} · {head_text}"
+        info = source.kind_info(kind)
+        what, about = source.describe(kind)
+        masked = np.triu(np.ones(matrix.shape, dtype=bool), 1) if info.causal and not self.merged \
+            and matrix.shape[0] == matrix.shape[1] else None
+        head_text = "" if what and self.head_combo.count() <= 2 else " · mean of heads" if self.head is None \
+            else f" · head {self.head + 1}"  # a quantity with one map per layer has no heads to name
+        title = f"{what}{info.label} · layer {self.layer + 1}{head_text}"
         self.heatmap.set_data(HeatmapData(matrix, tuple(rows), tuple(cols), info.query_axis, info.key_axis, title,
-                                          highlight, self.per_map, masked))
+                                          highlight, self.per_map, masked, bool((matrix < 0).any())))
         self.grid.set_maps(source.maps(kind, self._step, self.merged), self.per_map,
                            None if self.head is None else (self.layer, self.head),
                            self.alignment_head if kind == "cross" else None,
@@ -311,7 +346,7 @@ class AttentionPanel(QWidget):
             if masked is not None else ""
         off_text = " Crossed-out heads are switched off: their maps are all zero." \
             if any(r.kind == kind for r in self.heads_off) else ""
-        self.caption.setText(f"{title}. Rows: {info.query_axis}; columns: {info.key_axis}; each row sums to 1."
+        self.caption.setText(f"{title}. Rows: {info.query_axis}; columns: {info.key_axis}; {about}"
                              f"{masked_text}{off_text} Hover a cell for its exact weight; click a small map to open "
                              "it, Ctrl+click to switch it off.")
 

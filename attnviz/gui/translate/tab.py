@@ -52,6 +52,7 @@ from attnviz.gui.translate.layout import TranslateLayout
 from attnviz.gui.translate.loading import LoadingGate
 from attnviz.gui.translate.mode import ModeTexts, mode_texts
 from attnviz.gui.translate.playback import PlaybackBar
+from attnviz.gui.translate.quantity_control import QuantityControl
 from attnviz.gui.translate.step_model import StepTableModel
 from attnviz.gui.translate.text import TranslationText, WarningList
 from attnviz.gui.translate.tokens import TokenStrip, TopKView
@@ -114,6 +115,7 @@ class TranslateTab(QWidget):
         self.step_table.verticalHeader().hide()
         self.step_table.setWordWrap(False)  # one line a step: the side column is narrow
         self.attention = AttentionPanel()
+        self.quantity = QuantityControl(self.document, self.attention, self)  # what the map shows
         self.search = SearchExplorer(self.document, self, self.step_table, self)  # steps, tree, heads-off pages
         self.gate = LoadingGate(self.lang_label, self.translate_button, self.examples_combo, self.source_edit)
         self._build_layout()
@@ -162,6 +164,7 @@ class TranslateTab(QWidget):
         self.source_view.hovered.connect(self._on_source_hovered)
         self.topk_view.alternative.connect(self.search.what_if)
         self.attention.selection_changed.connect(self._on_attention_selection_changed)
+        self.quantity.status.connect(self.status)
         self.attention.head_toggled.connect(self.search.toggle_head)
         self.step_table.clicked.connect(self._on_step_table_clicked)
 
@@ -196,6 +199,7 @@ class TranslateTab(QWidget):
             w.setVisible(not generating)
         self.sampling_row.set_generating(generating)
         self.search.set_translator(translator)
+        self.quantity.set_translator(translator)
         self.examples_combo.clear()
         self.examples_combo.addItem("Examples...")
         self.examples_combo.addItems(self.examples.get(lang, []))
@@ -340,7 +344,7 @@ class TranslateTab(QWidget):
         self._show_text()
         if 0 <= current < self.step_model.rowCount():
             self.step_table.selectRow(current)
-        self.attention.display(doc, current)
+        self.quantity.show(current)
         self._shade_source_by(current)
 
     def _show_text(self) -> None:
@@ -388,7 +392,7 @@ class TranslateTab(QWidget):
         self.output_view.set_tokens([])
         self.topk_view.set_candidates([], None)
         self.translation_text.set_text("", finished=False)
-        self.attention.display(None, -1)
+        self.quantity.show(-1)
 
     def current_translation(self) -> Translation | None:
         """The whole translation decoded so far (for export), or None."""

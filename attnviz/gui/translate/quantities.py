@@ -1,0 +1,211 @@
+"""What the Translate tab's attention panel can show for a step besides the raw weights, Qt-free: the list of
+quantities a model offers (``quantities``), the worker job that computes one on a finished translation
+(``QuantityJob``: teacher-forced on the decoded output, every step at once), its cache, and ``QuantitySource``, the
+attention panel's source for the chosen quantity as of a step, with the sink columns hidden on request.
+
+Attention, norm-weighted attention and rollout keep the attention kinds ([L, H, Tq, Tk] each; rollout averages the
+heads, so it has one "head"). An attribution method of the engine's registry is one map per output token over the
+source tokens then the target prefix (``source`` [L', T, S] beside ``prefix`` [L', T, T']), shown as the kind
+``attribution``, with one layer when the method is not layered.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from attnviz.engine.analysis.names import VIEWS
+from attnviz.engine.analysis.sinks import sink_columns, without_sinks
+from attnviz.engine.events import ATTENTION_KINDS, AttentionKind, Translation
+from attnviz.engine.subwords import WordAttention
+from attnviz.engine.text.tokenize import visible_token
+
+ATTENTION = "attention"
+ATTRIBUTION = AttentionKind("attribution", "Source | target prefix", "output token (attributed)",
+                            "source token | target prefix")
+CACHED = 24  # computed quantities kept (per sentence, method and settings)
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One choice of the Quantity selector."""
+
+    key: str  # "attention", a contribution view ("norm", "rollout-residual") or a registered method's name
+    label: str
+    description: str  # the tooltip: what it is and how it is computed
+    layered: bool = True
+    why_not: str = ""  # why this model cannot give it ("" when it can)
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def computed(self) -> bool:
+        """Whether it needs a job (everything but the attention weights the decode already holds)."""
+        return self.key != ATTENTION
+
+
+def contribution_quantities(translator) -> list[Quantity]:
+    """Attention and the two contribution views of ``engine.analysis.contributions``, for ``translator``."""
+    kinds = translator.kind.attention_kinds if translator is not None else ()
+    norm_why = "" if translator is None or translator.kind.value_vectors else \
+        "this model kind does not expose its value vectors, which norm-weighting needs"
+    roll_why = "" if "encoder" in kinds else \
+        "rollout multiplies encoder self-attention through the layers; this model has none"
+    return [Quantity(ATTENTION, "Attention", "The attention weights of the decode (rows sum to 1)"),
+            Quantity("norm", "Norm-weighted", VIEWS["norm"] + " (Kobayashi et al. 2020)", why_not=norm_why),
+            Quantity("rollout-residual", "Rollout", VIEWS["rollout-residual"] + " (Abnar & Zuidema 2020)",
+                     why_not=roll_why)]
+
+
+@dataclass(frozen=True)
+class QuantityProgress:
+    """How far a quantity's job is: ``done`` of ``total`` units (output tokens, integration steps...)."""
+
+    done: int
+    total: int
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class QuantityResult:
+    """A quantity computed on a whole translation: kind -> [L, H, T or S, Tk]; ``columns`` the attribution's column
+    labels (source tokens then the target prefix) when it is one; its settings and notes, for captions and
+    exports."""
+
+    quantity: Quantity
+    maps: dict[str, np.ndarray]
+    columns: tuple[str, ...] = ()
+    sources: int = 0  # how many of the columns are source tokens
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    extra: dict[str, np.ndarray] = field(default_factory=dict)  # per output token (the ALTI+ source share...)
+
+
+def contribution_result(quantity: Quantity, views: dict[str, dict[str, np.ndarray]]) -> QuantityResult:
+    """The views of ``contributions.sentence_views`` as the result of ``quantity`` (rollout: one map per layer)."""
+    maps = views.get(quantity.key, {})
+    if quantity.key.startswith("rollout"):
+        maps = {k: m[:, :1] for k, m in maps.items()}  # [L, H, Tq, Tk] -> [L, 1, Tq, Tk]: its heads repeat
+    return QuantityResult(quantity, maps, settings={"view": quantity.key})
+
+
+@dataclass(frozen=True)
+class QuantityJob:
+    """Worker job: ``quantity`` of the finished ``translation``, its progress then its ``QuantityResult``."""
+
+    translator: Any
+    translation: Translation
+    quantity: Quantity
+
+    def __call__(self, stop: threading.Event) -> Iterator[QuantityProgress | QuantityResult]:
+        from attnviz.engine.analysis.contributions import sentence_views
+
+        yield QuantityProgress(0, 1, f"{self.quantity.label}: one teacher-forced pass")
+        views = sentence_views(self.translator, self.translation.src_tokens, self.translation.decoder_inputs)
+        yield contribution_result(self.quantity, views)
+
+
+def cache_key(translator, translation: Translation, quantity: Quantity) -> Hashable:
+    """One computed quantity: the model, the sentence and its output tokens, the method and its settings."""
+    return (id(translator), translation.src_tokens, translation.tokens, quantity.key,
+            tuple(sorted((k, repr(v)) for k, v in quantity.settings.items())))
+
+
+class QuantityCache:
+    """The last ``CACHED`` results, by ``cache_key``."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[Hashable, QuantityResult] = OrderedDict()
+
+    def get(self, key: Hashable) -> QuantityResult | None:
+        if key in self._kept:
+            self._kept.move_to_end(key)
+        return self._kept.get(key)
+
+    def put(self, key: Hashable, result: QuantityResult) -> None:
+        self._kept[key] = result
+        while len(self._kept) > CACHED:
+            self._kept.popitem(last=False)
+
+    def clear(self) -> None:
+        self._kept.clear()
+
+
+class QuantitySource:
+    """The attention panel's source (``AttentionSource``) for one quantity over a decode document: the document's
+    own maps for attention, else ``result``'s cut at the step; with ``sinks`` False, the sink columns hidden and the
+    rows renormalised."""
+
+    def __init__(self, document, result: QuantityResult | None, sinks: bool = True):
+        self.document, self.result, self.sinks = document, result, sinks
+
+    @property
+    def mergeable(self) -> bool:
+        return self.result is None and self.document.mergeable  # pieces merge for the raw weights only
+
+    def kinds(self) -> list[str]:
+        if self.result is None:
+            return self.document.kinds()
+        return [k for k in (*ATTENTION_KINDS, ATTRIBUTION.key) if k in self.result.maps]
+
+    def kind_info(self, kind: str) -> AttentionKind:
+        return ATTENTION_KINDS.get(kind, ATTRIBUTION)
+
+    def describe(self, kind: str) -> tuple[str, str]:
+        """(title prefix, caption) of the quantity shown: what it is, its settings, which token is attributed."""
+        hidden = "" if self.sinks else " Sink columns (<sos>, <eos>, punctuation, language tags) are hidden and " \
+                                      "every row renormalised over the rest."
+        result = self.result
+        if result is None:
+            return "", "each row sums to 1." + hidden
+        q = result.quantity
+        settings = ", ".join(f"{k} {v}" for k, v in result.settings.items())
+        rows = "each row sums to 1" if q.key.startswith(("norm", "rollout")) else "one row per output token"
+        step = self.document.current
+        said = f" The highlighted row is output token {step + 1}, {self.document.steps[step].token!r}: what it " \
+               "depended on." if kind == ATTRIBUTION.key and 0 <= step < len(self.document.steps) else ""
+        notes = "".join(f" {n}" for n in result.notes)
+        return f"{q.label} · ", f"{rows}. {q.description} ({settings}).{said}{notes}{hidden}"
+
+    def _labels(self, kind: str, upto: int, merged: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        view: Translation | WordAttention = self.document.view(upto, merged)
+        if kind != ATTRIBUTION.key or self.result is None:
+            return view.axis_labels(kind)
+        n = len(view.tokens)
+        return view.tokens, self.result.columns[: self.result.sources + n]
+
+    def _cut(self, kind: str, upto: int) -> np.ndarray | None:
+        """The result's maps of ``kind`` as of step ``upto``: rows of the steps so far, prefix keys so far."""
+        maps = self.result.maps.get(kind) if self.result is not None else None
+        if maps is None or kind == "encoder":
+            return maps
+        n = len(self.document.translation(upto).tokens)
+        keys = n if kind == "decoder" else self.result.sources + n if kind == ATTRIBUTION.key else maps.shape[-1]
+        return maps[:, :, :n, :keys]
+
+    def maps(self, kind: str, upto: int, merged: bool = False) -> np.ndarray | None:
+        if self.document.encoder is None:
+            return None
+        maps = self.document.maps(kind, upto, merged) if self.result is None else self._cut(kind, upto)
+        if maps is None or self.sinks:
+            return maps
+        return without_sinks(maps, sink_columns(self._labels(kind, upto, merged)[1]))
+
+    def heatmap(self, kind: str, layer: int, head: int | None, upto: int, merged: bool = False):
+        """(matrix [R, C], row labels, column labels, highlighted row), as ``DecodeDocument.heatmap``."""
+        shown = self.document.heatmap(kind, layer, head, upto, merged) if kind in ATTENTION_KINDS else None
+        maps = self.maps(kind, upto, merged)
+        if maps is None:
+            return None
+        layer = min(layer, maps.shape[0] - 1)
+        matrix = maps[layer].mean(axis=0) if head is None else maps[layer, min(head, maps.shape[1] - 1)]
+        rows, cols = (tuple(visible_token(t) for t in axis) for axis in self._labels(kind, upto, merged))
+        if not self.sinks:
+            cols = tuple(c for c, sink in zip(cols, sink_columns(self._labels(kind, upto, merged)[1])) if not sink) \
+                or cols
+        highlight = shown[3] if shown is not None else len(rows) - 1
+        return matrix, rows, cols, highlight
