@@ -336,12 +336,14 @@ class AttentionPanel(QWidget):
         head_text = "" if what and self.head_combo.count() <= 2 else " · mean of heads" if self.head is None \
             else f" · head {self.head + 1}"  # a quantity with one map per layer has no heads to name
         title = f"{what}{info.label} · layer {self.layer + 1}{head_text}"
+        outside = bool(matrix.size) and (float(matrix.min()) < 0 or float(matrix.max()) > 1 + 1e-6)
         self.heatmap.set_data(HeatmapData(matrix, tuple(rows), tuple(cols), info.query_axis, info.key_axis, title,
-                                          highlight, self.per_map, masked, bool((matrix < 0).any())))
-        self.grid.set_maps(source.maps(kind, self._step, self.merged), self.per_map,
+                                          highlight, self.per_map or outside, masked, float(matrix.min()) < 0))
+        self.grid.set_maps(source.maps(kind, self._step, self.merged), self.per_map or outside,
                            None if self.head is None else (self.layer, self.head),
                            self.alignment_head if kind == "cross" else None,
                            {(r.layer, r.head) for r in self.heads_off if r.kind == kind})
+        about += " Values fall outside 0..1: the colour scale is the map's own." if outside else ""
         masked_text = " Hatched grey cells are future positions the decoder may not see (masked, not zero)." \
             if masked is not None else ""
         off_text = " Crossed-out heads are switched off: their maps are all zero." \

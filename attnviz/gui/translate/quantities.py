@@ -11,6 +11,7 @@ source tokens then the target prefix (``source`` [L', T, S] beside ``prefix`` [L
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterator, Mapping
@@ -40,7 +41,14 @@ class Quantity:
     description: str  # the tooltip: what it is and how it is computed
     layered: bool = True
     why_not: str = ""  # why this model cannot give it ("" when it can)
-    settings: Mapping[str, Any] = field(default_factory=dict)
+    settings: Mapping[str, Any] = field(default_factory=dict)  # ``AttributionSettings`` fields changed (a foil)
+    method: str | None = None  # the attribution registry's name; None for attention and the contribution views
+    reads: tuple[str, ...] = ()  # the settings the method reads
+
+    def with_settings(self, **changed: Any) -> Quantity:
+        """The same method with ``changed`` settings (None removes one)."""
+        settings = {k: v for k, v in {**self.settings, **changed}.items() if v is not None}
+        return dataclasses.replace(self, settings=settings)
 
     @property
     def computed(self) -> bool:
@@ -59,6 +67,21 @@ def contribution_quantities(translator) -> list[Quantity]:
             Quantity("norm", "Norm-weighted", VIEWS["norm"] + " (Kobayashi et al. 2020)", why_not=norm_why),
             Quantity("rollout-residual", "Rollout", VIEWS["rollout-residual"] + " (Abnar & Zuidema 2020)",
                      why_not=roll_why)]
+
+
+def quantities(translator) -> list[Quantity]:
+    """Every choice for ``translator``: attention, the contribution views, then every registered attribution method
+    (greyed with the reason where it is not defined for the model's kind), so methods added later appear here."""
+    from attnviz.engine.attribution.base import all_methods  # the registry imports its methods' modules
+
+    found = contribution_quantities(translator)
+    if translator is None:
+        return found
+    for m in all_methods():
+        why = m.why_not(translator.kind) or ""
+        found.append(Quantity(m.name, m.label, m.description, m.layered, why.rstrip("."), method=m.name,
+                              reads=tuple(m.settings)))
+    return found
 
 
 @dataclass(frozen=True)
@@ -82,7 +105,7 @@ class QuantityResult:
     sources: int = 0  # how many of the columns are source tokens
     settings: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
-    extra: dict[str, np.ndarray] = field(default_factory=dict)  # per output token (the ALTI+ source share...)
+    share: np.ndarray | None = None  # [T] an attribution's source share per output token (last layer)
 
 
 def contribution_result(quantity: Quantity, views: dict[str, dict[str, np.ndarray]]) -> QuantityResult:
@@ -104,9 +127,35 @@ class QuantityJob:
     def __call__(self, stop: threading.Event) -> Iterator[QuantityProgress | QuantityResult]:
         from attnviz.engine.analysis.contributions import sentence_views
 
+        if self.quantity.method is not None:
+            yield from self._attribution(stop)
+            return
         yield QuantityProgress(0, 1, f"{self.quantity.label}: one teacher-forced pass")
         views = sentence_views(self.translator, self.translation.src_tokens, self.translation.decoder_inputs)
         yield contribution_result(self.quantity, views)
+
+
+    def _attribution(self, stop: threading.Event) -> Iterator[QuantityProgress | QuantityResult]:
+        from attnviz.engine.attribution.base import Attribution, AttributionSettings, attribution_steps
+
+        q, t = self.quantity, self.translation
+        yield QuantityProgress(0, len(t.tokens), f"{q.label}...")
+        settings = AttributionSettings(**q.settings)
+        for event in attribution_steps(self.translator, q.method or q.key, t.src_tokens, t.tokens, settings, stop):
+            if isinstance(event, Attribution):
+                yield attribution_result(q, event)
+            else:
+                yield QuantityProgress(event.done, event.total, f"{q.label}: {event.phase}")
+
+
+def attribution_result(quantity: Quantity, attribution) -> QuantityResult:
+    """An ``Attribution`` as the panel shows it: the kind ``attribution``, [L', 1, T, S + T] (source columns, then
+    the decoder inputs), with its settings, notes and source share."""
+    a = attribution
+    maps = np.concatenate([a.source, a.prefix], axis=-1)[:, None]  # [L', T, S] + [L', T, T] -> [L', 1, T, S + T]
+    settings = {k: v for k, v in a.settings.items()}
+    return QuantityResult(quantity, {ATTRIBUTION.key: maps}, tuple(a.src_tokens) + a.decoder_inputs,
+                          len(a.src_tokens), settings, tuple(a.notes), a.source_share()[-1])
 
 
 def cache_key(translator, translation: Translation, quantity: Quantity) -> Hashable:

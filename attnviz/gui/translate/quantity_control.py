@@ -1,6 +1,8 @@
 """The Translate tab's Quantity choice at work: which quantity the attention panel shows, computing it in a worker
 on the finished translation (teacher-forced on the decoded output, every step at once) with progress and Cancel,
-keeping results per sentence, method and settings, and feeding the panel (and the map beside it) for the step shown.
+keeping results per sentence, method and settings, and feeding the panel (and the map beside it) for the step shown,
+the source-share bars under the output tokens and the step table's Source share column. "Why this and not ...?" in
+the top-k chart's menu asks a contrastive attribution (the method shown if it takes a foil, else the first that does).
 
 While a quantity is computed, or when the decode has not finished yet, the map shows attention; Cancel (or a
 failure) leaves it there and sets the selector back to Attention, saying why in the status bar.
@@ -9,6 +11,7 @@ failure) leaves it there and sets the selector back to Attention, saying why in 
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtWidgets import QTableView
 
 from attnviz.engine.analysis.sinks import WHY
 from attnviz.gui.attention.heatmap import HeatmapData
@@ -25,17 +28,25 @@ from attnviz.gui.translate.quantities import (
     QuantitySource,
     cache_key,
     contribution_quantities,
+    quantities,
 )
 from attnviz.gui.translate.quantity_bar import QuantityBar
+from attnviz.gui.translate.step_model import StepTableModel
+from attnviz.gui.translate.tokens import TokenStrip, TopKView
 from attnviz.gui.worker import JobFailure, Worker
 
 
 class QuantityControl(QObject):
     status = Signal(str)
 
-    def __init__(self, document: DecodeDocument, panel: AttentionPanel, parent: QObject | None = None):
+    def __init__(self, document: DecodeDocument, panel: AttentionPanel, output_view: TokenStrip, topk_view: TopKView,
+                 step_table: QTableView, parent: QObject | None = None):
         super().__init__(parent)
-        self.document, self.panel = document, panel
+        self.document, self.panel, self.output_view, self.step_table = document, panel, output_view, step_table
+        model = step_table.model()
+        assert isinstance(model, StepTableModel)
+        self.step_model = model
+        self._settings: dict[str, dict[str, str]] = {}  # per method, the settings asked beside its defaults (a foil)
         self.bar = QuantityBar()
         panel.add_controls([self.bar.label, self.bar.combo], [self.bar.options], [self.bar.busy])
         self.worker = Worker(self)
@@ -51,6 +62,7 @@ class QuantityControl(QObject):
         self.worker.produced.connect(self._on_worker_produced)
         self.worker.failed.connect(self._on_worker_failed)
         self.worker.finished.connect(self._on_worker_finished)
+        topk_view.foil.connect(self.contrast)
         document.subscribe(self._on_document_changed)
 
     # -- choices -----------------------------------------------------------------------------------------------------
@@ -60,7 +72,7 @@ class QuantityControl(QObject):
         self.bar.idle()
         self.translator, self.result = translator, None
         self.cache.clear()
-        self.quantities = contribution_quantities(translator)
+        self.quantities = quantities(translator)
         self.bar.set_quantities(self.quantities)
         if self.wanted.why_not:
             self.bar.show_key(ATTENTION)
@@ -68,7 +80,8 @@ class QuantityControl(QObject):
     @property
     def wanted(self) -> Quantity:
         """The quantity the selector shows."""
-        return next((q for q in self.quantities if q.key == self.bar.key), self.quantities[0])
+        q = next((q for q in self.quantities if q.key == self.bar.key), self.quantities[0])
+        return q.with_settings(**self._settings.get(q.key, {}))
 
     def choose(self, key: str) -> None:
         """Show quantity ``key`` (tests, saved settings): as if picked in the selector."""
@@ -82,6 +95,12 @@ class QuantityControl(QObject):
         """The panel (and the map beside it) as of ``step``."""
         self.panel.display(self.source(), step)
         self.panel.show_beside(self.beside_data(step) if self.bar.beside and self.result is not None else None)
+        share = self.result.share if self.result is not None else None
+        name = self.result.quantity.label if self.result is not None else ""
+        self.output_view.set_shares(None if share is None else share[: step + 1], name)
+        if self.step_model.set_shares(None if share is None else [float(v) for v in share], name) \
+                and 0 <= step < self.step_model.rowCount():
+            self.step_table.selectRow(step)  # a column more or less resets the table and its selection
 
     def beside_data(self, step: int) -> HeatmapData | None:
         """The step's attention for the map beside: cross-attention (a language model's decoder self-attention),
@@ -127,6 +146,20 @@ class QuantityControl(QObject):
         if self.document.encoder is not None:
             self.show(self.document.current)
 
+    @Slot(str)
+    def contrast(self, foil: str) -> None:
+        """Why the step's token and not ``foil``: a contrastive attribution of the method shown when it takes a
+        foil, else of the first method that does."""
+        current = self.wanted
+        usable = [q for q in self.quantities if "foil" in q.reads and not q.why_not]
+        method = current if "foil" in current.reads and not current.why_not else usable[0] if usable else None
+        if method is None:
+            self.status.emit("No contrastive attribution method is available for this model.")
+            return
+        self._settings[method.key] = {"foil": foil}
+        self.bar.show_key(method.key)
+        self._on_bar_chosen(method.key, keep=True)
+
     @Slot()
     def cancel(self) -> None:
         """Stop the computation; the map stays on attention."""
@@ -144,6 +177,7 @@ class QuantityControl(QObject):
     def _on_document_changed(self, change: DocumentChange) -> None:
         match change:
             case Cleared():
+                self._settings.clear()  # a foil belongs to the step it was picked at
                 self.worker.cancel()
                 self._job_key = None
                 self.bar.idle()
@@ -152,7 +186,9 @@ class QuantityControl(QObject):
                 self._refresh()
 
     @Slot(str)
-    def _on_bar_chosen(self, key: str) -> None:
+    def _on_bar_chosen(self, key: str, keep: bool = False) -> None:
+        if not keep:
+            self._settings.pop(key, None)  # picked in the selector: the method as such, no foil
         if self.wanted.why_not:
             self.status.emit(f"{self.wanted.label} is not available for this model: {self.wanted.why_not}.")
             self.bar.show_key(ATTENTION)

@@ -115,7 +115,8 @@ class TranslateTab(QWidget):
         self.step_table.verticalHeader().hide()
         self.step_table.setWordWrap(False)  # one line a step: the side column is narrow
         self.attention = AttentionPanel()
-        self.quantity = QuantityControl(self.document, self.attention, self)  # what the map shows
+        self.quantity = QuantityControl(self.document, self.attention, self.output_view, self.topk_view,
+                                        self.step_table, self)  # what the map shows
         self.search = SearchExplorer(self.document, self, self.step_table, self)  # steps, tree, heads-off pages
         self.gate = LoadingGate(self.lang_label, self.translate_button, self.examples_combo, self.source_edit)
         self._build_layout()

@@ -1,0 +1,170 @@
+"""The Translate tab's Quantity choice (issue 27): choosing a quantity puts the engine's numbers for the step in the
+map (norm-weighted attention, rollout, a registered attribution method); a slow method runs in the worker and
+Cancel stops it, leaving the map on attention; the sinks toggle hides the sink columns and renormalises the rows;
+methods the model's kind cannot give are greyed with the reason; the source share shows under each output token and
+in the step table; "Why this and not ...?" asks the method for a contrast with that foil."""
+
+import threading
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QStandardItemModel
+
+from attnviz.engine.analysis.contributions import sentence_views
+from attnviz.engine.analysis.sinks import is_sink
+from attnviz.engine.attribution.base import Attribution, AttributionMethod, AttributionProgress, registered
+from attnviz.gui.shortcuts import mnemonic_owners
+from attnviz.gui.translate.quantities import ATTRIBUTION
+from tests.gui.conftest import translate
+
+SENTENCE = "q1 q2 q3 q1"
+
+
+def _ramp(translator, src, out, settings, stop):
+    """Deterministic values that tell every cell apart: source s + 10 t + 100 l, prefix -(that); the foil's length
+    added, so a contrast gives other numbers."""
+    yield AttributionProgress(0, len(out), "ramp")
+    layers, t, s = 2, len(out), len(src)
+    shift = len(settings.foil or "")
+    grid = np.arange(layers)[:, None, None] * 100 + np.arange(t)[None, :, None] * 10
+    source = (grid + np.arange(s)[None, None, :] + shift).astype(np.float64)
+    prefix = -(grid + np.arange(t)[None, None, :]).astype(np.float64) * np.tril(np.ones((t, t)))
+    yield Attribution("ramp", {"aggregate": "sum", "foil": settings.foil}, src, out, source, prefix, layered=True,
+                      notes=("a ramp for tests",))
+
+
+def _wait_for_stop(translator, src, out, settings, stop):
+    yield AttributionProgress(0, len(out), "waiting")
+    while not stop.is_set():  # a slow method: it ends only when asked to stop
+        stop.wait(0.05)
+    STOPPED.set()
+
+
+STOPPED = threading.Event()
+RAMP = AttributionMethod("ramp", "Ramp", "a test method", True, _ramp, settings=("foil",))
+SLOW = AttributionMethod("slow", "Slow", "never ends by itself", False, _wait_for_stop)
+SOURCE_ONLY = AttributionMethod("needs-lm", "LM only", "defined for language models only", False, _ramp,
+                                not_defined=lambda kind: "it reads no source" if kind.has_source else None)
+
+
+@pytest.fixture()
+def methods():
+    with registered(RAMP), registered(SLOW), registered(SOURCE_ONLY):
+        yield
+
+
+def ready(qtbot, window, key: str):
+    tab = window.translate_tab
+    tab.quantity.choose(key)
+    qtbot.waitUntil(lambda: tab.quantity.result is not None and tab.quantity.result.quantity.key == key,
+                    timeout=20000)
+    tab.attention.heatmap.repaint()
+    return tab
+
+
+def test_norm_weighted_and_rollout_show_the_engines_numbers_for_the_step(qtbot, loaded):
+    tab = translate(qtbot, loaded, SENTENCE)
+    tab.go_to(2)
+    t = tab.document.translation(-1)
+    views = sentence_views(loaded.translator, t.src_tokens, t.decoder_inputs)
+    attention = tab.attention.heatmap.data().matrix.copy()
+    ready(qtbot, loaded, "norm")
+    panel = tab.attention
+    panel.select(kind="cross", layer=0, head=None)
+    shown = panel.heatmap.data()
+    expected = views["norm"]["cross"][0].mean(0)[:3]  # steps 1..3 as of step 3
+    np.testing.assert_allclose(shown.matrix, expected, rtol=1e-5)
+    assert shown.title.startswith("Norm-weighted · Cross-attention") and not np.allclose(shown.matrix, attention)
+    ready(qtbot, loaded, "rollout-residual")
+    assert panel.head_combo.count() == 2  # one map per layer: no heads to choose
+    np.testing.assert_allclose(panel.heatmap.data().matrix, views["rollout-residual"]["cross"][0, 0][:3], rtol=1e-5)
+    np.testing.assert_allclose(panel.heatmap.data().matrix.sum(1), 1, rtol=1e-5)
+
+
+def test_an_attribution_method_fills_the_map_grid_bars_and_step_table(qtbot, loaded, methods):
+    loaded.translate_tab.set_translator(loaded.translator)  # the registry is read when a model is set
+    tab = translate(qtbot, loaded, SENTENCE)
+    n, s = len(tab.document.steps), len(tab.document.src_tokens)
+    tab.go_to(1)
+    ready(qtbot, loaded, "ramp")
+    panel = tab.attention
+    assert panel.kind == ATTRIBUTION.key and panel.layer_combo.count() == 2 and panel.grid.shape() == (2, 1)
+    data = panel.heatmap.data()
+    assert data.matrix.shape == (2, s + 2) and data.highlight_row == 1  # two steps; source then prefix columns
+    assert data.cols == tuple(tab.document.src_tokens) + ("<sos>", tab.document.steps[0].token)
+    assert data.matrix[1, 3] == 100 + 10 + 3 and data.matrix[1, s + 1] == -(100 + 10 + 1)  # layer 2, step 2
+    assert data.per_map and data.signed
+    assert "output token 2" in panel.caption.text() and "a ramp for tests" in panel.caption.text()
+    source = np.abs(np.arange(s) + 110).sum()
+    share = source / (source + np.abs(-(110 + np.arange(n)) * (np.arange(n) <= 1)).sum())
+    model = tab.step_model
+    assert model.columnCount() == 6 and model.headerData(5, Qt.Orientation.Horizontal) == "Source share"
+    assert model.data(model.index(1, 5)) == f"{share:.0%}"
+    assert "Source share (Ramp)" in tab.output_view.accessible_value()
+    tab.quantity.choose("attention")
+    assert model.columnCount() == 5 and "Source share" not in tab.output_view.accessible_value()
+
+
+def test_why_this_and_not_a_foil_asks_a_contrast(qtbot, loaded, methods):
+    loaded.translate_tab.set_translator(loaded.translator)
+    tab = translate(qtbot, loaded, SENTENCE)
+    tab.go_to(0)
+    tab.topk_view.foil.emit("w7")
+    qtbot.waitUntil(lambda: tab.quantity.result is not None, timeout=20000)
+    result = tab.quantity.result
+    assert result.quantity.key == "ramp" and result.settings["foil"] == "w7"
+    assert tab.attention.heatmap.data().matrix[0, 0] == 100 + len("w7")  # the last layer, step 1, source 1
+
+
+def test_cancel_stops_a_slow_method_and_leaves_the_map_on_attention(qtbot, loaded, methods):
+    loaded.translate_tab.set_translator(loaded.translator)
+    tab = translate(qtbot, loaded, SENTENCE)
+    attention = tab.attention.heatmap.data().matrix.copy()
+    STOPPED.clear()
+    tab.quantity.choose("slow")
+    bar = tab.quantity.bar
+    qtbot.waitUntil(lambda: bar.progress.format().startswith("Slow: waiting"), timeout=20000)
+    assert bar.busy.isVisibleTo(tab) and bar.cancel_action.isEnabled()
+    np.testing.assert_array_equal(tab.attention.heatmap.data().matrix, attention)  # attention while computing
+    bar.cancel_action.trigger()
+    assert STOPPED.wait(10)  # the job saw the stop and ended
+    assert bar.key == "attention" and not bar.busy.isVisibleTo(tab) and tab.quantity.result is None
+    np.testing.assert_array_equal(tab.attention.heatmap.data().matrix, attention)
+    assert tab.attention.kind in ("encoder", "decoder", "cross")
+
+
+def test_a_method_the_kind_cannot_give_is_greyed_with_the_reason(qtbot, loaded, methods):
+    loaded.translate_tab.set_translator(loaded.translator)
+    bar = loaded.translate_tab.quantity.bar
+    index = bar.combo.findData("needs-lm")
+    model = bar.combo.model()
+    assert isinstance(model, QStandardItemModel) and not model.item(index).isEnabled()
+    assert "Not available for this model: it reads no source." in bar.combo.itemData(index, 3)  # ToolTipRole
+    assert bar.combo.itemData(bar.combo.findData("ramp"), 3).startswith("a test method")
+
+
+def test_dropping_sinks_hides_their_columns_and_renormalises_rows(qtbot, loaded):
+    tab = translate(qtbot, loaded, SENTENCE)
+    panel = tab.attention
+    panel.select(kind="cross", layer=0, head=0)  # one head: each head's rows are renormalised, then averaged
+    before = panel.heatmap.data()
+    assert any(is_sink(c) for c in before.cols)
+    tab.quantity.bar.sinks_check.setChecked(True)
+    after = panel.heatmap.data()
+    kept = [i for i, c in enumerate(before.cols) if not is_sink(c)]
+    assert after.cols == tuple(before.cols[i] for i in kept)
+    np.testing.assert_allclose(after.matrix.sum(1), 1, rtol=1e-5)
+    expected = before.matrix[:, kept] / before.matrix[:, kept].sum(1, keepdims=True)
+    np.testing.assert_allclose(after.matrix, expected, rtol=1e-5)
+    assert "Sink columns" in panel.caption.text()
+    panel.select(head=None)
+    np.testing.assert_allclose(panel.heatmap.data().matrix.sum(1), 1, rtol=1e-5)
+    assert tab.quantity.source().maps("cross", tab.document.current).shape[-1] == len(kept)  # the grid too
+
+
+def test_the_quantity_controls_have_letters_of_their_own(qtbot, loaded):
+    owners = mnemonic_owners(loaded)
+    for letter, name in (("q", "quantityCombo"), ("p", "sinksCheck"), ("b", "besideCheck")):
+        assert len(owners[letter]) == 1 and name in owners[letter][0] or letter == "q" and \
+            "Quantity" in owners[letter][0], (letter, owners[letter])
