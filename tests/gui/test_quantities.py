@@ -4,6 +4,7 @@ Cancel stops it, leaving the map on attention; the sinks toggle hides the sink c
 methods the model's kind cannot give are greyed with the reason; the source share shows under each output token and
 in the step table; "Why this and not ...?" asks the method for a contrast with that foil."""
 
+import json
 import threading
 
 import numpy as np
@@ -165,6 +166,38 @@ def test_dropping_sinks_hides_their_columns_and_renormalises_rows(qtbot, loaded)
 
 def test_the_quantity_controls_have_letters_of_their_own(qtbot, loaded):
     owners = mnemonic_owners(loaded)
-    for letter, name in (("q", "quantityCombo"), ("p", "sinksCheck"), ("b", "besideCheck")):
+    for letter, name in (("q", "quantityCombo"), ("v", "sinksCheck"), ("j", "besideCheck")):
         assert len(owners[letter]) == 1 and name in owners[letter][0] or letter == "q" and \
             "Quantity" in owners[letter][0], (letter, owners[letter])
+
+
+def test_exports_carry_the_method_and_its_settings(qtbot, loaded, methods, tmp_path, monkeypatch):
+    from PySide6.QtWidgets import QFileDialog
+
+    loaded.translate_tab.set_translator(loaded.translator)
+    tab = translate(qtbot, loaded, SENTENCE)
+    tab.go_to(1)
+    tab.topk_view.foil.emit("w7")
+    qtbot.waitUntil(lambda: tab.quantity.result is not None, timeout=20000)
+    asked = []
+
+    def dialog(parent, caption, start, filters):
+        asked.append(start)
+        return str(tmp_path / start), ""
+
+    monkeypatch.setattr(QFileDialog, "getSaveFileName", dialog)
+    loaded.export_view("svg")
+    loaded.export_attention()
+    assert asked[0] == "ramp-L2-step2.svg" and (tmp_path / asked[0]).exists()
+    figure = json.loads((tmp_path / "ramp-L2-step2.json").read_text())
+    assert figure["quantity"]["method"] == "ramp" and figure["quantity"]["settings"] == {"aggregate": "sum",
+                                                                                         "foil": "w7"}
+    assert "Ramp" in figure["title"] and "step 2/" in figure["title"]
+    archive = tmp_path / asked[1]
+    sidecar = json.loads(archive.with_suffix(".json").read_text())
+    assert sidecar["quantity"]["settings"]["foil"] == "w7" and sidecar["quantity"]["notes"] == ["a ramp for tests"]
+    with np.load(archive) as arrays:
+        n, s = len(tab.document.steps), len(tab.document.src_tokens)
+        assert arrays["ramp_attribution"].shape == (2, 1, n, s + n) and arrays["cross"].ndim == 4
+        assert arrays["ramp_attribution"][1, 0, 1, 3] == 100 + 10 + 3 + len("w7")
+        assert list(arrays["ramp_columns"][:s]) == list(tab.document.src_tokens)

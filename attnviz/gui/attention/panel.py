@@ -2,10 +2,10 @@
 
 It shows an ``AttentionSource`` (the Translate tab's chosen quantity over its decode document: attention, a
 contribution view or an attribution) as of one step (``display(source, step)``) and redraws when a selector changes;
-``beside`` shows a second map (attention beside an attribution) left of the main one when given data. The large map takes the room; the grid and the caption share a narrow column
-beside it (a splitter the tab remembers). Only the kinds the model has are offered, so an RNN (cross only) or a
-language model (decoder only) needs no special case. Merging subword pieces into words is this panel's choice: it
-asks the source for merged maps while its box is ticked.
+``beside`` shows a second map (attention beside an attribution) left of the main one when given data. The large map
+takes the room; the grid and the caption share a narrow column beside it (a splitter the tab remembers). Only the
+kinds the model has are offered, so an RNN (cross only) or a language model (decoder only) needs no special case.
+Merging subword pieces into words is this panel's choice: it asks the source for merged maps while its box is ticked.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class AttentionPanel(QWidget):
         self.controls = controls = QHBoxLayout()
         add_labelled(controls, (("&Kind", self.kind_combo), ("&Layer", self.layer_combo), ("H&ead", self.head_combo)))
         self.display_box = QWidget()  # the scale and merge choices: beside the selectors, under them when narrow
-        display = QHBoxLayout(self.display_box)
+        self.display_row = display = QHBoxLayout(self.display_box)
         display.setContentsMargins(0, 0, 0, 0)
         display.addWidget(self.scale_combo)
         display.addWidget(self.merge_check)
@@ -180,9 +180,8 @@ class AttentionPanel(QWidget):
         selectors when narrow), ``after`` beside the zoom buttons."""
         for i, widget in enumerate(first):
             self.controls.insertWidget(i, widget)
-        box = self.display_box.layout()
         for widget in display:
-            box.addWidget(widget)
+            self.display_row.addWidget(widget)
         for widget in after:
             self.controls.insertWidget(self.controls.count() - 3, widget)  # before the three zoom buttons
 
@@ -276,13 +275,14 @@ class AttentionPanel(QWidget):
         self.redraw()
 
     def _sync_kinds(self) -> None:
-        kinds = self._source.kinds() if self._source else []
+        source = self._source
+        kinds = source.kinds() if source else []
         current = [self.kind_combo.itemData(i) for i in range(self.kind_combo.count())]
         if kinds != current:
             self.kind_combo.blockSignals(True)
             self.kind_combo.clear()
             for k in kinds:
-                self.kind_combo.addItem(self._source.kind_info(k).label, k)
+                self.kind_combo.addItem(source.kind_info(k).label if source else k, k)
             preferred = self._chosen_kind if self._chosen_kind in kinds else "cross" if "cross" in kinds else None
             if preferred is not None:
                 self.kind_combo.setCurrentIndex(kinds.index(preferred))

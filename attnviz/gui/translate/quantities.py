@@ -158,6 +158,25 @@ def attribution_result(quantity: Quantity, attribution) -> QuantityResult:
                           len(a.src_tokens), settings, tuple(a.notes), a.source_share()[-1])
 
 
+def export_fields(result: QuantityResult, sinks_hidden: bool) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """What an export adds for a quantity: its arrays (``<key>_<kind>`` maps [L, H, R, C], the source share [T]
+    and the attribution's column labels) and the sidecar's ``quantity`` entry (method, settings, notes, layout)."""
+    q, prefix = result.quantity, result.quantity.key.replace("-", "_")
+    arrays = {f"{prefix}_{kind}": m.astype(np.float32) for kind, m in result.maps.items()}
+    if result.share is not None:
+        arrays[f"{prefix}_source_share"] = np.asarray(result.share, dtype=np.float32)
+    if result.columns:
+        arrays[f"{prefix}_columns"] = np.array(result.columns, dtype=str)
+    layout = ("[layers, 1, output tokens, source tokens then decoder inputs]; the first `sources` columns are the "
+              "source" if ATTRIBUTION.key in result.maps else "[layers, heads, rows, columns] as the attention kinds")
+    meta = {"key": q.key, "label": q.label, "method": q.method or q.key, "description": q.description,
+            "settings": {k: v for k, v in result.settings.items()}, "notes": list(result.notes),
+            "arrays": sorted(arrays), "layout": layout, "sources": result.sources,
+            "computed_on": "the finished translation, teacher-forced on the decoded output",
+            "sinks_hidden_in_the_view": sinks_hidden}
+    return arrays, {"quantity": meta}
+
+
 def cache_key(translator, translation: Translation, quantity: Quantity) -> Hashable:
     """One computed quantity: the model, the sentence and its output tokens, the method and its settings."""
     return (id(translator), translation.src_tokens, translation.tokens, quantity.key,
@@ -229,11 +248,12 @@ class QuantitySource:
 
     def _cut(self, kind: str, upto: int) -> np.ndarray | None:
         """The result's maps of ``kind`` as of step ``upto``: rows of the steps so far, prefix keys so far."""
-        maps = self.result.maps.get(kind) if self.result is not None else None
-        if maps is None or kind == "encoder":
+        result = self.result
+        maps = result.maps.get(kind) if result is not None else None
+        if result is None or maps is None or kind == "encoder":
             return maps
         n = len(self.document.translation(upto).tokens)
-        keys = n if kind == "decoder" else self.result.sources + n if kind == ATTRIBUTION.key else maps.shape[-1]
+        keys = n if kind == "decoder" else result.sources + n if kind == ATTRIBUTION.key else maps.shape[-1]
         return maps[:, :, :n, :keys]
 
     def maps(self, kind: str, upto: int, merged: bool = False) -> np.ndarray | None:

@@ -28,6 +28,7 @@ from attnviz.gui.translate.quantities import (
     QuantitySource,
     cache_key,
     contribution_quantities,
+    export_fields,
     quantities,
 )
 from attnviz.gui.translate.quantity_bar import QuantityBar
@@ -97,10 +98,14 @@ class QuantityControl(QObject):
         self.panel.show_beside(self.beside_data(step) if self.bar.beside and self.result is not None else None)
         share = self.result.share if self.result is not None else None
         name = self.result.quantity.label if self.result is not None else ""
-        self.output_view.set_shares(None if share is None else share[: step + 1], name)
+        self.output_view.set_shares(None if share is None else share[: step + 1].tolist(), name)
         if self.step_model.set_shares(None if share is None else [float(v) for v in share], name) \
                 and 0 <= step < self.step_model.rowCount():
             self.step_table.selectRow(step)  # a column more or less resets the table and its selection
+
+    def export_extra(self) -> tuple[dict, dict] | None:
+        """The arrays and sidecar entries an export adds for the quantity shown (None: attention)."""
+        return None if self.result is None else export_fields(self.result, self.bar.sinks_hidden)
 
     def beside_data(self, step: int) -> HeatmapData | None:
         """The step's attention for the map beside: cross-attention (a language model's decoder self-attention),

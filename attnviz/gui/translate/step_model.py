@@ -1,6 +1,7 @@
 """StepTableModel: the steps of the hypothesis a ``DecodeDocument`` shows, as a table (step, token, probability,
-entropy, runner-up; and, while an attribution is shown, the source share of each output token). It keeps no steps of its own: it reads the document, and follows its changes (a step added
-inserts a row; a new decode or another hypothesis resets the table)."""
+entropy, runner-up; and, while an attribution is shown, the source share of each output token). It keeps no steps
+of its own: it reads the document, and follows its changes (a step added inserts a row; a new decode or another
+hypothesis resets the table)."""
 
 from __future__ import annotations
 
