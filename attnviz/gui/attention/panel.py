@@ -194,6 +194,7 @@ class AttentionPanel(QWidget):
         super().resizeEvent(event)
         self.wrap_selectors()
 
+    @Slot()
     def wrap_selectors(self) -> None:
         """One row of selectors when it fits whole; else the scale and merge choices go to a second row, so that no
         selector is cut ("Cross-attenti", "Mean of |" at 1024 px)."""

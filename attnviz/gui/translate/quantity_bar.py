@@ -1,7 +1,7 @@
 """The attention panel's choice of what its map shows: the Quantity selector (attention, contribution views and
 every attribution method the engine registers, each with its description as tooltip and greyed with the reason
 when the model cannot give it), the sinks toggle, the side-by-side toggle, and the progress of a slow computation
-with its Cancel. Views only: the Translate tab fills the choices and starts the jobs.
+with its Cancel (Ctrl+Shift+K). Views only: the Translate tab fills the choices and starts the jobs.
 """
 
 from __future__ import annotations
@@ -27,12 +27,13 @@ CANCEL_KEYS = "Ctrl+Shift+K"
 
 
 class QuantityBar(QWidget):
-    """``combo`` (with its label) goes first among the panel's selectors; ``options`` (sinks, side by side) beside
-    the scale choice; ``busy`` (progress and Cancel) shows while a quantity is computed."""
+    """``combo`` (with its label) goes first among the panel's selectors; ``options`` (sinks, side by side) and
+    ``busy`` (progress and Cancel, shown while a quantity is computed) beside the scale choice."""
 
     chosen = Signal(str)  # the key of the quantity picked
     cancelled = Signal()
     options_changed = Signal()
+    busy_changed = Signal()  # the progress and Cancel appeared or went: the selectors may wrap otherwise
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -58,23 +59,26 @@ class QuantityBar(QWidget):
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.sinks_check)
         row.addWidget(self.beside_check)
+        self.progress_label = QLabel()
         self.progress = QProgressBar()
         self.progress.setObjectName("quantityProgress")
         self.progress.setAccessibleName("Progress of the computation")
-        self.progress.setMaximumWidth(140)
+        self.progress.setMaximumWidth(120)
         self.cancel_action = QAction("Cancel the computation", self)
         self.cancel_action.setShortcut(QKeySequence(CANCEL_KEYS))
         self.cancel_action.setToolTip(f"Stop computing; the map stays on attention ({CANCEL_KEYS})")
         self.cancel_action.triggered.connect(self._on_cancel)
-        self.cancel_button = QToolButton()
+        self.cancel_button = QToolButton()  # a short word on the button, the action's words in menus and Help
         self.cancel_button.setObjectName("quantityCancelButton")
-        self.cancel_button.setDefaultAction(self.cancel_action)
         self.cancel_button.setText("Cancel")
+        self.cancel_button.setToolTip(self.cancel_action.toolTip())
         self.cancel_button.setAccessibleName("Cancel the computation")
+        self.cancel_button.clicked.connect(self.cancel_action.trigger)
         self.addAction(self.cancel_action)
         self.busy = QWidget()
         busy_row = QHBoxLayout(self.busy)
         busy_row.setContentsMargins(0, 0, 0, 0)
+        busy_row.addWidget(self.progress_label)
         busy_row.addWidget(self.progress)
         busy_row.addWidget(self.cancel_button)
         self.busy.hide()
@@ -125,14 +129,18 @@ class QuantityBar(QWidget):
         """A computation runs: ``done`` of ``total`` (total 0: a busy bar)."""
         self.progress.setRange(0, max(total, 0))
         self.progress.setValue(min(done, total))
-        self.progress.setFormat(f"{text} %p%" if total else text)
+        self.progress_label.setText(text)
         self.progress.setToolTip(text)
-        self.busy.show()
-        self.cancel_action.setEnabled(True)
+        self._set_busy(True)
 
     def idle(self) -> None:
-        self.busy.hide()
-        self.cancel_action.setEnabled(False)
+        self._set_busy(False)
+
+    def _set_busy(self, busy: bool) -> None:
+        self.cancel_action.setEnabled(busy)
+        if self.busy.isHidden() == busy:
+            self.busy.setVisible(busy)
+            self.busy_changed.emit()
 
     @Slot(int)
     def _on_combo_activated(self, index: int) -> None:
