@@ -125,7 +125,7 @@ def test_cancel_stops_a_slow_method_and_leaves_the_map_on_attention(qtbot, loade
     STOPPED.clear()
     tab.quantity.choose("slow")
     bar = tab.quantity.bar
-    qtbot.waitUntil(lambda: bar.progress.format().startswith("Slow: waiting"), timeout=20000)
+    qtbot.waitUntil(lambda: bar.progress_label.text() == "Slow: waiting", timeout=20000)
     assert bar.busy.isVisibleTo(tab) and bar.cancel_action.isEnabled()
     np.testing.assert_array_equal(tab.attention.heatmap.data().matrix, attention)  # attention while computing
     bar.cancel_action.trigger()

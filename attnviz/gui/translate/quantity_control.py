@@ -10,7 +10,9 @@ failure) leaves it there and sets the selector back to Attention, saying why in 
 
 from __future__ import annotations
 
-from PySide6.QtCore import QObject, Signal, Slot
+from typing import Protocol
+
+from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
 from PySide6.QtWidgets import QTableView
 
 from attnviz.engine.analysis.sinks import WHY
@@ -37,14 +39,27 @@ from attnviz.gui.translate.tokens import TokenStrip, TopKView
 from attnviz.gui.worker import JobFailure, Worker
 
 
+class QuantityHost(Protocol):
+    """What the quantity control reads of the Translate tab."""
+
+    document: DecodeDocument
+    attention: AttentionPanel
+    output_view: TokenStrip
+    topk_view: TopKView
+    step_table: QTableView
+    status: SignalInstance
+
+
 class QuantityControl(QObject):
     status = Signal(str)
 
-    def __init__(self, document: DecodeDocument, panel: AttentionPanel, output_view: TokenStrip, topk_view: TopKView,
-                 step_table: QTableView, parent: QObject | None = None):
-        super().__init__(parent)
-        self.document, self.panel, self.output_view, self.step_table = document, panel, output_view, step_table
-        model = step_table.model()
+    def __init__(self, host: QuantityHost):
+        super().__init__(host if isinstance(host, QObject) else None)
+        self.document, self.panel, self.output_view = host.document, host.attention, host.output_view
+        self.step_table = host.step_table
+        document, panel, topk_view = host.document, host.attention, host.topk_view
+        self.status.connect(host.status)
+        model = self.step_table.model()
         assert isinstance(model, StepTableModel)
         self.step_model = model
         self._settings: dict[str, dict[str, str]] = {}  # per method, the settings asked beside its defaults (a foil)

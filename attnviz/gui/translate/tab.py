@@ -115,9 +115,8 @@ class TranslateTab(QWidget):
         self.step_table.verticalHeader().hide()
         self.step_table.setWordWrap(False)  # one line a step: the side column is narrow
         self.attention = AttentionPanel()
-        self.quantity = QuantityControl(self.document, self.attention, self.output_view, self.topk_view,
-                                        self.step_table, self)  # what the map shows
         self.search = SearchExplorer(self.document, self, self.step_table, self)  # steps, tree, heads-off pages
+        self.quantity = QuantityControl(self)  # what the map shows: attention, a contribution, an attribution
         self.gate = LoadingGate(self.lang_label, self.translate_button, self.examples_combo, self.source_edit)
         self._build_layout()
 
@@ -165,7 +164,6 @@ class TranslateTab(QWidget):
         self.source_view.hovered.connect(self._on_source_hovered)
         self.topk_view.alternative.connect(self.search.what_if)
         self.attention.selection_changed.connect(self._on_attention_selection_changed)
-        self.quantity.status.connect(self.status)
         self.attention.head_toggled.connect(self.search.toggle_head)
         self.step_table.clicked.connect(self._on_step_table_clicked)
 
