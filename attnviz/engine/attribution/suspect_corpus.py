@@ -40,11 +40,15 @@ def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] 
 
     if not translator.has_source:
         raise InputError("The suspect-translation score reads a translation's source; a language model has none.")
-    n = len(sources)
+    n, examples = len(sources), []
     yield AttributionProgress(0, n, "decoding", "sentences")
-    examples = decoded(translator, sources)
-    if stop is not None and stop.is_set():
-        return
+    for item in decoded(translator, sources):
+        if stop is not None and stop.is_set():
+            return
+        if isinstance(item, int):
+            yield AttributionProgress(item, n, "decoding", "sentences")
+        else:
+            examples = item
     with_alti = ALTI_PLUS.defined_for(translator.kind)
     rows = []
     for done, (i, output, found) in enumerate(batch_components(translator, examples, with_alti), 1):
