@@ -16,7 +16,6 @@ import numpy as np
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
-from attnviz.engine.checkpoints.store import atomic_write
 from attnviz.engine.heads import SHORT_NAMES, HeadRef
 from attnviz.gui.attention.heatmap import HeatmapData
 from attnviz.gui.widgets import stored
@@ -48,6 +47,8 @@ def quantity_view_stem(method: str, layer: int, step: int, layers: int) -> str:
 
 def write_sidecar(figure: str | Path, meta: dict[str, Any]) -> Path:
     """``figure`` with suffix .json: what an exported picture of a quantity shows (its method and settings)."""
+    from attnviz.engine.checkpoints.store import atomic_write  # imports torch: the window opens without it
+
     path = Path(figure).with_suffix(".json")
     atomic_write(path, json.dumps(meta, indent=2, ensure_ascii=False).encode("utf-8"))
     return path

@@ -53,6 +53,10 @@ class AttentionSource(Protocol):
         """(what the title says before the kind, what the caption says of the quantity and its rows)."""
         ...
 
+    def future(self, kind: str, upto: int) -> np.ndarray | None:
+        """[R, C] True at the cells of the heatmap a query may not see (future decoder inputs), or None."""
+        ...
+
     def maps(self, kind: str, upto: int, merged: bool = False) -> np.ndarray | None:
         """[L, H, R, C] of one kind as of step ``upto``."""
         ...
@@ -143,9 +147,13 @@ class AttentionPanel(QWidget):
         display.setContentsMargins(0, 0, 0, 0)
         display.addWidget(self.scale_combo)
         display.addWidget(self.merge_check)
-        controls.addWidget(self.display_box)
         controls.addStretch(1)
-        self.second_row = QHBoxLayout()
+        self.lead_box = QWidget()  # selectors added before the kind (``add_controls``)
+        self.lead_row = QHBoxLayout(self.lead_box)
+        self.lead_row.setContentsMargins(0, 0, 0, 0)
+        self.second_row = QHBoxLayout()  # both moved up by the first resize where the row fits them whole: a first
+        self.second_row.addWidget(self.lead_box)  # row too wide before the window is laid out would widen it
+        self.second_row.addWidget(self.display_box)
         self.second_row.addStretch(1)
         for button in self._zoom_buttons():
             controls.addWidget(button)
@@ -157,6 +165,7 @@ class AttentionPanel(QWidget):
         side = QWidget()  # the grid at the height its tiles need, the caption under it (scrolled when long)
         column = QVBoxLayout(side)
         column.setContentsMargins(0, 0, 0, 0)
+        self.side_column = column
         column.addWidget(self.grid)
         column.addWidget(scrolled(self.caption, "captionScroll"), 1)
         self.maps_splitter = QSplitter(Qt.Orientation.Horizontal)  # the map, and the one beside it when shown
@@ -175,15 +184,15 @@ class AttentionPanel(QWidget):
         layout.addLayout(self.second_row)
         layout.addWidget(self.splitter, 1)
 
-    def add_controls(self, first: list[QWidget], display: list[QWidget], after: list[QWidget]) -> None:
-        """More selectors: ``first`` before the kind, ``display`` with the scale and merge choices (under the
-        selectors when narrow), ``after`` beside the zoom buttons."""
-        for i, widget in enumerate(first):
-            self.controls.insertWidget(i, widget)
+    def add_controls(self, first: list[QWidget], display: list[QWidget], side: list[QWidget]) -> None:
+        """More selectors: ``first`` before the kind, ``display`` with the scale and merge choices (each group under
+        the selectors when they do not fit beside them), ``side`` at the top of the grid's column."""
+        for widget in first:
+            self.lead_row.addWidget(widget)
         for widget in display:
             self.display_row.addWidget(widget)
-        for widget in after:
-            self.controls.insertWidget(self.controls.count() - 3, widget)  # before the three zoom buttons
+        for i, widget in enumerate(side):
+            self.side_column.insertWidget(i, widget)
 
     def show_beside(self, data: HeatmapData | None) -> None:
         """The map beside the main one (None: hidden)."""
@@ -194,19 +203,27 @@ class AttentionPanel(QWidget):
         super().resizeEvent(event)
         self.wrap_selectors()
 
-    @Slot()
     def wrap_selectors(self) -> None:
-        """One row of selectors when it fits whole; else the scale and merge choices go to a second row, so that no
-        selector is cut ("Cross-attenti", "Mean of |" at 1024 px)."""
-        box, first = self.display_box, self.controls
-        wide = first.indexOf(box) >= 0
-        need = first.sizeHint().width() + (0 if wide else box.sizeHint().width() + first.spacing())
-        if need <= self.width() and not wide:
-            self.second_row.removeWidget(box)
-            first.insertWidget(first.indexOf(self.head_combo) + 1, box)
-        elif need > self.width() and wide:
-            first.removeWidget(box)
-            self.second_row.insertWidget(0, box)
+        """One row of selectors when it fits whole; else the scale and merge choices go to a second row, then the
+        selectors added before the kind, so that no selector is cut ("Cross-attenti", "Mean of |" at 1024 px)."""
+        first, second, space = self.controls, self.second_row, self.controls.spacing()
+        movable = (self.lead_box, self.display_box)  # the first stays up longest
+        width = first.sizeHint().width() - sum(w.sizeHint().width() + space for w in movable if first.indexOf(w) >= 0)
+        up = []
+        for box in movable:
+            width += box.sizeHint().width() + space
+            if width > self.width():
+                break
+            up.append(box)
+        if [w for w in movable if first.indexOf(w) >= 0] == up:
+            return
+        for box in movable:
+            (first if first.indexOf(box) >= 0 else second).removeWidget(box)
+        first.insertWidget(0, self.lead_box) if self.lead_box in up else second.insertWidget(0, self.lead_box)
+        if self.display_box in up:
+            first.insertWidget(first.indexOf(self.head_combo) + 1, self.display_box)
+        else:
+            second.insertWidget(second.indexOf(self.lead_box) + 1, self.display_box)
 
     def _zoom_buttons(self) -> list[QToolButton]:
         """Zoom in / out / fit, as actions (Ctrl++, Ctrl+-, Ctrl+0) shown as tool buttons beside the selectors."""
@@ -274,6 +291,7 @@ class AttentionPanel(QWidget):
         self.merge_check.setEnabled(source is not None and source.mergeable)
         self._sync_kinds()
         self.redraw()
+        self.wrap_selectors()  # the selectors' items may have changed their widths
 
     def _sync_kinds(self) -> None:
         source = self._source
@@ -332,8 +350,7 @@ class AttentionPanel(QWidget):
         matrix, rows, cols, highlight = view
         info = source.kind_info(kind)
         what, about = source.describe(kind)
-        masked = np.triu(np.ones(matrix.shape, dtype=bool), 1) if info.causal and not self.merged \
-            and matrix.shape[0] == matrix.shape[1] else None
+        masked = source.future(kind, self._step) if not self.merged else None
         head_text = "" if what and self.head_combo.count() <= 2 else " · mean of heads" if self.head is None \
             else f" · head {self.head + 1}"  # a quantity with one map per layer has no heads to name
         title = f"{what}{info.label} · layer {self.layer + 1}{head_text}"

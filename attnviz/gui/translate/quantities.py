@@ -28,7 +28,8 @@ from attnviz.engine.text.tokenize import visible_token
 
 ATTENTION = "attention"
 ATTRIBUTION = AttentionKind("attribution", "Source | target prefix", "output token (attributed)",
-                            "source token | target prefix")
+                            "source token | target prefix (\u2192)")
+PREFIX_MARK = "\u2192"  # "→" before a target-prefix column's label: the decoder input, not a source token
 CACHED = 24  # computed quantities kept (per sentence, method and settings)
 
 
@@ -246,6 +247,19 @@ class QuantitySource:
         n = len(view.tokens)
         return view.tokens, self.result.columns[: self.result.sources + n]
 
+    def future(self, kind: str, upto: int) -> np.ndarray | None:
+        """[R, C] True where a query may not look: decoder inputs after its own step (self-attention, or the
+        attribution's prefix columns); the sink columns left out as the heatmap leaves them."""
+        labels = self._labels(kind, upto, False)
+        rows, cols = len(labels[0]), len(labels[1])
+        sources = 0 if kind == "decoder" else self.result.sources if self.result is not None else 0
+        if kind not in ("decoder", ATTRIBUTION.key) or cols - sources != rows:
+            return None
+        future = np.zeros((rows, cols), dtype=bool)
+        future[:, sources:] = np.triu(np.ones((rows, rows), dtype=bool), 1)
+        sinks = sink_columns(labels[1])
+        return future if self.sinks or sinks.all() else future[:, ~sinks]  # as ``without_sinks`` leaves the map
+
     def _cut(self, kind: str, upto: int) -> np.ndarray | None:
         """The result's maps of ``kind`` as of step ``upto``: rows of the steps so far, prefix keys so far."""
         result = self.result
@@ -273,6 +287,9 @@ class QuantitySource:
         layer = min(layer, maps.shape[0] - 1)
         matrix = maps[layer].mean(axis=0) if head is None else maps[layer, min(head, maps.shape[1] - 1)]
         rows, cols = (tuple(visible_token(t) for t in axis) for axis in self._labels(kind, upto, merged))
+        if kind == ATTRIBUTION.key and self.result is not None:
+            n = self.result.sources
+            cols = cols[:n] + tuple(PREFIX_MARK + c for c in cols[n:])
         if not self.sinks:
             cols = tuple(c for c, sink in zip(cols, sink_columns(self._labels(kind, upto, merged)[1])) if not sink) \
                 or cols

@@ -1,7 +1,7 @@
 """The attention panel's choice of what its map shows: the Quantity selector (attention, contribution views and
 every attribution method the engine registers, each with its description as tooltip and greyed with the reason
 when the model cannot give it), the sinks toggle, the side-by-side toggle, and the progress of a slow computation
-with its Cancel (Ctrl+Shift+K). Views only: the Translate tab fills the choices and starts the jobs.
+with its Cancel (Ctrl+Shift+K) over the head grid. Views only: the Translate tab fills the choices and starts the jobs.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from PySide6.QtWidgets import (
     QLabel,
     QProgressBar,
     QToolButton,
+    QVBoxLayout,
     QWidget,
 )
 
@@ -27,13 +28,12 @@ CANCEL_KEYS = "Ctrl+Shift+K"
 
 
 class QuantityBar(QWidget):
-    """``combo`` (with its label) goes first among the panel's selectors; ``options`` (sinks, side by side) and
-    ``busy`` (progress and Cancel, shown while a quantity is computed) beside the scale choice."""
+    """``combo`` (with its label) goes first among the panel's selectors; ``options`` (sinks, side by side) beside
+    the scale choice; ``busy`` (progress and Cancel, shown while a quantity is computed) over the head grid."""
 
     chosen = Signal(str)  # the key of the quantity picked
     cancelled = Signal()
     options_changed = Signal()
-    busy_changed = Signal()  # the progress and Cancel appeared or went: the selectors may wrap otherwise
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -51,7 +51,7 @@ class QuantityBar(QWidget):
         self.sinks_check.setAccessibleName("Hide sink tokens and renormalise")
         self.sinks_check.setToolTip("Hide <sos>, <eos>, punctuation and language tags, and renormalise each row to "
                                     "sum to 1. " + WHY)
-        self.beside_check = QCheckBox("&Juxtapose attention")
+        self.beside_check = QCheckBox("&Juxtapose")
         self.beside_check.setObjectName("besideCheck")
         self.beside_check.setToolTip("Side by side: the attention map of the step beside the quantity chosen")
         self.options = QWidget()
@@ -63,7 +63,6 @@ class QuantityBar(QWidget):
         self.progress = QProgressBar()
         self.progress.setObjectName("quantityProgress")
         self.progress.setAccessibleName("Progress of the computation")
-        self.progress.setMaximumWidth(120)
         self.cancel_action = QAction("Cancel the computation", self)
         self.cancel_action.setShortcut(QKeySequence(CANCEL_KEYS))
         self.cancel_action.setToolTip(f"Stop computing; the map stays on attention ({CANCEL_KEYS})")
@@ -75,11 +74,14 @@ class QuantityBar(QWidget):
         self.cancel_button.setAccessibleName("Cancel the computation")
         self.cancel_button.clicked.connect(self.cancel_action.trigger)
         self.addAction(self.cancel_action)
-        self.busy = QWidget()
-        busy_row = QHBoxLayout(self.busy)
-        busy_row.setContentsMargins(0, 0, 0, 0)
-        busy_row.addWidget(self.progress_label)
-        busy_row.addWidget(self.progress)
+        self.progress_label.setWordWrap(True)
+        self.busy = QWidget()  # the label over the bar and Cancel: the grid's column is narrow
+        busy_column = QVBoxLayout(self.busy)
+        busy_column.setContentsMargins(0, 0, 0, 4)
+        busy_column.addWidget(self.progress_label)
+        busy_row = QHBoxLayout()
+        busy_column.addLayout(busy_row)
+        busy_row.addWidget(self.progress, 1)
         busy_row.addWidget(self.cancel_button)
         self.busy.hide()
         self.cancel_action.setEnabled(False)
@@ -131,16 +133,12 @@ class QuantityBar(QWidget):
         self.progress.setValue(min(done, total))
         self.progress_label.setText(text)
         self.progress.setToolTip(text)
-        self._set_busy(True)
+        self.busy.show()
+        self.cancel_action.setEnabled(True)
 
     def idle(self) -> None:
-        self._set_busy(False)
-
-    def _set_busy(self, busy: bool) -> None:
-        self.cancel_action.setEnabled(busy)
-        if self.busy.isHidden() == busy:
-            self.busy.setVisible(busy)
-            self.busy_changed.emit()
+        self.busy.hide()
+        self.cancel_action.setEnabled(False)
 
     @Slot(int)
     def _on_combo_activated(self, index: int) -> None:

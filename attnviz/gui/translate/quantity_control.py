@@ -64,7 +64,7 @@ class QuantityControl(QObject):
         self.step_model = model
         self._settings: dict[str, dict[str, str]] = {}  # per method, the settings asked beside its defaults (a foil)
         self.bar = QuantityBar()
-        panel.add_controls([self.bar.label, self.bar.combo], [self.bar.options, self.bar.busy], [])
+        panel.add_controls([self.bar.label, self.bar.combo], [self.bar.options], [self.bar.busy])
         self.worker = Worker(self)
         self.cache = QuantityCache()
         self.translator = None
@@ -75,7 +75,6 @@ class QuantityControl(QObject):
         self.bar.chosen.connect(self._on_bar_chosen)
         self.bar.cancelled.connect(self.cancel)
         self.bar.options_changed.connect(self._on_bar_options_changed)
-        self.bar.busy_changed.connect(panel.wrap_selectors)
         self.worker.produced.connect(self._on_worker_produced)
         self.worker.failed.connect(self._on_worker_failed)
         self.worker.finished.connect(self._on_worker_finished)
