@@ -48,7 +48,7 @@ def aggregate(values: Tensor, how: str) -> Tensor:
 
 def _path_gradients(model, forced: Forced, x: tuple[Tensor | None, Tensor], base: tuple[Tensor | None, Tensor],
                     nodes: np.ndarray, weights: np.ndarray, foil: int | None, probability: bool,
-                    stop: threading.Event | None, phase: str
+                    stop: threading.Event | None, phase: str, unit: str
                     ) -> Generator[AttributionProgress, None, tuple[Tensor | None, Tensor, Tensor] | None]:
     """The weighted sum over ``nodes`` (alphas) of the gradients at base + alpha (x - base), for every output
     token: source [T, S, D] (None without a source), prefix [T, T, D], and the quantity at each (t, alpha) [T, K].
@@ -75,7 +75,7 @@ def _path_gradients(model, forced: Forced, x: tuple[Tensor | None, Tensor], base
         if g_src is not None:
             g_src.index_add_(0, pos, grads[1] * weight)
         values[[t for t, _ in chunk], [j for _, j in chunk]] = f.detach().cpu()
-        yield AttributionProgress(min(start + size, len(rows)), len(rows), phase, "gradients")
+        yield AttributionProgress(min(start + size, len(rows)), len(rows), phase, unit)
         if stop is not None and stop.is_set():
             return None
     return g_src, g_tgt, values
@@ -127,7 +127,7 @@ def _local(name: str, default: str, times_input: bool):
         forced, foil, how, probability, reported = _reading(translator, src_tokens, tokens, settings, default)
         x = embedded(model, forced)
         found = yield from _path_gradients(model, forced, x, x, np.ones(1), np.ones(1), foil, probability, stop,
-                                           "gradients")
+                                           "gradients", "output tokens")
         if found is None:
             return
         g_src, g_tgt, values = found
@@ -170,7 +170,7 @@ def _integrated(translator, src_tokens, tokens, settings, stop) -> Generator[Att
     base = _baseline(model, forced, x, settings.baseline)
     nodes, weights = path_nodes(settings.steps)
     found = yield from _path_gradients(model, forced, x, base, nodes, weights, foil, probability,
-                                       stop, "integrated gradients")
+                                       stop, "integrated gradients", "points (output tokens x steps)")
     if found is None:
         return
     g_src, g_tgt, _ = found
@@ -202,8 +202,8 @@ SALIENCY = register(AttributionMethod(
     "gradient's L2 norm (or its sum).", False, _local("saliency", "l2", times_input=False),
     settings=GRADIENT_SETTINGS, default_aggregate="l2"))
 GRADIENT_X_INPUT = register(AttributionMethod(
-    "gradient-x-input", "Gradient x input", "Gradient times embedding, summed over the embedding (signed: the "
-    "first-order change of the log-probability if the token were removed) or its L2 norm.", False,
+    "gradient-x-input", "Gradient x input", "Gradient times embedding, summed over the embedding (signed: to first "
+    "order, how much the log-probability would drop if the token's embedding were zeroed) or its L2 norm.", False,
     _local("gradient-x-input", "sum", times_input=True), settings=GRADIENT_SETTINGS, default_aggregate="sum"))
 INTEGRATED_GRADIENTS = register(AttributionMethod(
     "integrated-gradients", "Integrated gradients", "Gradient x (embedding - baseline) averaged along the path "
