@@ -93,7 +93,8 @@ def test_an_attribution_method_fills_the_map_grid_bars_and_step_table(qtbot, loa
     assert panel.kind == ATTRIBUTION.key and panel.layer_combo.count() == 2 and panel.grid.shape() == (2, 1)
     data = panel.heatmap.data()
     assert data.matrix.shape == (2, s + 2) and data.highlight_row == 1  # two steps; source then prefix columns
-    assert data.cols == tuple(tab.document.src_tokens) + ("<sos>", tab.document.steps[0].token)
+    assert data.cols == tuple(tab.document.src_tokens) + ("\u2192<sos>", "\u2192" + tab.document.steps[0].token)
+    assert data.masked[0].tolist() == [False] * (s + 1) + [True]  # step 1 cannot see the input after it
     assert data.matrix[1, 3] == 100 + 10 + 3 and data.matrix[1, s + 1] == -(100 + 10 + 1)  # layer 2, step 2
     assert data.per_map and data.signed
     assert "output token 2" in panel.caption.text() and "a ramp for tests" in panel.caption.text()
@@ -111,8 +112,14 @@ def test_why_this_and_not_a_foil_asks_a_contrast(qtbot, loaded, methods):
     loaded.translate_tab.set_translator(loaded.translator)
     tab = translate(qtbot, loaded, SENTENCE)
     tab.go_to(0)
-    tab.topk_view.foil.emit("w7")
+    tab.topk_view.foil.emit("w7")  # from attention: the first method that takes a foil
     qtbot.waitUntil(lambda: tab.quantity.result is not None, timeout=20000)
+    assert "foil" in tab.quantity.wanted.reads and tab.quantity.result.settings["foil"] == "w7"
+    ready(qtbot, loaded, "ramp")
+    assert tab.quantity.result.settings["foil"] is None  # picked in the selector: the method as such
+    tab.topk_view.foil.emit("w7")  # the method shown takes a foil: that one
+    qtbot.waitUntil(lambda: tab.quantity.result is not None and tab.quantity.result.settings["foil"] == "w7",
+                    timeout=20000)
     result = tab.quantity.result
     assert result.quantity.key == "ramp" and result.settings["foil"] == "w7"
     assert tab.attention.heatmap.data().matrix[0, 0] == 100 + len("w7")  # the last layer, step 1, source 1
@@ -177,8 +184,10 @@ def test_exports_carry_the_method_and_its_settings(qtbot, loaded, methods, tmp_p
     loaded.translate_tab.set_translator(loaded.translator)
     tab = translate(qtbot, loaded, SENTENCE)
     tab.go_to(1)
+    ready(qtbot, loaded, "ramp")
     tab.topk_view.foil.emit("w7")
-    qtbot.waitUntil(lambda: tab.quantity.result is not None, timeout=20000)
+    qtbot.waitUntil(lambda: tab.quantity.result is not None and tab.quantity.result.settings["foil"] == "w7",
+                    timeout=20000)
     asked = []
 
     def dialog(parent, caption, start, filters):
@@ -201,3 +210,21 @@ def test_exports_carry_the_method_and_its_settings(qtbot, loaded, methods, tmp_p
         assert arrays["ramp_attribution"].shape == (2, 1, n, s + n) and arrays["cross"].ndim == 4
         assert arrays["ramp_attribution"][1, 0, 1, 3] == 100 + 10 + 3 + len("w7")
         assert list(arrays["ramp_columns"][:s]) == list(tab.document.src_tokens)
+
+
+def test_the_logit_lens_page_shows_each_layers_prediction_for_the_step(qtbot, loaded):
+    from attnviz.engine.attribution.logit_lens import logit_lens_steps
+
+    tab = translate(qtbot, loaded, SENTENCE)
+    lens_page = tab.quantity.lens
+    qtbot.waitUntil(lambda: lens_page.lens is not None, timeout=20000)
+    t = tab.document.translation(-1)
+    lens = list(logit_lens_steps(loaded.translator, t.src_tokens, t.tokens, top_k=3))[-1]
+    tab.go_to(1)
+    table = lens_page.table
+    assert table.rowCount() == lens.layers
+    for layer in range(lens.layers):
+        assert table.item(layer, 1).text() == f"{lens.chosen_prob[layer, 1]:.3f}"
+        assert table.item(layer, 2).text() == str(int(lens.chosen_rank[layer, 1]))
+    assert lens_page.caption.text().startswith(f"Step 2, {t.tokens[1]!r}: ")
+    assert tab.search.side.tabText(tab.search.side.count() - 1) == "Logit lens"

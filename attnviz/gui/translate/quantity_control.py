@@ -3,6 +3,7 @@ on the finished translation (teacher-forced on the decoded output, every step at
 keeping results per sentence, method and settings, and feeding the panel (and the map beside it) for the step shown,
 the source-share bars under the output tokens and the step table's Source share column. "Why this and not ...?" in
 the top-k chart's menu asks a contrastive attribution (the method shown if it takes a foil, else the first that does).
+It also holds the logit lens page beside the step table.
 
 While a quantity is computed, or when the decode has not finished yet, the map shows attention; Cancel (or a
 failure) leaves it there and sets the selector back to Attention, saying why in the status bar.
@@ -20,6 +21,8 @@ from attnviz.gui.attention.heatmap import HeatmapData
 from attnviz.gui.attention.panel import AttentionPanel
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown
 from attnviz.gui.translate.document import DecodeDocument
+from attnviz.gui.translate.explorer import SearchExplorer
+from attnviz.gui.translate.logit_lens import LogitLensPage
 from attnviz.gui.translate.quantities import (
     ATTENTION,
     Quantity,
@@ -47,6 +50,7 @@ class QuantityHost(Protocol):
     output_view: TokenStrip
     topk_view: TopKView
     step_table: QTableView
+    search: SearchExplorer  # its side tabs get the Logit lens page
     status: SignalInstance
 
 
@@ -59,6 +63,8 @@ class QuantityControl(QObject):
         self.step_table = host.step_table
         document, panel, topk_view = host.document, host.attention, host.topk_view
         self.status.connect(host.status)
+        self.lens = LogitLensPage(host.document, self)  # what each decoder layer would predict at the step
+        host.search.side.addTab(self.lens.widget, "Logit lens")
         model = self.step_table.model()
         assert isinstance(model, StepTableModel)
         self.step_model = model
@@ -87,6 +93,7 @@ class QuantityControl(QObject):
         self.worker.cancel()
         self.bar.idle()
         self.translator, self.result = translator, None
+        self.lens.set_translator(translator)
         self.cache.clear()
         self.quantities = quantities(translator)
         self.bar.set_quantities(self.quantities)
