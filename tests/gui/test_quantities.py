@@ -228,3 +228,26 @@ def test_the_logit_lens_page_shows_each_layers_prediction_for_the_step(qtbot, lo
         assert table.item(layer, 2).text() == str(int(lens.chosen_rank[layer, 1]))
     assert lens_page.caption.text().startswith(f"Step 2, {t.tokens[1]!r}: ")
     assert tab.search.side.tabText(tab.search.side.count() - 1) == "Logit lens"
+
+
+def test_jobs_that_share_the_model_run_their_passes_one_at_a_time():
+    """ALTI+ and the logit lens read the model through forward hooks that any pass running meanwhile trips (the lens
+    broke ALTI+: 'too many values to unpack'): a job waits until the one holding the model has ended or is dropped."""
+    from attnviz.gui.translate.jobs import one_at_a_time
+
+    order = []
+
+    def job(name):
+        order.append(f"{name} starts")
+        yield name
+        order.append(f"{name} ends")
+
+    first = one_at_a_time(job("first"))
+    assert next(first) == "first"  # holds the model now
+    second_got = threading.Event()
+    thread = threading.Thread(target=lambda: (next(one_at_a_time(job("second"))), second_got.set()), daemon=True)
+    thread.start()
+    assert not second_got.wait(0.3)  # waiting, not running beside the first
+    first.close()  # a cancelled job is dropped: the model is free again
+    assert second_got.wait(10)
+    assert order == ["first starts", "second starts"]

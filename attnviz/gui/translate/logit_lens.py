@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetIte
 from attnviz.engine.text.tokenize import visible_token
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown, StepShown
 from attnviz.gui.translate.document import DecodeDocument
+from attnviz.gui.translate.jobs import one_at_a_time
 from attnviz.gui.widgets import copyable, named
 from attnviz.gui.worker import JobFailure, Worker
 
@@ -137,4 +138,4 @@ class _LensJob:
     def __call__(self, stop: threading.Event) -> Iterator[object]:
         from attnviz.engine.attribution.logit_lens import logit_lens_steps
 
-        return logit_lens_steps(self.translator, self.src_tokens, self.tokens, top_k=TOP, stop=stop)
+        return one_at_a_time(logit_lens_steps(self.translator, self.src_tokens, self.tokens, top_k=TOP, stop=stop))
