@@ -10,9 +10,8 @@ Merging subword pieces into words is this panel's choice: it asks the source for
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Literal
 
-import numpy as np
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -27,44 +26,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from attnviz.engine.events import AttentionKind
 from attnviz.gui.attention.head_grid import HeadGrid
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
+from attnviz.gui.attention.source import AttentionSource
 from attnviz.gui.widgets import add_labelled, scrolled
 
 MEAN = "Mean of heads"
-
-
-class AttentionSource(Protocol):
-    """A decode's attention as of a step, for the panel to show."""
-
-    @property
-    def mergeable(self) -> bool:
-        """Whether subword pieces can be merged into words."""
-        ...
-
-    def kinds(self) -> list[str]: ...
-
-    def kind_info(self, kind: str) -> AttentionKind:
-        """The kind's label and axes."""
-        ...
-
-    def describe(self, kind: str) -> tuple[str, str]:
-        """(what the title says before the kind, what the caption says of the quantity and its rows)."""
-        ...
-
-    def future(self, kind: str, upto: int) -> np.ndarray | None:
-        """[R, C] True at the cells of the heatmap a query may not see (future decoder inputs), or None."""
-        ...
-
-    def maps(self, kind: str, upto: int, merged: bool = False) -> np.ndarray | None:
-        """[L, H, R, C] of one kind as of step ``upto``."""
-        ...
-
-    def heatmap(self, kind: str, layer: int, head: int | None, upto: int,
-                merged: bool = False) -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...], int | None] | None:
-        """(matrix [R, C], row labels, column labels, highlighted row) of one layer and head (None: the mean)."""
-        ...
 
 
 def _combo(name: str, tip: str, least: int = 80) -> QComboBox:
@@ -353,7 +320,8 @@ class AttentionPanel(QWidget):
         masked = source.future(kind, self._step) if not self.merged else None
         head_text = "" if what and self.head_combo.count() <= 2 else " · mean of heads" if self.head is None \
             else f" · head {self.head + 1}"  # a quantity with one map per layer has no heads to name
-        title = f"{what}{info.label} · layer {self.layer + 1}{head_text}"
+        layer_text = "" if what and self.layer_combo.count() <= 1 else f" · layer {self.layer + 1}"  # no layers
+        title = f"{what}{info.label}{layer_text}{head_text}"
         outside = bool(matrix.size) and (float(matrix.min()) < 0 or float(matrix.max()) > 1 + 1e-6)
         self.heatmap.set_data(HeatmapData(matrix, tuple(rows), tuple(cols), info.query_axis, info.key_axis, title,
                                           highlight, self.per_map or outside, masked, float(matrix.min()) < 0))
