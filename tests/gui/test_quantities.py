@@ -251,3 +251,21 @@ def test_jobs_that_share_the_model_run_their_passes_one_at_a_time():
     first.close()  # a cancelled job is dropped: the model is free again
     assert second_got.wait(10)
     assert order == ["first starts", "second starts"]
+
+
+def test_a_methods_settings_menu_recomputes_it_with_the_value_chosen(qtbot, loaded):
+    tab = translate(qtbot, loaded, SENTENCE)
+    ready(qtbot, loaded, "integrated-gradients")
+    assert tab.quantity.result.settings["steps"] == 32
+    bar = tab.quantity.bar
+    assert bar.settings_button.isEnabled()
+    menus = {m.title(): m for m in (a.menu() for a in bar.settings_menu.actions()) if m is not None}
+    assert set(menus) == {"Aggregation over the embedding", "Attributed quantity", "Integration steps", "Baseline"}
+    steps = {a.text(): a for a in menus["Integration steps"].actions()}
+    assert steps["32"].isChecked() and not steps["16"].isChecked()
+    steps["16"].trigger()
+    qtbot.waitUntil(lambda: tab.quantity.result is not None and tab.quantity.result.settings["steps"] == 16,
+                    timeout=20000)
+    assert "steps 16" in tab.attention.caption.text()
+    ready(qtbot, loaded, "alti-plus")
+    assert not bar.settings_button.isEnabled()  # ALTI+ has no settings

@@ -151,9 +151,13 @@ class AttentionPanel(QWidget):
         layout.addLayout(self.second_row)
         layout.addWidget(self.splitter, 1)
 
-    def add_controls(self, first: list[QWidget], display: list[QWidget], side: list[QWidget]) -> None:
+    def add_controls(self, first: list[QWidget], display: list[QWidget], side: list[QWidget],
+                     tools: list[QWidget]) -> None:
         """More selectors: ``first`` before the kind, ``display`` with the scale and merge choices (each group under
-        the selectors when they do not fit beside them), ``side`` at the top of the grid's column."""
+        the selectors when they do not fit beside them), ``side`` at the top of the grid's column, ``tools`` before
+        the zoom buttons."""
+        for widget in tools:
+            self.controls.insertWidget(self.controls.count() - 3, widget)
         for widget in first:
             self.lead_row.addWidget(widget)
         for widget in display:

@@ -86,6 +86,19 @@ def quantities(translator) -> list[Quantity]:
     return found
 
 
+def setting_choices(quantity: Quantity) -> list[tuple[str, str, tuple[Any, ...], Any]]:
+    """The settings menu of ``quantity``: (name, title, values, value now) of each ``AttributionSettings`` field it
+    reads that has a few values to choose from (a foil comes from the top-k chart instead)."""
+    from attnviz.engine.attribution.base import AGGREGATIONS, BASELINES, TARGETS, AttributionSettings
+
+    default = AttributionSettings()
+    offered = {"aggregate": ("Aggregation over the embedding", (None, *AGGREGATIONS)),
+               "target": ("Attributed quantity", TARGETS), "steps": ("Integration steps", (16, 32, 64, 128)),
+               "baseline": ("Baseline", BASELINES)}
+    return [(name, title, values, quantity.settings.get(name, getattr(default, name)))
+            for name, (title, values) in offered.items() if name in quantity.reads]
+
+
 @dataclass(frozen=True)
 class QuantityProgress:
     """How far a quantity's job is: ``done`` of ``total`` units (output tokens, integration steps...)."""

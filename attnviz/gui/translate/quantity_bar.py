@@ -9,12 +9,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QAction, QKeySequence, QStandardItemModel
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QStandardItemModel
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
     QHBoxLayout,
     QLabel,
+    QMenu,
     QProgressBar,
     QToolButton,
     QVBoxLayout,
@@ -32,6 +33,7 @@ class QuantityBar(QWidget):
     the scale choice; ``busy`` (progress and Cancel, shown while a quantity is computed) over the head grid."""
 
     chosen = Signal(str)  # the key of the quantity picked
+    setting_changed = Signal(str, object)  # a method's setting (``AttributionSettings`` field) and its new value
     cancelled = Signal()
     options_changed = Signal()
 
@@ -46,6 +48,16 @@ class QuantityBar(QWidget):
         self.combo.setSizeAdjustPolicy(QComboBox.SizeAdjustPolicy.AdjustToContents)
         self.combo.setMinimumWidth(80)
         self.label.setBuddy(self.combo)
+        self.settings_menu = QMenu(self)
+        self.settings_button = QToolButton()
+        self.settings_button.setObjectName("quantitySettingsButton")
+        self.settings_button.setText("Settings\u2026")
+        self.settings_button.setAccessibleName("Settings of the attribution method")
+        self.settings_button.setToolTip("The method's settings: aggregation over the embedding, the attributed "
+                                        "quantity, integrated gradients' steps and baseline")
+        self.settings_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        self.settings_button.setMenu(self.settings_menu)
+        self.settings_button.setEnabled(False)
         self.sinks_check = QCheckBox("Remo&ve sinks")
         self.sinks_check.setObjectName("sinksCheck")
         self.sinks_check.setAccessibleName("Hide sink tokens and renormalise")
@@ -119,6 +131,26 @@ class QuantityBar(QWidget):
                     item.setEnabled(False)
         self.combo.blockSignals(False)
         self.show_key(key)
+
+    def show_settings(self, choices: Sequence[tuple[str, str, Sequence[object], object]]) -> None:
+        """The settings menu: one submenu per (name, title, values, current value); disabled when empty."""
+        self.settings_menu.clear()
+        for name, title, values, current in choices:
+            sub = self.settings_menu.addMenu(title)
+            group = QActionGroup(sub)
+            for value in values:
+                action = sub.addAction(str(value))
+                action.setCheckable(True)
+                action.setChecked(value == current)
+                action.setData((name, value))
+                group.addAction(action)
+            group.triggered.connect(self._on_setting_triggered)
+        self.settings_button.setEnabled(bool(choices))
+
+    @Slot(QAction)
+    def _on_setting_triggered(self, action: QAction) -> None:
+        name, value = action.data()
+        self.setting_changed.emit(name, value)
 
     def show_key(self, key: str) -> None:
         """Select ``key`` (attention when it is not offered), emitting nothing."""

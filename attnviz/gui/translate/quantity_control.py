@@ -11,7 +11,7 @@ failure) leaves it there and sets the selector back to Attention, saying why in 
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
 from PySide6.QtWidgets import QTableView
@@ -35,6 +35,7 @@ from attnviz.gui.translate.quantities import (
     contribution_quantities,
     export_fields,
     quantities,
+    setting_choices,
 )
 from attnviz.gui.translate.quantity_bar import QuantityBar
 from attnviz.gui.translate.step_model import StepTableModel
@@ -68,9 +69,10 @@ class QuantityControl(QObject):
         model = self.step_table.model()
         assert isinstance(model, StepTableModel)
         self.step_model = model
-        self._settings: dict[str, dict[str, str]] = {}  # per method, the settings asked beside its defaults (a foil)
+        self._settings: dict[str, dict[str, Any]] = {}  # per method, the settings asked beside its defaults
         self.bar = QuantityBar()
-        panel.add_controls([self.bar.label, self.bar.combo], [self.bar.options], [self.bar.busy])
+        panel.add_controls([self.bar.label, self.bar.combo], [self.bar.options], [self.bar.busy],
+                           [self.bar.settings_button])
         self.worker = Worker(self)
         self.cache = QuantityCache()
         self.translator = None
@@ -80,6 +82,7 @@ class QuantityControl(QObject):
         self.bar.set_quantities(self.quantities)
         self.bar.chosen.connect(self._on_bar_chosen)
         self.bar.cancelled.connect(self.cancel)
+        self.bar.setting_changed.connect(self._on_bar_setting_changed)
         self.bar.options_changed.connect(self._on_bar_options_changed)
         self.worker.produced.connect(self._on_worker_produced)
         self.worker.failed.connect(self._on_worker_failed)
@@ -99,6 +102,7 @@ class QuantityControl(QObject):
         self.bar.set_quantities(self.quantities)
         if self.wanted.why_not:
             self.bar.show_key(ATTENTION)
+        self.bar.show_settings(setting_choices(self.wanted) if self.wanted.method is not None else [])
 
     @property
     def wanted(self) -> Quantity:
@@ -150,6 +154,7 @@ class QuantityControl(QObject):
     def _refresh(self) -> None:
         """Show the quantity chosen: attention at once; another from the cache, or computed once the decode is done."""
         quantity, doc = self.wanted, self.document
+        self.bar.show_settings(setting_choices(quantity) if quantity.method is not None else [])
         if not quantity.computed or quantity.why_not:
             self._show(None)
             return
@@ -183,7 +188,7 @@ class QuantityControl(QObject):
         if method is None:
             self.status.emit("No contrastive attribution method is available for this model.")
             return
-        self._settings[method.key] = {"foil": foil}
+        self._settings.setdefault(method.key, {})["foil"] = foil
         self.bar.show_key(method.key)
         self._on_bar_chosen(method.key, keep=True)
 
@@ -204,7 +209,8 @@ class QuantityControl(QObject):
     def _on_document_changed(self, change: DocumentChange) -> None:
         match change:
             case Cleared():
-                self._settings.clear()  # a foil belongs to the step it was picked at
+                for settings in self._settings.values():
+                    settings.pop("foil", None)  # a foil belongs to the step it was picked at
                 self.worker.cancel()
                 self._job_key = None
                 self.bar.idle()
@@ -215,7 +221,7 @@ class QuantityControl(QObject):
     @Slot(str)
     def _on_bar_chosen(self, key: str, keep: bool = False) -> None:
         if not keep:
-            self._settings.pop(key, None)  # picked in the selector: the method as such, no foil
+            self._settings.get(key, {}).pop("foil", None)  # picked in the selector: no contrast
         if self.wanted.why_not:
             self.status.emit(f"{self.wanted.label} is not available for this model: {self.wanted.why_not}.")
             self.bar.show_key(ATTENTION)
@@ -223,6 +229,15 @@ class QuantityControl(QObject):
             self.worker.cancel()
             self._job_key = None
             self.bar.idle()
+        self._refresh()
+
+    @Slot(str, object)
+    def _on_bar_setting_changed(self, name: str, value: object) -> None:
+        key = self.wanted.key
+        self._settings.setdefault(key, {})[name] = value
+        if self.worker.is_running():
+            self.worker.cancel()
+            self._job_key = None
         self._refresh()
 
     @Slot()
