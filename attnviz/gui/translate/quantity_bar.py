@@ -71,6 +71,14 @@ class QuantityBar(QWidget):
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.sinks_check)
         row.addWidget(self.beside_check)
+        self.busy = self._busy_box()
+        self.combo.activated.connect(self._on_combo_activated)
+        self.sinks_check.toggled.connect(self.options_changed)
+        self.beside_check.toggled.connect(self.options_changed)
+
+    def _busy_box(self) -> QWidget:
+        """What shows while a quantity is computed: what, over a progress bar and Cancel (the grid's column is
+        narrow)."""
         self.progress_label = QLabel()
         self.progress = QProgressBar()
         self.progress.setObjectName("quantityProgress")
@@ -87,19 +95,17 @@ class QuantityBar(QWidget):
         self.cancel_button.clicked.connect(self.cancel_action.trigger)
         self.addAction(self.cancel_action)
         self.progress_label.setWordWrap(True)
-        self.busy = QWidget()  # the label over the bar and Cancel: the grid's column is narrow
-        busy_column = QVBoxLayout(self.busy)
+        busy = QWidget()
+        busy_column = QVBoxLayout(busy)
         busy_column.setContentsMargins(0, 0, 0, 4)
         busy_column.addWidget(self.progress_label)
         busy_row = QHBoxLayout()
         busy_column.addLayout(busy_row)
         busy_row.addWidget(self.progress, 1)
         busy_row.addWidget(self.cancel_button)
-        self.busy.hide()
+        busy.hide()
         self.cancel_action.setEnabled(False)
-        self.combo.activated.connect(self._on_combo_activated)
-        self.sinks_check.toggled.connect(self.options_changed)
-        self.beside_check.toggled.connect(self.options_changed)
+        return busy
 
     # -- state -------------------------------------------------------------------------------------------------------
 
