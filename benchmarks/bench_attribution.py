@@ -3,11 +3,12 @@
 Measures every attribution method registered when it runs (``engine.attribution``: saliency, gradient x input,
 integrated gradients with ``--steps`` points, and ALTI+ / value zeroing once registered) and the logit lens, on one
 sentence of about 20 output tokens, every output step, the greedy translation teacher-forced: seconds per sentence,
-median of ``--repeats`` runs after a warm-up, with ``--threads`` CPU threads. First on the bundled de-en model
-(models/de-en-multi30k.safetensors, or ``--model``), then on a MarianMT-sized model with random weights (d 512,
-6+6 layers, 8 heads, ff 2048, a 58,101-piece vocabulary: ``bench_decode.marian_translator``; ``--no-marian`` skips
-it), whose greedy output is cut at ``--tokens`` tokens. The issue's targets on the bundled model are printed beside
-the figures. The load average is reported, since a loaded machine slows every figure.
+median of ``--repeats`` runs after a warm-up (wall clock, and the process' CPU seconds), with ``--threads`` CPU
+threads. First on the bundled de-en model (models/de-en-multi30k.safetensors, or ``--model``), then on a
+MarianMT-sized model with random weights (d 512, 6+6 layers, 8 heads, ff 2048, a 58,101-piece vocabulary:
+``bench_decode.marian_translator``; ``--no-marian`` skips it), whose greedy output is cut at ``--tokens`` tokens.
+The issue's targets on the bundled model are printed beside the figures. The load average is reported, since a
+loaded machine slows every figure.
 
     python benchmarks/bench_attribution.py [--threads 2] [--repeats 5] [--steps 32] [--tokens 20] [--no-marian]
 """
@@ -35,14 +36,18 @@ SENTENCE = "Ein kleines Mädchen in einem rosa Kleid klettert eine Treppe hinauf
 TARGETS_S = {"gradient-x-input": 0.5, "integrated-gradients": 5.0, "alti-plus": 1.0, "value-zeroing": 2.0}
 
 
-def _seconds(run, repeats: int) -> list[float]:
+def _timed(run, repeats: int) -> dict:
+    """Wall-clock seconds of ``repeats`` runs after a warm-up (median and all), and the median CPU seconds of the
+    process (all threads): on a loaded machine the wall clock waits for other programs, the CPU time does not."""
     run()  # warm-up
-    out = []
+    wall, cpu = [], []
     for _ in range(repeats):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         run()
-        out.append(time.perf_counter() - start)
-    return out
+        wall.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
+    return {"s_median": round(statistics.median(wall), 3), "cpu_s_median": round(statistics.median(cpu), 3),
+            "runs": [round(r, 3) for r in wall]}
 
 
 def measure(translator, tokens: int, repeats: int, steps: int) -> dict:
@@ -52,14 +57,12 @@ def measure(translator, tokens: int, repeats: int, steps: int) -> dict:
     figures: dict[str, dict] = {}
     for method in methods_for(translator.kind).defined:
         settings = AttributionSettings(steps=steps) if "steps" in method.settings else AttributionSettings()
-        runs = _seconds(lambda m=method.name, s=settings: list(attribution_steps(translator, m, src, out, s)),
-                        repeats)
-        figures[method.name] = {"s_median": round(statistics.median(runs), 3), "runs": [round(r, 3) for r in runs]}
+        figures[method.name] = _timed(lambda m=method.name, s=settings: list(attribution_steps(translator, m, src,
+                                                                                                out, s)), repeats)
         if "steps" in method.settings:
             figures[method.name]["steps"] = steps
     if lens_not_defined(translator.kind) is None:
-        runs = _seconds(lambda: list(logit_lens_steps(translator, src, out)), repeats)
-        figures["logit-lens"] = {"s_median": round(statistics.median(runs), 3), "runs": [round(r, 3) for r in runs]}
+        figures["logit-lens"] = _timed(lambda: list(logit_lens_steps(translator, src, out)), repeats)
     return {"src_tokens": len(src), "output_tokens": len(out), "translation": translation.text, "methods": figures}
 
 

@@ -4,11 +4,13 @@ attributions, and the refusals say what was wrong."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import torch
 
-from attnviz.engine.attribution.base import AttributionSettings, attribution_steps
+from attnviz.engine.attribution.base import AttributionProgress, AttributionSettings, attribution_steps
 from attnviz.engine.attribution.forced import forced_ids, token_tables
 from attnviz.engine.errors import InputError
 from attnviz.engine.text.vocab import PAD_ID, SOS_ID, UNK_ID
@@ -151,3 +153,13 @@ def test_refusals_say_what_was_wrong():
     same = _attribute(tr, "saliency", out.src_tokens, out.tokens, foil=out.tokens[0])
     assert same.notes[-1].startswith("The foil is the chosen token at output step 1 (")
     assert np.all(same.source[0, 0] == 0)
+
+
+@pytest.mark.parametrize("method", ["gradient-x-input", "integrated-gradients"])
+def test_a_stopped_run_yields_nothing_more(method):
+    tr, out = _model("transformer")
+    stop, events = threading.Event(), []
+    for event in attribution_steps(tr, method, out.src_tokens, out.tokens, stop=stop):
+        events.append(event)
+        stop.set()
+    assert len(events) == 1 and isinstance(events[0], AttributionProgress)
