@@ -29,6 +29,7 @@ def _model(kind: str):
 
 
 KINDS = ["transformer", "rnn-attention", "char-lm"]
+EVERY_KIND = [*KINDS, "marian"]  # an imported MarianMT network: shared, tied embeddings and no <sos> on the source
 
 
 def _attribute(tr, method, src, tokens, **settings):
@@ -63,7 +64,7 @@ def _log_probs(tr, src_tokens, tokens, side=None, position=None, factor=1.0, eve
     return logits.log_softmax(-1)[torch.arange(len(tokens)), forced.tgt_out]
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", EVERY_KIND)
 def test_gradient_x_input_is_the_finite_difference_of_scaling_a_token(kind):
     tr, out = _model(kind)
     result = _attribute(tr, "gradient-x-input", out.src_tokens, out.tokens)
@@ -79,7 +80,7 @@ def test_gradient_x_input_is_the_finite_difference_of_scaling_a_token(kind):
     assert np.all(np.triu(result.prefix[0], 1) == 0)  # a later decoder input never reaches an earlier step
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", EVERY_KIND)
 def test_integrated_gradients_add_up_to_the_change_from_the_baseline(kind):
     tr, out = _model(kind)
     result = _attribute(tr, "integrated-gradients", out.src_tokens, out.tokens, steps=64)
