@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from attnviz.engine.attribution.base import AttributionProgress, AttributionSettings, attribution_steps
-from attnviz.engine.attribution.forced import forced_ids, token_tables
+from attnviz.engine.attribution.forced import embeddings_given, forced_ids, token_tables
 from attnviz.engine.errors import InputError
 from attnviz.engine.text.vocab import PAD_ID, SOS_ID, UNK_ID
 from tests.helpers import make_toy_lm, make_toy_translator
@@ -164,3 +164,18 @@ def test_a_stopped_run_yields_nothing_more(method):
         events.append(event)
         stop.set()
     assert len(events) == 1 and isinstance(events[0], AttributionProgress)
+
+
+def test_given_embeddings_stay_in_their_thread():
+    tr, out = _model("transformer")
+    forced = forced_ids(tr, out.src_tokens, out.tokens)
+    _, tgt = token_tables(tr.model)
+    zeros = torch.zeros(1, len(out.tokens), tr.config.d_model, dtype=torch.float64)
+    seen = {}
+    with embeddings_given(tr.model, None, zeros):
+        other = threading.Thread(target=lambda: seen.update(other=tgt.module(forced.tgt_in[None])))
+        other.start()
+        other.join()
+        seen["mine"] = tgt.module(forced.tgt_in[None])
+    assert torch.equal(seen["other"][0], tgt.module.weight[forced.tgt_in])  # looked up as usual
+    assert torch.equal(seen["mine"], zeros)
