@@ -113,3 +113,11 @@ def test_bad_numbers_and_input(files, capsys, monkeypatch):
     monkeypatch.setattr("sys.stdin", io.StringIO("q1\nq2\n"))
     code, _, err = _run(files, capsys, "--method", "saliency")
     assert code == 2 and "attribute reads one sentence; standard input has 2 non-empty lines" in err
+
+
+def test_method_list_says_which_methods_apply_to_the_model(files, capsys):
+    code, out, _ = _run(files, capsys, "--method", "list")
+    names = [line.split()[0] for line in out.splitlines()]
+    assert code == 0 and {"saliency", "gradient-x-input", "integrated-gradients", "logit-lens"} <= set(names)
+    code, out, _ = _run(files, capsys, "--method", "list", model="rnn.safetensors")
+    assert code == 0 and out.splitlines()[-1].startswith("logit-lens             not for this model: its decoder")

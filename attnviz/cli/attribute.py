@@ -34,13 +34,13 @@ def add_command(sub) -> None:
     p = sub.add_parser("attribute", help="what each output token depended on (gradients, ALTI+...) or the logit lens",
                        description="Translate SENTENCE greedily (or force --target) and attribute every output token "
                                    "to the source tokens and the target prefix with --method, or show what every "
-                                   "decoder layer would predict (--method logit-lens). The methods are listed by "
-                                   "--method list.")
+                                   "decoder layer would predict (--method logit-lens). --method list prints the "
+                                   "methods defined for the model, and why the others are not.")
     add_model(p)
     p.add_argument("sentence", nargs="?", metavar="SENTENCE", help="the sentence (default: standard input, one line); "
                    "a language model's prefix")
     p.add_argument("--method", required=True, help="an attribution method (e.g. gradient-x-input, "
-                   "integrated-gradients, saliency), logit-lens, or list to print the methods")
+                   "integrated-gradients, saliency), logit-lens, or list to print those the model allows")
     p.add_argument("--target", metavar="TRANSLATION", help="the translation to attribute, tokenised by the model "
                    "(default: the model's greedy translation)")
     p.add_argument("--foil", metavar="TOKEN", help="contrastive: attribute log p(chosen) - log p(TOKEN), one output "
@@ -93,12 +93,21 @@ def _settings(args: argparse.Namespace):
     return AttributionSettings(**{k: v for k, v in given.items() if v is not None})
 
 
-def _print_methods() -> None:
-    from attnviz.engine.attribution.base import all_methods
+def _print_methods(translator) -> None:
+    """The methods defined for the model's kind, then those that are not, each with why."""
+    from attnviz.engine.attribution.base import methods_for
+    from attnviz.engine.attribution.logit_lens import lens_not_defined
 
-    for method in all_methods():
+    found = methods_for(translator.kind)
+    for method in found.defined:
         print(f"{method.name:<22} {method.label}: {method.description}")
-    print(f"{LENS:<22} Logit lens: what each decoder layer would predict through the output projection.")
+    lens_why = lens_not_defined(translator.kind)
+    if lens_why is None:
+        print(f"{LENS:<22} Logit lens: what each decoder layer would predict through the output projection.")
+    for method, why in found.undefined:
+        print(f"{method.name:<22} not for this model: {why}")
+    if lens_why is not None:
+        print(f"{LENS:<22} not for this model: {lens_why}")
 
 
 def _check_method(name: str) -> None:
@@ -115,7 +124,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from attnviz.engine.loading import load_translator
 
     if args.method == "list":
-        _print_methods()
+        _print_methods(load_translator(args.model))
         return 0
     _check_method(args.method)
     if args.method == LENS and (args.foil or args.steps or args.baseline or args.aggregate or args.probability):

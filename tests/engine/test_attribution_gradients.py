@@ -4,12 +4,14 @@ attributions, and the refusals say what was wrong."""
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 import torch
 
-from attnviz.engine.attribution.base import AttributionSettings, attribution_steps
-from attnviz.engine.attribution.forced import forced_ids, token_tables
+from attnviz.engine.attribution.base import AttributionProgress, AttributionSettings, attribution_steps
+from attnviz.engine.attribution.forced import embeddings_given, forced_ids, token_tables
 from attnviz.engine.errors import InputError
 from attnviz.engine.text.vocab import PAD_ID, SOS_ID, UNK_ID
 from tests.helpers import make_toy_lm, make_toy_translator
@@ -27,6 +29,7 @@ def _model(kind: str):
 
 
 KINDS = ["transformer", "rnn-attention", "char-lm"]
+EVERY_KIND = [*KINDS, "marian"]  # an imported MarianMT network: shared, tied embeddings and no <sos> on the source
 
 
 def _attribute(tr, method, src, tokens, **settings):
@@ -61,7 +64,7 @@ def _log_probs(tr, src_tokens, tokens, side=None, position=None, factor=1.0, eve
     return logits.log_softmax(-1)[torch.arange(len(tokens)), forced.tgt_out]
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", EVERY_KIND)
 def test_gradient_x_input_is_the_finite_difference_of_scaling_a_token(kind):
     tr, out = _model(kind)
     result = _attribute(tr, "gradient-x-input", out.src_tokens, out.tokens)
@@ -77,7 +80,7 @@ def test_gradient_x_input_is_the_finite_difference_of_scaling_a_token(kind):
     assert np.all(np.triu(result.prefix[0], 1) == 0)  # a later decoder input never reaches an earlier step
 
 
-@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("kind", EVERY_KIND)
 def test_integrated_gradients_add_up_to_the_change_from_the_baseline(kind):
     tr, out = _model(kind)
     result = _attribute(tr, "integrated-gradients", out.src_tokens, out.tokens, steps=64)
@@ -151,3 +154,28 @@ def test_refusals_say_what_was_wrong():
     same = _attribute(tr, "saliency", out.src_tokens, out.tokens, foil=out.tokens[0])
     assert same.notes[-1].startswith("The foil is the chosen token at output step 1 (")
     assert np.all(same.source[0, 0] == 0)
+
+
+@pytest.mark.parametrize("method", ["gradient-x-input", "integrated-gradients"])
+def test_a_stopped_run_yields_nothing_more(method):
+    tr, out = _model("transformer")
+    stop, events = threading.Event(), []
+    for event in attribution_steps(tr, method, out.src_tokens, out.tokens, stop=stop):
+        events.append(event)
+        stop.set()
+    assert len(events) == 1 and isinstance(events[0], AttributionProgress)
+
+
+def test_given_embeddings_stay_in_their_thread():
+    tr, out = _model("transformer")
+    forced = forced_ids(tr, out.src_tokens, out.tokens)
+    _, tgt = token_tables(tr.model)
+    zeros = torch.zeros(1, len(out.tokens), tr.config.d_model, dtype=torch.float64)
+    seen = {}
+    with embeddings_given(tr.model, None, zeros):
+        other = threading.Thread(target=lambda: seen.update(other=tgt.module(forced.tgt_in[None])))
+        other.start()
+        other.join()
+        seen["mine"] = tgt.module(forced.tgt_in[None])
+    assert torch.equal(seen["other"][0], tgt.module.weight[forced.tgt_in])  # looked up as usual
+    assert torch.equal(seen["mine"], zeros)

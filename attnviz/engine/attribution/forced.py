@@ -12,6 +12,7 @@ target, D embedding width, V target vocabulary.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -98,16 +99,20 @@ def token_tables(model) -> tuple[Table | None, Table]:
 @contextmanager
 def embeddings_given(model, src_x: Tensor | None, tgt_x: Tensor) -> Iterator[None]:
     """Within the block the network's token tables return ``src_x`` [B, S, D] and ``tgt_x`` [B, T, D] (given after
-    the embedding scale, so divided by it here) instead of looking the ids up. A table called twice (one module for
-    both sides) returns them in the order the network reads them: the source first."""
+    the embedding scale, so divided by it here) instead of looking the ids up, in this thread only. A table called
+    twice (one module for both sides) returns them in the order the network reads them: the source first."""
     src, tgt = token_tables(model)
     given: dict[int, list[Tensor]] = {}
     for table, x in ((src, src_x), (tgt, tgt_x)):
         if table is not None and x is not None:
             given.setdefault(id(table.module), []).append(x / table.scale)
     modules = {id(t.module): t.module for t in (src, tgt) if t is not None}
-    hooks = [modules[key].register_forward_hook(lambda module, inputs, output, queue=queue: queue.pop(0))
-             for key, queue in given.items()]
+    mine = threading.get_ident()  # another thread decoding with the same model meanwhile looks its ids up
+
+    def returning(queue: list[Tensor]):
+        return lambda module, inputs, output: queue.pop(0) if threading.get_ident() == mine else None
+
+    hooks = [modules[key].register_forward_hook(returning(queue)) for key, queue in given.items()]
     try:
         yield
     finally:
