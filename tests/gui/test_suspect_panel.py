@@ -49,6 +49,8 @@ def test_rank_fills_the_table_most_suspect_first(qtbot, loaded, corpus, trained_
     assert model.data(first) == f"{panel.model.records[0]['wass_to_unif']:.6g}"
     assert model.data(first, Qt.ItemDataRole.ToolTipRole) == repr(panel.model.records[0]["wass_to_unif"])
     assert "rank average" not in panel.summary.text() and "suspicion percentile" in panel.summary.text()
+    top = panel.model.records[0]
+    assert f"line {top['line']}" in panel.detail.text() and top["output"] in panel.detail.text()  # row 0 selected
     text = copy_rows(panel.table, everything=True).splitlines()
     assert text[0].split("\t")[:3] == ["#", "line", "combined"] and len(text) == 6
     assert panel.export_button.isEnabled()

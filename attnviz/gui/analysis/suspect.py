@@ -101,13 +101,16 @@ class SuspectPanel(QWidget):
         self.limit_spin.setRange(0, 1_000_000)
         self.limit_spin.setSpecialValueText("all")
         self.limit_spin.setValue(200)
-        self.rank_button = named(QPushButton("Ra&nk"), "rankSuspectButton", "Rank suspect translations",
+        self.rank_button = named(QPushButton("Ran&k"), "rankSuspectButton", "Rank suspect translations",
                                  "Translate the corpus chosen above and rank its sentences by the suspect score")
         self.cancel_button = named(QPushButton("Canc&el"), "cancelSuspectButton", "Cancel the ranking")
         self.export_button = named(QPushButton("E&xport..."), "exportSuspectButton", "Export the ranking",
                                    "Save the table as CSV or JSON (every digit)")
         self.progress = named(QProgressBar(), "suspectProgress", "Ranking progress")
         self.progress.setFormat("%v / %m sentences")
+        self.detail = named(QLabel(), "suspectDetail", "The selected sentence: source, output and reference")
+        self.detail.setWordWrap(True)
+        self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary = named(QLabel(), "suspectSummary", "How the suspect score is made")
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -128,6 +131,7 @@ class SuspectPanel(QWidget):
         self.table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.table.setSelectionMode(QTableView.SelectionMode.ExtendedSelection)
         self.table.verticalHeader().hide()
+        self.table.verticalHeader().setDefaultSectionSize(self.table.fontMetrics().height() + 6)
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
         self.table.setWordWrap(False)
         row = QHBoxLayout()
@@ -140,11 +144,13 @@ class SuspectPanel(QWidget):
         layout.addLayout(row)
         layout.addWidget(self.summary)
         layout.addWidget(self.table, 1)
+        layout.addWidget(self.detail)
         self.summary.setText(self._explain())
         self.rank_button.clicked.connect(self.compute)
         self.cancel_button.clicked.connect(self.cancel)
         self.export_button.clicked.connect(self._on_export_clicked)
         self.table.doubleClicked.connect(self._on_table_double_clicked)
+        self.table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
         self.worker.produced.connect(self._on_produced)
         self.worker.failed.connect(self._on_failed)
         self.worker.finished.connect(self._on_finished)
@@ -235,6 +241,10 @@ class SuspectPanel(QWidget):
             width = max(metrics.horizontalAdvance(TITLES[name]), metrics.horizontalAdvance(sample))
             self.table.setColumnWidth(column, width + 16)
         self._set_running(self.is_running())
+        if self.model.records:
+            self.table.selectRow(0)
+        else:
+            self.detail.setText("")
 
     def save_file(self, path: str) -> None:
         """The ranking as CSV (one row per sentence) or JSON (with how it was combined), every digit kept."""
@@ -265,6 +275,18 @@ class SuspectPanel(QWidget):
             if not Path(path).suffix:
                 path += ".json" if "json" in chosen.lower() else ".csv"
             self.save_file(path)
+
+    @Slot(QModelIndex, QModelIndex)
+    def _on_table_row_changed(self, current: QModelIndex, previous: QModelIndex) -> None:
+        row = self.proxy.mapToSource(current).row() if current.isValid() else -1
+        if not 0 <= row < len(self.model.records):
+            self.detail.setText("")
+            return
+        record = self.model.records[row]
+        reference = f"<br><b>Reference:</b> {escape(record['reference'])}" if record["reference"] else ""
+        self.detail.setText(f"<b>#{record['rank']}, line {record['line']}</b> (combined "
+                            f"{cell_text(record['combined'])})<br><b>Source:</b> {escape(record['source'])}"
+                            f"<br><b>Output:</b> {escape(record['output'])}{reference}")
 
     @Slot(QModelIndex)
     def _on_table_double_clicked(self, index: QModelIndex) -> None:

@@ -132,12 +132,12 @@ class AnalysisTab(QWidget):
         top.addWidget(self.data_button)
         top.addStretch(1)
         files = QHBoxLayout()  # the chosen files on a row of their own: beside other controls they widened the window
-        for widget in (self.gold, self.compare_button):
-            files.addWidget(widget)
+        for chosen in (self.gold, self.compare_button):
+            files.addWidget(chosen)
         files.addStretch(1)
         running = QHBoxLayout()
-        for widget, stretch in ((self.run_button, 0), (self.cancel_button, 0), (self.progress, 1)):
-            running.addWidget(widget, stretch)
+        for control, stretch in ((self.run_button, 0), (self.cancel_button, 0), (self.progress, 1)):
+            running.addWidget(control, stretch)
         map_page = QWidget()
         map_layout = QVBoxLayout(map_page)
         chooser = QHBoxLayout()
