@@ -48,7 +48,7 @@ def test_rank_fills_the_table_most_suspect_first(qtbot, loaded, corpus, trained_
     first = model.index(0, titles.index("Wass-to-Unif"))
     assert model.data(first) == f"{panel.model.records[0]['wass_to_unif']:.6g}"
     assert model.data(first, Qt.ItemDataRole.ToolTipRole) == repr(panel.model.records[0]["wass_to_unif"])
-    assert "rank average" not in panel.summary.text() and "suspicion percentile" in panel.summary.text()
+    assert "suspicion percentiles" in panel.summary.text() and "percentile" in panel.summary.toolTip()
     top = panel.model.records[0]
     assert f"line {top['line']}" in panel.detail.text() and top["output"] in panel.detail.text()  # row 0 selected
     text = copy_rows(panel.table, everything=True).splitlines()

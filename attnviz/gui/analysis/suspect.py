@@ -107,13 +107,18 @@ class SuspectPanel(QWidget):
         self.export_button = named(QPushButton("E&xport..."), "exportSuspectButton", "Export the ranking",
                                    "Save the table as CSV or JSON (every digit)")
         self.progress = named(QProgressBar(), "suspectProgress", "Ranking progress")
-        self.progress.setFormat("%v / %m sentences")
+        self.progress.setFormat("%v / %m")
         self.detail = named(QLabel(), "suspectDetail", "The selected sentence: source, output and reference")
         self.detail.setWordWrap(True)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.summary = named(QLabel(), "suspectSummary", "How the suspect score is made")
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.summary.setToolTip(f"{HOW}.\nAttn-ign-SRC: the share of source words (not <sos>, <eos> or language "
+                                "tags) whose total cross-attention is under 0.2. Sink mass: cross-attention on <sos>, "
+                                "<eos>, punctuation and language tags. Wass-to-Unif: total variation (Wasserstein, "
+                                "0/1 cost) of the source attention mass from uniform. ALTI+ source: the share of "
+                                "each output token that comes from the source, averaged.")
         self.model = SuspectTableModel(self)
         self.proxy = QSortFilterProxyModel(self)  # sorts the view; the model keeps the ranking's order
         self.proxy.setSourceModel(self.model)
@@ -160,8 +165,9 @@ class SuspectPanel(QWidget):
         what = (f"<b>{len(ranking.rows)} sentences of the {escape(ranking.corpus)}</b>, most suspect first. "
                 if ranking is not None else "Ranks the corpus chosen above by signs of hallucination. ")
         notes = "".join(f" {escape(n)}." for n in ranking.notes) if ranking is not None else ""
-        return (f"{what}Each is translated greedily; {escape(HOW)}. Cross-attention figures read the last layer, "
-                f"heads averaged.{notes}")
+        return (f"{what}Greedy translations; combined = the mean of a sentence's suspicion percentiles over the "
+                "components (low log-prob per token, high Attn-ign-SRC, sink mass and Wass-to-Unif, low ALTI+ source "
+                f"share; the last cross-attention layer, heads averaged). Hover here for the details.{notes}")
 
     def set_translator(self, translator) -> None:
         self.worker.cancel()
@@ -213,7 +219,7 @@ class SuspectPanel(QWidget):
         if isinstance(event, AttributionProgress):
             self.progress.setRange(0, event.total)
             self.progress.setValue(event.done)
-            self.progress.setFormat(f"{event.phase}: %v / %m {event.unit}")
+            self.progress.setFormat(f"{event.phase}: %v / %m")  # the unit (sentences) would wrap at 1024 px
         elif isinstance(event, SuspectRanking):
             self.set_ranking(event)
             self.status.emit(f"Suspect translations ranked: {len(event.rows)} sentences")
@@ -237,7 +243,7 @@ class SuspectPanel(QWidget):
         self.summary.setText(self._explain(ranking))
         metrics = self.table.fontMetrics()
         for column, name in enumerate(COLUMNS):
-            sample = "x" * 28 if name in TEXT_COLUMNS else "-0.000000"
+            sample = "x" * 28 if name in TEXT_COLUMNS else "99999" if name in ("rank", "line") else "-0.000000"
             width = max(metrics.horizontalAdvance(TITLES[name]), metrics.horizontalAdvance(sample))
             self.table.setColumnWidth(column, width + 16)
         self._set_running(self.is_running())
