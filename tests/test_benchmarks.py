@@ -56,3 +56,12 @@ def test_info_benchmark_times_info_on_a_folder_and_a_file():
     report = bench("bench_info", "--size", "tiny", "--repeats", "1")
     assert report["size"] == "tiny" and report["weights_mib"] > 0
     assert all(report[f"info{c}_{n}_s_median"] > 0 for c in ("", "_check") for n in ("folder", "file"))
+
+
+def test_attribution_benchmark_times_every_registered_method():
+    report = bench("bench_attribution", "--repeats", "1", "--steps", "2", "--tokens", "3", "--threads", "1",
+                   "--no-marian")
+    methods = report["bundled"]["methods"]
+    assert {"saliency", "gradient-x-input", "integrated-gradients", "logit-lens"} <= set(methods)
+    assert methods["integrated-gradients"]["steps"] == 2 and report["bundled"]["output_tokens"] == 3
+    assert all(figure["s_median"] > 0 for figure in methods.values())

@@ -82,8 +82,9 @@ class Attribution:
 
     ``source`` [L', T, S] and ``prefix`` [L', T, T] (rows: output tokens; columns: source tokens / decoder inputs);
     ``settings`` reproduce it (the method's own settings and what its values mean, all JSON); ``scores`` [T] is the
-    attributed quantity per output token when the method has one (e.g. log p(chosen) - log p(foil)); ``notes`` say
-    what a reader must know (the completeness gap, a foil equal to the chosen token...)."""
+    attributed quantity per output token when the method has one (e.g. log p(chosen) - log p(foil)); ``extras`` are
+    a method's further figures over the output tokens (integrated gradients' completeness gap); ``notes`` say what
+    a reader must know (the completeness gap, a foil equal to the chosen token...)."""
 
     method: str  # the registry name
     settings: Mapping[str, Any]
@@ -94,6 +95,7 @@ class Attribution:
     layered: bool = False
     notes: tuple[str, ...] = ()
     scores: np.ndarray | None = None  # [T]
+    extras: Mapping[str, np.ndarray] = field(default_factory=dict)  # per output token [T, ...]: a method's figures
 
     def __post_init__(self) -> None:
         s, t = len(_labels("src_tokens", self.src_tokens)), len(_labels("tokens", self.tokens))
@@ -109,6 +111,9 @@ class Attribution:
             raise ValueError(f"an attribution without layers has L' = 1, not {self.source.shape[0]}")
         if self.scores is not None and self.scores.shape != (t,):
             raise ValueError(f"scores has shape {self.scores.shape}, expected [{t}]")
+        for name, array in self.extras.items():
+            if not isinstance(array, np.ndarray) or array.ndim < 1 or array.shape[0] != t:
+                raise ValueError(f"extras[{name!r}] must be an array over the {t} output tokens")
 
     @property
     def decoder_inputs(self) -> tuple[str, ...]:
@@ -140,7 +145,7 @@ class Attribution:
                "decoder_inputs": np.array(self.decoder_inputs, dtype=str)}
         if self.scores is not None:
             out["scores"] = self.scores
-        return out
+        return out | {name: array for name, array in self.extras.items() if name not in out}
 
 
 AttributionEvent: TypeAlias = AttributionProgress | Attribution
