@@ -12,11 +12,16 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 
-from attnviz.engine.attribution.base import AttributionProgress
-from attnviz.engine.attribution.context_mixing import ALTI_PLUS
+from attnviz.engine.attribution.base import AttributionProgress, get_method
 from attnviz.engine.attribution.suspect import SuspectRanking, SuspectRow, components
 from attnviz.engine.errors import InputError
 from attnviz.engine.events import Translation
+
+
+def _has_alti(translator) -> bool:
+    """Whether ALTI+ is defined for the model's kind (asked through the registry, which lists the methods in their
+    modules' order)."""
+    return get_method("alti-plus").defined_for(translator.kind)
 
 
 def suspect_sentence(translator, text: str) -> tuple[Translation, dict[str, float]]:
@@ -27,7 +32,7 @@ def suspect_sentence(translator, text: str) -> tuple[Translation, dict[str, floa
         raise InputError("The suspect-translation score reads a translation's source; a language model has none.")
     translation = translator.translate(text)
     share = None
-    if ALTI_PLUS.defined_for(translator.kind) and translation.tokens:
+    if _has_alti(translator) and translation.tokens:
         share = sentence_alti(translator, translation.src_tokens, translation.tokens).source_share
     return translation, components(translation, share)
 
@@ -49,7 +54,7 @@ def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] 
             yield AttributionProgress(item, n, "decoding", "sentences")
         else:
             examples = item
-    with_alti = ALTI_PLUS.defined_for(translator.kind)
+    with_alti = _has_alti(translator)
     rows = []
     for done, (i, output, found) in enumerate(batch_components(translator, examples, with_alti), 1):
         rows.append(SuspectRow(i + 1, sources[i], output, found,

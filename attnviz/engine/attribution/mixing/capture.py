@@ -16,12 +16,11 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from attnviz.engine.errors import InputError
+from attnviz.engine.attribution.forced import forced_ids
 from attnviz.engine.models.head_gate import gate_of
 from attnviz.engine.models.protocol import Encoded
 from attnviz.engine.models.transformer import DecoderLayer, EncoderLayer, MultiHeadAttention, Residual
 from attnviz.engine.search.greedy import device_of
-from attnviz.engine.text.vocab import SOS
 
 
 @dataclass
@@ -57,14 +56,11 @@ class Capture:
 
 
 def teacher_forced_ids(translator, src_tokens: Sequence[str], tokens: Sequence[str]) -> tuple[Tensor, Tensor]:
-    """[1, S] source ids and [1, T] decoder inputs (``<sos>`` then every output token but the last)."""
+    """[1, S] source ids and [1, T] decoder inputs (``<sos>`` then every output token but the last), checked as
+    every attribution method checks them (``attribution.forced``), on the model's device."""
+    forced = forced_ids(translator, src_tokens, tokens)
     device = device_of(translator.model)
-    src = torch.tensor([translator.src_vocab.encode(src_tokens)], dtype=torch.long, device=device)
-    tgt_in = torch.tensor([translator.tgt_vocab.encode((SOS, *tokens[:-1]))], dtype=torch.long, device=device)
-    if tgt_in.size(1) > translator.model.max_target_len or src.size(1) > max(translator.model.max_source_len, 0):
-        raise InputError(f"The translation has {tgt_in.size(1)} output and {src.size(1)} source tokens; this model "
-                         f"reads at most {translator.model.max_target_len} and {translator.model.max_source_len}.")
-    return src.reshape(1, -1), tgt_in
+    return forced.src[None].to(device), forced.tgt_in[None].to(device)
 
 
 def _blocks_of(model) -> dict[str, list[tuple[MultiHeadAttention, Residual]]]:
