@@ -269,3 +269,21 @@ def test_a_methods_settings_menu_recomputes_it_with_the_value_chosen(qtbot, load
     assert "steps 16" in tab.attention.caption.text()
     ready(qtbot, loaded, "alti-plus")
     assert not bar.settings_button.isEnabled()  # ALTI+ has no settings
+
+
+def test_a_language_model_attributes_to_its_earlier_outputs_only(qtbot, window, tmp_path):
+    from tests.helpers import make_toy_lm, train_toy_lm
+
+    lm = make_toy_lm(seed=2)
+    train_toy_lm(lm, steps=20)
+    path = str(tmp_path / "lm.safetensors")
+    lm.save(path, name="letters")
+    window.load_model(path)
+    qtbot.waitUntil(lambda: window.translator is not None, timeout=20000)
+    tab = translate(qtbot, window, "ab")
+    assert next(q for q in tab.quantity.quantities if q.key == "rollout-residual").why_not  # no encoder
+    ready(qtbot, window, "gradient-x-input")
+    n = len(tab.document.steps)
+    data = tab.attention.heatmap.data()
+    assert tab.attention.kind_combo.currentText() == "Earlier outputs" and data.matrix.shape == (n, n)
+    assert tab.step_model.columnCount() == 5  # no source, no source share

@@ -30,6 +30,7 @@ from attnviz.gui.translate.jobs import MODEL_LOCK, one_at_a_time
 ATTENTION = "attention"
 ATTRIBUTION = AttentionKind("attribution", "Source | target prefix", "output token (attributed)",
                             "source token | target prefix (\u2192)")
+PREFIX_ONLY = AttentionKind("attribution", "Earlier outputs", "output token (attributed)", "earlier output (\u2192)")
 PREFIX_MARK = "\u2192"  # "→" before a target-prefix column's label: the decoder input, not a source token
 CACHED = 24  # computed quantities kept (per sentence, method and settings)
 
@@ -171,7 +172,8 @@ def attribution_result(quantity: Quantity, attribution) -> QuantityResult:
     maps = np.concatenate([a.source, a.prefix], axis=-1)[:, None]  # [L', T, S] + [L', T, T] -> [L', 1, T, S + T]
     settings = {k: v for k, v in a.settings.items()}
     return QuantityResult(quantity, {ATTRIBUTION.key: maps}, tuple(a.src_tokens) + a.decoder_inputs,
-                          len(a.src_tokens), settings, tuple(a.notes), a.source_share()[-1])
+                          len(a.src_tokens), settings, tuple(a.notes),
+                          a.source_share()[-1] if a.src_tokens else None)  # no source, no share to show
 
 
 def export_fields(result: QuantityResult, sinks_hidden: bool) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
@@ -237,6 +239,8 @@ class QuantitySource:
         return [k for k in (*ATTENTION_KINDS, ATTRIBUTION.key) if k in self.result.maps]
 
     def kind_info(self, kind: str) -> AttentionKind:
+        if kind == ATTRIBUTION.key and self.result is not None and not self.result.sources:
+            return PREFIX_ONLY  # a language model reads no source
         return ATTENTION_KINDS.get(kind, ATTRIBUTION)
 
     def describe(self, kind: str) -> tuple[str, str]:
