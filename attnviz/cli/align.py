@@ -1,9 +1,9 @@
 """``attnviz align``: word alignments from cross-attention over a published test set, scored against its gold links.
 
 The set is read as published (``engine.analysis.goldset``: ``--text`` pairs or ``--src``/``--tgt``, links ``i-j``,
-``ipj``, ``i?j`` or NAACL 2003 link lines, numbering from the flags or detected, ``--reverse``); alignment and scoring are the engine's
-(``align_steps``). Pharaoh lines go to stdout (0-based, as Pharaoh files are), the figures to stderr, or everything,
-with what reproduces it, as one JSON object with ``--json``.
+``ipj``, ``i?j`` or NAACL 2003 link lines, numbering from the flags or detected, ``--reverse``); alignment and
+scoring are the engine's (``align_steps``). Pharaoh lines go to stdout (0-based, as Pharaoh files are), the figures
+to stderr, or everything, with what reproduces it, as one JSON object with ``--json``.
 """
 
 from __future__ import annotations

@@ -43,10 +43,10 @@ def analysis_job(translator, corpus: tuple[str | None, str | None, str | None], 
     use_refs = targets == "reference" or not translator.has_source  # a language model reads its texts
     yield from head_stats_steps(translator, sources, refs if use_refs else None, stop=stop)
     if gold_set is not None and not stop.is_set():
-        for event in align_steps(translator, gold_set.sources, gold_set.targets, gold_set.gold(), stop=stop):
-            if isinstance(event, AlignmentReady):  # how the gold file was read, said as the command line says it
-                event.settings["gold"] = gold_set.describe()
-            yield event
+        for aligned in align_steps(translator, gold_set.sources, gold_set.targets, gold_set.gold(), stop=stop):
+            if isinstance(aligned, AlignmentReady):  # how the gold file was read, said as the command line says it
+                aligned.settings["gold"] = gold_set.describe()
+            yield aligned
     if other is not None and not stop.is_set():
         for event in head_stats_steps(other, sources, refs if use_refs else None, stop=stop):
             yield HeadStatsReady(event.stats, "compare") if isinstance(event, HeadStatsReady) else event

@@ -50,7 +50,7 @@ class Baselines:
             worse = int(self.worse(matrix).sum())
             text += (f" Diagonal baseline: AER {self.diagonal:.3f}, the black line on the colour bar; hatched: the "
                      f"{worse} of {matrix.size} heads that align worse than it.")
-        return f"{text} {self.gold}." if self.gold else text
+        return f"{text} {self.gold[:1].upper()}{self.gold[1:]}." if self.gold else text
 
 
 def draw(painter: QPainter, cells: QRect, g: Geometry, matrix: np.ndarray, marks: Baselines,
@@ -64,7 +64,7 @@ def draw(painter: QPainter, cells: QRect, g: Geometry, matrix: np.ndarray, marks
     painter.setBrush(Qt.BrushStyle.NoBrush)
     layer, head, _ = marks.best
     box = QRectF(cells.left() + head * g.cell_w, cells.top() + layer * g.cell_h, g.cell_w, g.cell_h)
-    for pen, inset in ((QPen(QColor(0, 0, 0), 4), 2.0), (QPen(QColor(255, 255, 255), 1.5), 2.0)):
+    for pen, inset in ((QPen(QColor(0, 0, 0), 4), 2.0), (QPen(QColor(255, 255, 255), 1.5), 4.5)):
         painter.setPen(pen)  # black outside, white inside: visible on every colour of the scale
         painter.drawRect(box.adjusted(inset, inset, -inset, -inset))
     if marks.diagonal is not None and hi > lo:
