@@ -11,12 +11,7 @@ from attnviz.engine.analysis import naacl
 from attnviz.engine.analysis.goldset import PHARAOH, read_set
 from attnviz.engine.analysis.scoring import aer, score_links
 from attnviz.engine.errors import DataError, InputError
-
-
-def _write(tmp_path, name: str, text: str) -> str:
-    path = tmp_path / name
-    path.write_text(text, encoding="utf-8")
-    return str(path)
+from tests.engine.test_goldset import _write
 
 
 @pytest.fixture()
