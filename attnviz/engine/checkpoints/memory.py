@@ -95,7 +95,7 @@ def check_fits(where: str | os.PathLike[str], parameters: int, dtype: str) -> No
     if available is None or needed <= available:
         return
     cheaper = [d for d in DTYPES if model_bytes(parameters, d) <= available and ITEM_BYTES[d] < ITEM_BYTES[dtype]]
-    advice = (f"try --dtype {'bfloat16' if 'bfloat16' in cheaper else cheaper[0]} (in the app: Model > Precision)"
+    advice = (f"try --dtype {'bfloat16' if 'bfloat16' in cheaper else cheaper[0]} (in the app: File > Precision)"
               if cheaper else "close other programs, or use a machine with more memory")
     raise CheckpointError(f"{where}: the model ({parameters:,} parameters) needs {gib(needed)} at {dtype}, "
                           f"{gib(available)} available; {advice}.")
