@@ -87,6 +87,11 @@ def gib(n: int) -> str:
     return f"{n / GIB:.1f} GiB"
 
 
+def size_text(n: int) -> str:
+    """Bytes as people read them: MiB below a GiB, GiB above."""
+    return gib(n) if n >= GIB else f"{n / 2**20:,.1f} MiB"
+
+
 def check_fits(where: str | os.PathLike[str], parameters: int, dtype: str) -> None:
     """Refuse a model whose weights at ``dtype`` need more memory than is available, saying both figures and what
     to try; nothing is read or built before."""
