@@ -72,6 +72,7 @@ def load_translator(path: str | os.PathLike[str], dtype: str = AUTO) -> Translat
     check_fits(folder, plan.card.parameters, run)
     translator = format_of(folder).load(folder, run)
     _check_loaded(folder, plan.card, translator)
+    translator.metadata["dtype"] = plan.card.dtype  # what the card says the weights are stored as
     return translator
 
 
