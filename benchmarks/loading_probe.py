@@ -4,10 +4,11 @@ from different code (attnviz from another checkout, ``transformers``) compare in
 
 - ``open_probe(which, folder, root=None)``: import, open the folder, decode its first token; returns ``import_s``,
   ``open_s`` (opening alone), ``first_token_s`` and ``peak_mib`` (the process's peak resident memory, after its
-  first token). ``which`` is "attnviz" (from ``root``, a checkout, when given: PYTHONPATH) or "transformers".
+  first token: VmHWM). ``which`` is "attnviz" (from ``root``, a checkout, when given: PYTHONPATH) or "transformers".
 - ``cold_translate(which, folder, root=None, tokens=20)``: the whole command a user waits for, ``attnviz translate
   -m FOLDER SENTENCE`` or the same with ``transformers`` (import, load, translate greedily at most ``tokens``
-  tokens), timed from outside; returns ``wall_s`` and ``peak_mib`` (``os.wait4``'s ru_maxrss of that child).
+  tokens), timed from outside; returns ``wall_s`` and ``peak_mib`` (``os.wait4``'s ru_maxrss of that child, which
+  includes its parent's resident size at the fork: keep the measuring process small, as ``bench_loading`` does).
 - ``marian_folder(folder, size)``: the random MarianMT folder both read (``tests.folder_samples``; "marian" is
   OPUS-MT's shape: d 512, 6+6 layers, 58k pieces).
 """
@@ -26,7 +27,7 @@ SENTENCE = "ein hund läuft durch den schnee"
 SIZES = {"tiny": {}, "marian": dict(d_model=512, layers=6, heads=8, ffn=2048, extra_vocab=58_000)}
 
 _OPEN = r"""
-import json, resource, sys, time
+import json, sys, time
 t0 = time.perf_counter()
 import torch
 torch.set_num_threads(1)
@@ -34,6 +35,7 @@ which, folder, sentence = sys.argv[1:4]
 if which == "attnviz":
     from attnviz.engine.loading import load_translator
     from attnviz.engine.config import DecodeConfig
+    import attnviz.engine.translator  # what loading imports on first use: import time, as transformers' is
     t1 = time.perf_counter()
     translator = load_translator(folder)
     t2 = time.perf_counter()
@@ -47,8 +49,9 @@ else:
     with torch.inference_mode():
         model.generate(**tokenizer([sentence], return_tensors="pt"), max_new_tokens=1, num_beams=1)
 t3 = time.perf_counter()
-print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "first_token_s": t3 - t2,
-                  "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
+with open("/proc/self/status") as status:  # VmHWM: this program's peak (ru_maxrss counts the parent's, pre-exec)
+    peak_kib = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+print(json.dumps({"import_s": t1 - t0, "open_s": t2 - t1, "first_token_s": t3 - t2, "peak_mib": peak_kib / 1024}))
 """
 
 _HF_TRANSLATE = r"""
@@ -100,10 +103,10 @@ def cold_translate(which: str, folder: Path, root: Path | None = None, tokens: i
 
 
 def marian_folder(folder: Path, size: str = "marian") -> Path:
-    """The random MarianMT folder of ``size`` (``SIZES``), written once."""
-    if (folder / "model.safetensors").exists():
-        return folder
-    sys.path.insert(0, str(ROOT))
-    from tests.folder_samples import write_marian_folder
-
-    return write_marian_folder(folder, **SIZES[size])
+    """The random MarianMT folder of ``size`` (``SIZES``), written once, by a child process: this one stays small,
+    since on Linux a child's ru_maxrss starts from its parent's resident size at the fork."""
+    if not (folder / "model.safetensors").exists():
+        code = ("import sys; from pathlib import Path; from tests.folder_samples import write_marian_folder; "
+                f"write_marian_folder(Path(sys.argv[1]), **{SIZES[size]!r})")
+        subprocess.run([sys.executable, "-c", code, str(folder)], check=True, env=_env(None), cwd=ROOT)
+    return folder
