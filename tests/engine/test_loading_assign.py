@@ -185,7 +185,7 @@ def _meminfo(tmp_path: Path, monkeypatch, kib: int) -> None:
 def test_a_model_larger_than_the_available_memory_is_refused_before_reading(folder, tmp_path, monkeypatch):
     parameters = read_card(folder).parameters
     _meminfo(tmp_path, monkeypatch, parameters * 3 // 1024)  # room at half precision, not at float32
-    needed, available = memory.gib(parameters * 4), memory.gib(parameters * 3 // 1024 * 1024)
+    needed, available = memory.size_text(parameters * 4), memory.size_text(parameters * 3 // 1024 * 1024)
     with pytest.raises(CheckpointError, match=rf"\({parameters:,} parameters\) needs {needed} at float32, "
                                               rf"{available} available; try --dtype bfloat16"):
         load_translator(folder)
@@ -199,7 +199,7 @@ def test_the_cli_refuses_a_model_too_large_with_the_numbers(folder, tmp_path, mo
     _meminfo(tmp_path, monkeypatch, 1)
     assert main(["translate", "-m", str(folder), "ein hund"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"attnviz: error: {folder}: the model (") and "GiB at float32, 0.0 GiB available" in err
+    assert err.startswith(f"attnviz: error: {folder}: the model (") and "MiB at float32, 0.0 MiB available" in err
     assert err.count("\n") == 1
 
 

@@ -102,5 +102,5 @@ def check_fits(where: str | os.PathLike[str], parameters: int, dtype: str) -> No
     cheaper = [d for d in DTYPES if model_bytes(parameters, d) <= available and ITEM_BYTES[d] < ITEM_BYTES[dtype]]
     advice = (f"try --dtype {'bfloat16' if 'bfloat16' in cheaper else cheaper[0]} (in the app: File > Precision)"
               if cheaper else "close other programs, or use a machine with more memory")
-    raise CheckpointError(f"{where}: the model ({parameters:,} parameters) needs {gib(needed)} at {dtype}, "
-                          f"{gib(available)} available; {advice}.")
+    raise CheckpointError(f"{where}: the model ({parameters:,} parameters) needs {size_text(needed)} at {dtype}, "
+                          f"{size_text(available)} available; {advice}.")
