@@ -33,6 +33,7 @@ def test_choosing_a_precision_reopens_the_model_at_it_and_is_remembered(qtbot, l
     _action(loaded, "bfloat16").trigger()
     assert settings.value(KEY) == "bfloat16" and _action(loaded, "bfloat16").isChecked()
     qtbot.waitUntil(lambda: loaded.translator is not None and loaded.translator.dtype == "bfloat16", timeout=20000)
+    assert loaded.model_label.text().endswith(" parameters · bfloat16 (stored as float32)")
     tab = translate(qtbot, loaded, "q1 q2 q3")
     maps = tab.document.maps("cross", tab.document.current)
     assert maps.dtype == np.float32 and np.allclose(maps.sum(-1), 1.0, atol=1e-3)
