@@ -236,3 +236,19 @@ def test_a_half_precision_folder_states_its_stored_dtype(folder, tmp_path):
               metadata={"format": "pt"})
     assert load_translator(half).card.dtype == "float16"
     assert load_translator(half, "float16").model.out_proj.weight.dtype == torch.float16
+
+
+def test_gui_dtype_sets_the_apps_precision_and_none_keeps_the_remembered_one(monkeypatch):
+    import attnviz.gui.app
+
+    calls = []
+    monkeypatch.setattr(attnviz.gui.app, "run_gui", lambda checkpoint=None, dtype=None: calls.append(
+        (checkpoint, dtype)) or 0)
+    assert main(["gui", "model.safetensors", "--dtype", "float16"]) == 0 and main(["gui"]) == 0
+    assert calls == [("model.safetensors", "float16"), (None, None)]
+
+
+def test_info_check_loads_at_the_dtype_asked(folder, capsys):
+    assert main(["info", "--check", "--dtype", "float16", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "runs as float16 with --dtype float16" in out and "values: every weight read, all finite" in out
