@@ -13,7 +13,15 @@ import argparse
 import json
 import sys
 
-from attnviz.cli.args import add_corpus, add_decoding, add_head_flags, add_model, head_settings, output_file
+from attnviz.cli.args import (
+    add_corpus,
+    add_decoding,
+    add_head_flags,
+    add_model,
+    decoding,
+    head_settings,
+    output_file,
+)
 from attnviz.engine.analysis.names import IMPORTANCE_SPLIT
 from attnviz.engine.errors import ConfigError, InputError
 
@@ -66,13 +74,11 @@ def _pairs(translator, args) -> tuple[list, str]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from attnviz.engine.config import DecodeConfig
     from attnviz.engine.loading import load_translator
     from attnviz.engine.training.evaluation import evaluate_files, evaluate_split
 
     translator = load_translator(args.model)
-    decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty,
-                          **head_settings(args, translator))
+    decode = decoding(args, translator, **head_settings(args, translator))
     if args.src or args.ref:
         if not (args.src and args.ref):
             raise ConfigError("--src and --ref go together: give both files")
@@ -100,7 +106,6 @@ def cmd_head_importance(args: argparse.Namespace) -> int:
 
     from attnviz.cli.progress import run_analysis
     from attnviz.engine.analysis.importance import ImportanceReady, importance_steps
-    from attnviz.engine.config import DecodeConfig
     from attnviz.engine.heads import SHORT_NAMES
     from attnviz.engine.loading import load_translator
 
@@ -109,8 +114,7 @@ def cmd_head_importance(args: argparse.Namespace) -> int:
         raise InputError(f"{args.model} is a language model; head importance is measured in BLEU, which needs a "
                          "translation model")
     pairs, source = _pairs(translator, args)
-    decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty,
-                          rescale_heads=args.rescale_heads)
+    decode = decoding(args, translator, rescale_heads=args.rescale_heads)
     kinds = [k for k in (args.kinds or "").split(",") if k.strip()]
     result: ImportanceReady = run_analysis(importance_steps(translator, pairs, decode, kinds=kinds, source=source))
     data = {"model": args.model, **result.to_json()}

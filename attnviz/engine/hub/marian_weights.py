@@ -82,5 +82,6 @@ def load_marian(folder: str | Path) -> Translator:
             raise CheckpointError(f"{folder}: {name} should have shape {list(shape)} by config.json but the weights "
                                   f"give {got}.")
     load_stored_state(model, state)
-    meta = {"name": folder.resolve().name, "path": str(folder), "imported_from": "MarianMT folder"}
+    meta = {"name": folder.resolve().name, "path": str(folder), "imported_from": "MarianMT folder",
+            "generation": parts.generation}
     return Translator(model, parts.src_vocab, parts.tgt_vocab, parts.src_spec, parts.tgt_spec, meta)
