@@ -150,8 +150,7 @@ class HeadGrid(QWidget):
         top = 0
         if self.page_layers < layers:  # the page bar: its arrows at either end
             top = PAGE_H
-            self._page_arrows = {-1: QRect(0, 0, LABEL_W + 20, PAGE_H),
-                                 1: QRect(self.width() - LABEL_W - 20, 0, LABEL_W + 20, PAGE_H)}
+            self._page_arrows = {-1: QRect(0, 0, LABEL_W, PAGE_H), 1: QRect(self.width() - LABEL_W, 0, LABEL_W, PAGE_H)}
         first = self.first_layer
         for layer in self.shown_layers():
             for h in range(heads):
@@ -179,10 +178,10 @@ class HeadGrid(QWidget):
         painter.setPen(text)
         if self._page_arrows:
             shown = self.shown_layers()
-            painter.drawText(QRect(0, 0, self.width(), PAGE_H), Qt.AlignmentFlag.AlignCenter,
+            painter.drawText(QRect(LABEL_W, 0, self.width() - 2 * LABEL_W, PAGE_H), Qt.AlignmentFlag.AlignCenter,
                              f"Layers {shown.start + 1}\u2013{shown.stop} of {self.shape()[0]}")
-            for step, rect in self._page_arrows.items():
-                painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, "\u25c0 PgUp" if step < 0 else "PgDn \u25b6")
+            for step, rect in self._page_arrows.items():  # PageUp / PageDown do the same (tooltip, screen reader)
+                painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, "\u25c0" if step < 0 else "\u25b6")
         for h, label in self._head_labels.items():
             painter.drawText(label, Qt.AlignmentFlag.AlignCenter, f"H{h + 1}")
         for layer, label in self._layer_labels.items():
