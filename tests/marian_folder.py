@@ -12,7 +12,8 @@ import torch
 
 SENTENCES = 300
 EOS_BOOST = 1.0  # added to the end token's output bias: random hypotheses end at various lengths
-INIT_STD = 0.5  # of the big layout's weights: larger than transformers' 0.02, so that a random model's outputs depend on its input
+# the big layout's weights: larger than transformers' 0.02, so that a random model's outputs depend on its input
+INIT_STD = 0.5
 
 
 def _lines(data_dir: Path, lang: str) -> list[str]:
@@ -74,7 +75,7 @@ def build_marian_folder(folder: Path, data_dir: Path, shared: bool = True, weigh
     model = MarianMTModel(config).eval()
     with torch.no_grad():  # random biases too, so a wrong bias mapping shows
         model.final_logits_bias.normal_(0, 0.5)
-        model.final_logits_bias[0, vocab["</s>"]] += EOS_BOOST  # hypotheses end at various lengths, so stopping rules show
+        model.final_logits_bias[0, vocab["</s>"]] += EOS_BOOST  # various lengths: the stopping rules show
         if big:
             for p in model.parameters():
                 p.copy_(p.half().float())
