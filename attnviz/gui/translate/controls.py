@@ -65,7 +65,7 @@ class SamplingRow(QWidget):
         self.penalty_spin.setValue(DecodeConfig().length_penalty)
         # an imported model's own decoding (its generation_config.json), offered when it has one
         self.configured: DecodeConfig | None = None
-        self.configured_check = named(QCheckBox("Model's decoding"), "configuredDecodingCheck",
+        self.configured_check = named(QCheckBox("Model's decoding &1"), "configuredDecodingCheck",
                                       "Model's decoding", "Decode as the model's authors configured it")
         self.configured_check.setVisible(False)
         self.configured_check.toggled.connect(self._on_configured_toggled)
@@ -103,7 +103,7 @@ class SamplingRow(QWidget):
         self.configured_check.setVisible(decode is not None)
         if decode is not None:
             search = f"beam {decode.beam}" if decode.beam > 1 else "greedy"
-            self.configured_check.setText(f"Model's decoding ({search})")
+            self.configured_check.setText(f"Model's decoding ({search}) &1")
         self.configured_check.setToolTip(f"Checked: decode {label}. Unchecked: attnviz's own settings (the "
                                          "controls beside it)." if label else "")
         self.configured_check.setChecked(decode is not None)
