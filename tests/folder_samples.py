@@ -101,6 +101,11 @@ def write_marian_folder(folder: Path, *, d_model: int = 32, layers: int = 2, hea
     (folder / "target.spm").write_bytes(target)
     (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     (folder / "tokenizer_config.json").write_text(json.dumps({"source_lang": "de", "target_lang": "en"}))
+    pad = len(vocab) - 1  # as the Hub's opus-mt folders configure their decoding
+    (folder / "generation_config.json").write_text(json.dumps({
+        "bad_words_ids": [[pad]], "bos_token_id": 0, "decoder_start_token_id": pad, "eos_token_id": 0,
+        "forced_eos_token_id": 0, "max_length": 512, "num_beams": 4, "pad_token_id": pad, "length_penalty": 1.0,
+        "no_repeat_ngram_size": 0}, indent=2))
     return folder
 
 

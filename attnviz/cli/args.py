@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from attnviz.engine.checkpoints.memory import AUTO, DTYPE_CHOICES
 from attnviz.engine.errors import CheckpointError, InputError
 
 if TYPE_CHECKING:
+    from attnviz.engine.config import DecodeConfig
     from attnviz.engine.translator import Translator
 
 MAX_BEAM = 64  # wider beams give no better translations and need beam x batch decoder states
@@ -156,11 +158,34 @@ def add_corpus(p: argparse.ArgumentParser, split: str, reference: str, reference
 
 
 def add_decoding(p: argparse.ArgumentParser) -> None:
-    """How a command decodes: beam width, length penalty and the output length limit."""
-    p.add_argument("--beam", type=BEAM, default=1, help=f"beam width (1 = greedy, the default; at most {MAX_BEAM})")
-    p.add_argument("--length-penalty", type=LENGTH_PENALTY, default=1.0,
-                   help="GNMT length penalty alpha for beam search (0 to 10)")
-    p.add_argument("--max-len", type=MAX_LENGTH, default=50, help="most output tokens per sentence (default 50)")
+    """How a command decodes: beam width, length penalty and the output length limit, from the model's own
+    configuration or attnviz's (``decoding`` resolves them once the model is read)."""
+    p.add_argument("--beam", type=BEAM, help=f"beam width (1 = greedy, attnviz's default; at most {MAX_BEAM})")
+    p.add_argument("--length-penalty", type=LENGTH_PENALTY,
+                   help="length penalty alpha for beam search (0 to 10; attnviz's default 1.0, GNMT's rule)")
+    p.add_argument("--max-len", type=MAX_LENGTH, help="most output tokens per sentence (attnviz's default 50)")
+    p.add_argument("--decoding", choices=("model", "attnviz"), default="model",
+                   help="an imported model's decoding as its authors configured it in generation_config.json "
+                        "(model, the default; said on stderr), or attnviz's own settings (attnviz); --beam, "
+                        "--length-penalty and --max-len change either")
+
+
+def decoding(args: argparse.Namespace, translator: Translator, **fields: Any) -> DecodeConfig:
+    """The ``DecodeConfig`` of ``add_decoding``'s flags (and ``fields``): the model's configured decoding, said on
+    stderr, unless ``--decoding attnviz`` or the model configures none; the flags given change it."""
+    from attnviz.engine.config import DecodeConfig
+
+    given = {name: value for name, value in (("beam", args.beam), ("length_penalty", args.length_penalty),
+                                             ("max_len", args.max_len)) if value is not None}
+    card = translator.card
+    configured = card.decoding if args.decoding == "model" else None
+    if configured is None:
+        return DecodeConfig(**given, **fields)
+    decode = configured.replace(**given, **fields)
+    changed = ", ".join("--" + name.replace("_", "-") for name in given)
+    print(f"attnviz: decoding {card.decoding_label(decode, changed)} (--decoding attnviz for attnviz's own settings)",
+          file=sys.stderr)
+    return decode
 
 
 def add_attention_export(p: argparse.ArgumentParser) -> None:

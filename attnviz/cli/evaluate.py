@@ -19,6 +19,7 @@ from attnviz.cli.args import (
     add_dtype,
     add_head_flags,
     add_model,
+    decoding,
     head_settings,
     output_file,
 )
@@ -75,13 +76,11 @@ def _pairs(translator, args) -> tuple[list, str]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from attnviz.engine.config import DecodeConfig
     from attnviz.engine.loading import load_translator
     from attnviz.engine.training.evaluation import evaluate_files, evaluate_split
 
     translator = load_translator(args.model, args.dtype)
-    decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty,
-                          **head_settings(args, translator))
+    decode = decoding(args, translator, **head_settings(args, translator))
     if args.src or args.ref:
         if not (args.src and args.ref):
             raise ConfigError("--src and --ref go together: give both files")
@@ -109,7 +108,6 @@ def cmd_head_importance(args: argparse.Namespace) -> int:
 
     from attnviz.cli.progress import run_analysis
     from attnviz.engine.analysis.importance import ImportanceReady, importance_steps
-    from attnviz.engine.config import DecodeConfig
     from attnviz.engine.heads import SHORT_NAMES
     from attnviz.engine.loading import load_translator
 
@@ -118,8 +116,7 @@ def cmd_head_importance(args: argparse.Namespace) -> int:
         raise InputError(f"{args.model} is a language model; head importance is measured in BLEU, which needs a "
                          "translation model")
     pairs, source = _pairs(translator, args)
-    decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty,
-                          rescale_heads=args.rescale_heads)
+    decode = decoding(args, translator, rescale_heads=args.rescale_heads)
     kinds = [k for k in (args.kinds or "").split(",") if k.strip()]
     result: ImportanceReady = run_analysis(importance_steps(translator, pairs, decode, kinds=kinds, source=source))
     data = {"model": args.model, **result.to_json()}

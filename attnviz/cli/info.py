@@ -50,6 +50,9 @@ def _format_info(card: ModelCard, dtype: str) -> str:
     ]
     if card.preset:
         lines.append(f"  preset     {card.preset}")
+    label = card.decoding_label()
+    if label:
+        lines.append(f"  decoding   {label}")
     for split, metrics in card.metrics.items():
         values = metrics.to_dict()
         shown = ", ".join(f"{k} {values[k]:.4g}" if isinstance(values[k], float) else f"{k} {values[k]}"

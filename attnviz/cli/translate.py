@@ -18,6 +18,7 @@ from attnviz.cli.args import (
     add_dtype,
     add_head_flags,
     add_model,
+    decoding,
     float_range,
     head_settings,
     int_range,
@@ -84,10 +85,9 @@ def _default_model() -> str:
 
 def cmd_translate(args: argparse.Namespace) -> int:
     from attnviz.cli.batch import read_lines, translate_lines, utf8_stdout, write_lines
-    from attnviz.engine.config import DecodeConfig
     from attnviz.engine.loading import load_translator
 
-    if args.n_best and args.n_best > args.beam:
+    if args.n_best and args.n_best > (args.beam or 1) and args.decoding == "attnviz":
         raise InputError(f"--n-best {args.n_best} asks for more hypotheses than the beam keeps; use --beam "
                          f"{args.n_best} or more, or a smaller --n-best")
     lines = read_lines(args.sentences)
@@ -96,8 +96,10 @@ def cmd_translate(args: argparse.Namespace) -> int:
     if not translator.has_source:
         raise InputError(f"{args.model} is a language model: it continues text instead of translating it. Use "
                          f"attnviz generate -m {args.model} --prefix TEXT")
-    decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty,
-                          **head_settings(args, translator))
+    decode = decoding(args, translator, **head_settings(args, translator))
+    if args.n_best and args.n_best > decode.beam:
+        raise InputError(f"--n-best {args.n_best} asks for more hypotheses than the beam keeps; use --beam "
+                         f"{args.n_best} or more, or a smaller --n-best")
     # --attention and --n-best search each sentence as events (the same choice as the batched search), keeping the
     # chosen hypothesis' own attention and every finished hypothesis' score
     translate_lines(translator, lines, decode, capture=bool(args.attention), n_best=args.n_best or 0)

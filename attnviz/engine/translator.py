@@ -218,7 +218,7 @@ class Translator:
                 if decode.beam > 1:
                     ids = beam_batch(self.model, src, decode)
                 else:
-                    ids = greedy_batch(self.model, src, decode.max_len)
+                    ids = greedy_batch(self.model, src, decode.max_len, decode)
                 for i, out in zip(chunk, ids, strict=True):
                     results[i] = self.tgt_vocab.decode(out)
         return results

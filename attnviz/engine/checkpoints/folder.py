@@ -131,6 +131,15 @@ def check_ids(path: Path, ids: Mapping[str, Any], size: int) -> None:
                                   f"{size - 1} (the vocabulary has {size:,} entries). Fix it, or {AGAIN}.")
 
 
+def check_number(path: Path, name: str, value: Any, low: float, high: float, whole: bool = True) -> None:
+    """A setting the file gives as ``value`` is a number (a whole one when ``whole``) from ``low`` to ``high``."""
+    number = type(value) is int or (not whole and type(value) is float)
+    if not number or not low <= value <= high:
+        kind = "a whole number" if whole else "a number"
+        raise CheckpointError(f"{path}: field {name!r} is {value!r:.40}, but it must be {kind} from {low:,} to "
+                              f"{high:,}. Fix it, or {AGAIN}.")
+
+
 def check_sentencepiece(path: Path, proto: bytes, vocab: Collection[str]) -> None:
     """A SentencePiece model that loads, has ``MIN_PIECES`` ordinary pieces at least, and belongs with ``vocab``
     (most of its pieces have an id there): else every sentence would decode to ``<unk>``."""

@@ -46,7 +46,7 @@ def marian_plan(folder: Path) -> FolderPlan:
     parameters += sum(math.prod(plan.optional[n]) for n in EMBEDDINGS[:1 if parts.cfg.share_embeddings else 0])
     meta = {"name": folder.resolve().name, "model": parts.cfg.to_dict(), "src_vocab": parts.src_vocab.to_list(),
             "tgt_vocab": parts.tgt_vocab.to_list(), "src_tokenizer": parts.src_spec.to_dict(),
-            "tgt_tokenizer": parts.tgt_spec.to_dict()}
+            "tgt_tokenizer": parts.tgt_spec.to_dict(), "generation": parts.generation}
     return FolderPlan(card_from_metadata(meta, parameters, str(folder)), plan)
 
 

@@ -32,6 +32,7 @@ from attnviz.engine.checkpoints.folder import (
 )
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import CheckpointError, ConfigError
+from attnviz.engine.hub.generation import read_generation
 from attnviz.engine.kinds import check
 from attnviz.engine.kinds.marian import MARIAN
 from attnviz.engine.text.tokenize import TokenizerSpec
@@ -191,6 +192,7 @@ class MarianParts:
     tgt_order: list[int]
     src_spec: TokenizerSpec
     tgt_spec: TokenizerSpec
+    generation: dict[str, Any] | None  # the decoding its authors configured (``engine.hub.generation``), or None
 
 
 def _tokenizer_config(folder: Path) -> dict[str, Any]:
@@ -242,8 +244,9 @@ def folder_parts(folder: str | Path) -> MarianParts:
     src_spec, tgt_spec = _specs(folder, tokenizer_config, (source, target))
     shared = config.get("share_encoder_decoder_embeddings", True) and src_order == tgt_order
     cfg = model_config(folder / "config.json", config, len(src_vocab), len(tgt_vocab), shared)
+    generation = read_generation(folder, tgt_order, len(target))
     return MarianParts(folder, config, cfg, source, target, src_vocab, src_order, tgt_vocab, tgt_order, src_spec,
-                       tgt_spec)
+                       tgt_spec, generation)
 
 
 def _layer_shapes(prefix: str, part: str, d: int, ff: int) -> dict[str, list[int]]:

@@ -78,5 +78,6 @@ def load_marian(folder: str | Path, dtype: str = "float32") -> Translator:
     parts = folder_parts(folder)
     weights = read_weights(weight_plan(parts, weights_file(folder)))
     model = build_loaded(folder, parts.cfg, marian_state(weights, parts), dtype)
-    meta = {"name": folder.resolve().name, "path": str(folder), "imported_from": "MarianMT folder"}
+    meta = {"name": folder.resolve().name, "path": str(folder), "imported_from": "MarianMT folder",
+            "generation": parts.generation}
     return Translator(model, parts.src_vocab, parts.tgt_vocab, parts.src_spec, parts.tgt_spec, meta)

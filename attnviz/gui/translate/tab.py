@@ -195,6 +195,7 @@ class TranslateTab(QWidget):
         for w in (self.source_title, self.source_view, self.examples_combo):
             w.setVisible(not generating)
         self.sampling_row.set_generating(generating)
+        self.sampling_row.set_configured(card.decoding if card else None, card.decoding_label() if card else None)
         self.search.set_translator(translator)
         self.examples_combo.clear()
         self.examples_combo.addItem("Examples...")
