@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from attnviz.engine.checkpoints.weights import read_weights
+from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.hub.marian_files import (
     ATTENTION,
@@ -27,7 +28,7 @@ from attnviz.engine.hub.marian_files import (
     weight_plan,
     weights_file,
 )
-from attnviz.engine.models.protocol import load_stored_state, stored_state
+from attnviz.engine.models.protocol import IncrementalModel, load_stored_state, stored_state
 from attnviz.engine.translator import Translator, build_model
 
 _OURS = {  # Marian's part name -> attnviz's, inside one layer
@@ -39,7 +40,7 @@ _OURS = {  # Marian's part name -> attnviz's, inside one layer
 }
 
 
-def _layer_state(weights: dict[str, Tensor], side: str, index: int) -> dict[str, Tensor]:
+def layer_state(weights: dict[str, Tensor], side: str, index: int) -> dict[str, Tensor]:
     state = {}
     for theirs in LAYER_PARTS[side]:
         subs = [f".{p}" for p in ATTENTION] if theirs.endswith("attn") else [""]
@@ -64,8 +65,24 @@ def marian_state(weights: dict[str, Tensor], parts: MarianParts) -> dict[str, Te
              "out_proj.weight": out[tgt_rows], "out_proj.bias": bias[0][tgt_rows]}
     for side, layers in (("encoder", cfg.enc_layers), ("decoder", cfg.dec_layers)):
         for i in range(layers):
-            state |= _layer_state(weights, side, i)
+            state |= layer_state(weights, side, i)
     return state
+
+
+def model_from_state(folder: Path, cfg: ModelConfig, mapped: dict[str, Tensor]) -> IncrementalModel:
+    """The network of ``cfg`` holding ``mapped`` (attnviz's names -> tensors, as a format's mapping gives them;
+    tied copies are re-tied); a name or shape the model needs and the mapping lacks is a mapping fault, said
+    plainly."""
+    model = build_model(cfg)
+    expected = {k: v.shape for k, v in stored_state(model).items()}
+    state = {k: v for k, v in mapped.items() if k in expected}
+    for name, shape in expected.items():  # the plan implies each
+        if name not in state or state[name].shape != shape:
+            got = list(state[name].shape) if name in state else "nothing"
+            raise CheckpointError(f"{folder}: {name} should have shape {list(shape)} by config.json but the weights "
+                                  f"give {got}.")
+    load_stored_state(model, state)
+    return model
 
 
 def load_marian(folder: str | Path) -> Translator:
@@ -73,14 +90,6 @@ def load_marian(folder: str | Path) -> Translator:
     folder = Path(folder)
     parts = folder_parts(folder)
     weights = read_weights(weight_plan(parts, weights_file(folder)))
-    model = build_model(parts.cfg)
-    expected = {k: v.shape for k, v in stored_state(model).items()}
-    state = {k: v for k, v in marian_state(weights, parts).items() if k in expected}  # tied copies are re-tied
-    for name, shape in expected.items():  # the plan implies each; a gap here is a mapping fault, said plainly
-        if name not in state or state[name].shape != shape:
-            got = list(state[name].shape) if name in state else "nothing"
-            raise CheckpointError(f"{folder}: {name} should have shape {list(shape)} by config.json but the weights "
-                                  f"give {got}.")
-    load_stored_state(model, state)
+    model = model_from_state(folder, parts.cfg, marian_state(weights, parts))
     meta = {"name": folder.resolve().name, "path": str(folder), "imported_from": "MarianMT folder"}
     return Translator(model, parts.src_vocab, parts.tgt_vocab, parts.src_spec, parts.tgt_spec, meta)

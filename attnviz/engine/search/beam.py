@@ -19,7 +19,7 @@ from torch import Tensor
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import BeamDone, BeamNode, BeamStep, DecodeStep, EncoderPass
 from attnviz.engine.models.protocol import SearchModel
-from attnviz.engine.search.greedy import DecodeInput, allowed_logits, device_of, step_limit
+from attnviz.engine.search.greedy import DecodeInput, allowed_logits, device_of, forcing, step_limit
 from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID, Vocab
 
@@ -71,8 +71,9 @@ def _candidates(scores: Tensor, logp: Tensor, width: int) -> list[Candidate]:
 
 
 @torch.inference_mode()
-def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig) -> list[list[int]]:
-    """Beam search (width ``decode.beam``) for a padded batch [B, S]; each sentence's best ids without ``<eos>``.
+def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig, forced: Sequence[int] = ()) -> list[list[int]]:
+    """Beam search (width ``decode.beam``) for a padded batch [B, S]; each sentence's best ids without ``<eos>``,
+    the ``forced`` ids first (taken with their log-probabilities, as ``beam_steps`` takes them).
 
     Runs all B x beam hypotheses as one batch with the cache; a dead slot repeats a live row at score -inf.
     """
@@ -89,7 +90,7 @@ def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig) -> list[li
         steps = step_limit(model, decode.max_len)
         for t in range(steps):
             logits, _, _ = model.step(tokens, cache, False)
-            logp = allowed_logits(logits).log_softmax(-1).cpu()  # [B * beam, V]
+            logp = forcing(allowed_logits(logits).log_softmax(-1), t, forced).cpu()  # [B * beam, V]
             new_scores = torch.full((b, beam), NEG_INF)
             rows, picked, done = [], [], []
             for i in range(b):

@@ -61,6 +61,15 @@ def allowed_logits(logits: Tensor) -> Tensor:
     return logits
 
 
+def forcing(logits: Tensor, t: int, forced: Sequence[int]) -> Tensor:
+    """``logits`` [..., V] at step ``t``, every token but ``forced[t]`` ruled out while forced ids remain."""
+    if t >= len(forced):
+        return logits
+    kept = torch.full_like(logits, float("-inf"))
+    kept[..., forced[t]] = logits[..., forced[t]]
+    return kept
+
+
 def _numpy_or_none(rows: Tensor | None) -> np.ndarray | None:
     return None if rows is None else rows[0].float().cpu().numpy().copy()
 
@@ -122,8 +131,9 @@ def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, deco
 
 
 @torch.inference_mode()
-def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50) -> list[list[int]]:
-    """Greedy search for a padded batch [B, S]; returns each sentence's ids up to (without) ``<eos>``.
+def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50, forced: Sequence[int] = ()) -> list[list[int]]:
+    """Greedy search for a padded batch [B, S]; returns each sentence's ids up to (without) ``<eos>``, the
+    ``forced`` ids first (a multilingual model's target language tag).
 
     Finished sentences leave the batch, so a long straggler does not keep the rest computing.
     """
@@ -134,9 +144,9 @@ def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50) -> list[lis
     outputs: list[list[int]] = [[] for _ in range(b)]
     alive = torch.arange(b)  # original index of each row still decoding
     tokens = torch.full((b,), SOS_ID, dtype=torch.long, device=src.device)
-    for _ in range(step_limit(model, max_len)):
+    for t in range(step_limit(model, max_len)):
         logits, _, _ = model.step(tokens, cache, False)
-        tokens = allowed_logits(logits).argmax(-1)
+        tokens = forcing(allowed_logits(logits), t, forced).argmax(-1)
         finished = tokens == EOS_ID
         for row, tok in zip(alive.tolist(), tokens.tolist()):
             if tok != EOS_ID:

@@ -1,0 +1,141 @@
+"""NLLB-200, M2M100 and mBART-50 folders: attnviz's own implementation computes what ``transformers`` computes
+(logits and every attention tensor within 1e-5, the same greedy tokens as ``generate(num_beams=1)`` with the target
+language forced first, the same token ids as the reference tokenizer on corpus lines it was not trained on), before
+and after ``attnviz convert``; the languages are chosen by ISO code or tag, or guessed."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from attnviz.cli.main import main
+from attnviz.engine.config import DecodeConfig
+from attnviz.engine.errors import InputError
+from attnviz.engine.hub.fairseq_files import folder_parts
+from attnviz.engine.loading import load_translator
+from attnviz.engine.text.vocab import SOS_ID
+from tests.fairseq_folder import FAMILIES, build_fairseq_folder, corpus_lines, reference_tokenizer
+
+pytest.importorskip("transformers", reason="the parity checks need the test extra (pip install -e '.[test]')")
+pytestmark = pytest.mark.data
+
+SENTENCES = {"de": ["Zwei Hunde spielen im Schnee.", "Ein Mann fährt Fahrrad auf einer Straße."],
+             "fr": ["Deux chiens jouent dans la neige.", "Un homme fait du vélo dans la rue."]}
+TAGS = {"nllb": {"de": "deu_Latn", "fr": "fra_Latn", "en": "eng_Latn"},
+        "m2m100": {"de": "__de__", "fr": "__fr__", "en": "__en__"},
+        "mbart50": {"de": "de_DE", "fr": "fr_XX", "en": "en_XX"}}
+MODEL_TYPE = {"nllb": "m2m_100", "m2m100": "m2m_100", "mbart50": "mbart"}
+
+
+@pytest.fixture(scope="module", params=FAMILIES)
+def family(request, tmp_path_factory, data_dir):
+    folder = tmp_path_factory.mktemp(request.param) / f"{request.param}-tiny-random"
+    hf = build_fairseq_folder(folder, data_dir, request.param)
+    return request.param, folder, hf, reference_tokenizer(folder, request.param)
+
+
+def _order(folder, family: str) -> list[int]:
+    return folder_parts(folder, MODEL_TYPE[family]).order
+
+
+def test_every_vocabulary_entry_has_the_reference_tokenizers_id(family):
+    name, folder, _, tok = family
+    translator = load_translator(folder)
+    order = _order(folder, name)
+    ours = translator.tgt_vocab.to_list()
+    fairseq = {"<unk>": "<unk>", "<pad>": "<pad>", "<sos>": "</s>", "<eos>": "</s>"}
+    checked = [i for i, piece in enumerate(ours) if not piece.startswith("<madeupword")]
+    assert [order[i] for i in checked] == tok.convert_tokens_to_ids([fairseq.get(ours[i], ours[i]) for i in checked])
+    assert len(ours) == hf_rows(family) + 1  # one row more: </s> is both attnviz's <sos> and <eos>
+
+
+def hf_rows(family) -> int:
+    return family[2].config.vocab_size
+
+
+def test_source_ids_equal_the_reference_tokenizers_on_unseen_corpus_lines(family, data_dir):
+    name, folder, _, tok = family
+    translator = load_translator(folder)
+    order = _order(folder, name)
+    for lang in ("de", "fr"):
+        translator.use_languages(src=lang)
+        tok.src_lang = TAGS[name][lang] if name != "m2m100" else lang
+        lines = corpus_lines(data_dir, lang, 500)[300:]  # the SentencePiece model was trained on the first 300
+        for text in lines:
+            _, ids, _ = translator.prepare_source(text)
+            assert [order[i] for i in ids] == tok(text).input_ids, text
+
+
+def _parity(translator, hf, order: list[int], text: str, tgt_tag: str) -> None:
+    _, src, _ = translator.prepare_source(text)
+    tgt = [SOS_ID, translator.tgt_vocab.id(tgt_tag), 10, 11, 12, 13]
+    with torch.no_grad():
+        out = hf(input_ids=torch.tensor([[order[i] for i in src]]),
+                 decoder_input_ids=torch.tensor([[order[i] for i in tgt]]), output_attentions=True)
+        model = translator.model
+        enc = model.encode(torch.tensor([src]), need_weights=True)
+        dec = model.decode(torch.tensor([tgt]), enc, need_weights=True)
+        logits = model.project(dec.hidden)
+    assert out.logits.abs().max() > 1.0  # the random weights give logits far from zero: a wrong mapping shows
+    np.testing.assert_allclose(logits[0].numpy(), out.logits[0][:, order].numpy(), atol=1e-5)
+    for ours, theirs in ((enc.attention, out.encoder_attentions), (dec.self_attention, out.decoder_attentions),
+                         (dec.cross_attention, out.cross_attentions)):
+        assert len(ours) == len(theirs) == 2
+        for a, b in zip(ours, theirs, strict=True):
+            np.testing.assert_allclose(a.numpy(), b.numpy(), atol=1e-5)
+
+
+def _greedy(translator, hf, order: list[int], text: str, tgt_tag: str, steps: int = 12) -> None:
+    _, src, _ = translator.prepare_source(text)
+    forced = order[translator.tgt_vocab.id(tgt_tag)]
+    with torch.no_grad():  # attnviz never chooses <pad>: transformers is told the same
+        generated = hf.generate(torch.tensor([[order[i] for i in src]]), num_beams=1, do_sample=False,
+                                max_new_tokens=steps, forced_bos_token_id=forced, bad_words_ids=[[1]],
+                                forced_eos_token_id=None, min_length=0, no_repeat_ngram_size=0)
+    ours = translator.translate(text, DecodeConfig(max_len=steps))
+    assert ours.steps[0].forced and not any(s.forced for s in ours.steps[1:])
+    expected = generated[0, 1:].tolist()
+    assert [order[translator.tgt_vocab.id(t)] for t in ours.tokens] == expected[:len(ours.tokens)]
+    assert len(ours.tokens) in (len(expected), len(expected) - 1)  # generate also returns the final </s>
+    batch = translator.translate_batch_tokens([text], DecodeConfig(max_len=steps))[0]
+    assert [order[translator.tgt_vocab.id(t)] for t in batch] == [t for t in expected[1:] if t != 2]
+
+
+def _check_all(translator, hf, order: list[int], name: str) -> None:
+    for lang, texts in SENTENCES.items():
+        translator.use_languages(src=lang, tgt="en")
+        for text in texts:
+            _parity(translator, hf, order, text, TAGS[name]["en"])
+            _greedy(translator, hf, order, text, TAGS[name]["en"])
+    translator.use_languages(src="de", tgt="fr")  # many-to-many: another target is forced just the same
+    _greedy(translator, hf, order, SENTENCES["de"][0], TAGS[name]["fr"])
+
+
+def test_logits_attention_and_greedy_tokens_equal_transformers(family):
+    name, folder, hf, _ = family
+    _check_all(load_translator(folder), hf, _order(folder, name), name)
+
+
+def test_a_converted_file_loads_alone_and_decodes_the_same(family, tmp_path):
+    name, folder, hf, _ = family
+    out = tmp_path / "converted.safetensors"
+    assert main(["convert", str(folder), "--out", str(out)]) == 0
+    converted = load_translator(out)
+    assert converted.languages == load_translator(folder).languages
+    assert converted.config == load_translator(folder).config
+    _check_all(converted, hf, _order(folder, name), name)
+
+
+def test_languages_are_named_by_iso_code_or_tag_and_guessed_when_not(family):
+    name, folder, _, _ = family
+    translator = load_translator(folder)
+    assert translator.languages.tgt == TAGS[name]["en"]  # English by default
+    labels, _, warnings = translator.prepare_source("Un homme fait du vélo dans la rue.")
+    assert labels[0] == TAGS[name]["fr"] and "guessed" in warnings[-1]
+    translator.use_languages(src=TAGS[name]["de"])
+    labels, _, warnings = translator.prepare_source("Un homme fait du vélo dans la rue.")
+    assert labels[0] == TAGS[name]["de"] and not any("guessed" in w for w in warnings)
+    with pytest.raises(InputError, match="has no language 'xx'"):
+        translator.use_languages(tgt="xx")
+    assert translator.card.languages.endswith("English")
