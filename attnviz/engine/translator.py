@@ -39,6 +39,7 @@ from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.text.languages import Languages, iso
 from attnviz.engine.text.tokenize import (
     LANGUAGE_NAMES,
+    MULTILINGUAL,
     TokenizerSpec,
     hidden_characters,
     languages_label,
@@ -104,7 +105,7 @@ class Translator:
     def _set_languages(self, languages: Languages) -> None:
         self.languages = languages
         self.metadata["languages"] = languages.to_dict()
-        self.src_spec = dataclasses.replace(self.src_spec, lang=iso(languages.src) if languages.src else "mul")
+        self.src_spec = dataclasses.replace(self.src_spec, lang=iso(languages.src) if languages.src else MULTILINGUAL)
         self.tgt_spec = dataclasses.replace(self.tgt_spec, lang=iso(languages.tgt))
 
     def use_languages(self, src: str | None = None, tgt: str | None = None) -> None:

@@ -5,13 +5,15 @@ and after ``attnviz convert``; the languages are chosen by ISO code or tag, or g
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
 
 from attnviz.cli.main import main
 from attnviz.engine.config import DecodeConfig
-from attnviz.engine.errors import InputError
+from attnviz.engine.errors import CheckpointError, InputError
 from attnviz.engine.hub.fairseq_files import folder_parts
 from attnviz.engine.loading import load_translator
 from attnviz.engine.text.vocab import SOS_ID
@@ -139,3 +141,26 @@ def test_languages_are_named_by_iso_code_or_tag_and_guessed_when_not(family):
     with pytest.raises(InputError, match="has no language 'xx'"):
         translator.use_languages(tgt="xx")
     assert translator.card.languages.endswith("English")
+
+
+@pytest.mark.parametrize("config, family", [
+    ({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"]}, "a T5-family encoder-decoder"),
+    ({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "_name_or_path": "google/madlad400-3b-mt"},
+     "MADLAD-400"),
+    ({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}, "a decoder-only language model (LLaMA)"),
+    ({"model_type": "gpt2"}, "a decoder-only language model (GPT-2)"),
+    ({"model_type": "someday_lm", "architectures": ["SomedayForCausalLM"]},
+     "a decoder-only language model (someday_lm)"),
+])
+def test_a_folder_of_a_family_attnviz_does_not_implement_is_named_everywhere(tmp_path, capsys, config, family):
+    folder = tmp_path / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    with pytest.raises(CheckpointError, match="which attnviz cannot open") as err:
+        load_translator(folder)
+    assert family in str(err.value) and "M2M100 / NLLB-200 folder" in str(err.value)
+    assert main(["info", str(folder)]) == 1
+    assert main(["convert", str(folder), "--out", str(tmp_path / "out.safetensors")]) == 2
+    err_lines = capsys.readouterr().err.strip().splitlines()
+    assert len(err_lines) == 2 and all(family in line for line in err_lines)
+    assert not (tmp_path / "out.safetensors").exists()

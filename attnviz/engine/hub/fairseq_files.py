@@ -21,7 +21,6 @@ from attnviz.engine.checkpoints.folder import (
     AGAIN,
     WeightPlan,
     check_fields,
-    check_ids,
     check_sentencepiece,
     load_sentencepiece,
     read_bytes,
@@ -42,7 +41,7 @@ from attnviz.engine.kinds.m2m100 import M2M100 as M2M100_KIND
 from attnviz.engine.kinds.mbart import MBART as MBART_KIND
 from attnviz.engine.text.language_codes import M2M100_CODES, MBART50_CODES, NLLB_CODES, WMT21_CODES
 from attnviz.engine.text.languages import Languages, iso
-from attnviz.engine.text.tokenize import TokenizerSpec
+from attnviz.engine.text.tokenize import MULTILINGUAL, TokenizerSpec
 from attnviz.engine.text.vocab import Vocab
 
 SPM = "sentencepiece.bpe.model"
@@ -121,8 +120,10 @@ def read_config(folder: Path, family: Family) -> dict[str, Any]:
         if config[twin] != settings[name]:
             raise CheckpointError(f"{path}: field {FIELDS[name]!r} is {settings[name]} but {twin!r} is "
                                   f"{config[twin]}; attnviz needs the encoder and decoder to agree on them.")
-    check_ids(path, {"vocab_size": config["vocab_size"] - 1 if type(config["vocab_size"]) is int else
-                     config["vocab_size"]}, MAX_VOCAB)
+    size = config["vocab_size"]
+    if type(size) is not int or not 1 <= size <= MAX_VOCAB:
+        raise CheckpointError(f"{path}: field 'vocab_size' is {size!r:.40}, but it must be a whole number from 1 to "
+                              f"{MAX_VOCAB:,}; fix it, or {AGAIN}.")
     for field, wanted in FIXED_IDS.items():
         value = config.get(field, wanted)
         if value is not None and (type(value) is not int or value != wanted):
@@ -212,7 +213,7 @@ class FairseqParts:
         """What a checkpoint's metadata says of this model (a card, a converted file)."""
         spec = self.spec.to_dict()
         return {"name": self.folder.resolve().name, "model": self.cfg.to_dict(), "src_vocab": self.vocab.to_list(),
-                "tgt_vocab": self.vocab.to_list(), "src_tokenizer": spec | {"lang": "mul"},
+                "tgt_vocab": self.vocab.to_list(), "src_tokenizer": spec | {"lang": MULTILINGUAL},
                 "tgt_tokenizer": spec | {"lang": iso(self.languages.tgt)}, "languages": self.languages.to_dict(),
                 "imported_from": f"{self.family.title} folder"}
 
@@ -235,7 +236,7 @@ def folder_parts(folder: str | Path, model_type: str) -> FairseqParts:
     vocab, order = attnviz_vocab(folder / ("vocab.json" if family.vocab_json else SPM), dict(zip(
         names, range(len(names)), strict=True)), 1, 2, 2)
     cfg = model_config(folder / "config.json", config, family, len(vocab))
-    spec = TokenizerSpec("mul", mode="sentencepiece", lowercase=False, model_proto=proto)
+    spec = TokenizerSpec(MULTILINGUAL, mode="sentencepiece", lowercase=False, model_proto=proto)
     return FairseqParts(folder, family, config, cfg, names, vocab, order, spec, _languages(folder, settings, family))
 
 

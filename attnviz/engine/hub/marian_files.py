@@ -32,6 +32,7 @@ from attnviz.engine.checkpoints.folder import (
 )
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import CheckpointError, ConfigError
+from attnviz.engine.hub.families import holds
 from attnviz.engine.kinds import check
 from attnviz.engine.kinds.marian import MARIAN
 from attnviz.engine.text.tokenize import TokenizerSpec
@@ -73,16 +74,11 @@ def model_type(folder: Path) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def holds(kind: Any) -> str:
-    """What a folder whose config.json gives this model_type holds, in words."""
-    return f"holds a {kind or 'unknown'!r} model (config.json model_type)"
-
-
 def read_config(folder: Path) -> dict[str, Any]:
     """``config.json``, checked to describe a Marian model attnviz can run (CheckpointError naming what is not)."""
     config = read_object(folder / "config.json")
     if config.get("model_type") != MODEL_TYPE:
-        raise CheckpointError(f"{folder} {holds(config.get('model_type'))}, not a "
+        raise CheckpointError(f"{folder} {holds(config.get('model_type'), config.get('architectures'))}, not a "
                               "MarianMT translation model; attnviz opens Marian folders such as "
                               "Helsinki-NLP/opus-mt-de-en, or its own .safetensors checkpoints.")
     missing = [name for name in REQUIRED_FILES if not (folder / name).exists()]
