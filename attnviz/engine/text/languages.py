@@ -10,8 +10,9 @@ ISO 639 code (``de``, ``deu``) or by the tag itself (``tag_for``). The source ta
 The guess (``guess_language``) is deliberately simple and says so: the script most of the letters are written in
 picks the language for non-Latin scripts (Cyrillic -> Russian, Greek, Arabic, Hebrew, Han -> Chinese, kana ->
 Japanese, Hangul -> Korean, Devanagari -> Hindi, Thai); Latin text is scored by how many of its words are among the
-most frequent words of German, French, English, Spanish, Italian, Dutch and Portuguese, plus the letters only one
-of them uses (ä ö ü ß for German, ç è ê œ for French, ñ for Spanish); the best score wins, German on a tie with none.
+most frequent words of German, French, English, Spanish, Italian, Dutch and Portuguese (2 points each), the letters
+only one of them uses (ä ö ü ß for German, ç è ê œ for French, ñ for Spanish: 2 points each) and letter groups each
+writes often ("sch", "eux", "th"...: 1 point each); the best score wins, German on a tie.
 """
 
 from __future__ import annotations
@@ -41,6 +42,9 @@ _FREQUENT = {  # the most frequent words of each Latin-script language the guess
     "pt": "o a os as e é um uma de que em para com não se do da no na",
 }
 _LETTERS = {"de": "äöüß", "fr": "çèêœàâîûë", "es": "ñ¿¡"}
+_GROUPS = {"de": ("sch", "ei", "tz", "ung", "cht", "ich"), "fr": ("eux", "aux", "eau", "ou", "qu", "oi"),
+           "en": ("th", "ing", "wh", "ow", "ee"), "es": ("ción", "ll"), "it": ("zione", "gli", "cc"),
+           "nl": ("ij", "oe", "aa"), "pt": ("ção", "ão", "nh")}  # letter groups each language writes often
 _WORDS = re.compile(r"\w+")
 
 
@@ -118,8 +122,11 @@ def _script_language(letters: list[str]) -> str | None:
 def _latin_language(text: str) -> str:
     words = _WORDS.findall(text.lower())
     scores = {lang: sum(w in set(frequent.split()) for w in words) for lang, frequent in _FREQUENT.items()}
+    scores = {lang: 2 * score for lang, score in scores.items()}  # a frequent word outweighs a letter group
     for lang, letters in _LETTERS.items():
-        scores[lang] += sum(ch in letters for ch in text.lower())
+        scores[lang] += 2 * sum(ch in letters for ch in text.lower())
+    for lang, groups in _GROUPS.items():
+        scores[lang] += sum(text.lower().count(group) for group in groups)
     best = max(scores.values())
     return next(lang for lang in _FREQUENT if scores[lang] == best)  # "de" first: the tie (and nothing) goes there
 
