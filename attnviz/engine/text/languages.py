@@ -97,8 +97,8 @@ class Languages:
         if self.src is not None:
             return self.src, None
         tag = guess_language(text, self)
-        return tag, (f"Source language guessed from the text: {tag} (by its script and frequent words); name it "
-                     "with --src-lang or the language picker if that is wrong.")
+        return tag, (f"Source language guessed from the text: {tag} (by its script and frequent words); choose it "
+                     "with --src-lang or in the Convert list if that is wrong.")
 
     def to_dict(self) -> dict[str, Any]:
         return {"tags": list(self.tags), "tgt": self.tgt, "src": self.src, "src_suffix": self.src_suffix}
