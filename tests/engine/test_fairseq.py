@@ -15,10 +15,11 @@ import torch
 from attnviz.cli.main import main
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import CheckpointError, InputError
-from attnviz.engine.hub.fairseq_files import folder_parts
+from attnviz.engine.hub.fairseq_files import folder_parts, weight_plan
 from attnviz.engine.loading import load_translator
 from attnviz.engine.text.vocab import SOS_ID
 from tests.fairseq_folder import FAMILIES, build_fairseq_folder, corpus_lines, reference_tokenizer
+from tests.folder_samples import write_fairseq_folder
 
 pytest.importorskip("transformers", reason="the parity checks need the test extra (pip install -e '.[test]')")
 pytestmark = pytest.mark.data
@@ -202,3 +203,20 @@ def test_the_cli_translates_with_the_languages_named(family, capsys):
     assert "has no language 'tlh'" in capsys.readouterr().err
     assert main(["info", str(folder)]) == 0
     assert "many languages -> English" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("family, model_type, size, published", [
+    ("nllb", "m2m_100", 256_206, 615_073_792),  # facebook/nllb-200-distilled-600M
+    ("mbart50", "mbart", 250_054, 610_879_488),  # facebook/mbart-large-50-many-to-one-mmt
+])
+def test_a_real_models_config_implies_its_published_parameter_count(tmp_path, family, model_type, size, published):
+    """The plan of a folder with the real model's config.json (12+12 layers, d 1024, 16 heads, ff 4096, 1024
+    positions) names exactly the published number of parameters, without reading a weight."""
+    folder = write_fairseq_folder(tmp_path / family, family, d_model=16, layers=1, heads=2, ffn=16)
+    config = json.loads((folder / "config.json").read_text())
+    config.update(d_model=1024, encoder_layers=12, decoder_layers=12, encoder_attention_heads=16,
+                  decoder_attention_heads=16, encoder_ffn_dim=4096, decoder_ffn_dim=4096, vocab_size=size,
+                  max_position_embeddings=1024)
+    (folder / "config.json").write_text(json.dumps(config))
+    plan = weight_plan(folder_parts(folder, model_type), folder / "model.safetensors")
+    assert sum(int(np.prod(s)) for s in plan.required.values()) + size * 1024 == published
