@@ -24,19 +24,16 @@ def describe_multilingual(family: str, cfg: ModelConfig) -> str:
             f"vocabulary {cfg.tgt_vocab_size:,}")
 
 
-M2M100 = register(ModelKind(
-    name="m2m100",
-    title="M2M100 / NLLB-200 Transformer (fairseq, many-to-many)",
-    attention_kinds=("encoder", "decoder", "cross"),
-    has_source=True,
-    build=build_transformer,
-    layout=encoder_decoder_layout,
-    describe=lambda cfg: describe_multilingual("M2M100/NLLB", cfg),
-    unused_settings=RECURRENT_SETTINGS,
-    short_label="NLLB/M2M100",
-    source_bos=False,
-    example_settings=dict(d_model=32, enc_layers=2, dec_layers=2, heads=4, ff_dim=64, dropout=0.0, max_positions=24,
-                          positions="sinusoidal-fairseq", norm="pre", activation="relu", tie_output=True,
-                          share_embeddings=True),
-    value_vectors=True,
-))
+def multilingual_kind(name: str, title: str, family: str, label: str, **example: object) -> ModelKind:
+    """The registry entry of a multilingual fairseq kind: attnviz's Transformer, read without a source ``<sos>``,
+    with ``example`` settings (over a small pre-LN model's) for the registry-wide tests."""
+    return ModelKind(
+        name=name, title=title, attention_kinds=("encoder", "decoder", "cross"), has_source=True,
+        build=build_transformer, layout=encoder_decoder_layout, describe=lambda cfg: describe_multilingual(family, cfg),
+        unused_settings=RECURRENT_SETTINGS, short_label=label, source_bos=False, value_vectors=True,
+        example_settings=dict(d_model=32, enc_layers=2, dec_layers=2, heads=4, ff_dim=64, dropout=0.0,
+                              max_positions=24, norm="pre", tie_output=True, share_embeddings=True) | example)
+
+
+M2M100 = register(multilingual_kind("m2m100", "M2M100 / NLLB-200 Transformer (fairseq, many-to-many)", "M2M100/NLLB",
+                                    "NLLB/M2M100", positions="sinusoidal-fairseq", activation="relu"))

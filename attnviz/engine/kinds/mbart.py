@@ -10,23 +10,8 @@ target language's tag (``en_XX``) forced first. Folders are read by ``engine.hub
 
 from __future__ import annotations
 
-from attnviz.engine.kinds.m2m100 import describe_multilingual
-from attnviz.engine.kinds.registry import ModelKind, register
-from attnviz.engine.kinds.transformer import RECURRENT_SETTINGS, build_transformer, encoder_decoder_layout
+from attnviz.engine.kinds.m2m100 import multilingual_kind
+from attnviz.engine.kinds.registry import register
 
-MBART = register(ModelKind(
-    name="mbart",
-    title="mBART-50 Transformer (fairseq, many-to-one / many-to-many)",
-    attention_kinds=("encoder", "decoder", "cross"),
-    has_source=True,
-    build=build_transformer,
-    layout=encoder_decoder_layout,
-    describe=lambda cfg: describe_multilingual("mBART", cfg),
-    unused_settings=RECURRENT_SETTINGS,
-    short_label="mBART",
-    source_bos=False,
-    example_settings=dict(d_model=32, enc_layers=2, dec_layers=2, heads=4, ff_dim=64, dropout=0.0, max_positions=24,
-                          positions="learned", norm="pre", activation="gelu", tie_output=True, share_embeddings=True,
-                          embed_norm=True),
-    value_vectors=True,
-))
+MBART = register(multilingual_kind("mbart", "mBART-50 Transformer (fairseq, many-to-one / many-to-many)", "mBART",
+                                   "mBART", positions="learned", activation="gelu", embed_norm=True))

@@ -5,13 +5,17 @@ translator at once (``Translator.use_languages``); the next translation reads it
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
 from attnviz.engine.text.languages import iso
 from attnviz.engine.text.tokenize import LANGUAGE_NAMES
-from attnviz.engine.translator import Translator
 from attnviz.gui.widgets import named
+
+if TYPE_CHECKING:  # the translator's type only: importing it would import torch before the window shows
+    from attnviz.engine.translator import Translator
 
 GUESS = "Guess from the text"
 
