@@ -220,3 +220,29 @@ def test_a_real_models_config_implies_its_published_parameter_count(tmp_path, fa
     (folder / "config.json").write_text(json.dumps(config))
     plan = weight_plan(folder_parts(folder, model_type), folder / "model.safetensors")
     assert sum(int(np.prod(s)) for s in plan.required.values()) + size * 1024 == published
+
+
+def test_beam_search_starts_with_the_target_tag_in_batches_and_events_alike(family):
+    _, folder, _, _ = family
+    translator = load_translator(folder)
+    translator.use_languages(src="de", tgt="fr")
+    decode = DecodeConfig(beam=3, max_len=10)
+    batch = translator.translate_batch_tokens(SENTENCES["de"], decode)
+    for text, tokens in zip(SENTENCES["de"], batch, strict=True):
+        events = list(translator.beam_steps(text, decode))
+        steps = [e for e in events if hasattr(e, "nodes")]
+        assert all(n.step.token == translator.languages.tgt and n.step.forced for n in steps[0].nodes)
+        best = {n.id: n for s in steps for n in s.nodes}[events[-1].ranking[0]]
+        path = []
+        while best is not None:
+            path.insert(0, best.step.token)
+            best = {n.id: n for s in steps for n in s.nodes}.get(best.parent)
+        assert [t for t in path[1:] if t != "<eos>"] == tokens  # the batch leaves the forced tag out
+
+
+def test_a_checkpoint_whose_language_tags_are_not_its_vocabulary_is_refused_by_name(tmp_path):
+    folder = write_fairseq_folder(tmp_path / "nllb", "nllb")
+    out = tmp_path / "bad.safetensors"
+    load_translator(folder).save(out, languages={"tags": ["tlh_Latn"], "tgt": "tlh_Latn"})
+    with pytest.raises(CheckpointError, match="its languages is invalid: language tag 'tlh_Latn' is not in the model"):
+        load_translator(out)
