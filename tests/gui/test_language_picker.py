@@ -5,6 +5,8 @@ tag read first and the target tag forced first; every letter still unique with t
 from __future__ import annotations
 
 import pytest
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
 
 from tests.folder_samples import write_fairseq_folder
 from tests.gui.conftest import load, translate
@@ -41,3 +43,18 @@ def test_the_languages_are_picked_in_the_translate_tab(qtbot, window, nllb_folde
 
 def test_a_model_of_one_pair_shows_no_language_lists(qtbot, loaded):
     assert not loaded.translate_tab.languages.isVisible()
+
+
+@pytest.mark.parametrize("family", ["m2m100", "mbart50"])
+def test_a_dropped_multilingual_folder_opens_with_its_languages(qtbot, window, tmp_path, family):
+    folder = write_fairseq_folder(tmp_path / f"{family}-tiny-random", family)
+    data = QMimeData()
+    data.setUrls([QUrl.fromLocalFile(str(folder))])
+    window.dropEvent(QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, data, Qt.MouseButton.NoButton,
+                                Qt.KeyboardModifier.NoModifier))
+    qtbot.waitUntil(lambda: window.translator is not None and window.translator.metadata["path"] == str(folder),
+                    timeout=20000)
+    picker = window.translate_tab.languages
+    assert picker.isVisible() and picker.tgt_combo.currentData() == {"m2m100": "__en__", "mbart50": "en_XX"}[family]
+    tab = translate(qtbot, window, SENTENCE)
+    assert tab.document.encoder.src_tokens[0] == {"m2m100": "__de__", "mbart50": "de_DE"}[family]
