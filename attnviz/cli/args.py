@@ -6,9 +6,9 @@ not finite (``nan``, ``inf``), empty or thousands of digits long, or an output p
 folder that does not exist gives argparse's usage message and exit status 2 before any model is read, instead of a
 traceback, a silently changed result or an allocation that never ends. The flags:
 the corpus a measuring command reads (``--src``, its references, ``--split``, ``--limit``, ``--data-dir``), the
-decoding settings (``--beam``, ``--length-penalty``, ``--max-len``), a multilingual model's languages
-(``--src-lang``, ``--tgt-lang``), the heads switched off (``--mask-heads``,
-``--rescale-heads``) and the attention export (``--attention``).
+decoding settings (``--beam``, ``--length-penalty``, ``--max-len``), the precision (``--dtype``), a multilingual
+model's languages (``--src-lang``, ``--tgt-lang``), the heads switched off (``--mask-heads``, ``--rescale-heads``)
+and the attention export (``--attention``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attnviz.engine.checkpoints.header import require_path
+from attnviz.engine.checkpoints.memory import AUTO, DTYPE_CHOICES
 from attnviz.engine.errors import CheckpointError, InputError
 
 if TYPE_CHECKING:
@@ -111,6 +112,20 @@ MASK_HELP = ("switch attention heads off while decoding: KIND:LAYER.HEAD, 1-base
 def add_model(p: argparse.ArgumentParser, help: str | None = None) -> None:
     """``-m MODEL``, required: the checkpoint a command reads (``translate`` has its own: it has a default)."""
     p.add_argument("-m", "--model", required=True, help=help)
+
+
+def dtype_choice(text: str) -> str:
+    """An argparse type: a precision a model can run at (``engine.checkpoints.memory.DTYPE_CHOICES``)."""
+    if text not in DTYPE_CHOICES:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(DTYPE_CHOICES)}, not {_shown(text)}")
+    return text
+
+
+def add_dtype(p: argparse.ArgumentParser, default: str | None = AUTO) -> None:
+    """``--dtype``: the precision the model runs at (the app's File > Precision setting)."""
+    p.add_argument("--dtype", type=dtype_choice, default=default, metavar="{" + ",".join(DTYPE_CHOICES) + "}",
+                   help="precision the model runs at: auto (float32 on the CPU), float32, or float16/bfloat16 (half "
+                        "the memory; a model too large for the free memory is refused with the figures)")
 
 
 def check_model(path: str | None) -> None:

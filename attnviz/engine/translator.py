@@ -14,25 +14,22 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from attnviz.engine.checkpoints.assign import build_loaded
 from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata
-from attnviz.engine.checkpoints.header import TOKENIZER_PREFIX
-from attnviz.engine.checkpoints.store import (
-    check_against_index,
-    check_finite,
-    load_tensors,
-    model_shapes,
-    save_tensors,
-)
+from attnviz.engine.checkpoints.header import TOKENIZER_PREFIX, read_header
+from attnviz.engine.checkpoints.mapped import map_tensors
+from attnviz.engine.checkpoints.store import check_against_index, check_finite, model_shapes, save_tensors
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError, NotTextError
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, Translation, assemble
 from attnviz.engine.kinds import ModelKind, check, kind_of
-from attnviz.engine.models.protocol import IncrementalModel, count_parameters, load_stored_state, stored_state
+from attnviz.engine.models.protocol import IncrementalModel, count_parameters, stored_state
 from attnviz.engine.search.beam import beam_batch, beam_steps
 from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch
 from attnviz.engine.search.head_mask import heads_off
@@ -134,11 +131,17 @@ class Translator:
         return self.kind.has_source
 
     @property
+    def dtype(self) -> str:
+        """The dtype the model runs at ("float32", "float16", "bfloat16")."""
+        return str(next(self.model.parameters()).dtype).removeprefix("torch.")
+
+    @property
     def card(self) -> ModelCard:
-        """This model described as a checkpoint's card (its metadata, the live parameter count)."""
-        meta = self.metadata | {"model": self.config.to_dict(), "src_vocab": self.src_vocab.to_list(),
-                                "tgt_vocab": self.tgt_vocab.to_list(), "src_tokenizer": self.src_spec.to_dict(),
-                                "tgt_tokenizer": self.tgt_spec.to_dict()}
+        """This model described as a checkpoint's card (its metadata, the live parameter count, the dtype it runs
+        at)."""
+        meta = self.metadata | {"runs_as": self.dtype, "model": self.config.to_dict(),
+                                "src_vocab": self.src_vocab.to_list(), "tgt_vocab": self.tgt_vocab.to_list(),
+                                "src_tokenizer": self.src_spec.to_dict(), "tgt_tokenizer": self.tgt_spec.to_dict()}
         return card_from_metadata(meta, count_parameters(self.model), meta.get("path"))
 
     @property
@@ -323,26 +326,27 @@ def _from_meta(path: str, meta: dict[str, Any], key: str, parse):
         raise CheckpointError(f"{path}: its {key} is invalid: {exc}") from None
 
 
-def load_checkpoint(path: str | os.PathLike[str]) -> Translator:
-    """Load a checkpoint file into a ready ``Translator``; raises ``CheckpointError`` with a clear message."""
+def load_checkpoint(path: str | os.PathLike[str], dtype: str = "float32") -> Translator:
+    """Load a checkpoint file into a ready ``Translator`` running at ``dtype`` (its weights mapped, not copied, at
+    their stored dtype: ``engine.checkpoints.assign``); raises ``CheckpointError`` with a clear message."""
     path = str(path)
-    meta, tensors = load_tensors(path)
+    meta, index = read_header(path)
     cfg = _from_meta(path, meta, "model", lambda d: check(ModelConfig.from_dict(d)))
     src_vocab = _from_meta(path, meta, "src_vocab", Vocab.from_list)
     tgt_vocab = _from_meta(path, meta, "tgt_vocab", Vocab.from_list)
-    protos = {side: bytes(tensors.pop(f"{TOKENIZER_PREFIX}{side}").numpy()) for side in ("src", "tgt")
-              if f"{TOKENIZER_PREFIX}{side}" in tensors}
-    if "languages" in meta:  # a multilingual model's tags, checked here so that a bad entry names the file
-        _from_meta(path, meta, "languages", lambda d: checked_languages(d, tgt_vocab))
-    src_spec = _from_meta(path, meta, "src_tokenizer", lambda d: TokenizerSpec.from_dict(d, protos.get("src", b"")))
-    tgt_spec = _from_meta(path, meta, "tgt_tokenizer", lambda d: TokenizerSpec.from_dict(d, protos.get("tgt", b"")))
     if (len(src_vocab), len(tgt_vocab)) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
         raise CheckpointError(f"{path}: vocabulary sizes {len(src_vocab)}/{len(tgt_vocab)} do not match the model "
                               f"config {cfg.src_vocab_size}/{cfg.tgt_vocab_size}; the file is inconsistent.")
+    if "languages" in meta:  # a multilingual model's tags, checked here so that a bad entry names the file
+        _from_meta(path, meta, "languages", lambda d: checked_languages(d, tgt_vocab))
     # shapes are compared on a meta-device model first, so a size bomb is refused before anything is allocated
-    check_against_index(path, build_model, cfg, {k: {"shape": list(t.shape)} for k, t in tensors.items()})
+    check_index(path, cfg, index)
+    tensors = map_tensors(Path(path), index, "a checkpoint file; choose a .safetensors file")
+    protos = {side: bytes(tensors.pop(f"{TOKENIZER_PREFIX}{side}").numpy()) for side in ("src", "tgt")
+              if f"{TOKENIZER_PREFIX}{side}" in tensors}
+    src_spec = _from_meta(path, meta, "src_tokenizer", lambda d: TokenizerSpec.from_dict(d, protos.get("src", b"")))
+    tgt_spec = _from_meta(path, meta, "tgt_tokenizer", lambda d: TokenizerSpec.from_dict(d, protos.get("tgt", b"")))
     check_finite(path, tensors)
-    model = build_model(cfg)
-    load_stored_state(model, tensors)
+    model = build_loaded(path, cfg, tensors, dtype)
     meta["path"] = path
     return Translator(model, src_vocab, tgt_vocab, src_spec, tgt_spec, meta)

@@ -33,7 +33,8 @@ class ModelCard:
     src_vocab_size: int
     tgt_vocab_size: int
     parameters: int
-    dtype: str = "float32"
+    dtype: str = "float32"  # what the weights are stored as
+    runs_as: str | None = None  # the dtype a loaded model runs at (None: not loaded)
     path: str | None = None
     preset: str | None = None
     metrics: Mapping[str, SplitMetrics] = field(default_factory=dict)  # split ("val", "test") -> figures
@@ -86,6 +87,7 @@ class ModelCard:
             "metrics": {split: m.to_dict() for split, m in self.metrics.items()}, "preset": self.preset,
             "train_config": None if self.train_config is None else dict(self.train_config),
             "history": [r.to_dict() for r in self.history], "created": dict(self.created), "dtype": self.dtype,
+            **({"runs_as": self.runs_as} if self.runs_as else {}),
             "path": self.path, **({"alignment_head": list(self.alignment_head)} if self.alignment_head else {}),
         }
 
@@ -118,6 +120,7 @@ def card_from_metadata(meta: Mapping[str, Any], parameters: int, path: str | Non
         src_vocab_size=len(_section(meta, "src_vocab", list, where)),
         tgt_vocab_size=len(_section(meta, "tgt_vocab", list, where)),
         parameters=parameters, dtype=str(meta.get("dtype", "float32")), path=path, preset=meta.get("preset"),
+        runs_as=str(meta["runs_as"]) if meta.get("runs_as") else None,
         metrics={str(k): SplitMetrics.from_dict(v) for k, v in metrics.items() if isinstance(v, Mapping)}
         if isinstance(metrics, Mapping) else {},
         history=tuple(EvalRecord.from_dict(r) for r in history if isinstance(r, Mapping))

@@ -64,15 +64,25 @@ def read_json(path: Path) -> Any:
     if len(raw) > MAX_JSON_BYTES:
         raise CheckpointError(f"{path} is larger than {MAX_JSON_BYTES // 2**20} MiB, far beyond any model's; "
                               f"it is damaged or not this model's file: {AGAIN}.")
+    not_finite: list[str] = []  # filled by the parser, so a file without such numbers is not walked again
+
+    def constant(text: str) -> _NotFinite:
+        not_finite.append(text)
+        return _NotFinite(text)
+
+    def number(text: str) -> float | _NotFinite:
+        value = _finite_float(text)
+        return constant(text) if isinstance(value, _NotFinite) else value
+
     try:
-        value = json.loads(raw.decode("utf-8"), parse_constant=_NotFinite, parse_float=_finite_float)
+        value = json.loads(raw.decode("utf-8"), parse_constant=constant, parse_float=number)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).splitlines()[0][:200]
         raise CheckpointError(f"{path} cannot be read as JSON ({reason}); {AGAIN}.") from None
     if depth(value) > MAX_DEPTH:
         raise CheckpointError(f"{path} cannot be read as JSON (nested too deeply: more than {MAX_DEPTH} levels); "
                               f"{AGAIN}.")
-    bad = _first_not_finite(value)
+    bad = _first_not_finite(value) if not_finite else None
     if bad:
         raise CheckpointError(f"{path}: field {bad[0][:60]!r} is {bad[1][:40]}, but it must be a finite number; fix "
                               f"it, or {AGAIN}.")

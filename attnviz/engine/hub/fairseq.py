@@ -31,10 +31,10 @@ def fairseq_plan(folder: Path, model_type: str) -> FolderPlan:
 def fairseq_format(model_type: str, name: str, title: str) -> FolderFormat:
     """The folder format of ``model_type`` folders: recognised by config.json's model_type, inspected here, loaded
     by ``engine.hub.fairseq_weights`` (torch, imported only when a folder is loaded)."""
-    def load(folder: Path) -> Translator:
+    def load(folder: Path, dtype: str) -> Translator:
         from attnviz.engine.hub.fairseq_weights import load_fairseq
 
-        return load_fairseq(folder, model_type)
+        return load_fairseq(folder, model_type, dtype)
 
     def recognises(folder: Path) -> bool:
         return (folder / "config.json").exists() and read_model_type(folder) == model_type

@@ -60,10 +60,10 @@ def marian_plan(folder: Path) -> FolderPlan:
     return FolderPlan(card_from_metadata(meta, parameters, str(folder)), plan)
 
 
-def _load(folder: Path) -> Translator:
+def _load(folder: Path, dtype: str) -> Translator:
     from attnviz.engine.hub.marian_weights import load_marian  # torch: only when a folder is loaded
 
-    return load_marian(folder)
+    return load_marian(folder, dtype)
 
 
 MARIAN_FOLDER = register(FolderFormat(

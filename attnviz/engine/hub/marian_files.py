@@ -235,7 +235,8 @@ def folder_parts(folder: str | Path) -> MarianParts:
     source, target = _vocabularies(folder, config, separate)
     pad, eos = config["pad_token_id"], config["eos_token_id"]
     src_vocab, src_order = attnviz_vocab(folder / "vocab.json", source, pad, eos)
-    tgt_vocab, tgt_order = attnviz_vocab(folder / ("target_vocab.json" if separate else "vocab.json"), target, pad, eos)
+    tgt_vocab, tgt_order = (attnviz_vocab(folder / "target_vocab.json", target, pad, eos) if separate
+                            else (src_vocab, src_order))  # one vocab.json: the same 58k-piece reading, made once
     src_spec, tgt_spec = _specs(folder, tokenizer_config, (source, target))
     shared = config.get("share_encoder_decoder_embeddings", True) and src_order == tgt_order
     cfg = model_config(folder / "config.json", config, len(src_vocab), len(tgt_vocab), shared)

@@ -38,8 +38,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: f
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [B, H, Tq, Tk]
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.softmax(dim=-1)
-    return F.dropout(weights, dropout_p) @ v, weights
+    weights = scores.float().softmax(dim=-1)  # float32 whatever the weights' dtype: the views read these maps
+    return F.dropout(weights, dropout_p).to(v.dtype) @ v, weights
 
 
 class MultiHeadAttention(HeadGated, nn.Module):
@@ -184,16 +184,26 @@ class Embedding(nn.Module):
         self.tokens = nn.Embedding(vocab_size, cfg.d_model)
         self.scale = math.sqrt(cfg.d_model) if cfg.scale_embedding else 1.0
         self.drop = nn.Dropout(cfg.dropout)
-        self.max_positions = cfg.max_positions
+        self.max_positions, self.layout = cfg.max_positions, cfg.positions
         self.positions: nn.Embedding | None = None  # a sinusoidal table is a buffer instead
         if cfg.positions == "learned":
             self.positions = nn.Embedding(cfg.max_positions, cfg.d_model)
-        elif cfg.positions == "sinusoidal-fairseq":
-            self.register_buffer("table", fairseq_sinusoid_table(cfg.max_positions, cfg.d_model), persistent=False)
         else:
-            table = sinusoid_table(cfg.max_positions, cfg.d_model, halves=cfg.positions == "sinusoidal-halves")
-            self.register_buffer("table", table, persistent=False)
+            self.register_buffer("table", self._sinusoids(cfg.d_model), persistent=False)
         self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if cfg.embed_norm else None
+
+    def compute_buffers(self) -> None:
+        """The sinusoid table, at the token weights' dtype, for a network built on the meta device and then given
+        its weights (``engine.checkpoints.assign``)."""
+        if self.positions is None:
+            weight = self.tokens.weight
+            self.table = self._sinusoids(weight.size(1)).to(weight.dtype)
+
+    def _sinusoids(self, d: int) -> Tensor:
+        """[max_positions, D]: the config's sinusoidal layout (fairseq's, Marian's halves, or interleaved)."""
+        if self.layout == "sinusoidal-fairseq":
+            return fairseq_sinusoid_table(self.max_positions, d)
+        return sinusoid_table(self.max_positions, d, halves=self.layout == "sinusoidal-halves")
 
     def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
         if offset + ids.size(1) > self.max_positions:
@@ -272,7 +282,8 @@ class Transformer(IncrementalModel):
         """
         mask = (src != PAD_ID)[:, None, None, :]  # [B, 1, 1, S]
         if not self.has_source:
-            return Encoded(src.new_zeros(src.size(0), 0, self.cfg.d_model, dtype=torch.float), mask[..., :0])
+            return Encoded(src.new_zeros(src.size(0), 0, self.cfg.d_model, dtype=self.out_proj.weight.dtype),
+                           mask[..., :0])
         x, weights = self.src_embed(src), []
         for layer in self.encoder:
             x, w = layer(x, mask, need_weights)
@@ -315,7 +326,7 @@ class Transformer(IncrementalModel):
         return Decoded(self.dec_norm(x), self_ws if need_weights else [], cross_ws if need_weights else [])
 
     def project(self, hidden: Tensor) -> Tensor:
-        return self.out_proj(hidden)  # [B, T, D] -> [B, T, V]
+        return self.out_proj(hidden).float()  # [B, T, D] -> [B, T, V]; search scores in float32 at any precision
 
     def attention_modules(self) -> dict[str, list[MultiHeadAttention]]:
         """Each attention kind's modules, one per layer (where ``engine.search.head_mask`` switches heads off)."""
