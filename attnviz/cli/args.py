@@ -6,8 +6,9 @@ not finite (``nan``, ``inf``), empty or thousands of digits long, or an output p
 folder that does not exist gives argparse's usage message and exit status 2 before any model is read, instead of a
 traceback, a silently changed result or an allocation that never ends. The flags:
 the corpus a measuring command reads (``--src``, its references, ``--split``, ``--limit``, ``--data-dir``), the
-decoding settings (``--beam``, ``--length-penalty``, ``--max-len``), the precision (``--dtype``), the heads switched
-off (``--mask-heads``, ``--rescale-heads``) and the attention export (``--attention``).
+decoding settings (``--beam``, ``--length-penalty``, ``--max-len``), the precision (``--dtype``), a multilingual
+model's languages (``--src-lang``, ``--tgt-lang``), the heads switched off (``--mask-heads``, ``--rescale-heads``)
+and the attention export (``--attention``).
 """
 
 from __future__ import annotations
@@ -186,6 +187,14 @@ def decoding(args: argparse.Namespace, translator: Translator, **fields: Any) ->
     print(f"attnviz: decoding {card.decoding_label(decode, changed)} (--decoding attnviz for attnviz's own settings)",
           file=sys.stderr)
     return decode
+
+
+def add_languages(p: argparse.ArgumentParser) -> None:
+    """The languages of a multilingual model (NLLB-200, M2M100, mBART-50), by ISO 639 code or the model's tag."""
+    p.add_argument("--src-lang", metavar="LANG",
+                   help="a multilingual model's source language (de, fra, deu_Latn, __de__, de_DE...; default: "
+                        "guessed from each sentence's script and frequent words, said in a warning)")
+    p.add_argument("--tgt-lang", metavar="LANG", help="a multilingual model's target language (default: English)")
 
 
 def add_attention_export(p: argparse.ArgumentParser) -> None:

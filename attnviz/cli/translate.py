@@ -17,6 +17,7 @@ from attnviz.cli.args import (
     add_decoding,
     add_dtype,
     add_head_flags,
+    add_languages,
     add_model,
     decoding,
     float_range,
@@ -48,6 +49,7 @@ def add_commands(sub) -> None:
                    help="with --attention: merge subword pieces into words (sum over a word's key pieces, mean over "
                         "its query pieces; rows still sum to 1)")
     add_decoding(p)
+    add_languages(p)
     p.add_argument("--n-best", type=int_range(1, MAX_BEAM), metavar="K",
                    help="print the K best hypotheses of the beam (K <= --beam) with their length-normalised score "
                         "and summed log-probability: LINE, RANK, SCORE, LOGPROB, TEXT tab-separated, or an n_best "
@@ -96,6 +98,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
     if not translator.has_source:
         raise InputError(f"{args.model} is a language model: it continues text instead of translating it. Use "
                          f"attnviz generate -m {args.model} --prefix TEXT")
+    translator.use_languages(args.src_lang, args.tgt_lang)
     decode = decoding(args, translator, **head_settings(args, translator))
     if args.n_best and args.n_best > decode.beam:
         raise InputError(f"--n-best {args.n_best} asks for more hypotheses than the beam keeps; use --beam "

@@ -69,7 +69,7 @@ def _require(condition: bool, message: str) -> None:
 
 
 SCORES = ("dot", "general", "concat")
-POSITIONS = ("learned", "sinusoidal", "sinusoidal-halves")
+POSITIONS = ("learned", "sinusoidal", "sinusoidal-halves", "sinusoidal-fairseq")
 ACTIVATIONS = ("relu", "gelu", "gelu_new", "swish")
 # The kind of a config that names none (every checkpoint before kinds existed); ``engine.kinds.transformer``
 # registers it. The registry sits above the config, so the config says the default's name itself.
@@ -97,7 +97,8 @@ class ModelConfig(_DictMixin):
     ff_dim: int = 512
     dropout: float = 0.1  # on embeddings, sublayer outputs and attention probabilities
     # "learned" table, fixed "sinusoidal" (sin and cos interleaved) or "sinusoidal-halves" (sin in the first half of
-    # the vector, cos in the second: MarianMT's layout)
+    # the vector, cos in the second: MarianMT's layout) or "sinusoidal-fairseq" (fairseq's: sin then cos halves,
+    # frequency step log(10000) / (D/2 - 1), the first position numbered 2: M2M100 and NLLB-200)
     positions: str = "learned"
     max_positions: int = 100  # the longest sequence (with <sos>/<eos>) either side accepts
     norm: str = "post"  # "post": LN(x + f(x)) as the references; "pre": x + f(LN(x)) with a final LN
@@ -105,6 +106,7 @@ class ModelConfig(_DictMixin):
     tie_output: bool = False  # share the target embedding with the output projection
     share_embeddings: bool = False  # one token embedding for source and target (needs equal vocabulary sizes)
     scale_embedding: bool = True  # multiply token embeddings by sqrt(D) before adding positions
+    embed_norm: bool = False  # a LayerNorm over token + position embeddings, before dropout (mBART's)
     activation: str = "relu"  # of the feed-forward layers: "relu", "gelu", "gelu_new" (tanh approximation), "swish"
     hidden: int = 512  # recurrent kinds: LSTM state width
     score: str = "general"  # recurrent kinds: "dot" h_t.h_s, "general" h_t.W h_s, "concat" v.tanh(W[h_t; h_s])

@@ -27,6 +27,8 @@ from attnviz.engine.loading import load_translator
 from tests.folder_samples import SAMPLES
 
 FORMATS = [f.name for f in all_formats()]
+# every format's sample, and the variants a format reads differently ("format/variant": M2M100's vocab.json)
+VARIANTS = [name for name in SAMPLES if name.split("/")[0] in FORMATS and "/" in name]
 HOSTILE_NUMBERS = {"Infinity": "Infinity", "-Infinity": "-Infinity", "NaN": "NaN", "1e400": "1e400",
                    "10^9": str(10**9), "2^62": str(2**62), "-1": "-1", "2.5": "2.5"}
 # values a field legitimately takes, so not hostile there (transformers' length_penalty may be negative or a fraction)
@@ -35,12 +37,12 @@ FIELDS_PER_FILE = 16  # numeric fields tried in one JSON file (a vocabulary has 
 VALUES_ONLY = "values"  # a kind only a read of every weight finds: info passes it unless asked to --check
 
 
-@pytest.fixture(scope="module", params=FORMATS)
+@pytest.fixture(scope="module", params=FORMATS + VARIANTS)
 def sample(request, tmp_path_factory) -> Path:
     build = SAMPLES.get(request.param)
     assert build, (f"folder format {request.param!r} has no sample in tests/folder_samples.py: add one, so that the "
                    "hostile-folder battery covers it")
-    folder = build(tmp_path_factory.mktemp(request.param) / "opus-mt-de-en")
+    folder = build(tmp_path_factory.mktemp(request.param.replace("/", "-")) / "opus-mt-de-en")
     load_translator(folder)  # the sample itself is valid
     return folder
 

@@ -140,9 +140,8 @@ def check_number(path: Path, name: str, value: Any, low: float, high: float, who
                               f"{high:,}. Fix it, or {AGAIN}.")
 
 
-def check_sentencepiece(path: Path, proto: bytes, vocab: Collection[str]) -> None:
-    """A SentencePiece model that loads, has ``MIN_PIECES`` ordinary pieces at least, and belongs with ``vocab``
-    (most of its pieces have an id there): else every sentence would decode to ``<unk>``."""
+def load_sentencepiece(path: Path, proto: bytes) -> Any:
+    """A ``sentencepiece.SentencePieceProcessor`` of ``proto`` (read from ``path``), or CheckpointError naming it."""
     import sentencepiece  # a C extension without torch; only when a folder is read
 
     sp = sentencepiece.SentencePieceProcessor()
@@ -150,6 +149,13 @@ def check_sentencepiece(path: Path, proto: bytes, vocab: Collection[str]) -> Non
         sp.LoadFromSerializedProto(proto)
     except Exception:  # sentencepiece raises RuntimeError/OSError with its own text for a bad model
         raise CheckpointError(f"{path} is not a SentencePiece model (it cannot be read); {AGAIN}.") from None
+    return sp
+
+
+def check_sentencepiece(path: Path, proto: bytes, vocab: Collection[str]) -> None:
+    """A SentencePiece model that loads, has ``MIN_PIECES`` ordinary pieces at least, and belongs with ``vocab``
+    (most of its pieces have an id there): else every sentence would decode to ``<unk>``."""
+    sp = load_sentencepiece(path, proto)
     pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())
               if not (sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i))]
     if len(pieces) < MIN_PIECES:

@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnviz.engine.checkpoints.card import card_from_metadata
+from attnviz.engine.checkpoints.folder import read_json
+from attnviz.engine.errors import CheckpointError
+from attnviz.engine.hub.families import holds
 from attnviz.engine.hub.marian_files import (
     EMBEDDINGS,
     MODEL_TYPE,
     folder_parts,
-    holds,
     model_type,
     weight_plan,
     weights_file,
@@ -33,8 +35,16 @@ def _recognises(folder: Path) -> bool:
 
 
 def _identify(folder: Path) -> str | None:
-    """A Hugging Face folder of another architecture says which (its config.json's model_type)."""
-    return holds(model_type(folder)) if (folder / "config.json").exists() else None
+    """A Hugging Face folder of another architecture says which (its config.json's model_type, and the family
+    ``engine.hub.families`` names for it: T5/MADLAD, a decoder-only language model...)."""
+    if not (folder / "config.json").exists():
+        return None
+    try:
+        config = read_json(folder / "config.json")
+    except CheckpointError:
+        return holds(None)
+    config = config if isinstance(config, dict) else {}
+    return holds(config.get("model_type"), config.get("architectures"))
 
 
 def marian_plan(folder: Path) -> FolderPlan:

@@ -38,7 +38,7 @@ _OURS = {  # Marian's part name -> attnviz's, inside one layer
 }
 
 
-def _layer_state(weights: dict[str, Tensor], side: str, index: int) -> dict[str, Tensor]:
+def layer_state(weights: dict[str, Tensor], side: str, index: int) -> dict[str, Tensor]:
     state = {}
     for theirs in LAYER_PARTS[side]:
         subs = [f".{p}" for p in ATTENTION] if theirs.endswith("attn") else [""]
@@ -67,7 +67,7 @@ def marian_state(weights: dict[str, Tensor], parts: MarianParts) -> dict[str, Te
              "out_proj.bias": bias[0].index_select(0, tgt_rows)}
     for side, layers in (("encoder", cfg.enc_layers), ("decoder", cfg.dec_layers)):
         for i in range(layers):
-            state |= _layer_state(weights, side, i)
+            state |= layer_state(weights, side, i)
     return state
 
 

@@ -174,8 +174,8 @@ class DecoderLayer(nn.Module):
 
 
 class Embedding(nn.Module):
-    """Token embedding (scaled by sqrt(D) unless the config says not) plus a learned or sinusoidal position, then
-    dropout."""
+    """Token embedding (scaled by sqrt(D) unless the config says not) plus a learned or sinusoidal position, a
+    LayerNorm when the config says so (``embed_norm``), then dropout."""
 
     table: Tensor  # [max_positions, D] sinusoidal positions: a buffer, computed, never stored
 
@@ -184,20 +184,26 @@ class Embedding(nn.Module):
         self.tokens = nn.Embedding(vocab_size, cfg.d_model)
         self.scale = math.sqrt(cfg.d_model) if cfg.scale_embedding else 1.0
         self.drop = nn.Dropout(cfg.dropout)
-        self.max_positions, self.halves = cfg.max_positions, cfg.positions == "sinusoidal-halves"
+        self.max_positions, self.layout = cfg.max_positions, cfg.positions
         self.positions: nn.Embedding | None = None  # a sinusoidal table is a buffer instead
         if cfg.positions == "learned":
             self.positions = nn.Embedding(cfg.max_positions, cfg.d_model)
         else:
-            table = sinusoid_table(cfg.max_positions, cfg.d_model, halves=self.halves)
-            self.register_buffer("table", table, persistent=False)
+            self.register_buffer("table", self._sinusoids(cfg.d_model), persistent=False)
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if cfg.embed_norm else None
 
     def compute_buffers(self) -> None:
         """The sinusoid table, at the token weights' dtype, for a network built on the meta device and then given
         its weights (``engine.checkpoints.assign``)."""
         if self.positions is None:
             weight = self.tokens.weight
-            self.table = sinusoid_table(self.max_positions, weight.size(1), self.halves).to(weight.dtype)
+            self.table = self._sinusoids(weight.size(1)).to(weight.dtype)
+
+    def _sinusoids(self, d: int) -> Tensor:
+        """[max_positions, D]: the config's sinusoidal layout (fairseq's, Marian's halves, or interleaved)."""
+        if self.layout == "sinusoidal-fairseq":
+            return fairseq_sinusoid_table(self.max_positions, d)
+        return sinusoid_table(self.max_positions, d, halves=self.layout == "sinusoidal-halves")
 
     def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
         if offset + ids.size(1) > self.max_positions:
@@ -205,7 +211,8 @@ class Embedding(nn.Module):
                              f"{self.max_positions} positions")
         pos = torch.arange(offset, offset + ids.size(1), device=ids.device)
         pos_emb = self.positions(pos) if self.positions is not None else self.table[pos]
-        return self.drop(self.tokens(ids) * self.scale + pos_emb)  # [B, T, D]
+        x = self.tokens(ids) * self.scale + pos_emb  # [B, T, D]
+        return self.drop(x if self.norm is None else self.norm(x))
 
 
 def sinusoid_table(n: int, d: int, halves: bool = False) -> Tensor:
@@ -224,6 +231,20 @@ def sinusoid_table(n: int, d: int, halves: bool = False) -> Tensor:
         table[:, 0::2] = torch.sin(angles)
         table[:, 1::2] = torch.cos(angles[:, : d // 2])
     return table.float()
+
+
+def fairseq_sinusoid_table(n: int, d: int, first: int = 2) -> Tensor:
+    """[n, d] positions as fairseq (M2M100, NLLB-200) computes them: sin of D/2 frequencies with the step
+    log(10000) / (D/2 - 1) then their cos, a zero column for an odd D, rows for the position numbers ``first``
+    (fairseq's pad id + 1) to ``first + n - 1``; computed in float32 as fairseq and transformers compute it, so the
+    values agree to the last bit."""
+    if torch.empty(0).device.type == "meta":  # a shapes-only build (see sinusoid_table)
+        return torch.empty(n, d)
+    half = d // 2
+    freq = torch.exp(torch.arange(half, dtype=torch.int64).float() * -(math.log(10000) / max(half - 1, 1)))
+    angles = torch.arange(first, first + n, dtype=torch.int64).float().unsqueeze(1) * freq.unsqueeze(0)  # [n, D/2]
+    table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)  # [n, 2 * (D/2)]
+    return torch.cat([table, torch.zeros(n, d - 2 * half)], dim=1)
 
 
 class Transformer(IncrementalModel):

@@ -20,7 +20,7 @@ from torch import Tensor
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import BeamDone, BeamNode, BeamStep, DecodeStep, EncoderPass
 from attnviz.engine.models.protocol import SearchModel
-from attnviz.engine.search.greedy import DecodeInput, device_of, step_limit
+from attnviz.engine.search.greedy import DecodeInput, device_of, forcing, step_limit
 from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.search.rules import (
     constrain,
@@ -72,8 +72,9 @@ def _candidates(scores: Tensor, logp: Tensor, width: int) -> list[Candidate]:
 
 
 @torch.inference_mode()
-def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig) -> list[list[int]]:
-    """Beam search (width ``decode.beam``) for a padded batch [B, S]; each sentence's best ids without ``<eos>``.
+def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig, forced: Sequence[int] = ()) -> list[list[int]]:
+    """Beam search (width ``decode.beam``) for a padded batch [B, S]; each sentence's best ids without ``<eos>``,
+    the ``forced`` ids first (taken with their log-probabilities, as ``beam_steps`` takes them).
 
     Runs all B x beam hypotheses as one batch with the cache; a dead slot repeats a live row at score -inf.
     """
@@ -90,7 +91,8 @@ def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig) -> list[li
         steps = step_limit(model, decode.max_len)
         for t in range(steps):
             logits, _, _ = model.step(tokens, cache, False)
-            logp = constrain(log_probs(logits, decode).cpu(), history, t, steps, decode)  # [B * beam, V]
+            logp = constrain(log_probs(logits, decode), history, t, steps, decode)
+            logp = forcing(logp, t, forced, zero=decode.configured).cpu()  # [B * beam, V]
             new_scores = torch.full((b, beam), NEG_INF)
             rows, picked, done = [], [], []
             for i in range(b):

@@ -62,6 +62,17 @@ def allowed_logits(logits: Tensor) -> Tensor:
     return logits
 
 
+def forcing(logits: Tensor, t: int, forced: Sequence[int], zero: bool = False) -> Tensor:
+    """``logits`` [..., V] at step ``t``, every token but ``forced[t]`` ruled out while forced ids remain; the forced
+    token keeps its score, or takes log-probability 0 with ``zero`` (as transformers forces a token: a search its
+    authors configured ranks its hypotheses so)."""
+    if t >= len(forced):
+        return logits
+    kept = torch.full_like(logits, float("-inf"))
+    kept[..., forced[t]] = 0.0 if zero else logits[..., forced[t]]
+    return kept
+
+
 def _numpy_or_none(rows: Tensor | None) -> np.ndarray | None:
     return None if rows is None else rows[0].float().cpu().numpy().copy()
 
@@ -127,9 +138,10 @@ def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, deco
 
 
 @torch.inference_mode()
-def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50,
-                 decode: DecodeConfig | None = None) -> list[list[int]]:
-    """Greedy search for a padded batch [B, S]; returns each sentence's ids up to (without) ``<eos>``.
+def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50, decode: DecodeConfig | None = None,
+                 forced: Sequence[int] = ()) -> list[list[int]]:
+    """Greedy search for a padded batch [B, S]; returns each sentence's ids up to (without) ``<eos>``, the
+    ``forced`` ids first (a multilingual model's target language tag).
 
     Finished sentences leave the batch, so a long straggler does not keep the rest computing. ``decode``'s rules
     (``engine.search.rules``: bans, forced tokens) apply when given.
@@ -145,10 +157,11 @@ def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50,
     for t in range(limit):
         logits, _, _ = model.step(tokens, cache, False)
         if decode is None:
-            tokens = allowed_logits(logits).argmax(-1)
+            scores = allowed_logits(logits)
         else:
             prefixes = [outputs[row] for row in alive.tolist()]
-            tokens = constrain(log_probs(logits, decode), prefixes, t, limit, decode).argmax(-1)
+            scores = constrain(log_probs(logits, decode), prefixes, t, limit, decode)
+        tokens = forcing(scores, t, forced).argmax(-1)
         finished = tokens == EOS_ID
         for row, tok in zip(alive.tolist(), tokens.tolist()):
             if tok != EOS_ID:

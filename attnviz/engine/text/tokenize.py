@@ -23,6 +23,7 @@ SUBWORD_MODELS = ("unigram", "bpe")
 WORD_START = "\u2581"  # "▁": SentencePiece marks the piece that starts a word with it
 NORMALIZERS = ("none", "tatoeba")
 LANGUAGE_NAMES = {"de": "German", "en": "English", "fr": "French"}
+MULTILINGUAL = "mul"  # ISO 639-2 "multiple languages": the source side of a model that reads many
 
 _SPACES = re.compile(r"\s+")
 # how a token made of white space is shown (a character model's space would otherwise be an empty label)
@@ -46,7 +47,8 @@ _TATOEBA_OTHER = re.compile(r"[^a-zA-Z.!?]+")
 
 def languages_label(src_lang: str, tgt_lang: str, has_source: bool = True, tgt_mode: str = "spacy") -> str:
     """What a model works on, for people: "German -> English", or "English characters (language model)"."""
-    src, tgt = LANGUAGE_NAMES.get(src_lang, src_lang), LANGUAGE_NAMES.get(tgt_lang, tgt_lang)
+    src = LANGUAGE_NAMES.get(src_lang, "many languages" if src_lang == MULTILINGUAL else src_lang)
+    tgt = LANGUAGE_NAMES.get(tgt_lang, tgt_lang)
     if has_source:
         return f"{src} -> {tgt}"
     return f"{tgt} {'characters' if tgt_mode == 'chars' else 'words'} (language model)"

@@ -33,7 +33,7 @@ from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import Translation
 from attnviz.engine.heads import HeadRef
 from attnviz.engine.search.tree import SearchEvent
-from attnviz.engine.text.tokenize import LANGUAGE_NAMES
+from attnviz.engine.text.tokenize import LANGUAGE_NAMES, MULTILINGUAL
 from attnviz.gui.attention.panel import AttentionPanel
 from attnviz.gui.shortcuts import SentenceEdit
 from attnviz.gui.translate.changes import (
@@ -48,6 +48,7 @@ from attnviz.gui.translate.controls import SamplingRow, load_examples
 from attnviz.gui.translate.document import DecodeDocument, DecodeRequest, word_merger
 from attnviz.gui.translate.explorer import SearchExplorer
 from attnviz.gui.translate.jobs import DecodeJob
+from attnviz.gui.translate.languages import LanguagePicker
 from attnviz.gui.translate.layout import TranslateLayout
 from attnviz.gui.translate.loading import LoadingGate
 from attnviz.gui.translate.mode import ModeTexts, mode_texts
@@ -90,6 +91,7 @@ class TranslateTab(QWidget):
         self.translate_button = named(QPushButton("Tr&anslate"), "translateButton", "Translate",
                                       "Translate the sentence (Enter)")
         self.sampling_row = SamplingRow()
+        self.languages = LanguagePicker()  # a multilingual model's source and target languages
         self.sampling_combo, self.temperature_spin, self.seed_spin = (
             self.sampling_row.sampling_combo, self.sampling_row.temperature_spin, self.sampling_row.seed_spin)
         self.playback = PlaybackBar(self.document)
@@ -130,6 +132,7 @@ class TranslateTab(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(entry)
+        layout.addWidget(self.languages)  # a row of its own (shown for a multilingual model): the entry row is full
         layout.addWidget(self.message)
         layout.addWidget(self.splitter, 1)
 
@@ -188,7 +191,7 @@ class TranslateTab(QWidget):
         card = translator.card if translator is not None else None
         self.attention.alignment_head = card.alignment_head if card is not None else None
         lang = translator.src_spec.lang if translator else ""
-        language = LANGUAGE_NAMES.get(lang, lang)
+        language = LANGUAGE_NAMES.get(lang, "" if lang == MULTILINGUAL else lang)
         generating = self.generating
         self._texts = mode_texts(generating, language, translator is not None)
         self._show_mode(self._texts)
@@ -196,6 +199,7 @@ class TranslateTab(QWidget):
             w.setVisible(not generating)
         self.sampling_row.set_generating(generating)
         self.sampling_row.set_configured(card.decoding if card else None, card.decoding_label() if card else None)
+        self.languages.set_translator(translator)
         self.search.set_translator(translator)
         self.examples_combo.clear()
         self.examples_combo.addItem("Examples...")
