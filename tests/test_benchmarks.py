@@ -64,3 +64,12 @@ def test_loading_benchmark_reports_opening_and_cold_translate_figures():
     opened, cold = report["attnviz"], report["attnviz_cold_translate"]
     assert opened["open_s_median"] > 0 and opened["first_token_s_median"] > 0 and opened["peak_mib_median"] > 50
     assert cold["wall_s_median"] > opened["open_s_median"] and cold["peak_mib_median"] > 50
+
+
+def test_attribution_benchmark_times_every_registered_method():
+    report = bench("bench_attribution", "--repeats", "1", "--steps", "2", "--tokens", "3", "--threads", "1",
+                   "--no-marian")
+    methods = report["bundled"]["methods"]
+    assert {"saliency", "gradient-x-input", "integrated-gradients", "logit-lens"} <= set(methods)
+    assert methods["integrated-gradients"]["steps"] == 2 and report["bundled"]["output_tokens"] == 3
+    assert all(figure["s_median"] > 0 for figure in methods.values())

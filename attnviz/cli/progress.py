@@ -15,6 +15,7 @@ from attnviz.engine.training.clock import format_clock
 if TYPE_CHECKING:  # the engine's analysis (torch) is imported when a command runs, not when the parser is built
     from attnviz.engine.analysis.importance import ImportanceProgress
     from attnviz.engine.analysis.run import AnalysisProgress
+    from attnviz.engine.attribution.base import AttributionProgress
 
 Ready = TypeVar("Ready")
 
@@ -50,17 +51,20 @@ class ProgressLine:
             self.write(f"{phase}: {done}/{total} {unit}")
 
 
-def run_analysis(steps: Iterable[AnalysisProgress | ImportanceProgress | Ready]) -> Ready:
+def run_analysis(steps: Iterable[AnalysisProgress | ImportanceProgress | AttributionProgress | Ready]) -> Ready:
     """Consume an analysis generator, showing its progress; return its result (the one event that is not
     progress)."""
     from attnviz.engine.analysis.importance import ImportanceProgress
     from attnviz.engine.analysis.run import AnalysisProgress
+    from attnviz.engine.attribution.base import AttributionProgress
 
     progress, result = ProgressLine(), None
     for event in steps:
         match event:
             case AnalysisProgress(done=done, total=total, phase=phase):
                 progress.show(phase, done, total, "sentences")
+            case AttributionProgress(done=done, total=total, phase=phase, unit=unit):
+                progress.show(phase, done, total, unit)
             case ImportanceProgress(done=done, total=total, phase=phase, unit=unit, eta_s=eta):
                 progress.show(phase, done, total, unit + (f", ETA {format_clock(eta)}" if eta is not None else ""))
             case _:
