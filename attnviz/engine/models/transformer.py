@@ -27,6 +27,11 @@ from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
 from attnviz.engine.text.vocab import PAD_ID
 
 
+def widened(x: Tensor) -> Tensor:
+    """``x`` in float32 when it is in half precision; float32 and float64 (the exactness tests) stay as they are."""
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, need_weights: bool):
     """Scaled dot-product attention over [B, H, T, dh] tensors; ``mask`` is bool, True where a key may be seen.
 
@@ -38,7 +43,7 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: f
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [B, H, Tq, Tk]
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.float().softmax(dim=-1)  # float32 whatever the weights' dtype: the views read these maps
+    weights = widened(scores).softmax(dim=-1)  # float32 at half precision: the views read these maps
     return F.dropout(weights, dropout_p).to(v.dtype) @ v, weights
 
 
@@ -326,7 +331,7 @@ class Transformer(IncrementalModel):
         return Decoded(self.dec_norm(x), self_ws if need_weights else [], cross_ws if need_weights else [])
 
     def project(self, hidden: Tensor) -> Tensor:
-        return self.out_proj(hidden).float()  # [B, T, D] -> [B, T, V]; search scores in float32 at any precision
+        return widened(self.out_proj(hidden))  # [B, T, D] -> [B, T, V]; search scores in float32 at half precision
 
     def attention_modules(self) -> dict[str, list[MultiHeadAttention]]:
         """Each attention kind's modules, one per layer (where ``engine.search.head_mask`` switches heads off)."""
