@@ -19,9 +19,10 @@ if TYPE_CHECKING:
     from attnviz.engine.translator import Translator
 
 
-def load_translator(path) -> Translator:
-    """Load a checkpoint file or an imported model's folder into a ``Translator`` (raises ``CheckpointError`` with a
-    clear message on a bad one)."""
+def load_translator(path, dtype: str = "auto") -> Translator:
+    """Load a checkpoint file or an imported model's folder into a ``Translator`` running at ``dtype`` ("auto",
+    "float32", "float16" or "bfloat16"; raises ``CheckpointError`` with a clear message on a bad one, or one too large
+    for the available memory)."""
     from attnviz.engine.loading import load_translator as _load
 
-    return _load(path)
+    return _load(path, dtype)

@@ -12,10 +12,18 @@ Measures, in one run, on a reference-A-sized Transformer (random weights unless 
   and re-decoding a sentence greedily after a head toggle (one cross-attention head off), milliseconds per sentence,
   medians (skip with ``--explore 0``).
 
+``--large nllb`` or ``--large opus-big`` measures only that wider model (issue 26), in a process of its own so that
+the peak resident memory is its own: step-by-step decoding with full capture of an NLLB-200-600M-sized model (12+12
+pre-norm layers, d 1024, 16 heads, ff 4096, vocabulary 256,206, shared and tied embeddings, about 615M parameters,
+2.5 GB in float32) or an OPUS-MT-big-sized one (6+6 post-norm layers, d 1024, 16 heads, ff 4096, relu, vocabulary
+57,000); both are native attnviz configs with random weights (no ``transformers``), milliseconds per step (median of
+``--repeats`` runs) and the process's peak RSS.
+
 With random weights ``<eos>`` is suppressed so every sentence decodes the full ``--tokens`` steps: a harder case
 than real translation, whose outputs average about 13 tokens.
 
     python benchmarks/bench_decode.py [--model CKPT] [--tokens 30] [--repeats 7] [--threads 2]
+    python benchmarks/bench_decode.py --large nllb --repeats 3   # check free memory first: it needs ~3.5 GB
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import gzip
 import json
 import os
 import random
+import resource
 import statistics
 import time
 from pathlib import Path
@@ -69,6 +78,46 @@ def marian_translator() -> Translator:
     return Translator(model, vocab, vocab, spec, TokenizerSpec("en", mode="whitespace"), {"random": True})
 
 
+LARGE = {  # issue 26's wider models, as native attnviz configs (random weights)
+    "nllb": dict(vocab=256_206, kind="transformer", enc_layers=12, dec_layers=12, norm="pre", positions="sinusoidal",
+                 max_positions=1024, title="NLLB-200-600M-sized"),
+    "opus-big": dict(vocab=57_000, kind="marian", enc_layers=6, dec_layers=6, norm="post",
+                     positions="sinusoidal-halves", max_positions=1024, title="OPUS-MT-big-sized"),
+}
+
+
+def large_translator(name: str) -> Translator:
+    """A random model of the size ``LARGE[name]`` gives: d 1024, 16 heads, ff 4096, relu, shared tied embeddings."""
+    spec = dict(LARGE[name])
+    torch.manual_seed(0)
+    pieces = SENTENCE.lower().split() + [f"p{i}" for i in range(spec["vocab"] - 4 - len(SENTENCE.split()))]
+    vocab = Vocab.build([pieces])
+    cfg = ModelConfig(len(vocab), len(vocab), kind=spec["kind"], d_model=1024, enc_layers=spec["enc_layers"],
+                      dec_layers=spec["dec_layers"], heads=16, ff_dim=4096, dropout=0.0, positions=spec["positions"],
+                      max_positions=spec["max_positions"], norm=spec["norm"], activation="relu", tie_output=True,
+                      share_embeddings=True, scale_embedding=True)
+    model = build_model(cfg)
+    with torch.no_grad():
+        model.out_proj.bias[EOS_ID] = -1e4
+    return Translator(model, vocab, vocab, TokenizerSpec("de", mode="whitespace"),
+                      TokenizerSpec("en", mode="whitespace"), {"random": True})
+
+
+def large_figures(name: str, tokens: int, repeats: int) -> dict:
+    """ms per step with full capture (every layer's and head's maps) and the process's peak RSS."""
+    start = time.perf_counter()
+    translator = large_translator(name)
+    built_s = time.perf_counter() - start
+    time_steps(translator, tokens, False)  # warm-up
+    runs = [time_steps(translator, tokens, False) / tokens for _ in range(repeats)]
+    parameters = sum(p.numel() for p in {id(p): p for p in translator.model.parameters()}.values())
+    return {"model": f"{LARGE[name]['title']} random weights (native attnviz config), <eos> suppressed",
+            "parameters": parameters, "float32_gb": round(parameters * 4 / 1e9, 2), "build_seconds": round(built_s, 1),
+            "output_tokens": tokens, "ms_per_step_median": round(statistics.median(runs), 1),
+            "ms_per_step_runs": [round(r, 1) for r in runs],
+            "peak_rss_gb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20, 2)}
+
+
 def sources(n: int) -> tuple[list[str], str]:
     data = os.environ.get("ATTNVIZ_DATA")
     path = Path(data or ".") / "multi30k_test_2016_flickr.de.gz"
@@ -97,8 +146,12 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-marian", action="store_true", help="skip the MarianMT-sized measurement")
     parser.add_argument("--explore", type=int, default=20, help="sentences for the beam / head-toggle figures")
+    parser.add_argument("--large", choices=sorted(LARGE), help="measure only this wider model (and its peak memory)")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.large:
+        print(json.dumps({"threads": args.threads, **large_figures(args.large, args.tokens, args.repeats)}, indent=2))
+        return
     translator = load_translator(args.model) if args.model else random_translator()
     translator.metadata.setdefault("random", not args.model)
     translator.src_spec.prepare()

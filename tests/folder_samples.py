@@ -101,7 +101,71 @@ def write_marian_folder(folder: Path, *, d_model: int = 32, layers: int = 2, hea
     (folder / "target.spm").write_bytes(target)
     (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     (folder / "tokenizer_config.json").write_text(json.dumps({"source_lang": "de", "target_lang": "en"}))
+    pad = len(vocab) - 1  # as the Hub's opus-mt folders configure their decoding
+    (folder / "generation_config.json").write_text(json.dumps({
+        "bad_words_ids": [[pad]], "bos_token_id": 0, "decoder_start_token_id": pad, "eos_token_id": 0,
+        "forced_eos_token_id": 0, "max_length": 512, "num_beams": 4, "pad_token_id": pad, "length_penalty": 1.0,
+        "no_repeat_ngram_size": 0}, indent=2))
     return folder
 
 
-SAMPLES: dict[str, Callable[[Path], Path]] = {"hf-marian": write_marian_folder}
+def fairseq_spm(lines: list[str], vocab_size: int) -> bytes:
+    """A BPE SentencePiece model laid out as fairseq's are: ``<unk>`` 0, ``<s>`` 1, ``</s>`` 2."""
+    import sentencepiece
+
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, vocab_size=vocab_size,
+                                             model_type="bpe", character_coverage=1.0, unk_id=0, bos_id=1, eos_id=2,
+                                             pad_id=-1, hard_vocab_limit=False, num_threads=1, minloglevel=2)
+    return model.getvalue()
+
+
+def write_fairseq_folder(folder: Path, family: str = "nllb", *, d_model: int = 32, layers: int = 2, heads: int = 4,
+                         ffn: int = 64, seed: int = 0) -> Path:
+    """A random NLLB-200 ("nllb"), M2M100 ("m2m100") or mBART-50 ("mbart50") folder as the Hub lays it out:
+    config.json, model.safetensors, sentencepiece.bpe.model, tokenizer_config.json and, for M2M100, vocab.json."""
+    from attnviz.engine.text.language_codes import M2M100_CODES, MBART50_CODES, NLLB_CODES
+
+    torch.manual_seed(seed)
+    proto = fairseq_spm(synthetic_lines(seed) + synthetic_lines(seed + 1), 80)
+    import sentencepiece
+
+    sp = sentencepiece.SentencePieceProcessor()
+    sp.LoadFromSerializedProto(proto)
+    pieces = [sp.id_to_piece(i) for i in range(3, sp.get_piece_size())]
+    folder.mkdir(parents=True, exist_ok=True)
+    settings: dict = {"tokenizer_class": {"nllb": "NllbTokenizer", "m2m100": "M2M100Tokenizer",
+                                          "mbart50": "MBart50Tokenizer"}[family]}
+    if family == "m2m100":
+        vocab = {p: i for i, p in enumerate(["<s>", "<pad>", "</s>", "<unk>", *pieces])}
+        (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+        size = len(vocab) + len(M2M100_CODES) + 8
+    else:
+        size = 4 + len(pieces) + len(NLLB_CODES if family == "nllb" else MBART50_CODES) + 1
+    tensors = marian_tensors(size, d_model, layers, ffn)
+    for side in ("encoder", "decoder"):
+        names = ["layer_norm"] + (["layernorm_embedding"] if family == "mbart50" else [])
+        tensors |= {f"model.{side}.{n}.{p}": 1 + 0.1 * torch.randn(d_model) for n in names for p in ("weight", "bias")}
+        if family == "mbart50":
+            tensors[f"model.{side}.embed_positions.weight"] = 0.1 * torch.randn(64 + 2, d_model)
+    if family != "mbart50":
+        del tensors["final_logits_bias"]
+    config = {"model_type": "mbart" if family == "mbart50" else "m2m_100", "d_model": d_model,
+              "encoder_layers": layers, "decoder_layers": layers, "encoder_attention_heads": heads,
+              "decoder_attention_heads": heads, "encoder_ffn_dim": ffn, "decoder_ffn_dim": ffn,
+              "max_position_embeddings": 64, "activation_function": "gelu" if family == "mbart50" else "relu",
+              "scale_embedding": True, "vocab_size": size, "pad_token_id": 1, "bos_token_id": 0, "eos_token_id": 2,
+              "decoder_start_token_id": 2, "tie_word_embeddings": True}
+    (folder / "config.json").write_text(json.dumps(config, indent=2))
+    save_file(tensors, folder / "model.safetensors", metadata={"format": "pt"})
+    (folder / "sentencepiece.bpe.model").write_bytes(proto)
+    (folder / "tokenizer_config.json").write_text(json.dumps(settings))
+    return folder
+
+
+SAMPLES: dict[str, Callable[[Path], Path]] = {
+    "hf-marian": write_marian_folder,
+    "hf-m2m100": lambda folder: write_fairseq_folder(folder, "nllb"),
+    "hf-m2m100/m2m100": lambda folder: write_fairseq_folder(folder, "m2m100"),
+    "hf-mbart": lambda folder: write_fairseq_folder(folder, "mbart50"),
+}

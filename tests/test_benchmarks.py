@@ -58,6 +58,14 @@ def test_info_benchmark_times_info_on_a_folder_and_a_file():
     assert all(report[f"info{c}_{n}_s_median"] > 0 for c in ("", "_check") for n in ("folder", "file"))
 
 
+def test_loading_benchmark_reports_opening_and_cold_translate_figures():
+    report = bench("bench_loading", "--size", "tiny", "--repeats", "1", "--no-transformers")
+    assert report["size"] == "tiny" and report["repeats"] == 1 and report["ratios"] == {}
+    opened, cold = report["attnviz"], report["attnviz_cold_translate"]
+    assert opened["open_s_median"] > 0 and opened["first_token_s_median"] > 0 and opened["peak_mib_median"] > 50
+    assert cold["wall_s_median"] > opened["open_s_median"] and cold["peak_mib_median"] > 50
+
+
 def test_attribution_benchmark_times_every_registered_method():
     report = bench("bench_attribution", "--repeats", "1", "--steps", "2", "--tokens", "3", "--threads", "1",
                    "--no-marian")

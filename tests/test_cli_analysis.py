@@ -111,8 +111,33 @@ def test_align_reads_a_published_set_and_states_how_to_reproduce_it(files, capsy
                  "union"]) == 0
     captured = capsys.readouterr()
     assert len(captured.out.splitlines()) == 2
-    assert "gold: 1-based (--one-based)" in captured.err and "grow-diag-final" in captured.err
+    assert ("gold: one line per pair (i-j, ipj) (detected: line 1 holds i-j links); 1-based (--one-based)"
+            in captured.err and "grow-diag-final" in captured.err)
     assert "reverse alignment: 2/2 sentences" in captured.err
+
+
+def test_align_reads_the_naacl_2003_format_as_the_same_set(files, capsys):
+    """The set above as the Hansards are published: '<s snum=...>' text files, one link per line, a NULL link."""
+    (files / "t.de").write_text("<s snum=0001> q1 q2 q3 </s>\n<s snum=0002> q4 q5 </s>\n")
+    (files / "t.en").write_text("<s snum=0001> w3 w2 w1 </s>\n<s snum=0002> w5 w4 </s>\n")
+    (files / "t.wa").write_text("0002 2 1 P\n0001 1 3 S\n0001 2 2 P 0.5\n0001 3 1\n0001 0 2 S\n0002 1 2\n")
+    (files / "p.txt").write_text("q1 q2 q3 ||| w3 w2 w1\nq4 q5 ||| w5 w4\n")
+    (files / "g.txt").write_text("1-3 2p2 3-1\n1-2 2?1\n")
+    model = str(files / "a.safetensors")
+    assert main(["align", "-m", model, "--src", str(files / "t.de"), "--tgt", str(files / "t.en"), "--gold",
+                 str(files / "t.wa"), "--json"]) == 0
+    naacl = json.loads(capsys.readouterr().out)
+    assert main(["align", "-m", model, "--text", str(files / "p.txt"), "--gold", str(files / "g.txt"), "--json"]) == 0
+    talp = json.loads(capsys.readouterr().out)
+    assert naacl["scores"] == talp["scores"] and naacl["aer_heads"] == talp["aer_heads"]
+    assert (naacl["sure_links"], naacl["possible_links"], naacl["null_links_ignored"]) == (3, 2, 1)
+    assert naacl["gold_format"] == "NAACL 2003 (one link per line)" and naacl["sentence_ids"] == "<s snum=...>"
+    assert naacl["indexing_decided_by"] == "the NAACL 2003 format counts positions from 1"
+    assert main(["align", "-m", model, "--src", str(files / "t.de"), "--tgt", str(files / "t.en"), "--gold",
+                 str(files / "t.wa")]) == 0
+    assert "gold: NAACL 2003 (one link per line) (detected: line 1 is 'sentence position_L1 position_L2 [S|P] " \
+           "[confidence]'); 1-based (the NAACL 2003 format counts positions from 1); 1 links to NULL (position 0) " \
+           "ignored" in capsys.readouterr().err
 
 
 def test_align_refuses_a_bad_set_in_one_line(files, capsys):

@@ -14,7 +14,8 @@ MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 60
 # a kind's companion modules: the MarianMT folder reader checks Hugging Face's own model_type "marian"; the config
 # names its default kind, since the registry sits above it (``engine.kinds.transformer`` registers that name)
-COMPANIONS = {"engine/hub/marian_files.py": {"marian"}, "engine/config.py": {"transformer"}}
+COMPANIONS = {"engine/hub/marian_files.py": {"marian"}, "engine/config.py": {"transformer"},
+              "engine/hub/fairseq_files.py": {"mbart"}}  # mBART folders' config.json model_type
 
 
 def _modules():

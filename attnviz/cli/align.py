@@ -1,9 +1,9 @@
 """``attnviz align``: word alignments from cross-attention over a published test set, scored against its gold links.
 
 The set is read as published (``engine.analysis.goldset``: ``--text`` pairs or ``--src``/``--tgt``, links ``i-j``,
-``ipj``, ``i?j``, numbering from the flags or detected, ``--reverse``); alignment and scoring are the engine's
-(``align_steps``). Pharaoh lines go to stdout (0-based, as Pharaoh files are), the figures to stderr, or everything,
-with what reproduces it, as one JSON object with ``--json``.
+``ipj``, ``i?j`` or NAACL 2003 link lines, numbering from the flags or detected, ``--reverse``); alignment and
+scoring are the engine's (``align_steps``). Pharaoh lines go to stdout (0-based, as Pharaoh files are), the figures
+to stderr, or everything, with what reproduces it, as one JSON object with ``--json``.
 """
 
 from __future__ import annotations
@@ -29,9 +29,12 @@ def add_command(sub) -> None:
     add_model(p)
     p.add_argument("--text", metavar="PAIRS", help="sentence pairs, one per line: 'source ||| target', tokenised "
                    "(words separated by spaces)")
-    p.add_argument("--src", help="source sentences, one per line (instead of --text)")
+    p.add_argument("--src", help="source sentences, one per line (instead of --text), plain or '<s snum=ID> words "
+                   "</s>' (NAACL 2003)")
     p.add_argument("--tgt", help="target sentences aligned with --src")
-    p.add_argument("--gold", help="gold links, one line per pair: i-j sure, ipj or i?j possible (source first)")
+    p.add_argument("--gold", help="gold links, one line per pair: i-j sure, ipj or i?j possible (source first); or "
+                   "one link per line, 'sentence pos pos [S|P] [confidence]' (NAACL 2003: the Hansards, "
+                   "Romanian-English); the format is detected and said")
     numbering = p.add_mutually_exclusive_group()
     numbering.add_argument("--one-based", action="store_true", help="gold words are numbered from 1 (as the "
                            "published sets); default: detected when the file allows, else asked for")
@@ -101,8 +104,7 @@ def cmd_align(args: argparse.Namespace) -> int:
     for line in result.alignments:
         print(line)
     if gold_set.indexing is not None:
-        print(f"gold: {gold_set.indexing} ({gold_set.indexing_reason}); method: {result.chosen}"
-              f"{', shift' if args.shift else ''}", file=sys.stderr)
+        print(f"{gold_set.describe()}; method: {result.chosen}{', shift' if args.shift else ''}", file=sys.stderr)
     print(f"tokens: {result.tokens.summary()}", file=sys.stderr)
     if result.scores:
         _print_scores(result.scores, sys.stderr)

@@ -6,8 +6,9 @@ not finite (``nan``, ``inf``), empty or thousands of digits long, or an output p
 folder that does not exist gives argparse's usage message and exit status 2 before any model is read, instead of a
 traceback, a silently changed result or an allocation that never ends. The flags:
 the corpus a measuring command reads (``--src``, its references, ``--split``, ``--limit``, ``--data-dir``), the
-decoding settings (``--beam``, ``--length-penalty``, ``--max-len``), the heads switched off (``--mask-heads``,
-``--rescale-heads``) and the attention export (``--attention``).
+decoding settings (``--beam``, ``--length-penalty``, ``--max-len``), the precision (``--dtype``), a multilingual
+model's languages (``--src-lang``, ``--tgt-lang``), the heads switched off (``--mask-heads``, ``--rescale-heads``)
+and the attention export (``--attention``).
 """
 
 from __future__ import annotations
@@ -15,13 +16,16 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attnviz.engine.checkpoints.header import require_path
+from attnviz.engine.checkpoints.memory import AUTO, DTYPE_CHOICES
 from attnviz.engine.errors import CheckpointError, InputError
 
 if TYPE_CHECKING:
+    from attnviz.engine.config import DecodeConfig
     from attnviz.engine.translator import Translator
 
 MAX_BEAM = 64  # wider beams give no better translations and need beam x batch decoder states
@@ -112,6 +116,20 @@ def add_model(p: argparse.ArgumentParser, help: str | None = None) -> None:
     p.add_argument("-m", "--model", required=True, help=help)
 
 
+def dtype_choice(text: str) -> str:
+    """An argparse type: a precision a model can run at (``engine.checkpoints.memory.DTYPE_CHOICES``)."""
+    if text not in DTYPE_CHOICES:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(DTYPE_CHOICES)}, not {_shown(text)}")
+    return text
+
+
+def add_dtype(p: argparse.ArgumentParser, default: str | None = AUTO) -> None:
+    """``--dtype``: the precision the model runs at (the app's File > Precision setting)."""
+    p.add_argument("--dtype", type=dtype_choice, default=default, metavar="{" + ",".join(DTYPE_CHOICES) + "}",
+                   help="precision the model runs at: auto (float32 on the CPU), float32, or float16/bfloat16 (half "
+                        "the memory; a model too large for the free memory is refused with the figures)")
+
+
 def check_model(path: str | None) -> None:
     """``-m MODEL`` names a file or folder that exists: a mistyped path is said in one line (exit status 2) before
     torch or the model is read."""
@@ -141,11 +159,42 @@ def add_corpus(p: argparse.ArgumentParser, split: str, reference: str, reference
 
 
 def add_decoding(p: argparse.ArgumentParser) -> None:
-    """How a command decodes: beam width, length penalty and the output length limit."""
-    p.add_argument("--beam", type=BEAM, default=1, help=f"beam width (1 = greedy, the default; at most {MAX_BEAM})")
-    p.add_argument("--length-penalty", type=LENGTH_PENALTY, default=1.0,
-                   help="GNMT length penalty alpha for beam search (0 to 10)")
-    p.add_argument("--max-len", type=MAX_LENGTH, default=50, help="most output tokens per sentence (default 50)")
+    """How a command decodes: beam width, length penalty and the output length limit, from the model's own
+    configuration or attnviz's (``decoding`` resolves them once the model is read)."""
+    p.add_argument("--beam", type=BEAM, help=f"beam width (1 = greedy, attnviz's default; at most {MAX_BEAM})")
+    p.add_argument("--length-penalty", type=LENGTH_PENALTY,
+                   help="length penalty alpha for beam search (0 to 10; attnviz's default 1.0, GNMT's rule)")
+    p.add_argument("--max-len", type=MAX_LENGTH, help="most output tokens per sentence (attnviz's default 50)")
+    p.add_argument("--decoding", choices=("model", "attnviz"), default="model",
+                   help="an imported model's decoding as its authors configured it in generation_config.json "
+                        "(model, the default; said on stderr), or attnviz's own settings (attnviz); --beam, "
+                        "--length-penalty and --max-len change either")
+
+
+def decoding(args: argparse.Namespace, translator: Translator, **fields: Any) -> DecodeConfig:
+    """The ``DecodeConfig`` of ``add_decoding``'s flags (and ``fields``): the model's configured decoding, said on
+    stderr, unless ``--decoding attnviz`` or the model configures none; the flags given change it."""
+    from attnviz.engine.config import DecodeConfig
+
+    given = {name: value for name, value in (("beam", args.beam), ("length_penalty", args.length_penalty),
+                                             ("max_len", args.max_len)) if value is not None}
+    card = translator.card
+    configured = card.decoding if args.decoding == "model" else None
+    if configured is None:
+        return DecodeConfig(**given, **fields)
+    decode = configured.replace(**given, **fields)
+    changed = ", ".join("--" + name.replace("_", "-") for name in given)
+    print(f"attnviz: decoding {card.decoding_label(decode, changed)} (--decoding attnviz for attnviz's own settings)",
+          file=sys.stderr)
+    return decode
+
+
+def add_languages(p: argparse.ArgumentParser) -> None:
+    """The languages of a multilingual model (NLLB-200, M2M100, mBART-50), by ISO 639 code or the model's tag."""
+    p.add_argument("--src-lang", metavar="LANG",
+                   help="a multilingual model's source language (de, fra, deu_Latn, __de__, de_DE...; default: "
+                        "guessed from each sentence's script and frequent words, said in a warning)")
+    p.add_argument("--tgt-lang", metavar="LANG", help="a multilingual model's target language (default: English)")
 
 
 def add_attention_export(p: argparse.ArgumentParser) -> None:

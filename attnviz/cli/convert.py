@@ -40,10 +40,16 @@ def parse_head(text: str, layers: int, heads: int) -> list[int]:
 def cmd_convert(args) -> int:
     from pathlib import Path
 
-    from attnviz.engine.hub import all_formats, find_format
+    from attnviz.engine.errors import CheckpointError
+    from attnviz.engine.hub import all_formats, find_format, format_of
     from attnviz.engine.loading import load_translator
 
     if find_format(args.folder) is None:
+        if Path(args.folder).is_dir():  # a model folder of a family attnviz does not implement says which
+            try:
+                format_of(args.folder)
+            except CheckpointError as exc:
+                raise InputError(str(exc)) from None
         known = "; ".join(f.title for f in all_formats())
         raise InputError(f"{args.folder} is not a model folder that attnviz imports; give the folder of one of: "
                          f"{known}.")

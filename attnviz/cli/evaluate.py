@@ -13,7 +13,16 @@ import argparse
 import json
 import sys
 
-from attnviz.cli.args import add_corpus, add_decoding, add_head_flags, add_model, head_settings, output_file
+from attnviz.cli.args import (
+    add_corpus,
+    add_decoding,
+    add_dtype,
+    add_head_flags,
+    add_model,
+    decoding,
+    head_settings,
+    output_file,
+)
 from attnviz.engine.analysis.names import IMPORTANCE_SPLIT
 from attnviz.engine.errors import ConfigError, InputError
 
@@ -24,6 +33,7 @@ def _measuring_flags(p: argparse.ArgumentParser, split: str = "test") -> None:
     p.add_argument("--preset", help="use this recipe's corpus (default: the one stored in the checkpoint)")
     add_corpus(p, split=split, reference="--ref", reference_help="reference file aligned with --src")
     add_decoding(p)
+    add_dtype(p)
 
 
 def add_commands(sub) -> None:
@@ -66,13 +76,11 @@ def _pairs(translator, args) -> tuple[list, str]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    from attnviz.engine.config import DecodeConfig
     from attnviz.engine.loading import load_translator
     from attnviz.engine.training.evaluation import evaluate_files, evaluate_split
 
-    translator = load_translator(args.model)
-    decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty,
-                          **head_settings(args, translator))
+    translator = load_translator(args.model, args.dtype)
+    decode = decoding(args, translator, **head_settings(args, translator))
     if args.src or args.ref:
         if not (args.src and args.ref):
             raise ConfigError("--src and --ref go together: give both files")
@@ -100,17 +108,15 @@ def cmd_head_importance(args: argparse.Namespace) -> int:
 
     from attnviz.cli.progress import run_analysis
     from attnviz.engine.analysis.importance import ImportanceReady, importance_steps
-    from attnviz.engine.config import DecodeConfig
     from attnviz.engine.heads import SHORT_NAMES
     from attnviz.engine.loading import load_translator
 
-    translator = load_translator(args.model)
+    translator = load_translator(args.model, args.dtype)
     if not translator.has_source:
         raise InputError(f"{args.model} is a language model; head importance is measured in BLEU, which needs a "
                          "translation model")
     pairs, source = _pairs(translator, args)
-    decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty,
-                          rescale_heads=args.rescale_heads)
+    decode = decoding(args, translator, rescale_heads=args.rescale_heads)
     kinds = [k for k in (args.kinds or "").split(",") if k.strip()]
     result: ImportanceReady = run_analysis(importance_steps(translator, pairs, decode, kinds=kinds, source=source))
     data = {"model": args.model, **result.to_json()}

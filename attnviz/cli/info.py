@@ -4,7 +4,8 @@ say what was checked.
 Without ``--check`` nothing is read of the weights but their index (``engine.loading.inspect_model``: a header's
 framing, every tensor's name, shape and offsets against the model's config, the model's size on torch's meta
 device), so ``info`` answers quickly even for a large model and says "not checked: values"; ``--check`` reads every
-weight as loading does (finite values). A file or folder that fails a check exits 1 with its one-line reason. It is
+weight as loading does (finite values). It says the parameter count, the memory the weights take at each dtype and
+the dtype they would run at (``--dtype``). A file or folder that fails a check exits 1 with its one-line reason. It is
 its own module rather than part of ``convert`` or ``translate``: it decodes nothing.
 """
 
@@ -13,6 +14,9 @@ from __future__ import annotations
 import argparse
 import json
 from typing import TYPE_CHECKING
+
+from attnviz.cli.args import add_dtype
+from attnviz.engine.checkpoints.memory import DTYPES, memory_by_dtype, resolve_dtype, size_text
 
 if TYPE_CHECKING:
     from attnviz.engine.checkpoints.card import ModelCard
@@ -24,7 +28,8 @@ def add_command(sub) -> None:
     p.add_argument("checkpoint", help="a checkpoint file or an imported model's folder")
     p.add_argument("--json", action="store_true", help="print the description as JSON")
     p.add_argument("--check", action="store_true",
-                   help="also read every weight and check its values (slower: the whole model is loaded)")
+                   help="also read every weight and check its values (slower: the whole model is loaded, at --dtype)")
+    add_dtype(p)
     p.set_defaults(func=cmd_info)
 
 
@@ -32,16 +37,22 @@ INFO_FIGURES = ("bleu_tok", "sacrebleu", "chrf", "ppl", "accuracy", "loss", "sen
                 "bleu_tok_float32", "bleu_tok_float16", "loss_float32", "loss_float16", "stored_as_float16")
 
 
-def _format_info(card: ModelCard) -> str:
-    """A checkpoint's card as the lines ``attnviz info`` prints."""
+def _format_info(card: ModelCard, dtype: str) -> str:
+    """A checkpoint's card as the lines ``attnviz info`` prints; ``dtype`` is the --dtype asked for."""
+    memory = ", ".join(f"{size_text(n)} at {d}" for d, n in memory_by_dtype(card.parameters).items())
     lines = [
         f"{card.name or card.path}: {card.languages}",
         f"  model      {card.kind.name}: {card.kind.describe(card.config)}",
-        f"  parameters {card.parameters:,}  (stored as {card.dtype})",
+        f"  parameters {card.parameters:,}  (stored as {card.dtype}, runs as {_runs_as(card, dtype)} with --dtype "
+        f"{dtype})",
+        f"  memory     {memory}",
         f"  vocab      {card.src_vocab_size:,} {card.src_lang} / {card.tgt_vocab_size:,} {card.tgt_lang}",
     ]
     if card.preset:
         lines.append(f"  preset     {card.preset}")
+    label = card.decoding_label()
+    if label:
+        lines.append(f"  decoding   {label}")
     for split, metrics in card.metrics.items():
         values = metrics.to_dict()
         shown = ", ".join(f"{k} {values[k]:.4g}" if isinstance(values[k], float) else f"{k} {values[k]}"
@@ -57,14 +68,20 @@ def _format_checks(inspection: Inspection) -> str:
     return "\n".join(lines)
 
 
+def _runs_as(card: ModelCard, dtype: str) -> str:
+    return resolve_dtype(dtype, card.dtype if card.dtype in DTYPES else "float32")
+
+
 def cmd_info(args: argparse.Namespace) -> int:
     from attnviz.engine.loading import check_model, inspect_model
 
-    inspection = (check_model if args.check else inspect_model)(args.checkpoint)
+    inspection = check_model(args.checkpoint, args.dtype) if args.check else inspect_model(args.checkpoint)
     if args.json:
         checks = {"checked": list(inspection.checked), "notes": list(inspection.notes),
                   "not_checked": list(inspection.not_checked)}
-        print(json.dumps(inspection.card.to_info() | {"checks": checks}, indent=2, ensure_ascii=False))
+        precision = {"runs_as": _runs_as(inspection.card, args.dtype),
+                     "memory_bytes": memory_by_dtype(inspection.card.parameters)}
+        print(json.dumps(inspection.card.to_info() | precision | {"checks": checks}, indent=2, ensure_ascii=False))
     else:
-        print(_format_info(inspection.card) + "\n" + _format_checks(inspection))
+        print(_format_info(inspection.card, args.dtype) + "\n" + _format_checks(inspection))
     return 0

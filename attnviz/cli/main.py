@@ -15,20 +15,21 @@ from collections.abc import Sequence
 
 from attnviz._version import __version__
 from attnviz.cli import analysis, attribute, convert, data, evaluate, info, train, translate
-from attnviz.cli.args import check_model
+from attnviz.cli.args import add_dtype, check_model
 from attnviz.engine.errors import AttnvizError, InputError
 
 
 def _add_gui(sub) -> None:
     p = sub.add_parser("gui", help="open the desktop app (the default when no command is given)")
     p.add_argument("checkpoint", nargs="?", help="checkpoint to open instead of the default model")
+    add_dtype(p, default=None)  # none given: the app's remembered File > Precision
     p.set_defaults(func=cmd_gui)
 
 
 def cmd_gui(args: argparse.Namespace) -> int:
     from attnviz.gui.app import run_gui
 
-    return run_gui(getattr(args, "checkpoint", None))
+    return run_gui(getattr(args, "checkpoint", None), getattr(args, "dtype", None))
 
 
 def build_parser() -> argparse.ArgumentParser:

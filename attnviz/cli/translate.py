@@ -15,8 +15,11 @@ from attnviz.cli.args import (
     MAX_BEAM,
     add_attention_export,
     add_decoding,
+    add_dtype,
     add_head_flags,
+    add_languages,
     add_model,
+    decoding,
     float_range,
     head_settings,
     int_range,
@@ -46,17 +49,20 @@ def add_commands(sub) -> None:
                    help="with --attention: merge subword pieces into words (sum over a word's key pieces, mean over "
                         "its query pieces; rows still sum to 1)")
     add_decoding(p)
+    add_languages(p)
     p.add_argument("--n-best", type=int_range(1, MAX_BEAM), metavar="K",
                    help="print the K best hypotheses of the beam (K <= --beam) with their length-normalised score "
                         "and summed log-probability: LINE, RANK, SCORE, LOGPROB, TEXT tab-separated, or an n_best "
                         "list in each --json object")
     add_head_flags(p)
+    add_dtype(p)
     p.set_defaults(func=cmd_translate)
 
     p = sub.add_parser("generate", help="continue a prefix with a language model (e.g. names-char)",
                        description="Generate N sequences that continue PREFIX (empty by default), greedily "
                                    "(--temperature 0) or by sampling from the softmax at the given temperature.")
     add_model(p, help="language-model checkpoint (.safetensors)")
+    add_dtype(p)
     p.add_argument("--prefix", default="", help="the start of every sequence (default: empty)")
     p.add_argument("--n", type=int_range(1, 100_000), default=10, help="how many sequences (default 10)")
     p.add_argument("--temperature", type=float_range(0.0, 1000.0),
@@ -81,20 +87,22 @@ def _default_model() -> str:
 
 def cmd_translate(args: argparse.Namespace) -> int:
     from attnviz.cli.batch import read_lines, translate_lines, utf8_stdout, write_lines
-    from attnviz.engine.config import DecodeConfig
     from attnviz.engine.loading import load_translator
 
-    if args.n_best and args.n_best > args.beam:
+    if args.n_best and args.n_best > (args.beam or 1) and args.decoding == "attnviz":
         raise InputError(f"--n-best {args.n_best} asks for more hypotheses than the beam keeps; use --beam "
                          f"{args.n_best} or more, or a smaller --n-best")
     lines = read_lines(args.sentences)
     args.model = args.model or _default_model()
-    translator = load_translator(args.model)
+    translator = load_translator(args.model, args.dtype)
     if not translator.has_source:
         raise InputError(f"{args.model} is a language model: it continues text instead of translating it. Use "
                          f"attnviz generate -m {args.model} --prefix TEXT")
-    decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty,
-                          **head_settings(args, translator))
+    translator.use_languages(args.src_lang, args.tgt_lang)
+    decode = decoding(args, translator, **head_settings(args, translator))
+    if args.n_best and args.n_best > decode.beam:
+        raise InputError(f"--n-best {args.n_best} asks for more hypotheses than the beam keeps; use --beam "
+                         f"{args.n_best} or more, or a smaller --n-best")
     # --attention and --n-best search each sentence as events (the same choice as the batched search), keeping the
     # chosen hypothesis' own attention and every finished hypothesis' score
     translate_lines(translator, lines, decode, capture=bool(args.attention), n_best=args.n_best or 0)
@@ -141,7 +149,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         DecodeConfig(temperature=args.temperature)  # validates before the model is read
     if args.n < 1:
         raise InputError(f"--n must be at least 1, not {args.n}")
-    translator = load_translator(args.model)
+    translator = load_translator(args.model, args.dtype)
     if translator.has_source:
         raise InputError(f"{args.model} is a translation model ({translator.card.languages}); it needs a "
                          f"sentence to translate. Use attnviz translate -m {args.model} \"SENTENCE\"")

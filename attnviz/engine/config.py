@@ -69,7 +69,7 @@ def _require(condition: bool, message: str) -> None:
 
 
 SCORES = ("dot", "general", "concat")
-POSITIONS = ("learned", "sinusoidal", "sinusoidal-halves")
+POSITIONS = ("learned", "sinusoidal", "sinusoidal-halves", "sinusoidal-fairseq")
 ACTIVATIONS = ("relu", "gelu", "gelu_new", "swish")
 # The kind of a config that names none (every checkpoint before kinds existed); ``engine.kinds.transformer``
 # registers it. The registry sits above the config, so the config says the default's name itself.
@@ -97,7 +97,8 @@ class ModelConfig(_DictMixin):
     ff_dim: int = 512
     dropout: float = 0.1  # on embeddings, sublayer outputs and attention probabilities
     # "learned" table, fixed "sinusoidal" (sin and cos interleaved) or "sinusoidal-halves" (sin in the first half of
-    # the vector, cos in the second: MarianMT's layout)
+    # the vector, cos in the second: MarianMT's layout) or "sinusoidal-fairseq" (fairseq's: sin then cos halves,
+    # frequency step log(10000) / (D/2 - 1), the first position numbered 2: M2M100 and NLLB-200)
     positions: str = "learned"
     max_positions: int = 100  # the longest sequence (with <sos>/<eos>) either side accepts
     norm: str = "post"  # "post": LN(x + f(x)) as the references; "pre": x + f(LN(x)) with a final LN
@@ -105,6 +106,7 @@ class ModelConfig(_DictMixin):
     tie_output: bool = False  # share the target embedding with the output projection
     share_embeddings: bool = False  # one token embedding for source and target (needs equal vocabulary sizes)
     scale_embedding: bool = True  # multiply token embeddings by sqrt(D) before adding positions
+    embed_norm: bool = False  # a LayerNorm over token + position embeddings, before dropout (mBART's)
     activation: str = "relu"  # of the feed-forward layers: "relu", "gelu", "gelu_new" (tanh approximation), "swish"
     hidden: int = 512  # recurrent kinds: LSTM state width
     score: str = "general"  # recurrent kinds: "dot" h_t.h_s, "general" h_t.W h_s, "concat" v.tanh(W[h_t; h_s])
@@ -132,6 +134,10 @@ class ModelConfig(_DictMixin):
                  f"embed_init must be 'xavier' or 'normal', not {self.embed_init!r}")
 
 
+LENGTH_RULES = ("gnmt", "power")
+STOPPING = ("attnviz", "true", "false", "never")
+
+
 @dataclass(frozen=True)
 class DecodeConfig(_DictMixin):
     """How to search for a translation."""
@@ -144,6 +150,16 @@ class DecodeConfig(_DictMixin):
     seed: int = 0  # of the sampling generator, so a sampled output can be reproduced
     heads_off: tuple[HeadRef, ...] = ()  # attention heads switched off while decoding (``engine.search.head_mask``)
     rescale_heads: bool = False  # scale an altered layer's remaining heads by H / (H - off)
+    # The search its authors configured for an imported model (its generation_config.json, read by
+    # ``engine.hub.generation``), run as transformers' ``generate`` runs it (``engine.search.rules``); the defaults
+    # are attnviz's own search.
+    configured: bool = False  # these are the model's settings: transformers' scores (no renormalising after a ban)
+    length_rule: str = "gnmt"  # "gnmt": score / ((5 + n) / 6) ** alpha; "power": score / n ** alpha (transformers)
+    early_stopping: str = "attnviz"  # "attnviz" (engine.search.beam), or transformers' "true", "false", "never"
+    no_repeat_ngram: int = 0  # no n-gram of this many tokens twice in an output (0: off)
+    bad_words: tuple[tuple[int, ...], ...] = ()  # target id sequences an output never completes
+    forced_bos: int = -1  # target id forced as the first output token (-1: none)
+    forced_eos: int = -1  # target id forced at the last step the length limit allows (-1: none)
 
     def __post_init__(self) -> None:
         try:
@@ -156,7 +172,22 @@ class DecodeConfig(_DictMixin):
         _require(self.temperature >= 0, f"temperature must be >= 0 (0 = greedy), not {self.temperature}")
         _require(self.max_len >= 1, f"max_len must be at least 1, not {self.max_len}")
         _require(self.beam >= 1, f"beam must be at least 1, not {self.beam}")
-        _require(self.length_penalty >= 0, f"length_penalty must be >= 0, not {self.length_penalty}")
+        _require(self.length_penalty >= 0 or self.length_rule == "power",
+                 f"length_penalty must be >= 0, not {self.length_penalty}")
+        _require(self.length_rule in LENGTH_RULES,
+                 f"length_rule must be one of {LENGTH_RULES}, not {self.length_rule!r}")
+        _require(self.early_stopping in STOPPING, f"early_stopping must be one of {STOPPING}, not "
+                                                  f"{self.early_stopping!r}")
+        _require(self.no_repeat_ngram >= 0, f"no_repeat_ngram must be >= 0, not {self.no_repeat_ngram}")
+        try:
+            words = tuple(tuple(int(i) for i in word) for word in self.bad_words)
+        except (TypeError, ValueError):
+            raise ConfigError(f"bad_words must list sequences of token ids, not {self.bad_words!r:.60}") from None
+        _require(all(word and min(word) >= 0 for word in words), "bad_words must list non-empty sequences of token "
+                                                                 f"ids >= 0, not {words!r:.60}")
+        object.__setattr__(self, "bad_words", words)
+        _require(self.forced_bos >= -1 and self.forced_eos >= -1, "forced_bos and forced_eos must be token ids, or -1 "
+                                                                  "for none")
         _require(self.topk >= 1, f"topk must be at least 1, not {self.topk}")
 
 

@@ -13,13 +13,14 @@ format did. Describing needs no torch: the translator module is imported only wh
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata, checkpoint_card, stored_parameters
 from attnviz.engine.checkpoints.folder import check_weight_file
-from attnviz.engine.checkpoints.header import read_header, require_path
+from attnviz.engine.checkpoints.header import read_header, read_index, require_path
+from attnviz.engine.checkpoints.memory import AUTO, DTYPES, check_fits, resolve_dtype, stored_dtype
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.hub import FolderPlan, format_of
 
@@ -42,27 +43,36 @@ class Inspection:
 
 def _folder_plan(folder: Path, size: bool = True) -> tuple[FolderPlan, list[str], list[str]]:
     """A folder's plan, its model's size checked on the meta device (``size``; it needs torch), then its weights'
-    index against the plan."""
+    index against the plan; the card says the dtype the weights are stored at (safetensors' index)."""
     plan = format_of(folder).inspect(folder)
     if size:
         from attnviz.engine.translator import check_model_size  # torch: the model is built on the meta device
 
         check_model_size(folder, plan.card.config)  # before the format allocates anything
     checked, notes = check_weight_file(plan.weights)
+    if plan.weights.path.suffix == ".safetensors":
+        plan = replace(plan, card=replace(plan.card, dtype=stored_dtype(read_index(plan.weights.path)[1])))
     return plan, checked, notes
 
 
-def load_translator(path: str | os.PathLike[str]) -> Translator:
-    """A checkpoint file or an imported model's folder as a ready ``Translator`` (``CheckpointError`` with a clear
-    message otherwise)."""
+def load_translator(path: str | os.PathLike[str], dtype: str = AUTO) -> Translator:
+    """A checkpoint file or an imported model's folder as a ready ``Translator`` running at ``dtype`` (one of
+    ``DTYPE_CHOICES``; ``auto``: see ``resolve_dtype``), refused before any weight is read if it would not fit in
+    the available memory (``CheckpointError`` with a clear message for that and anything else)."""
     if not require_path(path).is_dir():
         from attnviz.engine.translator import load_checkpoint  # torch: only when a model is loaded
 
-        return load_checkpoint(path)
+        meta, index = read_header(path)
+        run = resolve_dtype(dtype, meta["dtype"] if meta.get("dtype") in DTYPES else "float32")
+        check_fits(path, stored_parameters(index), run)
+        return load_checkpoint(path, run)
     folder = Path(path)
     plan, _, _ = _folder_plan(folder)
-    translator = format_of(folder).load(folder)
+    run = resolve_dtype(dtype, plan.card.dtype)
+    check_fits(folder, plan.card.parameters, run)
+    translator = format_of(folder).load(folder, run)
     _check_loaded(folder, plan.card, translator)
+    translator.metadata["dtype"] = plan.card.dtype  # what the card says the weights are stored as
     return translator
 
 
@@ -101,9 +111,9 @@ def inspect_model(path: str | os.PathLike[str]) -> Inspection:
                              "model size on the meta device",))
 
 
-def check_model(path: str | os.PathLike[str]) -> Inspection:
-    """``inspect_model`` and then every weight read and checked (finite), as loading does."""
+def check_model(path: str | os.PathLike[str], dtype: str = AUTO) -> Inspection:
+    """``inspect_model`` and then every weight read and checked (finite), as loading at ``dtype`` does."""
     inspection = inspect_model(path)
-    load_translator(path)
+    load_translator(path, dtype)
     return Inspection(inspection.card, (*inspection.checked, "model size on the meta device, values: every weight "
                                         "read, all finite"), inspection.notes, ())

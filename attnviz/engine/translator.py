@@ -11,31 +11,37 @@ batches (greedy or beam). ``save`` writes the translator back as a self-describi
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
 
+from attnviz.engine.checkpoints.assign import build_loaded
 from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata
-from attnviz.engine.checkpoints.header import TOKENIZER_PREFIX
-from attnviz.engine.checkpoints.store import (
-    check_against_index,
-    check_finite,
-    load_tensors,
-    model_shapes,
-    save_tensors,
-)
+from attnviz.engine.checkpoints.header import TOKENIZER_PREFIX, read_header
+from attnviz.engine.checkpoints.mapped import map_tensors
+from attnviz.engine.checkpoints.store import check_against_index, check_finite, model_shapes, save_tensors
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.errors import CheckpointError, ConfigError, InputError, NotTextError
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, Translation, assemble
 from attnviz.engine.kinds import ModelKind, check, kind_of
-from attnviz.engine.models.protocol import IncrementalModel, count_parameters, load_stored_state, stored_state
+from attnviz.engine.models.protocol import IncrementalModel, count_parameters, stored_state
 from attnviz.engine.search.beam import beam_batch, beam_steps
 from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch
 from attnviz.engine.search.head_mask import heads_off
-from attnviz.engine.text.tokenize import LANGUAGE_NAMES, TokenizerSpec, hidden_characters, visible_token
+from attnviz.engine.text.languages import Languages, iso
+from attnviz.engine.text.tokenize import (
+    LANGUAGE_NAMES,
+    MULTILINGUAL,
+    TokenizerSpec,
+    hidden_characters,
+    languages_label,
+    visible_token,
+)
 from attnviz.engine.text.vocab import EOS, SOS, Vocab
 
 GREEDY = DecodeConfig()
@@ -89,6 +95,31 @@ class Translator:
         self.src_vocab, self.tgt_vocab = src_vocab, tgt_vocab
         self.src_spec, self.tgt_spec = src_spec, tgt_spec
         self.metadata = dict(metadata or {})
+        self.languages: Languages | None = None  # a multilingual model's language tags (``use_languages``)
+        if "languages" in self.metadata:
+            self._set_languages(checked_languages(self.metadata["languages"], tgt_vocab))
+
+    def _set_languages(self, languages: Languages) -> None:
+        self.languages = languages
+        self.metadata["languages"] = languages.to_dict()
+        self.src_spec = dataclasses.replace(self.src_spec, lang=iso(languages.src) if languages.src else MULTILINGUAL)
+        self.tgt_spec = dataclasses.replace(self.tgt_spec, lang=iso(languages.tgt))
+
+    def use_languages(self, src: str | None = None, tgt: str | None = None) -> None:
+        """A multilingual model translates from ``src`` ("auto": guessed from each text) into ``tgt``, each named by
+        an ISO 639 code or the model's own tag (``InputError`` naming the choices for one it lacks); a model of one
+        language pair takes neither (``InputError``)."""
+        if self.languages is None:
+            if src is None and tgt is None:
+                return
+            raise InputError(f"This model translates {languages_label(self.src_spec.lang, self.tgt_spec.lang)} "
+                             "only; --src-lang and --tgt-lang choose the languages of a multilingual model (NLLB-200, "
+                             "M2M100, mBART-50).")
+        self._set_languages(self.languages.choose(src, tgt))
+
+    def _lead(self) -> tuple[int, ...]:
+        """The target ids every translation starts with: a multilingual model's target language tag."""
+        return (self.tgt_vocab.id(self.languages.tgt),) if self.languages is not None else ()
 
     @property
     def config(self) -> ModelConfig:
@@ -100,11 +131,17 @@ class Translator:
         return self.kind.has_source
 
     @property
+    def dtype(self) -> str:
+        """The dtype the model runs at ("float32", "float16", "bfloat16")."""
+        return str(next(self.model.parameters()).dtype).removeprefix("torch.")
+
+    @property
     def card(self) -> ModelCard:
-        """This model described as a checkpoint's card (its metadata, the live parameter count)."""
-        meta = self.metadata | {"model": self.config.to_dict(), "src_vocab": self.src_vocab.to_list(),
-                                "tgt_vocab": self.tgt_vocab.to_list(), "src_tokenizer": self.src_spec.to_dict(),
-                                "tgt_tokenizer": self.tgt_spec.to_dict()}
+        """This model described as a checkpoint's card (its metadata, the live parameter count, the dtype it runs
+        at)."""
+        meta = self.metadata | {"runs_as": self.dtype, "model": self.config.to_dict(),
+                                "src_vocab": self.src_vocab.to_list(), "tgt_vocab": self.tgt_vocab.to_list(),
+                                "src_tokenizer": self.src_spec.to_dict(), "tgt_tokenizer": self.tgt_spec.to_dict()}
         return card_from_metadata(meta, count_parameters(self.model), meta.get("path"))
 
     @property
@@ -123,13 +160,18 @@ class Translator:
         tokens, hidden = _read_text(self.src_spec, text)
         if not tokens:
             raise InputError("Nothing to translate: the text has no words after removing control characters.")
-        tokens, warnings = _fit(tokens, self.src_vocab, self.model.max_source_len - 2,
+        tag, note = self.languages.source_tag(text) if self.languages is not None else (None, None)
+        tokens, warnings = _fit(tokens, self.src_vocab, self.model.max_source_len - 2 - (tag is not None),
                                 "The sentence has {n} tokens but the model reads at most {limit}; the last {dropped} "
                                 "were dropped.")
-        warnings = hidden + warnings
+        warnings = hidden + warnings + ([note] if note else [])
         labels, ids = [SOS, *tokens, EOS], self.src_vocab.encode(tokens, add_sos_eos=True)
         if not self.kind.source_bos:  # the kind reads no <sos> before the source
             labels, ids = labels[1:], ids[1:]
+        if tag is not None:  # a multilingual model's source language tag, before the pieces or after </s>
+            at = len(ids) if self.languages is not None and self.languages.src_suffix else 0
+            labels.insert(at, tag)
+            ids.insert(at, self.src_vocab.id(tag))
         return labels, ids, warnings
 
     def prepare_prefix(self, text: str) -> tuple[list[int], list[str]]:
@@ -146,7 +188,7 @@ class Translator:
         ``forced`` target ids (a what-if prefix) replace a language model's prefix and lead a translation."""
         if self.has_source:
             labels, ids, warnings = self.prepare_source(text)
-            return DecodeInput(ids, labels, tuple(forced or ()), warnings)
+            return DecodeInput(ids, labels, (*self._lead(), *(forced or ())), warnings)
         prefix, warnings = self.prepare_prefix(text)
         return DecodeInput((), (), tuple(prefix if forced is None else forced), warnings)
 
@@ -161,7 +203,8 @@ class Translator:
         return self.tgt_vocab.encode(tokens)
 
     def detokenize(self, tokens: Sequence[str]) -> str:
-        return self.tgt_spec.detokenize([t for t in tokens if t != EOS])
+        tags = set(self.languages.tags) if self.languages is not None else set()
+        return self.tgt_spec.detokenize([t for t in tokens if t != EOS and t not in tags])
 
     # -- decoding ---------------------------------------------------------------------------------------------------
 
@@ -208,16 +251,17 @@ class Translator:
                 continue
         order = sorted(prepared, key=lambda i: len(prepared[i]))
         results: list[list[str]] = [[] for _ in texts]
+        lead = self._lead()
         with torch.inference_mode(), heads_off(self.model, decode.heads_off, decode.rescale_heads):
             for start in range(0, len(order), batch_size):
                 chunk = order[start:start + batch_size]
                 src = pad_batch([prepared[i] for i in chunk])
                 if decode.beam > 1:
-                    ids = beam_batch(self.model, src, decode)
+                    ids = beam_batch(self.model, src, decode, lead)
                 else:
-                    ids = greedy_batch(self.model, src, decode.max_len)
+                    ids = greedy_batch(self.model, src, decode.max_len, decode, lead)
                 for i, out in zip(chunk, ids, strict=True):
-                    results[i] = self.tgt_vocab.decode(out)
+                    results[i] = self.tgt_vocab.decode(out[len(lead):])
         return results
 
     def translate_batch(self, texts: Sequence[str], decode: DecodeConfig | None = None,
@@ -238,6 +282,15 @@ class Translator:
         meta.update(model=self.config.to_dict(), src_vocab=self.src_vocab.to_list(), tgt_vocab=self.tgt_vocab.to_list(),
                     src_tokenizer=self.src_spec.to_dict(), tgt_tokenizer=self.tgt_spec.to_dict())
         return state, meta
+
+
+def checked_languages(data: Any, vocab: Vocab) -> Languages:
+    """A model's stored language tags (``Languages.from_dict``), each an entry of its vocabulary (ConfigError)."""
+    languages = Languages.from_dict(data)
+    missing = [tag for tag in languages.tags if tag not in vocab]
+    if missing:
+        raise ConfigError(f"language tag {missing[0][:40]!r} is not in the model's vocabulary")
+    return languages
 
 
 def tokenizer_tensors(src: TokenizerSpec, tgt: TokenizerSpec) -> dict[str, torch.Tensor]:
@@ -273,24 +326,27 @@ def _from_meta(path: str, meta: dict[str, Any], key: str, parse):
         raise CheckpointError(f"{path}: its {key} is invalid: {exc}") from None
 
 
-def load_checkpoint(path: str | os.PathLike[str]) -> Translator:
-    """Load a checkpoint file into a ready ``Translator``; raises ``CheckpointError`` with a clear message."""
+def load_checkpoint(path: str | os.PathLike[str], dtype: str = "float32") -> Translator:
+    """Load a checkpoint file into a ready ``Translator`` running at ``dtype`` (its weights mapped, not copied, at
+    their stored dtype: ``engine.checkpoints.assign``); raises ``CheckpointError`` with a clear message."""
     path = str(path)
-    meta, tensors = load_tensors(path)
+    meta, index = read_header(path)
     cfg = _from_meta(path, meta, "model", lambda d: check(ModelConfig.from_dict(d)))
     src_vocab = _from_meta(path, meta, "src_vocab", Vocab.from_list)
     tgt_vocab = _from_meta(path, meta, "tgt_vocab", Vocab.from_list)
+    if (len(src_vocab), len(tgt_vocab)) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
+        raise CheckpointError(f"{path}: vocabulary sizes {len(src_vocab)}/{len(tgt_vocab)} do not match the model "
+                              f"config {cfg.src_vocab_size}/{cfg.tgt_vocab_size}; the file is inconsistent.")
+    if "languages" in meta:  # a multilingual model's tags, checked here so that a bad entry names the file
+        _from_meta(path, meta, "languages", lambda d: checked_languages(d, tgt_vocab))
+    # shapes are compared on a meta-device model first, so a size bomb is refused before anything is allocated
+    check_index(path, cfg, index)
+    tensors = map_tensors(Path(path), index, "a checkpoint file; choose a .safetensors file")
     protos = {side: bytes(tensors.pop(f"{TOKENIZER_PREFIX}{side}").numpy()) for side in ("src", "tgt")
               if f"{TOKENIZER_PREFIX}{side}" in tensors}
     src_spec = _from_meta(path, meta, "src_tokenizer", lambda d: TokenizerSpec.from_dict(d, protos.get("src", b"")))
     tgt_spec = _from_meta(path, meta, "tgt_tokenizer", lambda d: TokenizerSpec.from_dict(d, protos.get("tgt", b"")))
-    if (len(src_vocab), len(tgt_vocab)) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
-        raise CheckpointError(f"{path}: vocabulary sizes {len(src_vocab)}/{len(tgt_vocab)} do not match the model "
-                              f"config {cfg.src_vocab_size}/{cfg.tgt_vocab_size}; the file is inconsistent.")
-    # shapes are compared on a meta-device model first, so a size bomb is refused before anything is allocated
-    check_against_index(path, build_model, cfg, {k: {"shape": list(t.shape)} for k, t in tensors.items()})
     check_finite(path, tensors)
-    model = build_model(cfg)
-    load_stored_state(model, tensors)
+    model = build_loaded(path, cfg, tensors, dtype)
     meta["path"] = path
     return Translator(model, src_vocab, tgt_vocab, src_spec, tgt_spec, meta)

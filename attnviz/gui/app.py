@@ -12,6 +12,7 @@ from PySide6.QtWidgets import QApplication
 from attnviz.gui import collector
 from attnviz.gui.main_window import MainWindow
 from attnviz.gui.model_list import default_model_path
+from attnviz.gui.precision import KEY as PRECISION_KEY
 from attnviz.gui.widgets import stored
 from attnviz.gui.worker import any_stuck
 from attnviz.paths import resources_dir
@@ -48,9 +49,14 @@ def initial_model(window: MainWindow, checkpoint: str | None) -> str | None:
     return last if last and Path(last).exists() else default_model_path()
 
 
-def run_gui(checkpoint: str | None = None) -> int:
+def run_gui(checkpoint: str | None = None, dtype: str | None = None) -> int:
+    """The app, opening ``checkpoint`` (else the last or the bundled model); ``dtype`` sets the remembered
+    precision (File > Precision)."""
     app = make_app()
-    window = MainWindow(QSettings())
+    settings = QSettings()
+    if dtype:
+        settings.setValue(PRECISION_KEY, dtype)
+    window = MainWindow(settings)
     window.show()
     path = initial_model(window, checkpoint)
     if path:

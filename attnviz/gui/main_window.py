@@ -20,6 +20,7 @@ from attnviz.gui.analysis.tab import AnalysisTab
 from attnviz.gui.data_folder import DataFolder
 from attnviz.gui.export_files import ViewExports
 from attnviz.gui.model_list import bundled_models, describe, model_summary, picker_label, shown_name
+from attnviz.gui.precision import add_precision_menu, load_job, precision
 from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train.tab import TrainTab
 from attnviz.gui.translate.tab import TranslateTab
@@ -29,15 +30,6 @@ from attnviz.gui.worker import JobFailure, Worker, wait_all
 OPEN_OTHER = "__open__"
 MAX_RECENT = 8
 CLOSE_WAIT_MS = 700  # closing ends within 2 s whatever a job does (issue 30), with margin on a busy machine
-
-
-def _load_model(path: str):
-    """Worker job: load a checkpoint and warm its tokenizer (both slow: off the GUI thread)."""
-    from attnviz.engine.loading import load_translator
-
-    translator = load_translator(path)
-    translator.src_spec.prepare()
-    yield translator
 
 
 def first_size(available: QRect) -> QSize:
@@ -138,6 +130,7 @@ class MainWindow(ViewExports, QMainWindow):
         self._action(file_menu, "Open model &folder...", self.open_folder_dialog, "Ctrl+Shift+O",
                      "Open an imported model's folder: " + "; ".join(f.title for f in all_formats()))
         self.recent_menu = file_menu.addMenu("Open &recent")
+        add_precision_menu(self, file_menu)
         self._action(file_menu, "Data fol&der...", lambda: self.data_folder.choose(self),
                      tip="The folder with the corpora, for the Train and Analysis tabs")
         file_menu.addSeparator()
@@ -211,7 +204,7 @@ class MainWindow(ViewExports, QMainWindow):
         self.model_label.setText(f"Loading {name}\u2026")  # the model in use is not named as if it were still
         self.translate_tab.set_loading(name)  # nothing translates with the old model meanwhile
         self.refresh_models()  # the picker names the model coming, marked as loading
-        self.loader.start(lambda stop: _load_model(path))
+        self.loader.start(lambda stop: load_job(path, precision(self.settings)))
 
     @Slot(str)
     def _on_translate_mode_changed(self, mode: str) -> None:

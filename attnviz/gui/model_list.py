@@ -56,7 +56,9 @@ def picker_label(label: str, loading: str | None) -> str:
 
 
 def model_summary(card: ModelCard | None) -> str:
-    """The status bar's words for the model in use (None: none)."""
+    """The status bar's words for the model in use (None: none): languages, size, and the precision it runs at where
+    that is not what its weights are stored as (File > Precision)."""
     if card is None:
         return "No model"
-    return f"{card.languages} · {card.parameters:,} parameters"
+    precision = f" · {card.runs_as} (stored as {card.dtype})" if card.runs_as not in (None, card.dtype) else ""
+    return f"{card.languages} · {card.parameters:,} parameters{precision}"

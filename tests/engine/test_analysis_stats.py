@@ -140,3 +140,24 @@ def test_language_model_statistics():
     lm = make_toy_lm()
     stats = compute_head_stats(lm, ["abc", "defg"])
     assert stats.kinds == ("decoder",) and stats.rows["decoder"].tolist() == [4, 5]
+
+
+def test_language_tags_count_with_sos_as_sinks():
+    """NLLB's "deu_Latn", M2M100's "__de__" and mBART's "de_DE" start a sentence as <sos> does: a head resting on one
+    is a sink head, not one reading a word."""
+    from attnviz.engine.analysis.names import is_language_tag
+    from attnviz.engine.analysis.stats import start_table
+    from attnviz.engine.text.vocab import Vocab
+
+    vocab = Vocab(["<unk>", "<pad>", "<sos>", "<eos>", "deu_Latn", "__de__", "de_DE", "en_XX", "▁Hund", "Latn",
+                   "de", "ab_cd"])
+    assert start_table(vocab).tolist() == [False, False, True, False, True, True, True, True, False, False, False,
+                                           False]
+    assert not is_language_tag("</s>") and not is_language_tag("DE_de")
+    ids = torch.tensor([[4, 8, 3]])  # deu_Latn ▁Hund <eos>
+    attn = torch.tensor([0.6, 0.3, 0.1]).expand(1, 1, 1, 3, 3).clone()  # every row: 0.6 on the tag
+    punct = torch.zeros(len(vocab), dtype=torch.bool)
+    with_tags, _ = row_statistics(attn, ids != PAD_ID, ids, punct, "encoder", start_table(vocab))
+    without, _ = row_statistics(attn, ids != PAD_ID, ids, punct, "encoder")
+    assert with_tags["sos"][0, 0, 0] / 3 == pytest.approx(0.6) and without["sos"][0, 0, 0] == 0
+    assert with_tags["sink"][0, 0, 0] / 3 == pytest.approx(0.7)  # tag + <eos>: past the sink threshold 0.5

@@ -11,6 +11,7 @@ import pytest
 from safetensors.torch import load_file, save_file
 
 from attnviz.cli.main import main
+from attnviz.engine.checkpoints.assign import build_loaded
 from attnviz.engine.checkpoints.card import card_from_metadata, stored_parameters
 from attnviz.engine.checkpoints.folder import WeightPlan
 from attnviz.engine.checkpoints.header import read_index
@@ -19,10 +20,10 @@ from attnviz.engine.errors import CheckpointError
 from attnviz.engine.hub import FolderFormat, FolderPlan, all_formats, find_format, format_of, registered
 from attnviz.engine.kinds import check, get_kind
 from attnviz.engine.loading import load_translator, read_card
-from attnviz.engine.models.protocol import count_parameters, load_stored_state, stored_state
+from attnviz.engine.models.protocol import count_parameters, stored_state
 from attnviz.engine.text.tokenize import TokenizerSpec
 from attnviz.engine.text.vocab import Vocab
-from attnviz.engine.translator import Translator, build_model
+from attnviz.engine.translator import Translator
 from tests.helpers import make_toy_translator
 
 TEXT = "q1 q2 q3 q4"
@@ -53,10 +54,10 @@ def _inspect(folder: Path) -> FolderPlan:
     return FolderPlan(card, WeightPlan(folder / "weights.safetensors", {k: v["shape"] for k, v in index.items()}))
 
 
-def _load(folder: Path) -> Translator:
+def _load(folder: Path, dtype: str) -> Translator:
     meta = _meta(folder)
-    model = build_model(check(ModelConfig.from_dict(meta["model"])))
-    load_stored_state(model, load_file(folder / "weights.safetensors"))
+    model = build_loaded(folder, check(ModelConfig.from_dict(meta["model"])), load_file(folder / "weights.safetensors"),
+                         dtype)
     return Translator(model, Vocab.from_list(meta["src_vocab"]), Vocab.from_list(meta["tgt_vocab"]),
                       TokenizerSpec.from_dict(meta["src_tokenizer"]), TokenizerSpec.from_dict(meta["tgt_tokenizer"]),
                       {"name": folder.name, "path": str(folder)})

@@ -135,6 +135,8 @@ def test_a_vocab_shorter_than_the_embedding_is_refused(folder):
     (folder / "vocab.json").write_text(json.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     config = json.loads((folder / "config.json").read_text())
     edit_json(folder / "config.json", pad_token_id=pad - 1, decoder_start_token_id=pad - 1)
+    edit_json(folder / "generation_config.json", pad_token_id=pad - 1, decoder_start_token_id=pad - 1,
+              bad_words_ids=[[pad - 1]])
     refused(folder, "'vocab_size'", f"vocab.json holds {len(vocab):,} pieces", file="config.json")
     config = {k: v for k, v in json.loads((folder / "config.json").read_text()).items()
               if k not in ("vocab_size", "decoder_vocab_size")}

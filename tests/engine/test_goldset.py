@@ -36,7 +36,10 @@ def test_the_published_form_is_read_1_based_and_detected(published):
     said = read_set(text, gold=gold, one_based=True)
     assert said.sure == found.sure and said.indexing_reason == "--one-based"
     assert found.to_json() == {"files": {"text": text, "gold": gold}, "pairs": 2, "reverse": False,
-                               "indexing": "1-based", "indexing_decided_by": found.indexing_reason}
+                               "sentence_ids": "line numbers", "gold_format": "one line per pair (i-j, ipj)",
+                               "gold_format_decided_by": "detected: line 1 holds i-j links",
+                               "indexing": "1-based", "indexing_decided_by": found.indexing_reason,
+                               "null_links_ignored": 0}
 
 
 def test_two_files_reversed_and_zero_based(tmp_path, published):

@@ -202,3 +202,47 @@ def test_b_minus_a_never_shows_a_values_for_a_kind_b_lacks(qtbot, loaded, corpus
     assert "minus" in tab.head_map.data().title
     tab.kind_combo.setCurrentIndex(tab.kind_combo.findData("encoder"))
     assert tab.head_map.data() is None and "no encoder attention of the same layers" in tab.head_map.placeholder
+
+
+def test_the_aer_map_draws_the_best_head_and_the_diagonal_baseline(qtbot, loaded, tmp_path):
+    """A NAACL 2003 gold file read in the tab: the map frames the best head, hatches the heads worse than the
+    diagonal baseline, marks the diagonal on the colour bar, and the note under it says so and how the file was
+    read."""
+    import numpy as np
+
+    from attnviz.engine.analysis.goldset import read_set
+    from attnviz.engine.analysis.scoring import score_links
+    from attnviz.engine.analysis.symmetrise import diagonal
+
+    src, tgt, gold = tmp_path / "s.txt", tmp_path / "t.txt", tmp_path / "g.wa"
+    src.write_text("q1 q2 q3\nq4 q5\n")
+    tgt.write_text("w3 w2 w1\nw5 w4\n")
+    gold.write_text("2 2 1 S\n1 1 3\n1 2 2 P 0.7\n1 3 1\n1 0 1\n")
+    tab = loaded.analysis_tab
+    tab.set_files(str(src), str(tgt))
+    tab.gold.set_path(str(gold))
+    _run(qtbot, tab)
+    qtbot.waitUntil(lambda: tab.alignment is not None, timeout=30000)
+    result, marks = tab.alignment, tab.head_map.marks
+    layer, head, value = result.best_head()
+    assert marks is not None and marks.best == (layer, head, value)
+    found = read_set(src=str(src), tgt=str(tgt), gold=str(gold))
+    expected = score_links([diagonal(3, 3), diagonal(2, 2)], [set(s) for s in found.sure],
+                           [set(p) for p in found.possible]).aer
+    assert marks.diagonal == pytest.approx(expected, abs=1e-4)
+    worse = int((result.aer_heads > marks.diagonal).sum())
+    note = tab.head_map.note.text()
+    assert not tab.head_map.note.isHidden()
+    assert note.startswith(f"Framed: the best single head, layer {layer + 1} head {head + 1} (AER {value:.3f}). "
+                           f"Diagonal baseline: AER {marks.diagonal:.3f}, the black line on the colour bar; hatched: "
+                           f"the {worse} of {result.aer_heads.size} heads that align worse than it. Gold: NAACL 2003")
+    assert "1 links to NULL (position 0) ignored" in note
+    image = tab.head_map.grab().toImage()
+    cells = tab.head_map.map_rect()
+    cell_w, cell_h = cells.width() / result.aer_heads.shape[1], cells.height() / result.aer_heads.shape[0]
+    x, y = int(cells.left() + head * cell_w + cell_w / 2), int(cells.top() + layer * cell_h + 1)
+    assert image.pixelColor(x, y).lightness() < 40  # the black frame around the best head, white inside it
+    assert image.pixelColor(x, y + 3).lightness() > 200
+    assert np.isfinite(result.aer_heads).all()
+    tab.stat_combo.setCurrentIndex(0)  # another statistic: no marks, no note
+    assert tab.head_map.marks is None and tab.head_map.note.isHidden()

@@ -39,7 +39,7 @@ def test_a_language_model_turns_the_tab_into_generate(qtbot, window, lm_checkpoi
     translate(qtbot, window, "cd")
     tokens = tab.output_view.tokens()
     assert tokens[:3] == ["c", "d", "e"] and tokens[-1] == "<eos>"
-    assert [tab.step_model.index(i, 1).data() for i in range(2)] == ["c (prefix)", "d (prefix)"]
+    assert [tab.step_model.index(i, 1).data() for i in range(2)] == ["c (forced)", "d (forced)"]
     assert kinds(tab) == ["decoder"]
     data = tab.attention.heatmap.data()
     assert data.matrix.shape == (len(tokens), len(tokens)) and abs(data.matrix.sum(axis=1) - 1).max() < 1e-5

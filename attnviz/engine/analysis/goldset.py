@@ -9,7 +9,9 @@ index 0 only 0-based numbering has; an index equal to its sentence's word count 
 refused with how to choose when it does not. ``reverse`` reads a set that lists the model's target side first (the
 Hansards list English first; a French-to-English model reads them reversed): its gold links are ``target-source``
 and a ``|||`` file is ``target ||| source``. Links are returned 0-based as (source word, target word) of the model's
-direction. Torch-free.
+direction. The NAACL 2003 shared task's formats (the Hansards and Romanian-English sets: one link per line,
+``<s snum=...>`` text lines) are read too (``naacl``); a gold file's format is detected from its first line and
+said. Torch-free.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from attnviz.engine.analysis import naacl
 from attnviz.engine.corpus.reader import read_lines
 from attnviz.engine.errors import DataError, InputError
 
@@ -29,6 +32,7 @@ _LINK = re.compile(r"(?P<a>\d{1,6})(?:(?P<p>[pP?])(?P<b1>\d{1,6})|-(?P<b2>\d{1,6
 LINK_FORMS = "i-j (sure), ipj or i?j (possible), i-j-S or i-j-P"
 SEPARATOR = "|||"
 RawLink = tuple[int, int, bool]  # (first index, second index, sure) as written
+PHARAOH = "one line per pair (i-j, ipj)"
 
 
 def parse_links(line: str) -> list[RawLink]:
@@ -62,6 +66,10 @@ class GoldSet:
     reverse: bool = False
     indexing: str | None = None  # how the gold file numbers words: "0-based" or "1-based"
     indexing_reason: str = ""  # "--one-based", "--zero-based" or what the detection saw
+    gold_format: str | None = None  # PHARAOH or naacl.NAME
+    gold_format_reason: str = ""  # the line the format was recognised on
+    null_links: int = 0  # NAACL links to position 0 (NULL), not scored
+    sentence_ids: bool = False  # the text named its sentences (<s snum=...>), which the gold file's ids follow
 
     def gold(self) -> list[tuple[Links, Links]] | None:
         if self.sure is None or self.possible is None:
@@ -69,10 +77,19 @@ class GoldSet:
         return [(set(s), set(p)) for s, p in zip(self.sure, self.possible, strict=True)]
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"files": dict(self.files), "pairs": len(self.sources), "reverse": self.reverse}
+        out: dict[str, Any] = {"files": dict(self.files), "pairs": len(self.sources), "reverse": self.reverse,
+                               "sentence_ids": "<s snum=...>" if self.sentence_ids else "line numbers"}
         if self.sure is not None:  # the link counts are the alignment's (sure_links, possible_links)
-            out.update(indexing=self.indexing, indexing_decided_by=self.indexing_reason)
+            out.update(gold_format=self.gold_format, gold_format_decided_by=self.gold_format_reason,
+                       indexing=self.indexing, indexing_decided_by=self.indexing_reason,
+                       null_links_ignored=self.null_links)
         return out
+
+    def describe(self) -> str:
+        """One line saying how the gold file was read, as the command line and the Analysis tab report it."""
+        nulls = f"; {self.null_links} links to NULL (position 0) ignored" if self.null_links else ""
+        return (f"gold: {self.gold_format} ({self.gold_format_reason}); {self.indexing} ({self.indexing_reason})"
+                f"{nulls}")
 
 
 def _lines(path: str, keep: int = 0) -> list[str]:
@@ -102,12 +119,19 @@ def _words_of_text(path: str, reverse: bool) -> list[tuple[tuple[str, ...], tupl
     return pairs
 
 
-def _words_of_files(src: str, tgt: str) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
-    sources, targets = _lines(src), _lines(tgt)
+def _words_of_files(src: str, tgt: str) -> tuple[list[tuple[tuple[str, ...], tuple[str, ...]]], list[str] | None]:
+    """The pairs of two line-aligned files, plain or ``<s snum=ID> words </s>`` lines, and the sentence ids."""
+    (sources, src_ids), (targets, tgt_ids) = (naacl.strip_sentence_tags(path, _lines(path)) for path in (src, tgt))
     if len(sources) != len(targets):
         raise InputError(f"{src} has {len(sources)} lines but {tgt} has {len(targets)}: a set's two sides have one "
                          f"line per pair (line {min(len(sources), len(targets)) + 1} has no partner)")
-    return [(tuple(s.split()), tuple(t.split())) for s, t in zip(sources, targets, strict=True)]
+    if src_ids is not None and tgt_ids is not None:
+        for number, (a, b) in enumerate(zip(src_ids, tgt_ids, strict=True), 1):
+            if a != b:
+                raise InputError(f"{tgt}, line {number}: sentence {b}, but line {number} of {src} is sentence {a}; "
+                                 "the two sides must list the same sentences in the same order")
+    pairs = [(tuple(s.split()), tuple(t.split())) for s, t in zip(sources, targets, strict=True)]
+    return pairs, src_ids or tgt_ids
 
 
 def _check_sides(pairs, where: dict[str, str]) -> None:
@@ -118,8 +142,13 @@ def _check_sides(pairs, where: dict[str, str]) -> None:
                                  "to one with the gold lines, so give it its words")
 
 
-def _decide_indexing(path: str, links: list[list[RawLink]], pairs, one_based: bool | None) -> tuple[int, str]:
+def _decide_indexing(path: str, links: list[list[RawLink]], pairs, one_based: bool | None, fmt: str) -> tuple[int, str]:
     """(offset to subtract, how it was decided): from the flag, or from what only one numbering can have."""
+    if fmt == naacl.NAME:
+        if one_based is False:
+            raise InputError(f"{path}: the NAACL 2003 format numbers words from 1 (0 is NULL); --zero-based does not "
+                             "apply to it (leave the numbering to detection or give --one-based)")
+        return 1, "--one-based" if one_based else "the NAACL 2003 format counts positions from 1"
     if one_based is not None:
         return (1, "--one-based") if one_based else (0, "--zero-based")
     zero = top = None
@@ -143,17 +172,29 @@ def _decide_indexing(path: str, links: list[list[RawLink]], pairs, one_based: bo
                      "to a sentence's word count); say it with --one-based (as the published sets) or --zero-based")
 
 
-def _gold_links(path: str, links: list[list[RawLink]], pairs, offset: int, reverse: bool, how: str):
+@dataclass
+class _GoldFile:
+    """A gold file's raw links per pair (as written), the file line of each link, and how it was read."""
+
+    links: list[list[RawLink]]
+    lines: list[list[int]]
+    fmt: str
+    fmt_reason: str
+    null_links: int = 0
+
+
+def _gold_links(path: str, gold: _GoldFile, pairs, offset: int, reverse: bool, how: str):
     sure_all, possible_all = [], []
     sides = ("target", "source") if reverse else ("source", "target")
-    for number, (line, (src, tgt)) in enumerate(zip(links, pairs, strict=True), 1):
+    for pair, (line, numbers, (src, tgt)) in enumerate(zip(gold.links, gold.lines, pairs, strict=True), 1):
         sure, possible = set(), set()
-        for a, b, is_sure in line:
+        for (a, b, is_sure), number in zip(line, numbers, strict=True):
             i, j = (b, a) if reverse else (a, b)
             for side, index, words in (("source", i, src), ("target", j, tgt)):
                 if not offset <= index < len(words) + offset:
+                    named = f"pair {pair}'s link {a} {b}" if gold.fmt == naacl.NAME else f"link {a}-{b}"
                     raise InputError(
-                        f"{path}, line {number}: link {a}-{b} names {side} word {index}, but the {side} side has "
+                        f"{path}, line {number}: {named} names {side} word {index}, but the {side} side has "
                         f"{len(words)} words ({'1' if offset else '0'}-based: {how}; the file lists the {sides[0]} "
                         f"first{' with --reverse' if reverse else ''}); check --reverse and --one-based")
             link = (i - offset, j - offset)
@@ -165,18 +206,29 @@ def _gold_links(path: str, links: list[list[RawLink]], pairs, offset: int, rever
     return tuple(sure_all), tuple(possible_all)
 
 
-def _read_gold_lines(path: str, n_pairs: int, text_files: str) -> list[list[RawLink]]:
+def _read_gold(path: str, keys: list[str] | None, n_pairs: int, text_files: str) -> _GoldFile:
+    """A gold file in either format, the format decided by its first non-blank line."""
     lines = _lines(path, keep=n_pairs)
-    if len(lines) != n_pairs:
-        raise InputError(f"{path} has {len(lines)} lines but {text_files} has {n_pairs} sentence pairs: the gold "
-                         "file needs one line per pair, in the same order (an empty line for a pair without links)")
+    first = next((n for n, line in enumerate(lines, 1) if line.strip()), None)
+    if first is not None and naacl.is_link_line(lines[first - 1]):
+        numbered = "sentences named by their <s snum=...>" if keys else f"sentences numbered 1 to {n_pairs} by line"
+        found = naacl.read_links(path, lines, keys or [str(n) for n in range(1, n_pairs + 1)], first, text_files,
+                                 numbered)
+        return _GoldFile(found.links, found.lines, naacl.NAME, f"detected: line {first} is {naacl.FORM}",
+                         found.null_links)
     out = []
     for number, line in enumerate(lines, 1):
         try:
             out.append(parse_links(line))
         except ValueError as exc:
-            raise InputError(f"{path}, line {number}: {exc}") from None
-    return out
+            hint = f"; or, one link per line, {naacl.FORM} (NAACL 2003)" if line.split()[0].isdigit() else ""
+            raise InputError(f"{path}, line {number}: {exc}{hint}") from None
+    if len(lines) != n_pairs:
+        raise InputError(f"{path} has {len(lines)} lines but {text_files} has {n_pairs} sentence pairs: the gold "
+                         "file needs one line per pair, in the same order (an empty line for a pair without links), "
+                         f"or one link per line as {naacl.FORM} (NAACL 2003)")
+    reason = f"detected: line {first} holds i-j links" if first else "empty: no links"
+    return _GoldFile(out, [[n] * len(links) for n, links in enumerate(out, 1)], PHARAOH, reason)
 
 
 def read_set(text: str | None = None, src: str | None = None, tgt: str | None = None, gold: str | None = None, *,
@@ -189,26 +241,31 @@ def read_set(text: str | None = None, src: str | None = None, tgt: str | None = 
     if (text is None) == (src is None or tgt is None) or (text is not None and (src or tgt)):
         raise InputError("give the sentence pairs as --text PAIRS ('source ||| target' per line) or as --src with "
                          "--tgt, not both")
+    keys = None
     if text is not None:
         pairs, files, where = _words_of_text(text, reverse), {"text": text}, {"source": text, "target": text}
     else:
         assert src is not None and tgt is not None
-        pairs, files, where = _words_of_files(src, tgt), {"src": src, "tgt": tgt}, {"source": src, "target": tgt}
+        pairs, keys = _words_of_files(src, tgt)
+        files, where = {"src": src, "tgt": tgt}, {"source": src, "target": tgt}
     _check_sides(pairs, where)
-    return with_gold(pairs, gold, files, one_based=one_based, reverse=reverse, limit=limit)
+    return with_gold(pairs, gold, files, one_based=one_based, reverse=reverse, limit=limit, keys=keys)
 
 
 def with_gold(pairs: list[tuple[tuple[str, ...], tuple[str, ...]]], gold: str | None, files: dict[str, str], *,
-              one_based: bool | None = None, reverse: bool = False, limit: int = 0) -> GoldSet:
-    """A set of ``pairs`` (the set's words, model's direction) read from ``files``, with the links of ``gold``."""
+              one_based: bool | None = None, reverse: bool = False, limit: int = 0,
+              keys: list[str] | None = None) -> GoldSet:
+    """A set of ``pairs`` (the set's words, model's direction) read from ``files``, with the links of ``gold``;
+    ``keys`` are the sentences' ids when the text names them (``<s snum=...>``), which NAACL gold lines follow."""
     cut = pairs[:limit] if limit else pairs
     sources, targets = tuple(p[0] for p in cut), tuple(p[1] for p in cut)
     if gold is None:
-        return GoldSet(sources, targets, files=files, reverse=reverse)
-    raw = _read_gold_lines(gold, len(pairs), " and ".join(files.values()))
-    oriented = [[(b, a, s) for a, b, s in line] for line in raw] if reverse else raw  # detection counts each side
-    offset, how = _decide_indexing(gold, oriented, pairs, one_based)
-    sure, possible = _gold_links(gold, raw, pairs, offset, reverse, how)
+        return GoldSet(sources, targets, files=files, reverse=reverse, sentence_ids=keys is not None)
+    found = _read_gold(gold, keys, len(pairs), " and ".join(files.values()))
+    oriented = [[(b, a, s) for a, b, s in line] for line in found.links] if reverse else found.links
+    offset, how = _decide_indexing(gold, oriented, pairs, one_based, found.fmt)  # detection counts each side
+    sure, possible = _gold_links(gold, found, pairs, offset, reverse, how)
     n = len(cut)
     return GoldSet(sources, targets, sure[:n], possible[:n], {**files, "gold": gold}, reverse,
-                   "1-based" if offset else "0-based", how)
+                   "1-based" if offset else "0-based", how, found.fmt, found.fmt_reason, found.null_links,
+                   keys is not None)

@@ -35,7 +35,7 @@ def analysis_job(translator, corpus: tuple[str | None, str | None, str | None], 
                  gold: tuple[str, bool | None, bool] | None, compare: str | None, stop, data_dir: str | None = None):
     """Worker job: head statistics, then (with a gold file and targets) the AER of every cross-attention head, then
     (with a second checkpoint) that checkpoint's statistics on the same corpus."""
-    from attnviz.engine.analysis.alignment import align_steps
+    from attnviz.engine.analysis.alignment import AlignmentReady, align_steps
     from attnviz.engine.analysis.run import HeadStatsReady, head_stats_steps, load_comparable
 
     other = load_comparable(compare, translator) if compare else None  # refused before any work
@@ -43,7 +43,10 @@ def analysis_job(translator, corpus: tuple[str | None, str | None, str | None], 
     use_refs = targets == "reference" or not translator.has_source  # a language model reads its texts
     yield from head_stats_steps(translator, sources, refs if use_refs else None, stop=stop)
     if gold_set is not None and not stop.is_set():
-        yield from align_steps(translator, gold_set.sources, gold_set.targets, gold_set.gold(), stop=stop)
+        for aligned in align_steps(translator, gold_set.sources, gold_set.targets, gold_set.gold(), stop=stop):
+            if isinstance(aligned, AlignmentReady):  # how the gold file was read, said as the command line says it
+                aligned.settings["gold"] = gold_set.describe()
+            yield aligned
     if other is not None and not stop.is_set():
         for event in head_stats_steps(other, sources, refs if use_refs else None, stop=stop):
             yield HeadStatsReady(event.stats, "compare") if isinstance(event, HeadStatsReady) else event

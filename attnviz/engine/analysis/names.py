@@ -3,13 +3,24 @@ thresholds of the tags, the alignment proxy and the contribution views."""
 
 from __future__ import annotations
 
+import re
+
+# Language tags, which start a sentence (source or target) in multilingual models: M2M100's "__de__", NLLB's
+# "deu_Latn", mBART-50's "de_DE" / "en_XX". The head statistics count them with <sos> (a sink, not a word).
+LANGUAGE_TAG = re.compile(r"__[a-z]{2,3}__|[a-z]{3}_[A-Z][a-z]{3}|[a-z]{2}_[A-Z]{2}")
+
+
+def is_language_tag(token: str) -> bool:
+    return LANGUAGE_TAG.fullmatch(token) is not None
+
+
 STATS = ("entropy", "norm_entropy", "max_weight", "sos", "eos", "punct", "sink", "same", "prev", "next",
          "diag_distance")
 SELF_ONLY = ("same", "prev", "next")
 CROSS_ONLY = ("diag_distance",)
 
 POSITIONAL_SHARE = 0.5  # positional: mean weight on one relative position (same, prev or next) at least this
-SINK_SHARE = 0.5  # sink: mean weight on <sos>/<eos>/punctuation at least this
+SINK_SHARE = 0.5  # sink: mean weight on <sos>/language tags/<eos>/punctuation at least this
 DIFFUSE_ENTROPY = 0.75  # diffuse: mean normalised entropy at least this
 ALIGNING_PEAK = 0.5  # aligning (cross-attention): mean max weight at least this ...
 ALIGNING_SINK = 0.3  # ... and sink share below this

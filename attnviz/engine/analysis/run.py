@@ -17,7 +17,7 @@ import numpy as np
 
 from attnviz.engine.analysis.corpus import Example, attention_batches, batch_order, encode_corpus, greedy_targets
 from attnviz.engine.analysis.names import STATS
-from attnviz.engine.analysis.stats import HeadStats, punctuation_table, row_statistics
+from attnviz.engine.analysis.stats import HeadStats, punctuation_table, row_statistics, start_table
 from attnviz.engine.corpus.reader import load_splits, read_lines, read_parallel, resolve_data_dir
 from attnviz.engine.errors import ConfigError, InputError
 
@@ -127,12 +127,15 @@ def head_stats_steps(translator, sources: Sequence[str], targets: Sequence[str] 
     n = len(examples)
     sums = {k: {s: np.zeros((n, *layout[k])) for s in STATS} for k in kinds}
     rows = {k: np.zeros(n) for k in kinds}
-    punct = {"src": punctuation_table(translator.src_vocab), "tgt": punctuation_table(translator.tgt_vocab)}
+    vocabs = {"src": translator.src_vocab, "tgt": translator.tgt_vocab}
+    punct = {side: punctuation_table(vocab) for side, vocab in vocabs.items()}
+    starts = {side: start_table(vocab) for side, vocab in vocabs.items()}
     done = 0
     for batch in attention_batches(translator.model, examples, kinds, batch_size):
         for kind, attn in batch.attention.items():
-            table = punct["tgt" if kind == "decoder" else "src"]
-            figures, count = row_statistics(attn, batch.queries(kind), batch.keys(kind), table, kind)
+            side = "tgt" if kind == "decoder" else "src"
+            figures, count = row_statistics(attn, batch.queries(kind), batch.keys(kind), punct[side], kind,
+                                            starts[side])
             rows[kind][batch.index] = count.numpy()
             for name, value in figures.items():
                 sums[kind][name][batch.index] = value.numpy()

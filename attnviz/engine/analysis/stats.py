@@ -7,7 +7,9 @@ Figures (every one a mean over query rows):
 
 - ``entropy``: row entropy in nats; ``norm_entropy``: entropy / log(number of keys the row may see) in 0..1;
 - ``max_weight``: the row's largest weight;
-- ``sos``, ``eos``, ``punct``: weight on ``<sos>``, ``<eos>`` and punctuation keys; ``sink``: their sum;
+- ``sos``, ``eos``, ``punct``: weight on ``<sos>`` (and the language tags that start a sentence in multilingual
+  models: NLLB's ``deu_Latn``, M2M100's ``__de__``, mBART's ``de_DE``), ``<eos>`` (an imported model's ``</s>``)
+  and punctuation keys; ``sink``: their sum;
 - ``same``, ``prev``, ``next``: weight on the key at the query's own position, one before and one after
   (self-attention kinds only, NaN for cross-attention);
 - ``diag_distance``: cross-attention only, the expected distance in source tokens between the attended key and
@@ -36,6 +38,7 @@ from attnviz.engine.analysis.names import (
     SELF_ONLY,
     SINK_SHARE,
     THRESHOLDS,
+    is_language_tag,
 )
 from attnviz.engine.analysis.sinks import is_punctuation
 from attnviz.engine.heads import NUMBERING, numbered
@@ -45,6 +48,12 @@ from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
 def punctuation_table(vocab: Vocab) -> Tensor:
     """[V] bool, True at punctuation tokens."""
     return torch.tensor([is_punctuation(vocab.token(i)) for i in range(len(vocab))], dtype=torch.bool)
+
+
+def start_table(vocab: Vocab) -> Tensor:
+    """[V] bool, True at the tokens counted with ``<sos>``: ``<sos>`` itself and language tags."""
+    return torch.tensor([i == SOS_ID or is_language_tag(vocab.token(i)) for i in range(len(vocab))],
+                        dtype=torch.bool)
 
 
 def _shifted_diagonal(attn: Tensor, offset: int) -> Tensor:
@@ -69,12 +78,13 @@ def _diagonal_distance(attn: Tensor, qmask: Tensor, kmask: Tensor) -> Tensor:
     return (attn * dist[:, None, None]).sum(-1)
 
 
-def row_statistics(attn: Tensor, qmask: Tensor, key_ids: Tensor, punct: Tensor, kind: str
-                   ) -> tuple[dict[str, Tensor], Tensor]:
+def row_statistics(attn: Tensor, qmask: Tensor, key_ids: Tensor, punct: Tensor, kind: str,
+                   starts: Tensor | None = None) -> tuple[dict[str, Tensor], Tensor]:
     """Per-sentence sums over real query rows of every figure: stat -> [B, L, H], and rows per sentence [B].
 
     ``attn`` [B, L, H, Tq, Tk] (rows sum to 1 over real keys), ``qmask`` [B, Tq] real queries, ``key_ids`` [B, Tk]
-    (PAD_ID where there is no key), ``punct`` [V] bool. Self-attention kinds must have Tq == Tk.
+    (PAD_ID where there is no key), ``punct`` [V] bool, ``starts`` [V] bool: the keys counted as ``sos``
+    (``start_table``; ``<sos>`` alone when None). Self-attention kinds must have Tq == Tk.
     """
     attn = attn.float()
     kmask = key_ids != PAD_ID  # [B, Tk]
@@ -86,7 +96,8 @@ def row_statistics(attn: Tensor, qmask: Tensor, key_ids: Tensor, punct: Tensor, 
     plogp = torch.where(attn > 0, attn * attn.clamp(min=1e-30).log(), torch.zeros_like(attn))
     entropy = -plogp.sum(-1)  # [B, L, H, Tq]
     share = {name: (attn * m[:, None, None, None, :].float()).sum(-1)
-             for name, m in (("sos", key_ids == SOS_ID), ("eos", key_ids == EOS_ID), ("punct", punct[key_ids]))}
+             for name, m in (("sos", key_ids == SOS_ID if starts is None else starts[key_ids]),
+                             ("eos", key_ids == EOS_ID), ("punct", punct[key_ids]))}
     rows = {"entropy": entropy, "norm_entropy": entropy / n_keys.clamp(min=2).log()[:, None, None],
             "max_weight": attn.max(-1).values, **share, "sink": share["sos"] + share["eos"] + share["punct"]}
     nan = torch.full_like(entropy, math.nan)

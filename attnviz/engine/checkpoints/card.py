@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from attnviz.engine.checkpoints.header import TOKENIZER_PREFIX, read_header
-from attnviz.engine.config import ModelConfig
+from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.kinds import ModelKind, check, kind_of
 from attnviz.engine.records import EvalRecord, SplitMetrics
@@ -33,7 +33,8 @@ class ModelCard:
     src_vocab_size: int
     tgt_vocab_size: int
     parameters: int
-    dtype: str = "float32"
+    dtype: str = "float32"  # what the weights are stored as
+    runs_as: str | None = None  # the dtype a loaded model runs at (None: not loaded)
     path: str | None = None
     preset: str | None = None
     metrics: Mapping[str, SplitMetrics] = field(default_factory=dict)  # split ("val", "test") -> figures
@@ -42,6 +43,31 @@ class ModelCard:
     train_config: Mapping[str, Any] | None = None
     created: Mapping[str, Any] = field(default_factory=dict)
     alignment_head: tuple[int, int] | None = None  # (layer, head), 0-based: the cross-attention head trained to align
+    # the decoding an imported model's authors configured (``engine.hub.generation``): DecodeConfig fields, "notes"
+    # (settings not applied) and "source" (the file)
+    generation: Mapping[str, Any] | None = None
+
+    @property
+    def decoding(self) -> DecodeConfig | None:
+        """The decoding the model's authors configured, or None (attnviz's own settings apply)."""
+        if not self.generation:
+            return None
+        fields = {k: v for k, v in self.generation.items() if k not in ("notes", "source")}
+        try:
+            return DecodeConfig.from_dict(fields)
+        except (ConfigError, TypeError):
+            return None
+
+    def decoding_label(self, decode: DecodeConfig | None = None, changed: str = "") -> str | None:
+        """"as configured by the model (beam 4, ...)", with the settings it does not apply, or None; ``decode``: the
+        configured decoding with the user's ``changed`` settings (e.g. "--beam") in place."""
+        decode = decode or self.decoding
+        if decode is None or self.generation is None:
+            return None
+        notes = list(self.generation.get("notes") or [])
+        label = f"as configured by the model{', ' + changed + ' changed' if changed else ''} " \
+                f"({describe_decoding(decode)})"
+        return label + (f"; not applied: {', '.join(notes)}" if notes else "")
 
     @property
     def kind(self) -> ModelKind:
@@ -86,8 +112,30 @@ class ModelCard:
             "metrics": {split: m.to_dict() for split, m in self.metrics.items()}, "preset": self.preset,
             "train_config": None if self.train_config is None else dict(self.train_config),
             "history": [r.to_dict() for r in self.history], "created": dict(self.created), "dtype": self.dtype,
+            **({"runs_as": self.runs_as} if self.runs_as else {}),
             "path": self.path, **({"alignment_head": list(self.alignment_head)} if self.alignment_head else {}),
+            **({"generation": dict(self.generation)} if self.generation else {}),
         }
+
+
+def describe_decoding(decode: DecodeConfig) -> str:
+    """A search's settings in a few words: "beam 4, length penalty 1.0, at most 511 tokens, ..."."""
+    parts = [f"beam {decode.beam}" if decode.beam > 1 else "greedy"]
+    if decode.beam > 1:
+        rule = "length ** penalty" if decode.length_rule == "power" else "GNMT"
+        parts.append(f"length penalty {decode.length_penalty:g} ({rule})")
+        if decode.early_stopping != "attnviz":
+            parts.append(f"early stopping {decode.early_stopping}")
+    parts.append(f"at most {decode.max_len} tokens")
+    if decode.no_repeat_ngram:
+        parts.append(f"no repeated {decode.no_repeat_ngram}-grams")
+    if decode.bad_words:
+        parts.append(f"{len(decode.bad_words)} banned token sequence{'s' * (len(decode.bad_words) > 1)}")
+    if decode.forced_bos >= 0:
+        parts.append("forced first token")
+    if decode.forced_eos >= 0:
+        parts.append("forced end token")
+    return ", ".join(parts)
 
 
 def _section(meta: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
@@ -118,6 +166,7 @@ def card_from_metadata(meta: Mapping[str, Any], parameters: int, path: str | Non
         src_vocab_size=len(_section(meta, "src_vocab", list, where)),
         tgt_vocab_size=len(_section(meta, "tgt_vocab", list, where)),
         parameters=parameters, dtype=str(meta.get("dtype", "float32")), path=path, preset=meta.get("preset"),
+        runs_as=str(meta["runs_as"]) if meta.get("runs_as") else None,
         metrics={str(k): SplitMetrics.from_dict(v) for k, v in metrics.items() if isinstance(v, Mapping)}
         if isinstance(metrics, Mapping) else {},
         history=tuple(EvalRecord.from_dict(r) for r in history if isinstance(r, Mapping))
@@ -125,6 +174,7 @@ def card_from_metadata(meta: Mapping[str, Any], parameters: int, path: str | Non
         recipe=_mapping(meta.get("recipe")), train_config=_mapping(meta.get("train_config")),
         created=_mapping(meta.get("created")) or {},
         alignment_head=_alignment_head(meta.get("alignment_head"), config),
+        generation=_mapping(meta.get("generation")),
     )
 
 

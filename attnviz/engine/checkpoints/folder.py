@@ -64,15 +64,25 @@ def read_json(path: Path) -> Any:
     if len(raw) > MAX_JSON_BYTES:
         raise CheckpointError(f"{path} is larger than {MAX_JSON_BYTES // 2**20} MiB, far beyond any model's; "
                               f"it is damaged or not this model's file: {AGAIN}.")
+    not_finite: list[str] = []  # filled by the parser, so a file without such numbers is not walked again
+
+    def constant(text: str) -> _NotFinite:
+        not_finite.append(text)
+        return _NotFinite(text)
+
+    def number(text: str) -> float | _NotFinite:
+        value = _finite_float(text)
+        return constant(text) if isinstance(value, _NotFinite) else value
+
     try:
-        value = json.loads(raw.decode("utf-8"), parse_constant=_NotFinite, parse_float=_finite_float)
+        value = json.loads(raw.decode("utf-8"), parse_constant=constant, parse_float=number)
     except (ValueError, RecursionError) as exc:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc).splitlines()[0][:200]
         raise CheckpointError(f"{path} cannot be read as JSON ({reason}); {AGAIN}.") from None
     if depth(value) > MAX_DEPTH:
         raise CheckpointError(f"{path} cannot be read as JSON (nested too deeply: more than {MAX_DEPTH} levels); "
                               f"{AGAIN}.")
-    bad = _first_not_finite(value)
+    bad = _first_not_finite(value) if not_finite else None
     if bad:
         raise CheckpointError(f"{path}: field {bad[0][:60]!r} is {bad[1][:40]}, but it must be a finite number; fix "
                               f"it, or {AGAIN}.")
@@ -121,9 +131,17 @@ def check_ids(path: Path, ids: Mapping[str, Any], size: int) -> None:
                                   f"{size - 1} (the vocabulary has {size:,} entries). Fix it, or {AGAIN}.")
 
 
-def check_sentencepiece(path: Path, proto: bytes, vocab: Collection[str]) -> None:
-    """A SentencePiece model that loads, has ``MIN_PIECES`` ordinary pieces at least, and belongs with ``vocab``
-    (most of its pieces have an id there): else every sentence would decode to ``<unk>``."""
+def check_number(path: Path, name: str, value: Any, low: float, high: float, whole: bool = True) -> None:
+    """A setting the file gives as ``value`` is a number (a whole one when ``whole``) from ``low`` to ``high``."""
+    number = type(value) is int or (not whole and type(value) is float)
+    if not number or not low <= value <= high:
+        kind = "a whole number" if whole else "a number"
+        raise CheckpointError(f"{path}: field {name!r} is {value!r:.40}, but it must be {kind} from {low:,} to "
+                              f"{high:,}. Fix it, or {AGAIN}.")
+
+
+def load_sentencepiece(path: Path, proto: bytes) -> Any:
+    """A ``sentencepiece.SentencePieceProcessor`` of ``proto`` (read from ``path``), or CheckpointError naming it."""
     import sentencepiece  # a C extension without torch; only when a folder is read
 
     sp = sentencepiece.SentencePieceProcessor()
@@ -131,6 +149,13 @@ def check_sentencepiece(path: Path, proto: bytes, vocab: Collection[str]) -> Non
         sp.LoadFromSerializedProto(proto)
     except Exception:  # sentencepiece raises RuntimeError/OSError with its own text for a bad model
         raise CheckpointError(f"{path} is not a SentencePiece model (it cannot be read); {AGAIN}.") from None
+    return sp
+
+
+def check_sentencepiece(path: Path, proto: bytes, vocab: Collection[str]) -> None:
+    """A SentencePiece model that loads, has ``MIN_PIECES`` ordinary pieces at least, and belongs with ``vocab``
+    (most of its pieces have an id there): else every sentence would decode to ``<unk>``."""
+    sp = load_sentencepiece(path, proto)
     pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())
               if not (sp.is_control(i) or sp.is_unknown(i) or sp.is_unused(i))]
     if len(pieces) < MIN_PIECES:

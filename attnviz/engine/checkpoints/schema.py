@@ -60,14 +60,15 @@ def open_regular(path: Path, expected: str = "a checkpoint file; choose a .safet
 
 def depth(value: Any) -> int:
     """Nesting depth of a JSON value, without recursion (a hostile header may nest thousands deep)."""
-    deepest, stack = 0, [(value, 1)]
+    deepest, stack = 1, [(value, 1)]
     while stack:
         item, d = stack.pop()
-        deepest = max(deepest, d)
-        if d > MAX_DEPTH:
-            return d
         children = item.values() if isinstance(item, dict) else item if isinstance(item, list) else ()
-        stack.extend((child, d + 1) for child in children)
+        if children:  # every child is one level deeper; only containers need a visit (a 58k-piece vocabulary: one)
+            deepest = max(deepest, d + 1)
+            if deepest > MAX_DEPTH:
+                return deepest
+            stack.extend((child, d + 1) for child in children if isinstance(child, (dict, list)))
     return deepest
 
 

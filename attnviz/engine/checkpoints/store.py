@@ -109,13 +109,18 @@ class _SkipInit(TorchFunctionMode):
         return func(*args, **(kwargs or {}))
 
 
+def meta_model(build_fn: Callable[[Any], Any], cfg: Any) -> Any:
+    """``build_fn(cfg)`` on torch's meta device, nothing initialised: shapes only, no memory, no time."""
+    with torch.device("meta"), _SkipInit():
+        return build_fn(cfg)
+
+
 def model_shapes(path: str | os.PathLike, build_fn: Callable[[Any], Any], cfg: Any) -> dict[str, list[int]]:
     """The stored state's shapes of ``build_fn(cfg)``, built on torch's meta device (shapes only, no memory);
     refuses settings that cannot build a model or whose model would build ``MAX_BUFFER_ELEMENTS`` values beyond its
     weights (position tables), before anything is allocated."""
     try:
-        with torch.device("meta"), _SkipInit():
-            model = build_fn(cfg)
+        model = meta_model(build_fn, cfg)
     except (TypeError, ValueError, RuntimeError, OverflowError) as exc:
         raise CheckpointError(f"{path}: its model settings cannot build a model ({exc}).") from None
     extra = sum(b.numel() for b in model.buffers())

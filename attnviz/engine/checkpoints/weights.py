@@ -9,9 +9,10 @@ import pickle
 from pathlib import Path
 
 import torch
-from safetensors.torch import load as st_load
 
 from attnviz.engine.checkpoints.folder import FOLDER_FILE, WeightPlan, check_shapes, check_weight_file
+from attnviz.engine.checkpoints.header import read_index
+from attnviz.engine.checkpoints.mapped import map_tensors
 from attnviz.engine.checkpoints.schema import open_regular
 from attnviz.engine.checkpoints.store import check_finite
 from attnviz.engine.errors import CheckpointError
@@ -37,18 +38,12 @@ def _read_bin(path: Path) -> object:
 
 
 def read_weights(plan: WeightPlan) -> dict[str, torch.Tensor]:
-    """The weights ``plan`` names, as float32 tensors (integer ones as they are), checked before they are used."""
+    """The weights ``plan`` names at their stored dtype, checked before they are used; a safetensors file's are
+    views of the mapped file (``engine.checkpoints.mapped``), read as they are touched."""
     path = plan.path
     if path.suffix == ".safetensors":
         check_weight_file(plan)  # framing, offsets and shapes from the header, before the data is read
-        try:
-            with open_regular(path, FOLDER_FILE) as f:
-                weights: object = st_load(f.read())
-        except CheckpointError:
-            raise
-        except Exception as exc:  # safetensors raises its own SafetensorError for inconsistent data
-            raise CheckpointError(f"{path}: the tensor data is damaged ({str(exc)[:200]}); download the model "
-                                  "folder again.") from None
+        weights: object = map_tensors(path, read_index(path)[1], FOLDER_FILE)
     else:
         weights = _read_bin(path)
     if not isinstance(weights, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)
@@ -58,4 +53,4 @@ def read_weights(plan: WeightPlan) -> dict[str, torch.Tensor]:
     tensors = {k.removeprefix("module."): v for k, v in weights.items()}  # a DataParallel save prefixes "module."
     check_shapes(plan, {k: list(v.shape) for k, v in tensors.items()})
     check_finite(path, tensors, "(the file was damaged or the model diverged): download the model folder again.")
-    return {k: (v.float() if v.is_floating_point() else v) for k, v in tensors.items()}
+    return tensors

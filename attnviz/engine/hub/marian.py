@@ -14,11 +14,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnviz.engine.checkpoints.card import card_from_metadata
+from attnviz.engine.checkpoints.folder import read_json
+from attnviz.engine.errors import CheckpointError
+from attnviz.engine.hub.families import holds
 from attnviz.engine.hub.marian_files import (
     EMBEDDINGS,
     MODEL_TYPE,
     folder_parts,
-    holds,
     model_type,
     weight_plan,
     weights_file,
@@ -33,8 +35,16 @@ def _recognises(folder: Path) -> bool:
 
 
 def _identify(folder: Path) -> str | None:
-    """A Hugging Face folder of another architecture says which (its config.json's model_type)."""
-    return holds(model_type(folder)) if (folder / "config.json").exists() else None
+    """A Hugging Face folder of another architecture says which (its config.json's model_type, and the family
+    ``engine.hub.families`` names for it: T5/MADLAD, a decoder-only language model...)."""
+    if not (folder / "config.json").exists():
+        return None
+    try:
+        config = read_json(folder / "config.json")
+    except CheckpointError:
+        return holds(None)
+    config = config if isinstance(config, dict) else {}
+    return holds(config.get("model_type"), config.get("architectures"))
 
 
 def marian_plan(folder: Path) -> FolderPlan:
@@ -46,14 +56,14 @@ def marian_plan(folder: Path) -> FolderPlan:
     parameters += sum(math.prod(plan.optional[n]) for n in EMBEDDINGS[:1 if parts.cfg.share_embeddings else 0])
     meta = {"name": folder.resolve().name, "model": parts.cfg.to_dict(), "src_vocab": parts.src_vocab.to_list(),
             "tgt_vocab": parts.tgt_vocab.to_list(), "src_tokenizer": parts.src_spec.to_dict(),
-            "tgt_tokenizer": parts.tgt_spec.to_dict()}
+            "tgt_tokenizer": parts.tgt_spec.to_dict(), "generation": parts.generation}
     return FolderPlan(card_from_metadata(meta, parameters, str(folder)), plan)
 
 
-def _load(folder: Path) -> Translator:
+def _load(folder: Path, dtype: str) -> Translator:
     from attnviz.engine.hub.marian_weights import load_marian  # torch: only when a folder is loaded
 
-    return load_marian(folder)
+    return load_marian(folder, dtype)
 
 
 MARIAN_FOLDER = register(FolderFormat(

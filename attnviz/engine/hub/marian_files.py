@@ -32,6 +32,8 @@ from attnviz.engine.checkpoints.folder import (
 )
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import CheckpointError, ConfigError
+from attnviz.engine.hub.families import holds
+from attnviz.engine.hub.generation import read_generation
 from attnviz.engine.kinds import check
 from attnviz.engine.kinds.marian import MARIAN
 from attnviz.engine.text.tokenize import TokenizerSpec
@@ -73,16 +75,11 @@ def model_type(folder: Path) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
-def holds(kind: Any) -> str:
-    """What a folder whose config.json gives this model_type holds, in words."""
-    return f"holds a {kind or 'unknown'!r} model (config.json model_type)"
-
-
 def read_config(folder: Path) -> dict[str, Any]:
     """``config.json``, checked to describe a Marian model attnviz can run (CheckpointError naming what is not)."""
     config = read_object(folder / "config.json")
     if config.get("model_type") != MODEL_TYPE:
-        raise CheckpointError(f"{folder} {holds(config.get('model_type'))}, not a "
+        raise CheckpointError(f"{folder} {holds(config.get('model_type'), config.get('architectures'))}, not a "
                               "MarianMT translation model; attnviz opens Marian folders such as "
                               "Helsinki-NLP/opus-mt-de-en, or its own .safetensors checkpoints.")
     missing = [name for name in REQUIRED_FILES if not (folder / name).exists()]
@@ -109,7 +106,7 @@ def read_config(folder: Path) -> dict[str, Any]:
     return config
 
 
-def _vocab_file(path: Path) -> dict[str, int]:
+def read_vocab_file(path: Path) -> dict[str, int]:
     """A vocabulary file: each piece -> a distinct id from 0 up (the message names the first piece that is not)."""
     vocab = read_object(path)
     if not 0 < len(vocab) <= MAX_VOCAB:
@@ -124,12 +121,14 @@ def _vocab_file(path: Path) -> dict[str, int]:
     return vocab
 
 
-def attnviz_vocab(path: Path, marian: dict[str, int], pad_id: int, eos_id: int) -> tuple[Vocab, list[int]]:
+def attnviz_vocab(path: Path, marian: dict[str, int], pad_id: int, eos_id: int,
+                  start_id: int | None = None) -> tuple[Vocab, list[int]]:
     """attnviz's vocabulary for Marian's (read from ``path``), and ``order``: the Marian id behind each attnviz
-    id."""
+    id; ``<sos>`` takes the row of the decoder start token ``start_id`` (Marian's: ``pad_id``, the default)."""
     unk_id = marian["<unk>"]
     by_id = sorted(marian.items(), key=lambda kv: kv[1])
-    order = [unk_id, pad_id, pad_id, eos_id]  # <unk>, <pad>, <sos> (= Marian's decoder start), <eos> (= </s>)
+    start = pad_id if start_id is None else start_id
+    order = [unk_id, pad_id, start, eos_id]  # <unk>, <pad>, <sos> (= the decoder start), <eos> (= </s>)
     pieces = list(SPECIALS)
     for piece, i in by_id:
         if i in (pad_id, eos_id, unk_id):
@@ -191,6 +190,7 @@ class MarianParts:
     tgt_order: list[int]
     src_spec: TokenizerSpec
     tgt_spec: TokenizerSpec
+    generation: dict[str, Any] | None  # the decoding its authors configured (``engine.hub.generation``), or None
 
 
 def _tokenizer_config(folder: Path) -> dict[str, Any]:
@@ -204,8 +204,8 @@ def _tokenizer_config(folder: Path) -> dict[str, Any]:
 
 def _vocabularies(folder: Path, config: dict[str, Any], separate: bool) -> tuple[dict[str, int], dict[str, int]]:
     """vocab.json (and target_vocab.json), their sizes checked against config.json and its token ids."""
-    source = _vocab_file(folder / "vocab.json")
-    target = _vocab_file(folder / "target_vocab.json") if separate else source
+    source = read_vocab_file(folder / "vocab.json")
+    target = read_vocab_file(folder / "target_vocab.json") if separate else source
     for field, vocab, name in (("vocab_size", source, "vocab.json"),
                                ("decoder_vocab_size", target, "target_vocab.json" if separate else "vocab.json")):
         if field in config and config[field] is not None and config[field] != len(vocab):
@@ -237,15 +237,17 @@ def folder_parts(folder: str | Path) -> MarianParts:
     source, target = _vocabularies(folder, config, separate)
     pad, eos = config["pad_token_id"], config["eos_token_id"]
     src_vocab, src_order = attnviz_vocab(folder / "vocab.json", source, pad, eos)
-    tgt_vocab, tgt_order = attnviz_vocab(folder / ("target_vocab.json" if separate else "vocab.json"), target, pad, eos)
+    tgt_vocab, tgt_order = (attnviz_vocab(folder / "target_vocab.json", target, pad, eos) if separate
+                            else (src_vocab, src_order))  # one vocab.json: the same 58k-piece reading, made once
     src_spec, tgt_spec = _specs(folder, tokenizer_config, (source, target))
     shared = config.get("share_encoder_decoder_embeddings", True) and src_order == tgt_order
     cfg = model_config(folder / "config.json", config, len(src_vocab), len(tgt_vocab), shared)
+    generation = read_generation(folder, tgt_order, len(target))
     return MarianParts(folder, config, cfg, source, target, src_vocab, src_order, tgt_vocab, tgt_order, src_spec,
-                       tgt_spec)
+                       tgt_spec, generation)
 
 
-def _layer_shapes(prefix: str, part: str, d: int, ff: int) -> dict[str, list[int]]:
+def layer_shapes(prefix: str, part: str, d: int, ff: int) -> dict[str, list[int]]:
     if part.endswith("attn"):
         return {f"{prefix}.{p}.{param}": [d, d] if param == "weight" else [d]
                 for p in ATTENTION for param in ("weight", "bias")}
@@ -264,7 +266,7 @@ def weight_plan(parts: MarianParts, weights: Path) -> WeightPlan:
     for side, layers in (("encoder", cfg.enc_layers), ("decoder", cfg.dec_layers)):
         for i in range(layers):
             for part in LAYER_PARTS[side]:
-                required |= _layer_shapes(f"model.{side}.layers.{i}.{part}", part, d, cfg.ff_dim)
+                required |= layer_shapes(f"model.{side}.layers.{i}.{part}", part, d, cfg.ff_dim)
     src_rows, tgt_rows = len(parts.source), len(parts.target)
     optional = {"final_logits_bias": [1, tgt_rows]}
     unused = dict(POSITIONS)

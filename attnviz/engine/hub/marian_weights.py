@@ -3,8 +3,8 @@ that ``engine.hub.marian`` registers, imported only when a folder is loaded.
 
 Weights are read through ``engine.checkpoints.weights`` (safetensors, or a ``.bin`` with
 ``torch.load(weights_only=True)``: nothing is ever unpickled; names, shapes and values checked against the folder's
-plan, ``engine.hub.marian.weight_plan``). float16 and bfloat16 weights load as float32. Weight names follow Hugging
-Face's ``MarianMTModel``; every row indexed by a token is reordered from Marian's ids into attnviz's
+plan, ``engine.hub.marian.weight_plan``) and built at the dtype asked (``engine.checkpoints.assign``). Weight names
+follow Hugging Face's ``MarianMTModel``; every row indexed by a token is reordered from Marian's ids into attnviz's
 (``engine.hub.marian_files.attnviz_vocab``). Positions are computed, not read: the stored sinusoid tables are the
 same function.
 """
@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 from torch import Tensor
 
+from attnviz.engine.checkpoints.assign import build_loaded
 from attnviz.engine.checkpoints.weights import read_weights
-from attnviz.engine.errors import CheckpointError
 from attnviz.engine.hub.marian_files import (
     ATTENTION,
     EMBEDDINGS,
@@ -27,8 +27,7 @@ from attnviz.engine.hub.marian_files import (
     weight_plan,
     weights_file,
 )
-from attnviz.engine.models.protocol import load_stored_state, stored_state
-from attnviz.engine.translator import Translator, build_model
+from attnviz.engine.translator import Translator
 
 _OURS = {  # Marian's part name -> attnviz's, inside one layer
     "encoder": {"self_attn": "self_attn", "self_attn_layer_norm": "res_attn.norm", "fc1": "ff.0", "fc2": "ff.3",
@@ -39,7 +38,7 @@ _OURS = {  # Marian's part name -> attnviz's, inside one layer
 }
 
 
-def _layer_state(weights: dict[str, Tensor], side: str, index: int) -> dict[str, Tensor]:
+def layer_state(weights: dict[str, Tensor], side: str, index: int) -> dict[str, Tensor]:
     state = {}
     for theirs in LAYER_PARTS[side]:
         subs = [f".{p}" for p in ATTENTION] if theirs.endswith("attn") else [""]
@@ -52,35 +51,33 @@ def _layer_state(weights: dict[str, Tensor], side: str, index: int) -> dict[str,
 
 def marian_state(weights: dict[str, Tensor], parts: MarianParts) -> dict[str, Tensor]:
     """attnviz's state dict (as ``stored_state`` writes it) from Marian's weights, already checked against the
-    folder's plan (``weight_plan``): every name read here is there with its shape."""
+    folder's plan (``weight_plan``): every name read here is there with its shape. A shared or tied embedding is
+    reordered once, and the one tensor stands under each name that shares it."""
     cfg = parts.cfg
     src_rows, tgt_rows = torch.tensor(parts.src_order), torch.tensor(parts.tgt_order)
     embeddings = [weights[n] for n in EMBEDDINGS if n in weights]  # shared: model.shared first, else a side's copy
     src_embed = embeddings[0] if cfg.share_embeddings else weights[EMBEDDINGS[1]]
     tgt_embed = embeddings[0] if cfg.share_embeddings else weights[EMBEDDINGS[2]]
-    out = tgt_embed if cfg.tie_output else weights["lm_head.weight"]
+    src = src_embed.index_select(0, src_rows)  # 119 MB for OPUS-MT's 58k x 512: reordered once, not per name
+    same = tgt_embed is src_embed and parts.tgt_order == parts.src_order
+    tgt = src if same else tgt_embed.index_select(0, tgt_rows)
+    out = tgt if cfg.tie_output else weights["lm_head.weight"].index_select(0, tgt_rows)
     bias = weights.get("final_logits_bias", torch.zeros(1, out.size(0)))
-    state = {"src_embed.tokens.weight": src_embed[src_rows], "tgt_embed.tokens.weight": tgt_embed[tgt_rows],
-             "out_proj.weight": out[tgt_rows], "out_proj.bias": bias[0][tgt_rows]}
+    state = {"src_embed.tokens.weight": src, "tgt_embed.tokens.weight": tgt, "out_proj.weight": out,
+             "out_proj.bias": bias[0].index_select(0, tgt_rows)}
     for side, layers in (("encoder", cfg.enc_layers), ("decoder", cfg.dec_layers)):
         for i in range(layers):
-            state |= _layer_state(weights, side, i)
+            state |= layer_state(weights, side, i)
     return state
 
 
-def load_marian(folder: str | Path) -> Translator:
-    """A ready ``Translator`` for a Marian folder (CheckpointError with a clear message for anything else)."""
+def load_marian(folder: str | Path, dtype: str = "float32") -> Translator:
+    """A ready ``Translator`` for a Marian folder at ``dtype`` (CheckpointError with a clear message for anything
+    else)."""
     folder = Path(folder)
     parts = folder_parts(folder)
     weights = read_weights(weight_plan(parts, weights_file(folder)))
-    model = build_model(parts.cfg)
-    expected = {k: v.shape for k, v in stored_state(model).items()}
-    state = {k: v for k, v in marian_state(weights, parts).items() if k in expected}  # tied copies are re-tied
-    for name, shape in expected.items():  # the plan implies each; a gap here is a mapping fault, said plainly
-        if name not in state or state[name].shape != shape:
-            got = list(state[name].shape) if name in state else "nothing"
-            raise CheckpointError(f"{folder}: {name} should have shape {list(shape)} by config.json but the weights "
-                                  f"give {got}.")
-    load_stored_state(model, state)
-    meta = {"name": folder.resolve().name, "path": str(folder), "imported_from": "MarianMT folder"}
+    model = build_loaded(folder, parts.cfg, marian_state(weights, parts), dtype)
+    meta = {"name": folder.resolve().name, "path": str(folder), "imported_from": "MarianMT folder",
+            "generation": parts.generation}
     return Translator(model, parts.src_vocab, parts.tgt_vocab, parts.src_spec, parts.tgt_spec, meta)

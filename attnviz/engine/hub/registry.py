@@ -56,7 +56,9 @@ class FolderFormat:
     # a recognised folder's card and the tensors its config implies, every file but the weights read and checked
     # through engine.checkpoints.folder, without torch (CheckpointError naming the file and field if broken)
     inspect: Callable[[Path], FolderPlan]
-    load: Callable[[Path], Translator]  # a recognised folder as a ready Translator; imports torch when called
+    # a recognised folder as a ready Translator running at a dtype ("float32", "float16", "bfloat16": resolved by
+    # engine.loading); imports torch when called, and builds its network with engine.checkpoints.assign.build_loaded
+    load: Callable[[Path, str], Translator]
     # what a folder it does not recognise holds, when its family can tell ("holds a 'bert' model (config.json
     # model_type)"): the error for a folder no format reads then says what the folder is
     identify: Callable[[Path], str | None] = _unknown

@@ -27,6 +27,11 @@ from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
 from attnviz.engine.text.vocab import PAD_ID
 
 
+def widened(x: Tensor) -> Tensor:
+    """``x`` in float32 when it is in half precision; float32 and float64 (the exactness tests) stay as they are."""
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
+
+
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, need_weights: bool):
     """Scaled dot-product attention over [B, H, T, dh] tensors; ``mask`` is bool, True where a key may be seen.
 
@@ -38,8 +43,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: f
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [B, H, Tq, Tk]
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.softmax(dim=-1)
-    return F.dropout(weights, dropout_p) @ v, weights
+    weights = widened(scores).softmax(dim=-1)  # float32 at half precision: the views read these maps
+    return F.dropout(weights, dropout_p).to(v.dtype) @ v, weights
 
 
 class MultiHeadAttention(HeadGated, nn.Module):
@@ -174,8 +179,8 @@ class DecoderLayer(nn.Module):
 
 
 class Embedding(nn.Module):
-    """Token embedding (scaled by sqrt(D) unless the config says not) plus a learned or sinusoidal position, then
-    dropout."""
+    """Token embedding (scaled by sqrt(D) unless the config says not) plus a learned or sinusoidal position, a
+    LayerNorm when the config says so (``embed_norm``), then dropout."""
 
     table: Tensor  # [max_positions, D] sinusoidal positions: a buffer, computed, never stored
 
@@ -184,13 +189,26 @@ class Embedding(nn.Module):
         self.tokens = nn.Embedding(vocab_size, cfg.d_model)
         self.scale = math.sqrt(cfg.d_model) if cfg.scale_embedding else 1.0
         self.drop = nn.Dropout(cfg.dropout)
-        self.max_positions = cfg.max_positions
+        self.max_positions, self.layout = cfg.max_positions, cfg.positions
         self.positions: nn.Embedding | None = None  # a sinusoidal table is a buffer instead
         if cfg.positions == "learned":
             self.positions = nn.Embedding(cfg.max_positions, cfg.d_model)
         else:
-            table = sinusoid_table(cfg.max_positions, cfg.d_model, halves=cfg.positions == "sinusoidal-halves")
-            self.register_buffer("table", table, persistent=False)
+            self.register_buffer("table", self._sinusoids(cfg.d_model), persistent=False)
+        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.ln_eps) if cfg.embed_norm else None
+
+    def compute_buffers(self) -> None:
+        """The sinusoid table, at the token weights' dtype, for a network built on the meta device and then given
+        its weights (``engine.checkpoints.assign``)."""
+        if self.positions is None:
+            weight = self.tokens.weight
+            self.table = self._sinusoids(weight.size(1)).to(weight.dtype)
+
+    def _sinusoids(self, d: int) -> Tensor:
+        """[max_positions, D]: the config's sinusoidal layout (fairseq's, Marian's halves, or interleaved)."""
+        if self.layout == "sinusoidal-fairseq":
+            return fairseq_sinusoid_table(self.max_positions, d)
+        return sinusoid_table(self.max_positions, d, halves=self.layout == "sinusoidal-halves")
 
     def forward(self, ids: Tensor, offset: int = 0) -> Tensor:
         if offset + ids.size(1) > self.max_positions:
@@ -198,7 +216,8 @@ class Embedding(nn.Module):
                              f"{self.max_positions} positions")
         pos = torch.arange(offset, offset + ids.size(1), device=ids.device)
         pos_emb = self.positions(pos) if self.positions is not None else self.table[pos]
-        return self.drop(self.tokens(ids) * self.scale + pos_emb)  # [B, T, D]
+        x = self.tokens(ids) * self.scale + pos_emb  # [B, T, D]
+        return self.drop(x if self.norm is None else self.norm(x))
 
 
 def sinusoid_table(n: int, d: int, halves: bool = False) -> Tensor:
@@ -217,6 +236,20 @@ def sinusoid_table(n: int, d: int, halves: bool = False) -> Tensor:
         table[:, 0::2] = torch.sin(angles)
         table[:, 1::2] = torch.cos(angles[:, : d // 2])
     return table.float()
+
+
+def fairseq_sinusoid_table(n: int, d: int, first: int = 2) -> Tensor:
+    """[n, d] positions as fairseq (M2M100, NLLB-200) computes them: sin of D/2 frequencies with the step
+    log(10000) / (D/2 - 1) then their cos, a zero column for an odd D, rows for the position numbers ``first``
+    (fairseq's pad id + 1) to ``first + n - 1``; computed in float32 as fairseq and transformers compute it, so the
+    values agree to the last bit."""
+    if torch.empty(0).device.type == "meta":  # a shapes-only build (see sinusoid_table)
+        return torch.empty(n, d)
+    half = d // 2
+    freq = torch.exp(torch.arange(half, dtype=torch.int64).float() * -(math.log(10000) / max(half - 1, 1)))
+    angles = torch.arange(first, first + n, dtype=torch.int64).float().unsqueeze(1) * freq.unsqueeze(0)  # [n, D/2]
+    table = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)  # [n, 2 * (D/2)]
+    return torch.cat([table, torch.zeros(n, d - 2 * half)], dim=1)
 
 
 class Transformer(IncrementalModel):
@@ -254,7 +287,8 @@ class Transformer(IncrementalModel):
         """
         mask = (src != PAD_ID)[:, None, None, :]  # [B, 1, 1, S]
         if not self.has_source:
-            return Encoded(src.new_zeros(src.size(0), 0, self.cfg.d_model, dtype=torch.float), mask[..., :0])
+            return Encoded(src.new_zeros(src.size(0), 0, self.cfg.d_model, dtype=self.out_proj.weight.dtype),
+                           mask[..., :0])
         x, weights = self.src_embed(src), []
         for layer in self.encoder:
             x, w = layer(x, mask, need_weights)
@@ -297,7 +331,7 @@ class Transformer(IncrementalModel):
         return Decoded(self.dec_norm(x), self_ws if need_weights else [], cross_ws if need_weights else [])
 
     def project(self, hidden: Tensor) -> Tensor:
-        return self.out_proj(hidden)  # [B, T, D] -> [B, T, V]
+        return widened(self.out_proj(hidden))  # [B, T, D] -> [B, T, V]; search scores in float32 at half precision
 
     def attention_modules(self) -> dict[str, list[MultiHeadAttention]]:
         """Each attention kind's modules, one per layer (where ``engine.search.head_mask`` switches heads off)."""

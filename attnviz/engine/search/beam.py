@@ -4,7 +4,8 @@
 At each step the 2 x beam best extensions of the live hypotheses are looked at in order of total log-probability:
 the first ``beam`` that do not end are kept; an ``<eos>`` among the first ``beam`` finishes its hypothesis (the
 rest are pruned). Finished hypotheses are ranked by score / GNMT length penalty ((5 + length) / 6) ** alpha. A
-search stops when it holds ``beam`` finished hypotheses and none alive ranks higher, or at the step limit.
+search stops when it holds ``beam`` finished hypotheses and none alive ranks higher, or at the step limit. A search
+its model's authors configured scores, constrains, ranks and stops as transformers does (``engine.search.rules``).
 """
 
 from __future__ import annotations
@@ -19,8 +20,17 @@ from torch import Tensor
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import BeamDone, BeamNode, BeamStep, DecodeStep, EncoderPass
 from attnviz.engine.models.protocol import SearchModel
-from attnviz.engine.search.greedy import DecodeInput, allowed_logits, device_of, step_limit
+from attnviz.engine.search.greedy import DecodeInput, device_of, forcing, step_limit
 from attnviz.engine.search.head_mask import heads_off
+from attnviz.engine.search.rules import (
+    constrain,
+    forced_token,
+    length_penalty,  # noqa: F401 (part of this module's interface: tests and tools rank with it)
+    log_probs,
+    normalised,
+    search_settled,
+    settled,  # noqa: F401 (as length_penalty)
+)
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID, Vocab
 
 NEG_INF = float("-inf")
@@ -53,15 +63,6 @@ def prune(candidates: list[Candidate], beam: int, last: bool) -> Pruned:
     return result
 
 
-def length_penalty(length: int, alpha: float) -> float:
-    return ((5 + length) / 6) ** alpha if alpha else 1.0
-
-
-def settled(finished: list[float], best_alive: float, beam: int) -> bool:
-    """Whether a sentence's search is over: nothing alive, or ``beam`` finished and none alive ranks higher."""
-    return best_alive == NEG_INF or (len(finished) >= beam and max(finished) >= best_alive)
-
-
 def _candidates(scores: Tensor, logp: Tensor, width: int) -> list[Candidate]:
     """The ``width`` best extensions of hypotheses with ``scores`` [n] by next-token ``logp`` [n, V]."""
     vocab = logp.size(-1)
@@ -71,8 +72,9 @@ def _candidates(scores: Tensor, logp: Tensor, width: int) -> list[Candidate]:
 
 
 @torch.inference_mode()
-def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig) -> list[list[int]]:
-    """Beam search (width ``decode.beam``) for a padded batch [B, S]; each sentence's best ids without ``<eos>``.
+def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig, forced: Sequence[int] = ()) -> list[list[int]]:
+    """Beam search (width ``decode.beam``) for a padded batch [B, S]; each sentence's best ids without ``<eos>``,
+    the ``forced`` ids first (taken with their log-probabilities, as ``beam_steps`` takes them).
 
     Runs all B x beam hypotheses as one batch with the cache; a dead slot repeats a live row at score -inf.
     """
@@ -89,7 +91,8 @@ def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig) -> list[li
         steps = step_limit(model, decode.max_len)
         for t in range(steps):
             logits, _, _ = model.step(tokens, cache, False)
-            logp = allowed_logits(logits).log_softmax(-1).cpu()  # [B * beam, V]
+            logp = constrain(log_probs(logits, decode), history, t, steps, decode)
+            logp = forcing(logp, t, forced, zero=decode.configured).cpu()  # [B * beam, V]
             new_scores = torch.full((b, beam), NEG_INF)
             rows, picked, done = [], [], []
             for i in range(b):
@@ -97,13 +100,12 @@ def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig) -> list[li
                 split = prune(_candidates(scores[i], logp[base:base + beam], 2 * beam), beam, t == steps - 1)
                 for c in split.ended:
                     ids = history[base + c.origin] + ([] if c.token == EOS_ID else [c.token])
-                    finished[i].append((c.score / length_penalty(t + 1, decode.length_penalty), ids))
+                    finished[i].append((normalised(c.score, t + 1, decode), ids))
                 for slot, c in enumerate(split.kept):
                     new_scores[i, slot] = c.score
                 rows += [base + c.origin for c in split.kept] + [base] * (beam - len(split.kept))
                 picked += [c.token for c in split.kept] + [EOS_ID] * (beam - len(split.kept))
-                best_alive = new_scores[i].max().item() / length_penalty(t + 1, decode.length_penalty)
-                done.append(settled([s for s, _ in finished[i]], best_alive, beam))
+                done.append(search_settled([s for s, _ in finished[i]], new_scores[i].max().item(), t, steps, decode))
             if t == steps - 1 or all(done):
                 break
             history = [history[r] + [tok] for r, tok in zip(rows, picked)]
@@ -152,17 +154,20 @@ def beam_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab,
     scores, tokens = torch.zeros(1), torch.tensor([SOS_ID], device=device)
     finished: list[tuple[float, BeamNode]] = []  # (normalised score, hypothesis)
     steps, next_id = step_limit(model, decode.max_len), 0
+    prefixes: list[list[int]] = [[]]  # each live hypothesis' output ids, for the rules' bans
     for t in range(steps):
         with gates():
             logits, self_rows, cross_rows = model.step(tokens, cache, True)
-        logp = allowed_logits(logits).log_softmax(-1).cpu()  # [n, V]
+        logp = log_probs(logits, decode).cpu()  # [n, V]
         expansions = _expansions(logp, self_rows, cross_rows, tgt_vocab, decode.topk)
         if t < len(forced):
             split = Pruned([], [], [])
             cand = Candidate(float(scores[0] + logp[0, forced[t]]), 0, int(forced[t]))
             (split.ended if cand.token == EOS_ID or t == steps - 1 else split.kept).append(cand)
         else:
-            split = prune(_candidates(scores, logp, 2 * beam), beam, t == steps - 1)
+            split = prune(_candidates(scores, constrain(logp, prefixes, t, steps, decode), 2 * beam), beam,
+                          t == steps - 1)
+        ruled = t < len(forced) or forced_token(t, steps, decode) is not None  # given, not chosen
         nodes = []
         for status, group in (("alive", split.kept), ("finished", split.ended), ("pruned", split.dropped)):
             for c in group:
@@ -170,17 +175,17 @@ def beam_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab,
                 step = DecodeStep(index=t, token=tgt_vocab.token(c.token), token_id=c.token,
                                   probability=float(logp[c.origin, c.token].exp()), topk=exp.topk,
                                   entropy=exp.entropy, self_attention=exp.self_rows, cross_attention=exp.cross_rows,
-                                  src_len=len(source.src_ids), forced=t < len(forced))
-                normalised = c.score / length_penalty(t + 1, decode.length_penalty) if status == "finished" else None
-                nodes.append(BeamNode(next_id, -1 if parent is None else parent.id, step, c.score, status,
-                                      normalised))
+                                  src_len=len(source.src_ids), forced=ruled)
+                rank = normalised(c.score, t + 1, decode) if status == "finished" else None
+                nodes.append(BeamNode(next_id, -1 if parent is None else parent.id, step, c.score, status, rank))
                 next_id += 1
         yield BeamStep(t, tuple(nodes))
         finished += [(n.normalised, n) for n in nodes if n.status == "finished" and n.normalised is not None]
         kept = [n for n in nodes if n.status == "alive"]
-        best_alive = max((n.score for n in kept), default=NEG_INF) / length_penalty(t + 1, decode.length_penalty)
-        if settled([score for score, _ in finished], best_alive, beam):
+        best_alive = max((n.score for n in kept), default=NEG_INF)
+        if search_settled([score for score, _ in finished], best_alive, t, steps, decode):
             break
+        prefixes = [[*prefixes[c.origin], c.token] for c in split.kept]
         rows = torch.tensor([c.origin for c in split.kept], device=device)
         live, scores = kept, torch.tensor([c.score for c in split.kept])
         tokens, cache = torch.tensor([c.token for c in split.kept], device=device), cache.select(rows)

@@ -22,6 +22,7 @@ from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.models.protocol import Encoded, SearchModel
 from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.search.limit import capped_limit
+from attnviz.engine.search.rules import constrain, forced_token, log_probs
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
 
 
@@ -61,6 +62,17 @@ def allowed_logits(logits: Tensor) -> Tensor:
     return logits
 
 
+def forcing(logits: Tensor, t: int, forced: Sequence[int], zero: bool = False) -> Tensor:
+    """``logits`` [..., V] at step ``t``, every token but ``forced[t]`` ruled out while forced ids remain; the forced
+    token keeps its score, or takes log-probability 0 with ``zero`` (as transformers forces a token: a search its
+    authors configured ranks its hypotheses so)."""
+    if t >= len(forced):
+        return logits
+    kept = torch.full_like(logits, float("-inf"))
+    kept[..., forced[t]] = 0.0 if zero else logits[..., forced[t]]
+    return kept
+
+
 def _numpy_or_none(rows: Tensor | None) -> np.ndarray | None:
     return None if rows is None else rows[0].float().cpu().numpy().copy()
 
@@ -92,18 +104,22 @@ def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, deco
     # L x [1,H,S,S] -> [L,H,S,S]
     enc_attn = torch.stack(enc.attention, 1)[0].cpu().numpy().copy() if enc.attention else None
     yield EncoderPass(tuple(source.src_tokens), enc_attn, tuple(source.warnings))
-    prefix, k = [SOS_ID], min(decode.topk, len(tgt_vocab))
-    for t in range(step_limit(model, decode.max_len)):
+    prefix, k, limit = [SOS_ID], min(decode.topk, len(tgt_vocab)), step_limit(model, decode.max_len)
+    for t in range(limit):
         with gates():
             if recompute:
                 logits, self_rows, cross_rows = _recomputed_step(model, prefix, enc, True)
             else:
                 logits, self_rows, cross_rows = model.step(torch.tensor([prefix[-1]], device=device), cache, True)
-        logp = allowed_logits(logits[0]).log_softmax(-1)
+        logp = log_probs(logits, decode)[0]
         probs = logp.exp()
         top_p, top_i = probs.topk(k)
-        is_forced = t < len(forced)
-        token_id = int(forced[t]) if is_forced else _choose(logp, decode.temperature, generator)
+        ruled = forced_token(t, limit, decode)
+        is_forced = t < len(forced) or ruled is not None  # given (typed, or by the model's rules), not chosen
+        if t < len(forced):
+            token_id = int(forced[t])
+        else:
+            token_id = _choose(constrain(logp[None], [prefix[1:]], t, limit, decode)[0], decode.temperature, generator)
         yield DecodeStep(
             index=t,
             token=tgt_vocab.token(token_id),
@@ -122,10 +138,13 @@ def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, deco
 
 
 @torch.inference_mode()
-def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50) -> list[list[int]]:
-    """Greedy search for a padded batch [B, S]; returns each sentence's ids up to (without) ``<eos>``.
+def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50, decode: DecodeConfig | None = None,
+                 forced: Sequence[int] = ()) -> list[list[int]]:
+    """Greedy search for a padded batch [B, S]; returns each sentence's ids up to (without) ``<eos>``, the
+    ``forced`` ids first (a multilingual model's target language tag).
 
-    Finished sentences leave the batch, so a long straggler does not keep the rest computing.
+    Finished sentences leave the batch, so a long straggler does not keep the rest computing. ``decode``'s rules
+    (``engine.search.rules``: bans, forced tokens) apply when given.
     """
     model.eval()
     src = src.to(device_of(model))
@@ -134,9 +153,15 @@ def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50) -> list[lis
     outputs: list[list[int]] = [[] for _ in range(b)]
     alive = torch.arange(b)  # original index of each row still decoding
     tokens = torch.full((b,), SOS_ID, dtype=torch.long, device=src.device)
-    for _ in range(step_limit(model, max_len)):
+    limit = step_limit(model, max_len)
+    for t in range(limit):
         logits, _, _ = model.step(tokens, cache, False)
-        tokens = allowed_logits(logits).argmax(-1)
+        if decode is None:
+            scores = allowed_logits(logits)
+        else:
+            prefixes = [outputs[row] for row in alive.tolist()]
+            scores = constrain(log_probs(logits, decode), prefixes, t, limit, decode)
+        tokens = forcing(scores, t, forced).argmax(-1)
         finished = tokens == EOS_ID
         for row, tok in zip(alive.tolist(), tokens.tolist()):
             if tok != EOS_ID:

@@ -11,6 +11,7 @@ import dataclasses
 import functools
 import re
 import unicodedata
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -22,6 +23,7 @@ SUBWORD_MODELS = ("unigram", "bpe")
 WORD_START = "\u2581"  # "▁": SentencePiece marks the piece that starts a word with it
 NORMALIZERS = ("none", "tatoeba")
 LANGUAGE_NAMES = {"de": "German", "en": "English", "fr": "French"}
+MULTILINGUAL = "mul"  # ISO 639-2 "multiple languages": the source side of a model that reads many
 
 _SPACES = re.compile(r"\s+")
 # how a token made of white space is shown (a character model's space would otherwise be an empty label)
@@ -45,7 +47,8 @@ _TATOEBA_OTHER = re.compile(r"[^a-zA-Z.!?]+")
 
 def languages_label(src_lang: str, tgt_lang: str, has_source: bool = True, tgt_mode: str = "spacy") -> str:
     """What a model works on, for people: "German -> English", or "English characters (language model)"."""
-    src, tgt = LANGUAGE_NAMES.get(src_lang, src_lang), LANGUAGE_NAMES.get(tgt_lang, tgt_lang)
+    src = LANGUAGE_NAMES.get(src_lang, "many languages" if src_lang == MULTILINGUAL else src_lang)
+    tgt = LANGUAGE_NAMES.get(tgt_lang, tgt_lang)
     if has_source:
         return f"{src} -> {tgt}"
     return f"{tgt} {'characters' if tgt_mode == 'chars' else 'words'} (language model)"
@@ -168,13 +171,13 @@ class TokenizerSpec:
             return self._processor().encode(text, out_type=str)
         return [tok.text for tok in _spacy_tokenizer(self.lang)(text) if not tok.is_space]
 
-    def detokenize(self, tokens: list[str]) -> str:
+    def detokenize(self, tokens: Sequence[str]) -> str:
         """Tokens of this side back into text."""
         if self.mode == "sentencepiece":
-            text = self._processor().decode(list(tokens))
+            text = pieces_text(self._processor(), tokens)
             # lowercased pieces: capitalise the sentence as the word-level spaCy detokenizer does
             return text[:1].upper() + text[1:] if self.lowercase else text
-        return detokenize(tokens, self.mode)
+        return detokenize(list(tokens), self.mode)
 
     def _processor(self):  # -> sentencepiece.SentencePieceProcessor
         if not self.model_proto:
@@ -256,6 +259,15 @@ def _sentencepiece(model_proto: bytes):  # -> sentencepiece.SentencePieceProcess
     except Exception as exc:  # sentencepiece raises RuntimeError/OSError with its own text for a bad model
         raise ConfigError(f"the SentencePiece model cannot be read ({exc}); the file is damaged") from None
     return processor
+
+
+def pieces_text(processor, tokens: Sequence[str], specials: Collection[str] = SPECIALS) -> str:
+    """SentencePiece pieces back into text as the Hugging Face tokenizers write it (``MarianTokenizer``'s
+    ``decode(skip_special_tokens=True)``): ``specials`` left out, the pieces decoded by the model, and the word-start
+    mark of a piece the model does not know read as a space. A shared vocabulary (Marian's ``vocab.json``) holds both
+    sides' pieces, and SentencePiece copies a piece it does not know as it is, mark included."""
+    kept = [t for t in tokens if t not in specials]
+    return str(processor.decode_pieces(kept)).replace(WORD_START, " ").strip()
 
 
 _NO_SPACE_BEFORE = {".", ",", "!", "?", ";", ":", ")", "]", "}", "%", "...",

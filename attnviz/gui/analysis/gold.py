@@ -11,7 +11,8 @@ from attnviz.gui.widgets import named, show_file
 
 NUMBERINGS = (("numbering: detect", None), ("numbered from 1", True), ("numbered from 0", False))
 GOLD_TIP = ("Gold links aligned with the corpus, one line per pair: i-j sure, ipj or i?j possible, source first (as "
-            "the published sets): adds the AER of every cross-attention head")
+            "the German-English set), or one link per line 'sentence pos pos [S|P]' (NAACL 2003: the Hansards, "
+            "Romanian-English); the format is detected: adds the AER of every cross-attention head")
 
 
 class GoldChoice(QWidget):

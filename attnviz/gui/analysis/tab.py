@@ -144,8 +144,8 @@ class AnalysisTab(QWidget):
         add_labelled(chooser, (("&Statistic:", self.stat_combo), ("&Kind:", self.kind_combo)), stretch=1)
         chooser.addWidget(self.diff_check)
         map_layout.addLayout(chooser)
-        map_layout.addWidget(self.head_map, 3)
-        map_layout.addWidget(self.thresholds)
+        for shown, stretch in ((self.head_map, 3), (self.head_map.note, 0), (self.thresholds, 0)):
+            map_layout.addWidget(shown, stretch)
         map_layout.addWidget(self.head_title)
         map_layout.addWidget(self.sentence_list, 2)
         map_layout.addWidget(self.open_button, 0, Qt.AlignmentFlag.AlignRight)

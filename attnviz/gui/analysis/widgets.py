@@ -13,12 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from PySide6.QtCore import QAbstractTableModel, QObject, Qt, Signal, Slot
-from PySide6.QtGui import QMouseEvent
+from PySide6.QtGui import QMouseEvent, QPainter
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QSpinBox, QTableView, QVBoxLayout, QWidget
 
 from attnviz.engine.analysis.names import PROXY, SIDE_BY_SIDE, SIGNED_VIEWS, THRESHOLDS, VIEWS
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.engine.training.runs import RunPaths, run_checkpoint
+from attnviz.gui.analysis import baselines
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.widgets import NO_PARENT, ModelIndex, add_labelled, named
 
@@ -115,6 +116,11 @@ class HeadMap(HeatmapView):
         self.setObjectName("headMap")
         self.setAccessibleName("Statistic per layer and head")
         self.placeholder = "Run the analysis to see a statistic per layer and head"
+        self.marks: baselines.Baselines | None = None  # on the AER map: the best head and the diagonal baseline
+        self.note = named(QLabel(), "headMapNote", "What the map marks")  # the tab lays it out under the map
+        self.note.setWordWrap(True)
+        self.note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.note.hide()
 
     def show_matrix(self, matrix: np.ndarray, title: str, fixed_scale: bool, signed: bool = False) -> None:
         """``matrix`` [L, H]; a fixed 0..1 colour scale for shares, per-map for entropies and distances, a
@@ -128,11 +134,17 @@ class HeadMap(HeatmapView):
                        compared: HeadStats | None) -> None:
         """``stat`` (or the AER) of ``kind`` per head; with ``compared``, its difference B - A or, for a kind the
         compared model lacks, nothing with a reason: never A's own values under the B - A box."""
+        self.marks = None
+        self.note.hide()
         if stat == AER:
             if kind != "cross" or alignment is None or alignment.aer_heads is None:
                 self.set_data(None)
                 self.placeholder = "AER is measured on cross-attention"
                 return
+            self.marks = baselines.Baselines.of(alignment)
+            if self.marks is not None:
+                self.note.setText(self.marks.note(alignment.aer_heads))
+                self.note.show()
             self.show_matrix(alignment.aer_heads, "AER per head (lower aligns better)", True)
         elif compared is not None:
             if kind in compared.kinds and compared.layout(kind) == stats.layout(kind):
@@ -144,6 +156,14 @@ class HeadMap(HeatmapView):
                                 "choose another kind, or clear Show B - A")
         else:
             self.show_matrix(stats.means(kind)[stat], f"{kind}: {stat.replace('_', ' ')}", stat in SHARES)
+
+    def paintEvent(self, event) -> None:  # noqa: N802 (Qt naming)
+        super().paintEvent(event)
+        data, g = self.data(), self._geometry
+        if self.marks is not None and data is not None and g is not None:
+            painter = QPainter(self)
+            baselines.draw(painter, self._cells, g, data.matrix, self.marks, *self.colour_range())
+            painter.end()
 
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         cell = self.cell_at(event.position().toPoint())

@@ -8,7 +8,10 @@ in the screen-reader text.
 
 The grid is the secondary view, beside the large map: in a narrow, tall column it turns (a column per layer, a row
 per head) when that gives larger tiles, it asks for the height its tiles need at its width, and a tile is never
-larger than ``MAX_TILE`` (a one-head LSTM's single thumbnail stays a thumbnail, smaller than its large map).
+larger than ``MAX_TILE`` (a one-head LSTM's single thumbnail stays a thumbnail, smaller than its large map). A
+wide model (NLLB-600M: 12 layers x 16 heads per kind) would need tiles under ``MIN_TILE`` to show every layer at
+once: the grid then shows a page of as many layers as fit at that size, with a bar above saying which ("Layers 1-6
+of 12") and arrows to page; PageUp/PageDown page too, and moving the cursor or opening a head off the page turns it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from attnviz.gui.attention.colormap import to_image
 
 LABEL_W, LABEL_H, GAP = 26, 16, 4
 MAX_TILE = 120
+MIN_TILE = 20  # smaller, a map is a smudge: the grid pages its layers instead
+PAGE_H = 18  # the bar that says which layers a page shows
 
 
 def tile_fit(width: float, height: float, cols: int, rows: int) -> int:
@@ -55,6 +60,8 @@ class HeadGrid(QWidget):
         self._head_labels: dict[int, QRect] = {}
         self.off: set[tuple[int, int]] = set()  # (layer, head) switched off, of the kind shown
         self.cursor_head: tuple[int, int] | None = None  # keyboard cursor
+        self.first_layer, self.page_layers = 0, 0  # the layers shown: all of them unless their tiles are too small
+        self._page_arrows: dict[int, QRect] = {}  # -1 / +1 -> the arrow that pages back / on
 
     def set_maps(self, maps: np.ndarray | None, per_map: bool = False, current: tuple[int, int] | None = None,
                  marked: tuple[int, int] | None = None, off: set[tuple[int, int]] | None = None) -> None:
@@ -62,6 +69,8 @@ class HeadGrid(QWidget):
         to align with (guided alignment), drawn with a gold dashed frame; ``off`` heads are crossed out."""
         before = self.shape()
         self._images = [] if maps is None else [[to_image(m, per_map) for m in layer] for layer in maps]
+        if current is not None and current != self._current and current[0] not in self.shown_layers():
+            self.first_layer = current[0]  # a head opened elsewhere (the large view) is shown here; clamped below
         self._current, self._marked, self.off = current, marked, set(off or ())
         if self.cursor_head is not None and (maps is None or self.cursor_head[0] >= maps.shape[0]
                                         or self.cursor_head[1] >= maps.shape[1]):
@@ -85,9 +94,35 @@ class HeadGrid(QWidget):
         layers, heads = self.shape()
         if not layers:
             return 160
-        normal, turned = tile_fit(width, 10_000, heads, layers), tile_fit(width, 10_000, layers, heads)
-        side, rows = (turned, heads) if turned > normal else (normal, layers)
-        return LABEL_H + rows * (side + GAP)
+        side, turned, shown = self.arrangement(width, 10_000)
+        rows = heads if turned else shown
+        return LABEL_H + rows * (side + GAP) + (PAGE_H if shown < layers else 0)
+
+    def arrangement(self, width: float, height: float) -> tuple[int, bool, int]:
+        """(tile side, turned, layers shown) in ``width`` x ``height``: every layer when their tiles reach
+        ``MIN_TILE``, else as many as fit at that size (at least one), under the page bar."""
+        layers, heads = self.shape()
+
+        def best(shown: int, room: float) -> tuple[int, bool]:
+            normal, turned = tile_fit(width, room, heads, shown), tile_fit(width, room, shown, heads)
+            return (turned, True) if turned > normal else (normal, False)
+
+        side, turned = best(layers, height)
+        shown = layers
+        while side < MIN_TILE and shown > 1:
+            shown -= 1
+            side, turned = best(shown, height - PAGE_H)
+        return side, turned, shown
+
+    def page(self, step: int) -> None:
+        """Show the previous (``step`` -1) or next (+1) page of layers."""
+        self.first_layer += step * max(self.page_layers, 1)
+        self._relayout()
+        self.update()
+        announce(self)
+
+    def shown_layers(self) -> range:
+        return range(self.first_layer, self.first_layer + self.page_layers)
 
     def tile_size(self) -> QSize:
         """The size of one tile as laid out now (empty before any maps)."""
@@ -106,25 +141,30 @@ class HeadGrid(QWidget):
         self._tiles.clear()
         self._layer_labels.clear()
         self._head_labels.clear()
+        self._page_arrows.clear()
         layers, heads = self.shape()
         if not layers:
             return
-        normal = tile_fit(self.width(), self.height(), heads, layers)
-        turned = tile_fit(self.width(), self.height(), layers, heads)
-        self.transposed = turned > normal
-        size = max(normal, turned)
-        for layer in range(layers):
+        size, self.transposed, self.page_layers = self.arrangement(self.width(), self.height())
+        self.first_layer = min(max(self.first_layer, 0), layers - self.page_layers)
+        top = 0
+        if self.page_layers < layers:  # the page bar: its arrows at either end
+            top = PAGE_H
+            self._page_arrows = {-1: QRect(0, 0, LABEL_W, PAGE_H), 1: QRect(self.width() - LABEL_W, 0, LABEL_W, PAGE_H)}
+        first = self.first_layer
+        for layer in self.shown_layers():
             for h in range(heads):
-                col, row = (layer, h) if self.transposed else (h, layer)
-                self._tiles[(layer, h)] = QRect(LABEL_W + col * (size + GAP), LABEL_H + row * (size + GAP), size, size)
-        for layer in range(layers):  # a layer's label heads its row (or its column, turned); a head's the other
+                col, row = (layer - first, h) if self.transposed else (h, layer - first)
+                self._tiles[(layer, h)] = QRect(LABEL_W + col * (size + GAP), top + LABEL_H + row * (size + GAP),
+                                                size, size)
+        for layer in self.shown_layers():  # a layer's label heads its row (or its column, turned); a head's the other
             tile = self._tiles[(layer, 0)]
-            self._layer_labels[layer] = QRect(tile.left(), 0, size, LABEL_H) if self.transposed else \
+            self._layer_labels[layer] = QRect(tile.left(), top, size, LABEL_H) if self.transposed else \
                 QRect(0, tile.top(), LABEL_W - 2, size)
         for h in range(heads):
-            tile = self._tiles[(0, h)]
+            tile = self._tiles[(first, h)]
             self._head_labels[h] = QRect(0, tile.top(), LABEL_W - 2, size) if self.transposed else \
-                QRect(tile.left(), 0, size, LABEL_H)
+                QRect(tile.left(), top, size, LABEL_H)
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         self._relayout()
@@ -136,6 +176,12 @@ class HeadGrid(QWidget):
             return
         text = self.palette().color(QPalette.ColorRole.WindowText)
         painter.setPen(text)
+        if self._page_arrows:
+            shown = self.shown_layers()
+            painter.drawText(QRect(LABEL_W, 0, self.width() - 2 * LABEL_W, PAGE_H), Qt.AlignmentFlag.AlignCenter,
+                             f"Layers {shown.start + 1}\u2013{shown.stop} of {self.shape()[0]}")
+            for step, rect in self._page_arrows.items():  # PageUp / PageDown do the same (tooltip, screen reader)
+                painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, "\u25c0" if step < 0 else "\u25b6")
         for h, label in self._head_labels.items():
             painter.drawText(label, Qt.AlignmentFlag.AlignCenter, f"H{h + 1}")
         for layer, label in self._layer_labels.items():
@@ -180,8 +226,11 @@ class HeadGrid(QWidget):
             return "No attention yet"
         where = self.describe(*self.cursor_head) if self.cursor_head else "arrow keys move between heads"
         off = f"{len(self.off)} heads switched off. " if self.off else ""
-        return (f"{layers} layers by {heads} heads. {off}{where}. Enter opens a head, Space switches it off or on, "
-                "Shift+Space its whole layer")
+        shown = self.shown_layers()
+        page = (f"Showing layers {shown.start + 1} to {shown.stop}: Page Up and Page Down show the others. "
+                if self.page_layers and self.page_layers < layers else "")
+        return (f"{layers} layers by {heads} heads. {page}{off}{where}. Enter opens a head, Space switches it off or "
+                "on, Shift+Space its whole layer")
 
     def _tile_at(self, pos) -> tuple[int, int] | None:
         return next((key for key, tile in self._tiles.items() if tile.contains(pos)), None)
@@ -189,6 +238,10 @@ class HeadGrid(QWidget):
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         pos, mods = event.position().toPoint(), event.modifiers()
         ctrl = bool(mods & Qt.KeyboardModifier.ControlModifier)
+        arrow = next((step for step, rect in self._page_arrows.items() if rect.contains(pos)), None)
+        if arrow is not None:
+            self.page(arrow)
+            return
         label = next((layer for layer, rect in self._layer_labels.items() if rect.contains(pos)), None)
         if label is not None and ctrl:
             self.layer_toggled.emit(label)
@@ -215,9 +268,13 @@ class HeadGrid(QWidget):
             if self.transposed:  # layers run across, heads down
                 dl, dh = dh, dl
             self.cursor_head = (min(max(layer + dl, 0), layers - 1), min(max(head + dh, 0), heads - 1))
+            if self.cursor_head[0] not in self.shown_layers():  # the cursor left the page: turn it
+                self.page(1 if self.cursor_head[0] >= self.shown_layers().stop else -1)
             self.setToolTip(self.describe(*self.cursor_head))
             self.update()
             announce(self)
+        elif key in (Qt.Key.Key_PageUp, Qt.Key.Key_PageDown):
+            self.page(-1 if key == Qt.Key.Key_PageUp else 1)
         elif key in (Qt.Key.Key_Return, Qt.Key.Key_Enter) and self.cursor_head:
             self.selected.emit(*self.cursor_head)
         elif key == Qt.Key.Key_Space and self.cursor_head:

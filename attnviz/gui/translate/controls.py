@@ -12,6 +12,7 @@ import json
 from PySide6.QtCore import QSettings, Slot
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
+    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QHBoxLayout,
@@ -62,13 +63,20 @@ class SamplingRow(QWidget):
         self.penalty_spin.setRange(0.0, 3.0)
         self.penalty_spin.setSingleStep(0.1)
         self.penalty_spin.setValue(DecodeConfig().length_penalty)
+        # an imported model's own decoding (its generation_config.json), offered when it has one
+        self.configured: DecodeConfig | None = None
+        self.configured_check = named(QCheckBox("Model's decoding &1"), "configuredDecodingCheck",
+                                      "Model's decoding", "Decode as the model's authors configured it")
+        self.configured_check.setVisible(False)
+        self.configured_check.toggled.connect(self._on_configured_toggled)
         self.decoding_label = QLabel("Decodin&g")
         self.decoding_label.setBuddy(self.sampling_combo)
         self.sample_labels = (QLabel("Temperature"), QLabel("Seed"))
         self.beam_labels = (QLabel("Width"), QLabel("Length penalty"))
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        for w in (self.decoding_label, self.sampling_combo, self.sample_labels[0], self.temperature_spin,
+        for w in (self.configured_check, self.decoding_label, self.sampling_combo, self.sample_labels[0],
+                  self.temperature_spin,
                   self.sample_labels[1], self.seed_spin, self.beam_labels[0], self.beam_spin, self.beam_labels[1],
                   self.penalty_spin):
             layout.addWidget(w)
@@ -81,7 +89,31 @@ class SamplingRow(QWidget):
 
     @property
     def mode(self) -> str:
+        if self.uses_configured():
+            return "beam" if self.configured is not None and self.configured.beam > 1 else "greedy"
         return MODES[max(self.sampling_combo.currentIndex(), 0)]
+
+    def uses_configured(self) -> bool:
+        return self.configured is not None and self.configured_check.isChecked()
+
+    def set_configured(self, decode: DecodeConfig | None, label: str | None) -> None:
+        """Offer (and choose) a model's configured decoding, ``label`` saying what it is ("as configured by the
+        model (beam 4, ...)"); None: attnviz's own settings only."""
+        self.configured = decode
+        self.configured_check.setVisible(decode is not None)
+        if decode is not None:
+            search = f"beam {decode.beam}" if decode.beam > 1 else "greedy"
+            self.configured_check.setText(f"Model's decoding ({search}) &1")
+        self.configured_check.setToolTip(f"Checked: decode {label}. Unchecked: attnviz's own settings (the "
+                                         "controls beside it)." if label else "")
+        self.configured_check.setChecked(decode is not None)
+        self._on_configured_toggled(decode is not None)
+
+    @Slot(bool)
+    def _on_configured_toggled(self, checked: bool) -> None:
+        own = not (checked and self.configured is not None)
+        self.sampling_combo.setEnabled(own)
+        self._on_sampling_changed(self.sampling_combo.currentIndex())
 
     def set_generating(self, generating: bool) -> None:
         """Sampling is offered for a language model only; a translation model that was sampling turns greedy."""
@@ -99,11 +131,15 @@ class SamplingRow(QWidget):
         for w in (self.temperature_spin, self.seed_spin, *self.sample_labels):
             w.setEnabled(index == 1)
             w.setVisible(self.generating)
+        own = not self.uses_configured()
         for w in (self.beam_spin, self.penalty_spin, *self.beam_labels):
-            w.setEnabled(index == 2)
+            w.setEnabled(index == 2 and own)
 
     def drawn(self, decode: DecodeConfig) -> DecodeConfig:
-        """``decode`` greedy, sampled or beam as chosen; a sample takes the seed and advances it for the next one."""
+        """``decode`` greedy, sampled or beam as chosen; a sample takes the seed and advances it for the next one.
+        The model's decoding replaces all but the heads switched off."""
+        if self.uses_configured() and self.configured is not None:
+            return self.configured.replace(heads_off=decode.heads_off, rescale_heads=decode.rescale_heads)
         if self.mode == "beam":
             return decode.replace(beam=self.beam_spin.value(), length_penalty=self.penalty_spin.value())
         if self.mode == "greedy":

@@ -52,6 +52,7 @@ class QuantityHost(Protocol):
     topk_view: TopKView
     step_table: QTableView
     search: SearchExplorer  # its side tabs get the Logit lens page
+    translator: Any  # read when the document is cleared: a new model clears it
     status: SignalInstance
 
 
@@ -60,7 +61,7 @@ class QuantityControl(QObject):
 
     def __init__(self, host: QuantityHost):
         super().__init__(host if isinstance(host, QObject) else None)
-        self.document, self.panel, self.output_view = host.document, host.attention, host.output_view
+        self.host, self.document, self.panel, self.output_view = host, host.document, host.attention, host.output_view
         self.step_table = host.step_table
         document, panel, topk_view = host.document, host.attention, host.topk_view
         self.status.connect(host.status)
@@ -209,12 +210,15 @@ class QuantityControl(QObject):
     def _on_document_changed(self, change: DocumentChange) -> None:
         match change:
             case Cleared():
+                if self.host.translator is not self.translator:  # another model (or none)
+                    self.set_translator(self.host.translator)
                 for settings in self._settings.values():
                     settings.pop("foil", None)  # a foil belongs to the step it was picked at
                 self.worker.cancel()
                 self._job_key = None
                 self.bar.idle()
                 self.result = None
+                self.show(-1)
             case Finished() | PathShown() if self.document.finished:
                 self._refresh()
 

@@ -26,7 +26,8 @@ def describe_step(step: DecodeStep) -> str:
     if len(step.topk) > 1:
         text += f", runner-up {step.topk[1][0]!r} ({step.topk[1][1]:.3f})"
     if step.forced:
-        text += ". Part of the typed prefix: the probability is what the model gave this character."
+        text += (". Forced, not chosen (a typed prefix, or the model's own rule: its target language or its end "
+                 "token): the probability and the runner-up are what the model itself gave")
     return text
 
 
@@ -86,7 +87,7 @@ class StepTableModel(QAbstractTableModel):
         step = self._document.steps[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
             runner = f"{visible_token(step.topk[1][0])} ({step.topk[1][1]:.3f})" if len(step.topk) > 1 else ""
-            token = visible_token(step.token) + (" (prefix)" if step.forced else "")  # typed, not chosen by the model
+            token = visible_token(step.token) + (" (forced)" if step.forced else "")  # given, not chosen by the model
             share = self._shares[index.row()] if self._shares is not None and index.row() < len(self._shares) \
                 else None
             return (str(step.index + 1), token, f"{step.probability:.4f}", f"{step.entropy:.3f}",

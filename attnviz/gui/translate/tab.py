@@ -1,14 +1,13 @@
 """The Translate tab: type a sentence, watch it decode token by token, scrub through steps, explore attention.
 
-With a language model loaded it becomes the Generate tab: the text typed is a prefix (possibly empty) that the
-model continues, greedily or by sampling (temperature and seed, the seed advancing after each draw so that
-pressing Generate again gives a new sample that can still be reproduced).
+With a language model it becomes the Generate tab: the text typed is a prefix (possibly empty) the model continues,
+greedily or sampled (temperature and seed; the seed advances after each draw, and every sample can be reproduced).
 
-Decoding runs in the generic worker; each engine event lands in the tab's ``DecodeDocument`` (every step is kept, so
-scrubbing back is instant), which every view of the tab reads and listens to: the token strips, the top-k chart, the
-text and the playback bar here, the step table (``StepTableModel``), the attention panel, and the search explorer
-(``SearchExplorer``: the search tree, what-if branches and heads off), which asks the tab only what its
-``ExplorerHost`` protocol offers. Playback reveals the kept steps at the chosen speed, or all at once with "Instant".
+Decoding runs in the generic worker; each event lands in the tab's ``DecodeDocument`` (every step is kept, so scrubbing
+back is instant), which every view reads and listens to: the token strips, top-k chart, text and playback bar here,
+the step table (``StepTableModel``), the attention panel (fed attention or an attribution by ``QuantityControl``) and
+the search explorer (``SearchExplorer``: search tree, what-if branches, heads off), which asks the tab only what its
+``ExplorerHost`` offers. Playback reveals the kept steps at the chosen speed, or all at once with "Instant".
 """
 
 from __future__ import annotations
@@ -33,7 +32,7 @@ from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import Translation
 from attnviz.engine.heads import HeadRef
 from attnviz.engine.search.tree import SearchEvent
-from attnviz.engine.text.tokenize import LANGUAGE_NAMES
+from attnviz.engine.text.tokenize import LANGUAGE_NAMES, MULTILINGUAL
 from attnviz.gui.attention.panel import AttentionPanel
 from attnviz.gui.shortcuts import SentenceEdit
 from attnviz.gui.translate.changes import (
@@ -48,6 +47,7 @@ from attnviz.gui.translate.controls import SamplingRow, load_examples
 from attnviz.gui.translate.document import DecodeDocument, DecodeRequest, word_merger
 from attnviz.gui.translate.explorer import SearchExplorer
 from attnviz.gui.translate.jobs import DecodeJob
+from attnviz.gui.translate.languages import LanguagePicker
 from attnviz.gui.translate.layout import TranslateLayout
 from attnviz.gui.translate.loading import LoadingGate
 from attnviz.gui.translate.mode import ModeTexts, mode_texts
@@ -91,6 +91,7 @@ class TranslateTab(QWidget):
         self.translate_button = named(QPushButton("Tr&anslate"), "translateButton", "Translate",
                                       "Translate the sentence (Enter)")
         self.sampling_row = SamplingRow()
+        self.languages = LanguagePicker()  # a multilingual model's source and target languages
         self.sampling_combo, self.temperature_spin, self.seed_spin = (
             self.sampling_row.sampling_combo, self.sampling_row.temperature_spin, self.sampling_row.seed_spin)
         self.playback = PlaybackBar(self.document)
@@ -132,6 +133,7 @@ class TranslateTab(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
         layout.addLayout(entry)
+        layout.addWidget(self.languages)  # a row of its own (shown for a multilingual model): the entry row is full
         layout.addWidget(self.message)
         layout.addWidget(self.splitter, 1)
 
@@ -190,15 +192,16 @@ class TranslateTab(QWidget):
         card = translator.card if translator is not None else None
         self.attention.alignment_head = card.alignment_head if card is not None else None
         lang = translator.src_spec.lang if translator else ""
-        language = LANGUAGE_NAMES.get(lang, lang)
+        language = LANGUAGE_NAMES.get(lang, "" if lang == MULTILINGUAL else lang)
         generating = self.generating
         self._texts = mode_texts(generating, language, translator is not None)
         self._show_mode(self._texts)
         for w in (self.source_title, self.source_view, self.examples_combo):
             w.setVisible(not generating)
         self.sampling_row.set_generating(generating)
+        self.sampling_row.set_configured(card.decoding if card else None, card.decoding_label() if card else None)
+        self.languages.set_translator(translator)
         self.search.set_translator(translator)
-        self.quantity.set_translator(translator)
         self.examples_combo.clear()
         self.examples_combo.addItem("Examples...")
         self.examples_combo.addItems(self.examples.get(lang, []))
@@ -391,7 +394,6 @@ class TranslateTab(QWidget):
         self.output_view.set_tokens([])
         self.topk_view.set_candidates([], None)
         self.translation_text.set_text("", finished=False)
-        self.quantity.show(-1)
 
     def current_translation(self) -> Translation | None:
         """The whole translation decoded so far (for export), or None."""

@@ -1,0 +1,62 @@
+"""Reading a safetensors file's tensors with one copy in memory: each tensor is mapped from the file where its
+layout allows, else read straight into its own tensor (before, the whole file was read into one bytes object and
+every tensor built from it: two copies of a 300 MB model at once).
+
+Where a tensor starts at a multiple of ``ALIGN`` bytes in the file it is a view of the file's private
+(copy-on-write) mapping, read from disk when first touched: writing to the weight changes this process's copy, never
+the file. Elsewhere it is read into a fresh tensor (torch's allocator aligns to ``ALIGN``): a view at an offset that
+is only a multiple of 8, as safetensors lays files out, would be numerically different, since CPU kernels choose
+their vector paths by alignment and sum in another order, so a model would no longer give bit-for-bit the outputs
+it gave when its weights were copied. Windows cannot replace a file that is mapped (a training run saves over its
+checkpoints), so there every tensor is read. The index given is the one ``header.read_index`` checked (dtypes,
+shapes, offsets inside the file), so no tensor reaches past the data.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from attnviz.engine.checkpoints.schema import open_regular
+from attnviz.engine.errors import CheckpointError
+
+TORCH_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+                "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
+                "BOOL": torch.bool}
+ALIGN = 64  # torch's CPU allocator's alignment: a mapped tensor aligned so computes exactly as a copied one
+MAPS = os.name == "posix"  # see the module's docstring
+
+
+def _changed(path: Path) -> CheckpointError:
+    return CheckpointError(f"{path} changed while it was being opened (it is shorter than its header says); open it "
+                           "again once it is written.")
+
+
+def map_tensors(path: Path, index: Mapping[str, Any], expected: str) -> dict[str, torch.Tensor]:
+    """The tensors of ``index`` (checked by ``read_index``) at their stored dtype, mapped or read (see the module's
+    docstring); ``expected`` says what the file should be, for ``open_regular``'s refusal."""
+    with open_regular(path, expected) as f:
+        start = 8 + int.from_bytes(f.read(8), "little")
+        size = os.fstat(f.fileno()).st_size
+        if start + max((e["data_offsets"][1] for e in index.values()), default=0) > size:
+            raise _changed(path)  # a view past the end would crash on access
+        mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) if MAPS and size else None
+        tensors = {}
+        for name, entry in index.items():
+            first, end = entry["data_offsets"]
+            dtype, offset = TORCH_DTYPES[entry["dtype"]], start + first
+            if mapped is not None and offset % ALIGN == 0 and end > first:
+                raw = torch.frombuffer(mapped, dtype=torch.uint8, count=end - first, offset=offset)
+                tensors[name] = raw.view(dtype).reshape(entry["shape"])
+                continue
+            tensor = torch.empty(entry["shape"], dtype=dtype)
+            f.seek(offset)
+            if end > first and f.readinto(tensor.reshape(-1).view(torch.uint8).numpy()) != end - first:
+                raise _changed(path)
+            tensors[name] = tensor
+    return tensors

@@ -1,0 +1,60 @@
+"""A multilingual folder (NLLB-200 shaped, random, written without transformers) in the app: opened as a folder,
+its From/Into lists shown (hidden for a model of one pair), a choice applied to the next translation, the source
+tag read first and the target tag forced first; every letter still unique with the lists on screen."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
+from PySide6.QtGui import QDropEvent
+
+from tests.folder_samples import write_fairseq_folder
+from tests.gui.conftest import load, translate
+from tests.gui.test_keyboard import assert_unique
+
+SENTENCE = "Zwei Hunde spielen im Schnee."
+
+
+@pytest.fixture(scope="module")
+def nllb_folder(tmp_path_factory):
+    return str(write_fairseq_folder(tmp_path_factory.mktemp("gui-nllb") / "nllb-tiny-random", "nllb"))
+
+
+def test_the_languages_are_picked_in_the_translate_tab(qtbot, window, nllb_folder):
+    tab = load(qtbot, window, nllb_folder)
+    picker = tab.languages
+    assert picker.isVisible()
+    assert picker.src_combo.currentText() == "Guess from the text"
+    assert picker.tgt_combo.currentText() == "eng_Latn (English)"
+    assert tab.lang_label.text() == "Source &sentence:"
+    translate(qtbot, window, SENTENCE)
+    assert tab.document.steps[0].token == "eng_Latn" and tab.document.steps[0].forced
+    assert any("guessed from the text: deu_Latn" in w for w in tab.document.encoder.warnings)
+    picker.src_combo.setCurrentIndex(picker.src_combo.findData("fra_Latn"))
+    picker.tgt_combo.setCurrentIndex(picker.tgt_combo.findData("deu_Latn"))
+    picker.tgt_combo.activated.emit(picker.tgt_combo.currentIndex())
+    assert (window.translator.languages.src, window.translator.languages.tgt) == ("fra_Latn", "deu_Latn")
+    translate(qtbot, window, SENTENCE)
+    assert tab.document.steps[0].token == "deu_Latn"
+    assert tab.document.encoder.src_tokens[0] == "fra_Latn"
+    assert not any("guessed" in w for w in tab.document.encoder.warnings)
+    assert_unique(window)
+
+
+def test_a_model_of_one_pair_shows_no_language_lists(qtbot, loaded):
+    assert not loaded.translate_tab.languages.isVisible()
+
+
+@pytest.mark.parametrize("family", ["m2m100", "mbart50"])
+def test_a_dropped_multilingual_folder_opens_with_its_languages(qtbot, window, tmp_path, family):
+    folder = write_fairseq_folder(tmp_path / f"{family}-tiny-random", family)
+    data = QMimeData()
+    data.setUrls([QUrl.fromLocalFile(str(folder))])
+    window.dropEvent(QDropEvent(QPointF(5, 5), Qt.DropAction.CopyAction, data, Qt.MouseButton.NoButton,
+                                Qt.KeyboardModifier.NoModifier))
+    qtbot.waitUntil(lambda: window.translator is not None and window.translator.metadata["path"] == str(folder),
+                    timeout=20000)
+    picker = window.translate_tab.languages
+    assert picker.isVisible() and picker.tgt_combo.currentData() == {"m2m100": "__en__", "mbart50": "en_XX"}[family]
+    tab = translate(qtbot, window, SENTENCE)
+    assert tab.document.encoder.src_tokens[0] == {"m2m100": "__de__", "mbart50": "de_DE"}[family]
