@@ -84,7 +84,7 @@ def test_norm_weighted_and_rollout_show_the_engines_numbers_for_the_step(qtbot, 
 
 
 def test_an_attribution_method_fills_the_map_grid_bars_and_step_table(qtbot, loaded, methods):
-    loaded.translate_tab.set_translator(loaded.translator)  # the registry is read when a model is set
+    loaded.translate_tab.quantity.set_translator(loaded.translator)  # the registry is read when a model is set
     tab = translate(qtbot, loaded, SENTENCE)
     n, s = len(tab.document.steps), len(tab.document.src_tokens)
     tab.go_to(1)
@@ -109,7 +109,7 @@ def test_an_attribution_method_fills_the_map_grid_bars_and_step_table(qtbot, loa
 
 
 def test_why_this_and_not_a_foil_asks_a_contrast(qtbot, loaded, methods):
-    loaded.translate_tab.set_translator(loaded.translator)
+    loaded.translate_tab.quantity.set_translator(loaded.translator)
     tab = translate(qtbot, loaded, SENTENCE)
     tab.go_to(0)
     tab.topk_view.foil.emit("w7")  # from attention: the first method that takes a foil
@@ -126,7 +126,7 @@ def test_why_this_and_not_a_foil_asks_a_contrast(qtbot, loaded, methods):
 
 
 def test_cancel_stops_a_slow_method_and_leaves_the_map_on_attention(qtbot, loaded, methods):
-    loaded.translate_tab.set_translator(loaded.translator)
+    loaded.translate_tab.quantity.set_translator(loaded.translator)
     tab = translate(qtbot, loaded, SENTENCE)
     attention = tab.attention.heatmap.data().matrix.copy()
     STOPPED.clear()
@@ -143,7 +143,7 @@ def test_cancel_stops_a_slow_method_and_leaves_the_map_on_attention(qtbot, loade
 
 
 def test_a_method_the_kind_cannot_give_is_greyed_with_the_reason(qtbot, loaded, methods):
-    loaded.translate_tab.set_translator(loaded.translator)
+    loaded.translate_tab.quantity.set_translator(loaded.translator)
     bar = loaded.translate_tab.quantity.bar
     index = bar.combo.findData("needs-lm")
     model = bar.combo.model()
@@ -173,7 +173,7 @@ def test_dropping_sinks_hides_their_columns_and_renormalises_rows(qtbot, loaded)
 
 def test_the_quantity_controls_have_letters_of_their_own(qtbot, loaded):
     owners = mnemonic_owners(loaded)
-    for letter, name in (("q", "quantityCombo"), ("v", "sinksCheck"), ("j", "besideCheck")):
+    for letter, name in (("q", "quantityCombo"), ("z", "sinksCheck"), ("j", "besideCheck")):
         assert len(owners[letter]) == 1 and name in owners[letter][0] or letter == "q" and \
             "Quantity" in owners[letter][0], (letter, owners[letter])
 
@@ -181,7 +181,7 @@ def test_the_quantity_controls_have_letters_of_their_own(qtbot, loaded):
 def test_exports_carry_the_method_and_its_settings(qtbot, loaded, methods, tmp_path, monkeypatch):
     from PySide6.QtWidgets import QFileDialog
 
-    loaded.translate_tab.set_translator(loaded.translator)
+    loaded.translate_tab.quantity.set_translator(loaded.translator)
     tab = translate(qtbot, loaded, SENTENCE)
     tab.go_to(1)
     ready(qtbot, loaded, "ramp")

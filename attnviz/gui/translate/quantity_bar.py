@@ -58,7 +58,7 @@ class QuantityBar(QWidget):
         self.settings_button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         self.settings_button.setMenu(self.settings_menu)
         self.settings_button.setEnabled(False)
-        self.sinks_check = QCheckBox("Remo&ve sinks")
+        self.sinks_check = QCheckBox("Hide sinks (&z)")  # every letter of the words has an owner
         self.sinks_check.setObjectName("sinksCheck")
         self.sinks_check.setAccessibleName("Hide sink tokens and renormalise")
         self.sinks_check.setToolTip("Hide <sos>, <eos>, punctuation and language tags, and renormalise each row to "
