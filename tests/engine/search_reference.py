@@ -3,7 +3,7 @@ speed work (shared encoder keys/values, a cache that grows in place) is compared
 
 ``capture_all()`` decodes a few sentences greedily and by beam (events with every attention row, and batched) on
 seeded, untrained toy models; ``python -m tests.engine.search_reference OUT.npz`` wrote
-``tests/engine/data/search_reference.npz`` from the code before that change (torch 2.13 CPU, float32).
+``tests/engine/data/search_reference.npz`` from the code before that change (torch 2.13 CPU, float32, one thread).
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 
 import numpy as np
+import torch
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.corpus.batching import pad_batch
@@ -21,7 +22,7 @@ from tests.helpers import make_toy_lm, make_toy_translator
 
 SENTENCES = ("q1 q2 q3 q4", "q7 q0 q11 q5 q5 q2", "q3")
 PREFIXES = ("ab", "cde")
-MODELS = ("transformer", "marian", "rnn-attention", "char-lm")
+MODELS = ("transformer", "marian", "marian-wide", "rnn-attention", "char-lm")
 
 
 def toy(name: str):
@@ -30,6 +31,8 @@ def toy(name: str):
         return make_toy_lm(seed=5)
     if name == "transformer":
         return make_toy_translator(seed=5, kind="transformer", norm="pre")
+    if name == "marian-wide":  # heads as wide as real models' (64), where matrix products block their sums
+        return make_toy_translator(seed=5, kind="marian", d_model=128, heads=2, ff_dim=256)
     return make_toy_translator(seed=5, kind=name)
 
 
@@ -78,4 +81,5 @@ def capture_all() -> dict[str, np.ndarray]:
 
 
 if __name__ == "__main__":
+    torch.set_num_threads(1)  # as the tests run (tests/conftest.py): the thread count changes how sums are split
     np.savez_compressed(sys.argv[1], **capture_all())
