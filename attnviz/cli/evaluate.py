@@ -13,7 +13,16 @@ import argparse
 import json
 import sys
 
-from attnviz.cli.args import add_corpus, add_decoding, add_head_flags, add_model, head_settings, output_file
+from attnviz.cli.args import (
+    add_corpus,
+    add_decoding,
+    add_head_flags,
+    add_int8,
+    add_model,
+    apply_int8,
+    head_settings,
+    output_file,
+)
 from attnviz.engine.analysis.names import IMPORTANCE_SPLIT
 from attnviz.engine.errors import ConfigError, InputError
 
@@ -30,6 +39,7 @@ def add_commands(sub) -> None:
     p = sub.add_parser("evaluate", help="measure a checkpoint: BLEU, chrF, PPL")
     _measuring_flags(p)
     add_head_flags(p)
+    add_int8(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_evaluate)
 
@@ -73,16 +83,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     translator = load_translator(args.model)
     decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty,
                           **head_settings(args, translator))
+    apply_int8(args, translator)
     if args.src or args.ref:
         if not (args.src and args.ref):
             raise ConfigError("--src and --ref go together: give both files")
         report = evaluate_files(translator, args.src, args.ref, decode, args.limit)
     else:
         report = evaluate_split(translator, args.split, decode, args.preset, args.data_dir, args.limit)
+    if args.int8:
+        report["precision"] = "int8 linear layers (dynamic quantisation)"
     if args.json:
         print(json.dumps(report, ensure_ascii=False))
         return 0
-    print(f"{report['sentences']} sentences ({report['source']}), {report['decode']}, {report['seconds']:.1f} s")
+    print(f"{report['sentences']} sentences ({report['source']}), {report['decode']}, {report['seconds']:.1f} s"
+          + (", int8" if args.int8 else ""))
     if "heads_off" in report:
         print(f"  heads off {report['heads_off']}" + (" (remaining heads rescaled)" if report["rescale_heads"]
                                                      else ""))

@@ -16,7 +16,9 @@ from attnviz.cli.args import (
     add_attention_export,
     add_decoding,
     add_head_flags,
+    add_int8,
     add_model,
+    apply_int8,
     float_range,
     head_settings,
     int_range,
@@ -46,6 +48,7 @@ def add_commands(sub) -> None:
                    help="with --attention: merge subword pieces into words (sum over a word's key pieces, mean over "
                         "its query pieces; rows still sum to 1)")
     add_decoding(p)
+    add_int8(p)
     p.add_argument("--n-best", type=int_range(1, MAX_BEAM), metavar="K",
                    help="print the K best hypotheses of the beam (K <= --beam) with their length-normalised score "
                         "and summed log-probability: LINE, RANK, SCORE, LOGPROB, TEXT tab-separated, or an n_best "
@@ -95,6 +98,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
                          f"attnviz generate -m {args.model} --prefix TEXT")
     decode = DecodeConfig(max_len=args.max_len, beam=args.beam, length_penalty=args.length_penalty,
                           **head_settings(args, translator))
+    apply_int8(args, translator)
     # --attention and --n-best search each sentence as events (the same choice as the batched search), keeping the
     # chosen hypothesis' own attention and every finished hypothesis' score
     translate_lines(translator, lines, decode, capture=bool(args.attention), n_best=args.n_best or 0)

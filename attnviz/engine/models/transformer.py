@@ -5,8 +5,8 @@ One network serves the registered Transformer kinds: the encoder-decoder transla
 an empty source so search drives both the same way. It implements ``models.protocol.IncrementalModel``:
 ``encode`` / ``decode`` / ``project`` for training and full recomputation, and the incremental protocol search
 uses: ``start`` builds a ``DecoderCache`` (cross-attention keys and values computed once per sentence, shared by
-its beam hypotheses) and ``step`` feeds one token per row, writing its self-attention keys and values in place. Names: B batch, H heads, L layers, S source
-length, T target length, D model width.
+its beam hypotheses) and ``step`` feeds one token per row, writing its self-attention keys and values in place.
+Names: B batch, H heads, L layers, S source length, T target length, D model width.
 """
 
 from __future__ import annotations
