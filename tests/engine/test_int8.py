@@ -84,4 +84,5 @@ def test_translate_and_evaluate_take_int8(model_path, tmp_path, capsys, pair):
     ref.write_text("\n".join(full.translate_batch(SENTENCES)) + "\n")
     assert main(["evaluate", "-m", model_path, "--src", str(src), "--ref", str(ref), "--int8", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
-    assert report["precision"] == "int8 linear layers (dynamic quantisation)" and report["bleu_tok"] == pytest.approx(100.0)
+    assert report["precision"] == "int8 linear layers (dynamic quantisation)"
+    assert report["bleu_tok"] == pytest.approx(100.0)
