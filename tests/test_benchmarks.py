@@ -56,3 +56,17 @@ def test_info_benchmark_times_info_on_a_folder_and_a_file():
     report = bench("bench_info", "--size", "tiny", "--repeats", "1")
     assert report["size"] == "tiny" and report["weights_mib"] > 0
     assert all(report[f"info{c}_{n}_s_median"] > 0 for c in ("", "_check") for n in ("folder", "file"))
+
+
+def test_peers_benchmark_measures_every_figure_at_toy_size(tmp_path):
+    """The side-by-side script on a toy folder it builds with transformers (CTranslate2 only where it imports)."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("sentencepiece")
+    report = bench("bench_peers", "--size", "small", "--folder", str(tmp_path / "marian"), "--repeats", "1",
+                   "--open-repeats", "1", "--sentences", "3", "--tokens", "3")
+    assert report["size"]["d_model"] == 32 and report["tokens"] == 3
+    assert {"greedy_vs_transformers", "beam5_vs_transformers", "batch_vs_transformers"} <= set(report["ratios"])
+    assert report["ms_median"]["batch_int8/attnviz"] > 0
+    assert report["open_attnviz"]["peak_mib"] > 0 and report["open_vs_transformers"]["seconds"] > 0
+    floor = report["step_vs_floor"]
+    assert floor["floor_same_tokens"] and floor["ratio"] > 0  # the floor decodes what attnviz decodes
