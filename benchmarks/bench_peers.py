@@ -38,12 +38,12 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from step_floor import floor_figures  # noqa: E402 (the sibling module, found from the script's folder)
+from bench_decode import _beam_tree as beam_tree  # noqa: E402 (sibling modules, found from the script's folder)
+from step_floor import floor_figures  # noqa: E402
 
 from attnviz.engine.config import DecodeConfig  # noqa: E402
 from attnviz.engine.loading import load_translator  # noqa: E402
 from attnviz.engine.models.quantize import quantize_int8  # noqa: E402
-from attnviz.engine.search.tree import SearchTree  # noqa: E402
 
 SIZES = {"marian": dict(d_model=512, layers=6, heads=8, ffn=2048, vocab=58_101, pieces=8000),
          "small": dict(d_model=32, layers=2, heads=4, ffn=64, vocab=600, pieces=200)}
@@ -133,15 +133,6 @@ def interleaved(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str
     return {name: round(statistics.median(t), 1) for name, t in times.items()}
 
 
-def _tree(translator, text: str, decode: DecodeConfig) -> SearchTree:
-    events = translator.beam_steps(text, decode)
-    tree = SearchTree(next(events))
-    for event in events:
-        tree.add(event)
-    tree.translation(tree.chosen, translator.detokenize)  # the chosen hypothesis' maps, as the app shows them
-    return tree
-
-
 def _hf(folder: Path):
     from transformers import MarianMTModel, MarianTokenizer
 
@@ -167,7 +158,7 @@ def decoding_runs(folder: Path, tokens: int, texts: list[str], ct2) -> dict[str,
 
     runs = {"greedy/attnviz": lambda: translator.translate(SENTENCE, greedy),
             "greedy/transformers": lambda: _generate(model, one, hf_args, 1),
-            "beam5/attnviz": lambda: _tree(translator, SENTENCE, beam),
+            "beam5/attnviz": lambda: beam_tree(translator, SENTENCE, beam),
             "beam5/transformers": lambda: _generate(model, one, hf_args, 5),
             "batch/attnviz": lambda: translator.translate_batch(texts, greedy, BATCH),
             "batch/transformers": hf_batch,
