@@ -12,8 +12,8 @@ runs interleaved tool by tool in one process, one thread each (CTranslate2: intr
 - batch translation of ``--sentences`` sentences (greedy, batches of 32): attnviz vs ``generate``, attnviz
   ``--int8`` vs CTranslate2 int8;
 - opening: a cold ``attnviz translate -m FOLDER`` (``--max-len 5``) vs the same with ``transformers`` (and
-  CTranslate2), each its own process: wall time and peak resident memory (the child's ``ru_maxrss``, read with
-  ``os.wait4`` per child: ``RUSAGE_CHILDREN`` keeps the largest of all children);
+  CTranslate2), each its own process: wall time and peak resident memory (the process's own VmHWM at exit: a
+  child's ``ru_maxrss`` would start from this script's size at fork);
 - the bundled de-en model's greedy step with capture vs a bare-torch floor of the same matmuls (``step_floor``).
 
     python benchmarks/bench_peers.py [--folder DIR] [--size marian|small] [--repeats 5] [--sentences 200]
@@ -196,10 +196,21 @@ translator = ctranslate2.Translator(sys.argv[3], intra_threads=1)
 result = translator.translate_batch([sp.encode(sys.argv[2], out_type=str) + ["</s>"]], max_decoding_length=5)
 print(" ".join(result[0].hypotheses[0]))
 """
+ATTNVIZ_OPEN = """import runpy
+runpy.run_module("attnviz", run_name="__main__")
+"""
+# A child's ru_maxrss (getrusage RUSAGE_CHILDREN or wait4) starts from the parent's resident size at fork (2 GB
+# here, with every tool's model loaded), so each child reports its own high-water mark (VmHWM, reset by exec).
+PEAK = """import atexit, sys
+def _peak():
+    with open("/proc/self/status") as status:
+        sys.stderr.write("".join("PEAK_KIB " + line.split()[1] + chr(10) for line in status if line[:6] == "VmHWM:"))
+atexit.register(_peak)
+"""
 OPENERS = {  # each a cold process that opens the folder and translates one sentence (5 tokens)
-    "attnviz": [sys.executable, "-m", "attnviz", "translate", "-m", "{folder}", "--max-len", "5", SENTENCE],
-    "transformers": [sys.executable, "-c", HF_OPEN, "{folder}", SENTENCE],
-    "ctranslate2": [sys.executable, "-c", CT2_OPEN, "{folder}", SENTENCE, "{ct2}"],
+    "attnviz": [sys.executable, "-c", PEAK + ATTNVIZ_OPEN, "translate", "-m", "{folder}", "--max-len", "5", SENTENCE],
+    "transformers": [sys.executable, "-c", PEAK + HF_OPEN, "{folder}", SENTENCE],
+    "ctranslate2": [sys.executable, "-c", PEAK + CT2_OPEN, "{folder}", SENTENCE, "{ct2}"],
 }
 
 
@@ -207,12 +218,12 @@ def open_once(command: list[str]) -> tuple[float, float]:
     """Wall seconds and peak resident MiB of one cold process (one thread)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     start = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(proc.pid, 0)
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, check=False)
     wall = time.perf_counter() - start
-    if status:
-        raise RuntimeError(f"{command[:4]} failed: {proc.stderr.read().decode()[-500:] if proc.stderr else ''}")
-    return wall, usage.ru_maxrss / 1024  # Linux: KiB
+    peaks = [line.split()[1] for line in done.stderr.splitlines() if line.startswith("PEAK_KIB ")]
+    if done.returncode or not peaks:
+        raise RuntimeError(f"{command[:4]} failed: {done.stderr[-500:]}")
+    return wall, int(peaks[-1]) / 1024
 
 
 def opening_figures(folder: Path, ct2, repeats: int) -> dict:
