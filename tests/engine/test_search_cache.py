@@ -64,9 +64,12 @@ def test_cache_reaches_the_length_limit():
     assert len(steps) == limit and steps[-1].self_attention.shape[-1] == limit
     model = translator.model
     cache = model.start(model.encode(torch.zeros(1, 0, dtype=torch.long)))
-    for _ in range(limit):
+    model.step(torch.tensor([1]), cache, False)
+    buffer = cache.layers[0].self_k
+    assert buffer.size(2) == limit  # allocated once for the whole table (16 would pass the limit), written in place
+    for _ in range(limit - 1):
         model.step(torch.tensor([1]), cache, False)
-    assert cache.layers[0].self_k.size(2) == limit  # doubled from 16 would be past the limit: capped
+        assert cache.layers[0].self_k is buffer
     with pytest.raises(ValueError, match="sequence length 13 exceeds the model's 12 positions"):
         model.step(torch.tensor([1]), cache, False)
 
