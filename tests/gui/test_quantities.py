@@ -17,7 +17,7 @@ from attnviz.engine.analysis.sinks import is_sink
 from attnviz.engine.attribution.base import Attribution, AttributionMethod, AttributionProgress, registered
 from attnviz.gui.shortcuts import mnemonic_owners
 from attnviz.gui.translate.quantities import ATTRIBUTION
-from tests.gui.conftest import translate
+from tests.gui.conftest import load_toy_lm, translate
 
 SENTENCE = "q1 q2 q3 q1"
 
@@ -272,14 +272,7 @@ def test_a_methods_settings_menu_recomputes_it_with_the_value_chosen(qtbot, load
 
 
 def test_a_language_model_attributes_to_its_earlier_outputs_only(qtbot, window, tmp_path):
-    from tests.helpers import make_toy_lm, train_toy_lm
-
-    lm = make_toy_lm(seed=2)
-    train_toy_lm(lm, steps=20)
-    path = str(tmp_path / "lm.safetensors")
-    lm.save(path, name="letters")
-    window.load_model(path)
-    qtbot.waitUntil(lambda: window.translator is not None, timeout=20000)
+    load_toy_lm(qtbot, window, tmp_path, steps=20)
     tab = translate(qtbot, window, "ab")
     assert next(q for q in tab.quantity.quantities if q.key == "rollout-residual").why_not  # no encoder
     ready(qtbot, window, "gradient-x-input")
