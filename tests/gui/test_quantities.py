@@ -217,6 +217,8 @@ def test_the_logit_lens_page_shows_each_layers_prediction_for_the_step(qtbot, lo
 
     tab = translate(qtbot, loaded, SENTENCE)
     lens_page = tab.quantity.lens
+    assert lens_page.lens is None and not lens_page.worker.is_running()  # a hidden page computes nothing
+    tab.search.side.setCurrentIndex(tab.search.side.count() - 1)
     qtbot.waitUntil(lambda: lens_page.lens is not None, timeout=20000)
     t = tab.document.translation(-1)
     lens = list(logit_lens_steps(loaded.translator, t.src_tokens, t.tokens, top_k=3))[-1]

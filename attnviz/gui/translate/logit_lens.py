@@ -2,9 +2,10 @@
 what each decoder layer would predict if it were the last (its top tokens with their probabilities) and the
 probability and rank of the token the model chose, so the user sees at which layer the word is decided.
 
-It is computed once per finished translation (teacher-forced on the decoded output, one pass) in its own worker,
-kept per sentence, and read for each step as the user scrubs. Kinds the lens is not defined for (the LSTM) get the
-engine's sentence saying why.
+It is computed once per finished translation (teacher-forced on the decoded output, one pass) in its own worker when
+the page is on screen (a translation the user never reads the lens of costs nothing, and no pass is left running when
+the window closes), kept per sentence, and read for each step as the user scrubs. Kinds the lens is not defined for
+(the LSTM) get the engine's sentence saying why.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import threading
 from collections.abc import Hashable, Iterator
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Qt, Slot
+from PySide6.QtCore import QEvent, QObject, Qt, Slot
 from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget
 
 from attnviz.engine.text.tokenize import visible_token
@@ -55,6 +56,7 @@ class LogitLensPage(QObject):
         column.setContentsMargins(2, 2, 2, 2)
         column.addWidget(self.caption)
         column.addWidget(self.table, 1)
+        self.widget.installEventFilter(self)  # the page coming on screen starts the lens of the translation shown
         self.worker = Worker(self)
         self.worker.produced.connect(self._on_worker_produced)
         self.worker.failed.connect(self._on_worker_failed)
@@ -71,10 +73,15 @@ class LogitLensPage(QObject):
                 self.worker.cancel()
                 self.lens, self._key = None, None
                 self.show(-1)
-            case Finished() | PathShown() if self.document.finished:
+            case Finished() | PathShown() if self.document.finished and self.widget.isVisible():
                 self._start()
             case StepShown(step=step):
                 self.show(step)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        if watched is self.widget and event.type() == QEvent.Type.Show and self.document.finished:
+            self._start()
+        return False
 
     def _start(self) -> None:
         doc, translator = self.document, self.translator
