@@ -15,6 +15,7 @@ from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.widgets import NO_PARENT, ModelIndex
 
 COLUMNS = ("Step", "Token", "Probability", "Entropy (nats)", "Runner-up")
+FORCED_RUNNER = "none: forced"
 
 
 def describe_step(step: DecodeStep) -> str:
@@ -66,6 +67,7 @@ class StepTableModel(QAbstractTableModel):
         step = self._document.steps[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
             runner = f"{visible_token(step.topk[1][0])} ({step.topk[1][1]:.3f})" if len(step.topk) > 1 else ""
+            runner = FORCED_RUNNER if step.forced else runner  # nothing was chosen, so nothing ran up
             token = visible_token(step.token) + (" (forced)" if step.forced else "")  # given, not chosen by the model
             return (str(step.index + 1), token, f"{step.probability:.4f}", f"{step.entropy:.3f}",
                     runner)[index.column()]
