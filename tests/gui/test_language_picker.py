@@ -4,10 +4,14 @@ tag read first and the target tag forced first; every letter still unique with t
 
 from __future__ import annotations
 
+import json
+import shutil
+
 import pytest
 from PySide6.QtCore import QMimeData, QPointF, Qt, QUrl
 from PySide6.QtGui import QDropEvent
 
+from attnviz.gui.shortcuts import mnemonic
 from attnviz.gui.translate.step_model import FORCED_RUNNER
 from tests.folder_samples import write_fairseq_folder
 from tests.gui.conftest import load, translate
@@ -41,6 +45,19 @@ def test_the_languages_are_picked_in_the_translate_tab(qtbot, window, nllb_folde
     assert tab.document.encoder.src_tokens[0] == "fra_Latn"
     assert not any("guessed" in w for w in tab.document.encoder.warnings)
     assert_unique(window)
+
+
+def test_a_folders_configured_decoding_is_offered_under_its_own_letter(qtbot, window, nllb_folder, tmp_path):
+    folder = tmp_path / "nllb-configured"
+    shutil.copytree(nllb_folder, folder)
+    (folder / "generation_config.json").write_text(json.dumps({"num_beams": 4, "max_length": 200}))
+    tab = load(qtbot, window, str(folder))
+    check = tab.sampling_row.configured_check
+    assert check.isVisible() and check.isChecked() and check.text() == "Model's own decoding (&JSON: beam 4)"
+    assert mnemonic(check.text()) == "j" and check.accessibleName() == "Model's own decoding"
+    assert_unique(window)
+    translate(qtbot, window, SENTENCE)
+    assert_forced_first(tab, "eng_Latn")  # the beam search's path shows the forced tag as the greedy one does
 
 
 def assert_forced_first(tab, tag: str) -> None:

@@ -65,8 +65,10 @@ class SamplingRow(QWidget):
         self.penalty_spin.setValue(DecodeConfig().length_penalty)
         # an imported model's own decoding (its generation_config.json), offered when it has one
         self.configured: DecodeConfig | None = None
-        self.configured_check = named(QCheckBox("Model's decoding &1"), "configuredDecodingCheck",
-                                      "Model's decoding", "Decode as the model's authors configured it")
+        # J: every other letter of its text is taken on the Translate tab; the settings come from the folder's JSON
+        self.configured_check = named(QCheckBox("Model's own decoding (&JSON)"), "configuredDecodingCheck",
+                                      "Model's own decoding", "Decode as the model's authors configured it in its "
+                                      "generation_config.json")
         self.configured_check.setVisible(False)
         self.configured_check.toggled.connect(self._on_configured_toggled)
         self.decoding_label = QLabel("Decodin&g")
@@ -103,7 +105,7 @@ class SamplingRow(QWidget):
         self.configured_check.setVisible(decode is not None)
         if decode is not None:
             search = f"beam {decode.beam}" if decode.beam > 1 else "greedy"
-            self.configured_check.setText(f"Model's decoding ({search}) &1")
+            self.configured_check.setText(f"Model's own decoding (&JSON: {search})")
         self.configured_check.setToolTip(f"Checked: decode {label}. Unchecked: attnviz's own settings (the "
                                          "controls beside it)." if label else "")
         self.configured_check.setChecked(decode is not None)
