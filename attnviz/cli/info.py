@@ -66,7 +66,7 @@ def _format_info(card: ModelCard, dtype: str) -> str:
 def _language_lines(languages: Mapping[str, Any] | None, shown: int = 8) -> list[str]:
     """A multilingual model's language tags: how many, the first few, the defaults and how to pick."""
     tags = languages.get("tags") if languages else None
-    if not isinstance(tags, list) or not tags:
+    if languages is None or not isinstance(tags, list) or not tags:
         return []
     more = f", ... ({len(tags) - shown} more)" if len(tags) > shown else ""
     src = languages.get("src") or "guessed from the text"

@@ -204,10 +204,10 @@ class HeadGrid(QWidget):
         painter.setPen(text)
         if self._page_arrows:
             shown, room = self.shown_layers(), self.width() - 2 * LABEL_W
-            text = f"Layers {shown.start + 1}\u2013{shown.stop} of {self.shape()[0]}"
-            if painter.fontMetrics().horizontalAdvance(text) > room:  # a narrow column: the short form
-                text = f"L{shown.start + 1}\u2013{shown.stop} / {self.shape()[0]}"
-            painter.drawText(QRect(LABEL_W, 0, room, PAGE_H), Qt.AlignmentFlag.AlignCenter, text)
+            bar = f"Layers {shown.start + 1}\u2013{shown.stop} of {self.shape()[0]}"
+            if painter.fontMetrics().horizontalAdvance(bar) > room:  # a narrow column: the short form
+                bar = f"L{shown.start + 1}\u2013{shown.stop} / {self.shape()[0]}"
+            painter.drawText(QRect(LABEL_W, 0, room, PAGE_H), Qt.AlignmentFlag.AlignCenter, bar)
             for step, rect in self._page_arrows.items():  # PageUp / PageDown do the same (tooltip, screen reader)
                 painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, "\u25c0" if step < 0 else "\u25b6")
         for h, label in self._head_labels.items():
