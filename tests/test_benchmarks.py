@@ -73,3 +73,17 @@ def test_attribution_benchmark_times_every_registered_method():
     assert {"saliency", "gradient-x-input", "integrated-gradients", "logit-lens"} <= set(methods)
     assert methods["integrated-gradients"]["steps"] == 2 and report["bundled"]["output_tokens"] == 3
     assert all(figure["s_median"] > 0 for figure in methods.values())
+
+
+def test_peers_benchmark_measures_every_figure_at_toy_size(tmp_path):
+    """The side-by-side script on a toy folder it builds with transformers (CTranslate2 only where it imports)."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("sentencepiece")
+    report = bench("bench_peers", "--size", "small", "--folder", str(tmp_path / "marian"), "--repeats", "1",
+                   "--open-repeats", "1", "--sentences", "3", "--tokens", "3")
+    assert report["size"]["d_model"] == 32 and report["tokens"] == 3
+    assert {"greedy_vs_transformers", "beam5_vs_transformers", "batch_vs_transformers"} <= set(report["ratios"])
+    assert report["ms_median"]["batch_int8/attnviz"] > 0
+    assert report["open_attnviz"]["peak_mib"] > 0 and report["open_vs_transformers"]["seconds"] > 0
+    floor = report["step_vs_floor"]
+    assert floor["floor_same_tokens"] and floor["ratio"] > 0  # the floor decodes what attnviz decodes

@@ -19,7 +19,9 @@ from attnviz.cli.args import (
     add_decoding,
     add_dtype,
     add_head_flags,
+    add_int8,
     add_model,
+    apply_int8,
     decoding,
     head_settings,
     int_range,
@@ -42,6 +44,7 @@ def add_commands(sub) -> None:
     p = sub.add_parser("evaluate", help="measure a checkpoint: BLEU, chrF, PPL")
     _measuring_flags(p)
     add_head_flags(p)
+    add_int8(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
     p.set_defaults(func=cmd_evaluate)
 
@@ -94,16 +97,20 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
     translator = load_translator(args.model, args.dtype)
     decode = decoding(args, translator, **head_settings(args, translator))
+    apply_int8(args, translator)
     if args.src or args.ref:
         if not (args.src and args.ref):
             raise ConfigError("--src and --ref go together: give both files")
         report = evaluate_files(translator, args.src, args.ref, decode, args.limit)
     else:
         report = evaluate_split(translator, args.split, decode, args.preset, args.data_dir, args.limit)
+    if args.int8:
+        report["precision"] = "int8 linear layers (dynamic quantisation)"
     if args.json:
         print(json.dumps(report, ensure_ascii=False))
         return 0
-    print(f"{report['sentences']} sentences ({report['source']}), {report['decode']}, {report['seconds']:.1f} s")
+    print(f"{report['sentences']} sentences ({report['source']}), {report['decode']}, {report['seconds']:.1f} s"
+          + (", int8" if args.int8 else ""))
     if "heads_off" in report:
         print(f"  heads off {report['heads_off']}" + (" (remaining heads rescaled)" if report["rescale_heads"]
                                                      else ""))

@@ -17,8 +17,10 @@ from attnviz.cli.args import (
     add_decoding,
     add_dtype,
     add_head_flags,
+    add_int8,
     add_languages,
     add_model,
+    apply_int8,
     decoding,
     float_range,
     head_settings,
@@ -50,6 +52,7 @@ def add_commands(sub) -> None:
                         "its query pieces; rows still sum to 1)")
     add_decoding(p)
     add_languages(p)
+    add_int8(p)
     p.add_argument("--n-best", type=int_range(1, MAX_BEAM), metavar="K",
                    help="print the K best hypotheses of the beam (K <= --beam) with their length-normalised score "
                         "and summed log-probability: LINE, RANK, SCORE, LOGPROB, TEXT tab-separated, or an n_best "
@@ -103,6 +106,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
     if args.n_best and args.n_best > decode.beam:
         raise InputError(f"--n-best {args.n_best} asks for more hypotheses than the beam keeps; use --beam "
                          f"{args.n_best} or more, or a smaller --n-best")
+    apply_int8(args, translator)
     # --attention and --n-best search each sentence as events (the same choice as the batched search), keeping the
     # chosen hypothesis' own attention and every finished hypothesis' score
     translate_lines(translator, lines, decode, capture=bool(args.attention), n_best=args.n_best or 0)

@@ -57,11 +57,13 @@ def model_name(model_info: dict[str, Any]) -> str:
 
 
 def save_attention(path: str | os.PathLike, translations: Sequence[Translation | WordAttention],
-                   model_info: dict[str, Any], sources: Sequence[str] | None = None) -> Path:
+                   model_info: dict[str, Any], sources: Sequence[str] | None = None,
+                   extra: tuple[dict[str, np.ndarray], dict[str, Any]] | None = None) -> Path:
     """Write ``path`` (.npz) and ``path`` with suffix .json; returns the sidecar's path. ``sources`` are the texts
-    as typed, one per translation, kept in the sidecar (the tokens alone lose case and spacing)."""
+    as typed, one per translation, kept in the sidecar (the tokens alone lose case and spacing). ``extra`` adds
+    arrays and sidecar entries (an attribution shown beside the attention: its maps, method and settings)."""
     path = Path(path)
-    arrays = attention_arrays(translations)
+    arrays = {**attention_arrays(translations), **(extra[0] if extra else {})}
     buffer = io.BytesIO()
     np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]  # numpy's stub lets ** keys reach allow_pickle
     atomic_write(path, buffer.getvalue())
@@ -84,6 +86,7 @@ def save_attention(path: str | os.PathLike, translations: Sequence[Translation |
             for i, tr in enumerate(translations)
         ],
     }
+    sidecar.update(extra[1] if extra else {})
     json_path = path.with_suffix(".json")
     atomic_write(json_path, json.dumps(sidecar, indent=2, ensure_ascii=False).encode("utf-8"))
     return json_path

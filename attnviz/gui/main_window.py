@@ -18,7 +18,7 @@ from attnviz.engine.hub import all_formats
 from attnviz.gui import accessible
 from attnviz.gui.analysis.tab import AnalysisTab
 from attnviz.gui.data_folder import DataFolder
-from attnviz.gui.export_files import archive_stem, ask_save_path, hatched, picture_stem, view_stem
+from attnviz.gui.export_files import ViewExports
 from attnviz.gui.model_list import bundled_models, describe, model_summary, picker_label, shown_name
 from attnviz.gui.precision import add_precision_menu, load_job, precision
 from attnviz.gui.shortcuts import ShortcutsDialog
@@ -51,7 +51,7 @@ def fit_to_screen(window: QMainWindow) -> None:
         window.move(x, y)
 
 
-class MainWindow(QMainWindow):
+class MainWindow(ViewExports, QMainWindow):
     def __init__(self, settings: QSettings | None = None):
         super().__init__()
         accessible.install()
@@ -268,68 +268,6 @@ class MainWindow(QMainWindow):
         url = event.mimeData().urls()[0]  # a checkpoint file or an imported model's folder
         if url.isLocalFile():
             self.load_model(url.toLocalFile())
-
-    # -- export ------------------------------------------------------------------------------------------------------
-
-    def export_view(self, fmt: str) -> None:
-        data = self.translate_tab.attention.heatmap.data()
-        if data is None:
-            self.statusBar().showMessage("Nothing to export yet: translate a sentence first.", 5000)
-            return
-        panel = self.translate_tab.attention
-        name = view_stem(panel.kind or "", panel.layer, panel.head, self.translate_tab.document.current, panel.merged)
-        path = ask_save_path(self, self.settings, f"Export view as {fmt.upper()}", f"{name}.{fmt}",
-                             f"{fmt.upper()} (*.{fmt})")
-        if path:
-            from attnviz.plots.heatmap import save_heatmap
-
-            masked = hatched(data, panel.heads_off, panel.kind or "", panel.layer, panel.head)
-            off = masked is not None and bool(masked.all())
-            save_heatmap(path, data.matrix, data.rows, data.cols, data.row_axis, data.col_axis,
-                         self.figure_title(data, off), data.highlight_row, data.per_map, masked)
-            self.statusBar().showMessage(f"Saved {path}", 5000)
-
-    def figure_title(self, data, off: bool = False) -> str:
-        """The view's title with its context (model, sentence, step, scale; whether the head is switched off), so an
-        exported figure explains itself."""
-        from attnviz.engine.export import model_name
-
-        tab = self.translate_tab
-        model = model_name(self.translator.info) if self.translator else "no model"
-        steps = len(tab.document.steps)
-        request = tab.document.request  # the sentence translated, not what the box holds now
-        sentence = (request.text if request is not None else tab.source_edit.text()).strip()
-        sentence = sentence if len(sentence) <= 60 else sentence[:57] + "..."
-        scale = "per-map colour scale" if data.per_map else "colour scale 0..1"
-        title = data.title + (" (switched off)" if off else "")
-        return f"{title} · step {tab.document.current + 1}/{steps}\n{model}: \"{sentence}\" · {scale}"
-
-    def export_picture(self, widget, what: str) -> None:
-        """A PNG of ``widget`` as shown: the head grid (``what`` "heads") or the whole attention panel ("panel")."""
-        if self.translate_tab.current_translation() is None:
-            self.statusBar().showMessage("Nothing to export yet: translate a sentence first.", 5000)
-            return
-        name = picture_stem(self.translate_tab.attention.kind or "", self.translate_tab.document.current, what)
-        path = ask_save_path(self, self.settings, "Export as PNG", f"{name}.png", "PNG (*.png)")
-        if path and not widget.grab().save(path if path.lower().endswith(".png") else path + ".png"):
-            QMessageBox.warning(self, "Export failed", f"Could not save {path}")
-        elif path:
-            self.statusBar().showMessage(f"Saved {path}", 5000)
-
-    def export_attention(self) -> None:
-        translation = self.translate_tab.current_translation()
-        if translation is None or self.translator is None:
-            self.statusBar().showMessage("Nothing to export yet: translate a sentence first.", 5000)
-            return
-        from attnviz.engine.export import model_name, save_attention
-
-        request = self.translate_tab.document.request  # the sentence translated, not what the box holds now
-        source = request.text if request is not None else self.translate_tab.source_edit.text()
-        name = archive_stem(model_name(self.translator.info), source)
-        path = ask_save_path(self, self.settings, "Export attention", f"{name}.npz", "NumPy archive (*.npz)")
-        if path:
-            sidecar = save_attention(path, [translation], self.translator.info, [source])
-            self.statusBar().showMessage(f"Saved {path} and {sidecar.name}", 5000)
 
     # -- misc --------------------------------------------------------------------------------------------------------
 

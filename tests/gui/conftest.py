@@ -55,6 +55,19 @@ def translate(qtbot, window, text: str, instant: bool = True):
     return tab
 
 
+def load_toy_lm(qtbot, window, folder, steps: int = 50):
+    """A toy character language model (seed 2, trained ``steps`` steps), saved in ``folder`` and loaded."""
+    from tests.helpers import make_toy_lm, train_toy_lm
+
+    lm = make_toy_lm(seed=2)
+    train_toy_lm(lm, steps=steps)
+    path = str(folder / "lm.safetensors")
+    lm.save(path, name="letters")
+    window.load_model(path)
+    qtbot.waitUntil(lambda: window.translator is not None, timeout=20000)
+    return window.translate_tab
+
+
 def load(qtbot, window, path: str, timeout: int = 30000):
     """Open ``path`` (a checkpoint or a model folder) in ``window`` and wait until it is the loaded model."""
     window.load_model(path)

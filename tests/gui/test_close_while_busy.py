@@ -22,7 +22,7 @@ from PySide6.QtCore import QTimer
 import attnviz.engine.loading as loading
 import attnviz.gui.main_window as main_window
 
-def blocked(path):
+def blocked(path, *settings):  # load_translator(path, dtype)
     print("load started", flush=True)
     threading.Event().wait()  # a read that never returns, deaf to the stop flag
 

@@ -15,8 +15,7 @@ from attnviz.gui.shortcuts import (
     shortcut_rows,
     unmarked,
 )
-from tests.gui.conftest import translate
-from tests.helpers import make_toy_lm, train_toy_lm
+from tests.gui.conftest import load_toy_lm, translate
 
 
 def test_mnemonic_reads_the_marked_letter():
@@ -94,12 +93,7 @@ def test_every_mnemonic_and_shortcut_is_unique_in_every_state(qtbot, loaded):
 
 
 def test_mnemonics_are_unique_in_generate_mode(qtbot, window, tmp_path):
-    lm = make_toy_lm(seed=2)
-    train_toy_lm(lm, steps=50)
-    path = str(tmp_path / "lm.safetensors")
-    lm.save(path, name="letters")
-    window.load_model(path)
-    qtbot.waitUntil(lambda: window.translator is not None, timeout=20000)
+    load_toy_lm(qtbot, window, tmp_path)
     assert window.tabs.tabText(0) == "Genera&te"
     assert_unique(window)
     assert window.translate_tab.source_edit.placeholderText().startswith("Type the first characters")

@@ -22,7 +22,6 @@ layers, H heads, N sentences, Tq queries, Tk keys, V vocabulary.
 from __future__ import annotations
 
 import math
-import unicodedata
 from dataclasses import dataclass
 
 import numpy as np
@@ -41,12 +40,9 @@ from attnviz.engine.analysis.names import (
     THRESHOLDS,
     is_language_tag,
 )
+from attnviz.engine.analysis.sinks import is_punctuation
 from attnviz.engine.heads import NUMBERING, numbered
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
-
-
-def is_punctuation(token: str) -> bool:
-    return bool(token) and all(unicodedata.category(c).startswith("P") for c in token)
 
 
 def punctuation_table(vocab: Vocab) -> Tensor:

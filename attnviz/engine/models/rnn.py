@@ -19,6 +19,7 @@ from torch import Tensor, nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnviz.engine.config import ModelConfig
+from attnviz.engine.models.cache import grouped, grouping, owners
 from attnviz.engine.models.head_gate import HeadGated
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
 from attnviz.engine.text.vocab import PAD_ID
@@ -33,20 +34,24 @@ class RNNEncoded(Encoded):
 
 @dataclass
 class RNNCache:
-    """What decoding carries from step to step: the scored source and the decoder LSTM's state."""
+    """What decoding carries from step to step: the scored source (once per sentence, shared by its beam
+    hypotheses: ``engine.models.cache``) and the decoder LSTM's state (one per row)."""
 
     memory: Tensor  # [B, S, Hd] encoder states (the values)
     keys: Tensor  # [B, S, Hd] encoder states as the score function needs them
     mask: Tensor  # [B, 1, 1, S], True at real source tokens
-    state: State
+    state: State  # [layers, N, Hd] each; N = B * hyps
     length: int = 0  # target positions fed so far
+    hyps: int = 1  # rows per sentence: row r decodes sentence r // hyps
 
     def select(self, index: Tensor) -> RNNCache:
-        """Reorder or subset the batch (beam search)."""
+        """Reorder or subset the rows (beam search); the source stays shared unless the selection mixes sentences."""
         h, c = self.state
-        return RNNCache(self.memory.index_select(0, index), self.keys.index_select(0, index),
-                        self.mask.index_select(0, index), (h.index_select(1, index), c.index_select(1, index)),
-                        self.length)
+        group = grouping(index, self.memory.size(0), self.hyps)
+        sentence = owners(index, self.hyps)
+        pick = lambda t: t if group else t.index_select(0, sentence)  # noqa: E731
+        return RNNCache(pick(self.memory), pick(self.keys), pick(self.mask),
+                        (h.index_select(1, index), c.index_select(1, index)), self.length, group or 1)
 
 
 class LuongAttention(HeadGated, nn.Module):
@@ -128,8 +133,10 @@ class RNNAttention(IncrementalModel):
             if enc is None:
                 raise ValueError("decoding without a cache needs the encoded source")
             cache = self.start(enc)
-        h, state = self.decoder(self.drop(self.tgt_embed(tgt)), cache.state)  # [B, T, Hd]
-        hidden, weights = self.attention(h, cache.keys, cache.memory, cache.mask)
+        h, state = self.decoder(self.drop(self.tgt_embed(tgt)), cache.state)  # [N, T, Hd]
+        # a sentence's hypotheses score its source side by side: [B, hyps * T, Hd], one row each again after
+        hidden, weights = self.attention(grouped(h, cache.hyps), cache.keys, cache.memory, cache.mask)
+        hidden, weights = hidden.view(*h.shape[:2], -1), weights.view(*h.shape[:2], -1)
         if keep:
             cache.state, cache.length = state, cache.length + tgt.size(1)
         return Decoded(hidden, [], [weights[:, None]] if need_weights else [])  # one head: [B, T, S] -> [B, 1, T, S]

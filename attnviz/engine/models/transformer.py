@@ -4,9 +4,9 @@ One network serves the registered Transformer kinds: the encoder-decoder transla
 ``has_source`` False (the kind says so), the decoder-only language model (reference D), whose ``encode`` returns
 an empty source so search drives both the same way. It implements ``models.protocol.IncrementalModel``:
 ``encode`` / ``decode`` / ``project`` for training and full recomputation, and the incremental protocol search
-uses: ``start`` builds a ``DecoderCache`` (cross-attention keys and values computed once) and ``step`` feeds one
-token per sentence, reusing cached self-attention keys and values. Names: B batch, H heads, L layers, S source
-length, T target length, D model width.
+uses: ``start`` builds a ``DecoderCache`` (cross-attention keys and values computed once per sentence, shared by
+its beam hypotheses) and ``step`` feeds one token per row, writing its self-attention keys and values in place.
+Names: B batch, H heads, L layers, S source length, T target length, D model width.
 """
 
 from __future__ import annotations
@@ -22,9 +22,15 @@ from torch import Tensor, nn
 
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.models.cache import grouped, grouping, grow_in_place, owners, select_rows, ungrouped_weights
 from attnviz.engine.models.head_gate import HeadGated
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
 from attnviz.engine.text.vocab import PAD_ID
+
+
+def widened(x: Tensor) -> Tensor:
+    """``x`` in float32 when it is in half precision; float32 and float64 (the exactness tests) stay as they are."""
+    return x.float() if x.dtype in (torch.float16, torch.bfloat16) else x
 
 
 def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: float, need_weights: bool):
@@ -38,8 +44,8 @@ def attention(q: Tensor, k: Tensor, v: Tensor, mask: Tensor | None, dropout_p: f
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.size(-1))  # [B, H, Tq, Tk]
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
-    weights = scores.float().softmax(dim=-1)  # float32 whatever the weights' dtype: the views read these maps
-    return F.dropout(weights, dropout_p).to(v.dtype) @ v, weights
+    weights = widened(scores).softmax(dim=-1)  # float32 at half precision: the views read these maps
+    return (F.dropout(weights, dropout_p) if dropout_p > 0 else weights).to(v.dtype) @ v, weights
 
 
 class MultiHeadAttention(HeadGated, nn.Module):
@@ -81,6 +87,11 @@ class FeedForward(nn.Sequential):
         super().__init__(nn.Linear(d_model, ff_dim), ACTIVATIONS[activation](), nn.Dropout(dropout),
                          nn.Linear(ff_dim, d_model))
 
+    def forward(self, x: Tensor) -> Tensor:
+        """The layers in order, skipping the dropout outside training (a decode step pays for every module call)."""
+        h = self[1](self[0](x))
+        return self[3](self[2](h) if self.training else h)
+
 
 class Residual(nn.Module):
     """One sublayer's residual connection and LayerNorm, post-LN ``LN(x + f(x))`` or pre-LN ``x + f(LN(x))``."""
@@ -93,7 +104,7 @@ class Residual(nn.Module):
 
     def forward(self, x: Tensor, sublayer) -> tuple[Tensor, Tensor | None]:
         out, weights = sublayer(self.norm(x) if self.pre_norm else x)
-        x = x + self.drop(out)
+        x = x + (self.drop(out) if self.training else out)
         return (x if self.pre_norm else self.norm(x)), weights
 
 
@@ -117,12 +128,20 @@ class EncoderLayer(nn.Module):
 
 @dataclass
 class LayerCache:
-    """Keys and values one decoder layer has seen: self-attention grows by a step, cross-attention is fixed."""
+    """Keys and values one decoder layer has seen: self-attention grows by a step in its buffer, cross-attention is
+    fixed, one per sentence (``engine.models.cache``)."""
 
     cross_k: Tensor | None  # [B, H, S, dh]; None in a decoder-only model
     cross_v: Tensor | None
-    self_k: Tensor | None = None  # [B, H, t, dh]
+    self_k: Tensor | None = None  # [N, H, capacity, dh], positions [:length] filled; N = B * hyps
     self_v: Tensor | None = None
+    limit: int | None = None  # positions the buffers ever need (the model's target length limit)
+
+    def extend(self, k: Tensor, v: Tensor, at: int) -> tuple[Tensor, Tensor]:
+        """Write this step's keys and values [N, H, T, dh] at position ``at``; the filled [N, H, at + T, dh]."""
+        self.self_k, k = grow_in_place(self.self_k, k, at, self.limit)
+        self.self_v, v = grow_in_place(self.self_v, v, at, self.limit)
+        return k, v
 
 
 @dataclass
@@ -130,12 +149,17 @@ class DecoderCache:
     memory_mask: Tensor  # [B, 1, 1, S], True at real source tokens
     layers: list[LayerCache]
     length: int = 0  # target positions fed so far
+    hyps: int = 1  # rows per sentence: row r decodes sentence r // hyps
 
     def select(self, index: Tensor) -> DecoderCache:
-        """Reorder or subset the batch (beam search)."""
-        pick = lambda t: None if t is None else t.index_select(0, index)  # noqa: E731
-        layers = [LayerCache(pick(c.cross_k), pick(c.cross_v), pick(c.self_k), pick(c.self_v)) for c in self.layers]
-        return DecoderCache(self.memory_mask.index_select(0, index), layers, self.length)
+        """Reorder or subset the rows (beam search); a sentence's cross-attention keys and values stay shared by
+        its rows unless the selection mixes sentences up (then they are gathered per row)."""
+        group = grouping(index, self.memory_mask.size(0), self.hyps)
+        sentence = owners(index, self.hyps)
+        pick = lambda t: t if t is None or group else t.index_select(0, sentence)  # noqa: E731
+        layers = [LayerCache(pick(c.cross_k), pick(c.cross_v), select_rows(c.self_k, index, self.length),
+                             select_rows(c.self_v, index, self.length), c.limit) for c in self.layers]
+        return DecoderCache(pick(self.memory_mask), layers, self.length, group or 1)
 
 
 class DecoderLayer(nn.Module):
@@ -153,22 +177,27 @@ class DecoderLayer(nn.Module):
         self.res_ff = Residual(cfg.d_model, cfg.dropout, cfg.ln_eps, pre)
 
     def forward(self, x: Tensor, self_mask: Tensor | None, cache: LayerCache, memory_mask: Tensor, need_weights: bool,
-                keep: bool):
-        """``keep``: append this call's keys/values to the cache (incremental decoding) instead of using them once."""
+                keep: bool, at: int = 0, hyps: int = 1):
+        """``keep``: write this call's keys/values into the cache at position ``at`` (incremental decoding) instead
+        of using them once; ``hyps``: rows of ``x`` per sentence of the cache's cross-attention keys/values."""
 
         def attend_self(h):
             k, v = self.self_attn.keys_values(h)
-            if cache.self_k is not None and cache.self_v is not None:  # set together
-                k, v = torch.cat([cache.self_k, k], dim=2), torch.cat([cache.self_v, v], dim=2)  # [B, H, t, dh]
             if keep:
-                cache.self_k, cache.self_v = k, v
+                k, v = cache.extend(k, v, at)  # [N, H, t, dh], views of the buffers
             return self.self_attn(h, k, v, self_mask, need_weights)
+
+        def attend_source(h):
+            if hyps == 1:
+                return self.cross_attn(h, cache.cross_k, cache.cross_v, memory_mask, need_weights)
+            out, weights = self.cross_attn(grouped(h, hyps), cache.cross_k, cache.cross_v, memory_mask, need_weights)
+            t = h.size(1)  # a sentence's hypotheses are queries side by side against its one set of keys
+            return out.view_as(h), None if weights is None else ungrouped_weights(weights, hyps, t)
 
         x, self_w = self.res_self(x, attend_self)
         cross_w = None
         if cache.cross_k is not None:
-            x, cross_w = self.res_cross(x, lambda h: self.cross_attn(h, cache.cross_k, cache.cross_v, memory_mask,
-                                                                     need_weights))
+            x, cross_w = self.res_cross(x, attend_source)
         x, _ = self.res_ff(x, lambda h: (self.ff(h), None))
         return x, self_w, cross_w
 
@@ -212,7 +241,8 @@ class Embedding(nn.Module):
         pos = torch.arange(offset, offset + ids.size(1), device=ids.device)
         pos_emb = self.positions(pos) if self.positions is not None else self.table[pos]
         x = self.tokens(ids) * self.scale + pos_emb  # [B, T, D]
-        return self.drop(x if self.norm is None else self.norm(x))
+        x = x if self.norm is None else self.norm(x)
+        return self.drop(x) if self.training else x
 
 
 def sinusoid_table(n: int, d: int, halves: bool = False) -> Tensor:
@@ -298,8 +328,9 @@ class Transformer(IncrementalModel):
 
     def start(self, enc: Encoded) -> DecoderCache:
         if not self.has_source:
-            return DecoderCache(enc.mask, [LayerCache(None, None) for _ in self.decoder])
-        layers = [LayerCache(*layer.cross_attn.keys_values(enc.memory)) for layer in self.decoder_layers()]
+            return DecoderCache(enc.mask, [LayerCache(None, None, limit=self.max_target_len) for _ in self.decoder])
+        layers = [LayerCache(*layer.cross_attn.keys_values(enc.memory), limit=self.max_target_len)
+                  for layer in self.decoder_layers()]
         return DecoderCache(enc.mask, layers)
 
     def decode(self, tgt: Tensor, enc: Encoded | None, need_weights: bool = False,
@@ -317,7 +348,7 @@ class Transformer(IncrementalModel):
             causal = torch.ones(t_new, offset + t_new, dtype=torch.bool, device=tgt.device).tril(offset)  # [T, t]
         x, self_ws, cross_ws = self.tgt_embed(tgt, offset), [], []
         for layer, layer_cache in zip(self.decoder, cache.layers):
-            x, sw, cw = layer(x, causal, layer_cache, cache.memory_mask, need_weights, keep)
+            x, sw, cw = layer(x, causal, layer_cache, cache.memory_mask, need_weights, keep, offset, cache.hyps)
             self_ws.append(sw)
             if cw is not None:
                 cross_ws.append(cw)
@@ -326,7 +357,7 @@ class Transformer(IncrementalModel):
         return Decoded(self.dec_norm(x), self_ws if need_weights else [], cross_ws if need_weights else [])
 
     def project(self, hidden: Tensor) -> Tensor:
-        return self.out_proj(hidden).float()  # [B, T, D] -> [B, T, V]; search scores in float32 at any precision
+        return widened(self.out_proj(hidden))  # [B, T, D] -> [B, T, V]; search scores in float32 at half precision
 
     def attention_modules(self) -> dict[str, list[MultiHeadAttention]]:
         """Each attention kind's modules, one per layer (where ``engine.search.head_mask`` switches heads off)."""

@@ -1,5 +1,5 @@
-"""AnalysisTab: what the loaded model's heads do over a corpus, how well they align, and one sentence's attention
-as raw, norm-weighted or rolled-out maps, and (``gui.analysis.importance``) the BLEU each head is worth.
+"""AnalysisTab: what the loaded model's heads do over a corpus, how well they align, one sentence's attention as
+raw, norm-weighted or rolled-out maps, the BLEU each head is worth (``importance``), suspect translations (``suspect``).
 
 A run (through the generic worker, with a progress bar and Cancel) computes the head statistics over the model's
 val/test split or a text file and, with a gold alignment file, the AER of every cross-attention head. The results
@@ -37,6 +37,7 @@ from attnviz.engine.analysis.jobs import analysis_job, views_job
 from attnviz.engine.analysis.names import IMPORTANCE_SPLIT, STATS
 from attnviz.gui.analysis.gold import GoldChoice
 from attnviz.gui.analysis.importance import ImportancePanel
+from attnviz.gui.analysis.suspect import SuspectPanel
 from attnviz.gui.analysis.widgets import AER, HeadMap, SentenceViews, StatsTableModel, run_partner, thresholds_text
 from attnviz.gui.data_folder import DataFolder, missing_data_hint
 from attnviz.gui.widgets import add_labelled, copyable, named, show_file
@@ -121,6 +122,7 @@ class AnalysisTab(QWidget):
         self.data_button = named(QPushButton("Data fo&lder..."), "analysisDataButton", "Data folder",
                                  "The folder with the corpora, shared with the Train tab")
         self.importance = ImportancePanel(self.corpus_choice, self.data_dir)
+        self.suspect = SuspectPanel(self.corpus_choice, self.data_dir)
         self._layout()
 
     def _layout(self) -> None:
@@ -130,13 +132,12 @@ class AnalysisTab(QWidget):
         top.addWidget(self.data_button)
         top.addStretch(1)
         files = QHBoxLayout()  # the chosen files on a row of their own: beside other controls they widened the window
-        files.addWidget(self.gold)
-        files.addWidget(self.compare_button)
+        for chosen in (self.gold, self.compare_button):
+            files.addWidget(chosen)
         files.addStretch(1)
         running = QHBoxLayout()
-        running.addWidget(self.run_button)
-        running.addWidget(self.cancel_button)
-        running.addWidget(self.progress, 1)
+        for control, stretch in ((self.run_button, 0), (self.cancel_button, 0), (self.progress, 1)):
+            running.addWidget(control, stretch)
         map_page = QWidget()
         map_layout = QVBoxLayout(map_page)
         chooser = QHBoxLayout()
@@ -150,7 +151,7 @@ class AnalysisTab(QWidget):
         map_layout.addWidget(self.open_button, 0, Qt.AlignmentFlag.AlignRight)
         self.pages = QTabWidget()
         for page, title in ((map_page, "Heads"), (self.sentence_views, "Current sentence"),
-                            (self.importance, "Head importance")):
+                            (self.importance, "Head importance"), (self.suspect, "Suspect translations")):
             self.pages.addTab(page, title)
         splitter = QSplitter(Qt.Orientation.Horizontal)
         for index, (widget, stretch) in enumerate(((self.table, 3), (self.pages, 2))):
@@ -178,8 +179,10 @@ class AnalysisTab(QWidget):
         self.head_map.clicked.connect(self._on_head_map_clicked)
         self.table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
         self.open_button.clicked.connect(self._on_open_clicked)
-        self.sentence_list.itemDoubleClicked.connect(self._on_sentence_double_clicked)
-        self.importance.status.connect(self.status)
+        self.sentence_list.itemDoubleClicked.connect(self._on_open_clicked)  # the item double-clicked is current
+        for panel in (self.importance, self.suspect):
+            panel.status.connect(self.status)
+        self.suspect.open_sentence.connect(self.open_sentence)
 
     # -- inputs ------------------------------------------------------------------------------------------------------
 
@@ -192,7 +195,8 @@ class AnalysisTab(QWidget):
         self.sentence_views.set_views({}, {})
         self._set_running(False)
         self.run_button.setEnabled(translator is not None)
-        self.importance.set_translator(translator)
+        for panel in (self.importance, self.suspect):
+            panel.set_translator(translator)
 
     def set_translation(self, translation) -> None:
         """The Translate tab's current sentence, shown under each view (computed in the background)."""
@@ -394,7 +398,3 @@ class AnalysisTab(QWidget):
         item = self.sentence_list.currentItem()
         if item is not None:
             self.open_sentence.emit(item.data(Qt.ItemDataRole.UserRole))
-
-    @Slot(QListWidgetItem)
-    def _on_sentence_double_clicked(self, item: QListWidgetItem) -> None:
-        self.open_sentence.emit(item.data(Qt.ItemDataRole.UserRole))

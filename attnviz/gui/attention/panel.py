@@ -1,17 +1,17 @@
 """AttentionPanel: kind / layer / head selectors over the large heatmap and the grid of every layer x head.
 
-It shows an ``AttentionSource`` (the Translate tab's decode document) as of one step (``display(source, step)``) and
-redraws when a selector changes. The large map takes the room; the grid and the caption share a narrow column
-beside it (a splitter the tab remembers). Only the kinds the model has are offered, so an RNN (cross only) or a
-language model (decoder only) needs no special case. Merging subword pieces into words is this panel's choice: it
-asks the source for merged maps while its box is ticked.
+It shows an ``AttentionSource`` (the Translate tab's chosen quantity over its decode document: attention, a
+contribution view or an attribution) as of one step (``display(source, step)``) and redraws when a selector changes;
+``beside`` shows a second map (attention beside an attribution) left of the main one when given data. The large map
+takes the room; the grid and the caption share a narrow column beside it (a splitter the tab remembers). Only the
+kinds the model has are offered, so an RNN (cross only) or a language model (decoder only) needs no special case.
+Merging subword pieces into words is this panel's choice: it asks the source for merged maps while its box is ticked.
 """
 
 from __future__ import annotations
 
-from typing import Literal, Protocol
+from typing import Literal
 
-import numpy as np
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -26,32 +26,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.gui.attention.head_grid import HeadGrid
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
+from attnviz.gui.attention.source import AttentionSource
 from attnviz.gui.widgets import add_labelled, scrolled
 
 MEAN = "Mean of heads"
-
-
-class AttentionSource(Protocol):
-    """A decode's attention as of a step, for the panel to show."""
-
-    @property
-    def mergeable(self) -> bool:
-        """Whether subword pieces can be merged into words."""
-        ...
-
-    def kinds(self) -> list[str]: ...
-
-    def maps(self, kind: str, upto: int, merged: bool = False) -> np.ndarray | None:
-        """[L, H, R, C] of one kind as of step ``upto``."""
-        ...
-
-    def heatmap(self, kind: str, layer: int, head: int | None, upto: int,
-                merged: bool = False) -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...], int | None] | None:
-        """(matrix [R, C], row labels, column labels, highlighted row) of one layer and head (None: the mean)."""
-        ...
 
 
 def _combo(name: str, tip: str, least: int = 80) -> QComboBox:
@@ -105,6 +85,10 @@ class AttentionPanel(QWidget):
         self.alignment_head: tuple[int, int] | None = None  # (layer, head) of cross-attention trained to align
         self.heads_off: tuple = ()  # HeadRefs switched off (engine.heads), crossed out in the grid
         self.heatmap = HeatmapView()
+        self.beside = HeatmapView()  # attention beside the quantity chosen, when asked
+        self.beside.setObjectName("besideHeatmap")
+        self.beside.setAccessibleName("Attention beside the quantity")
+        self.beside.hide()
         self.grid = HeadGrid()
         self.caption = QLabel()
         self.caption.setWordWrap(True)
@@ -126,13 +110,17 @@ class AttentionPanel(QWidget):
         self.controls = controls = QHBoxLayout()
         add_labelled(controls, (("&Kind", self.kind_combo), ("&Layer", self.layer_combo), ("H&ead", self.head_combo)))
         self.display_box = QWidget()  # the scale and merge choices: beside the selectors, under them when narrow
-        display = QHBoxLayout(self.display_box)
+        self.display_row = display = QHBoxLayout(self.display_box)
         display.setContentsMargins(0, 0, 0, 0)
         display.addWidget(self.scale_combo)
         display.addWidget(self.merge_check)
-        controls.addWidget(self.display_box)
         controls.addStretch(1)
-        self.second_row = QHBoxLayout()
+        self.lead_box = QWidget()  # selectors added before the kind (``add_controls``)
+        self.lead_row = QHBoxLayout(self.lead_box)
+        self.lead_row.setContentsMargins(0, 0, 0, 0)
+        self.second_row = QHBoxLayout()  # both moved up by the first resize where the row fits them whole: a first
+        self.second_row.addWidget(self.lead_box)  # row too wide before the window is laid out would widen it
+        self.second_row.addWidget(self.display_box)
         self.second_row.addStretch(1)
         for button in self._zoom_buttons():
             controls.addWidget(button)
@@ -144,11 +132,15 @@ class AttentionPanel(QWidget):
         side = QWidget()  # the grid at the height its tiles need, the caption under it (scrolled when long)
         column = QVBoxLayout(side)
         column.setContentsMargins(0, 0, 0, 0)
+        self.side_column = column
         column.addWidget(self.grid)
         column.addWidget(scrolled(self.caption, "captionScroll"), 1)
+        self.maps_splitter = QSplitter(Qt.Orientation.Horizontal)  # the map, and the one beside it when shown
+        self.maps_splitter.addWidget(self.beside)
+        self.maps_splitter.addWidget(self.heatmap_scroll)
         self.splitter = QSplitter(Qt.Orientation.Horizontal)
         self.splitter.setObjectName("attentionSplitter")
-        self.splitter.addWidget(self.heatmap_scroll)
+        self.splitter.addWidget(self.maps_splitter)
         self.splitter.addWidget(side)
         self.splitter.setStretchFactor(0, 1)  # a wider window widens the map, not the grid
         self.splitter.setStretchFactor(1, 0)
@@ -159,22 +151,50 @@ class AttentionPanel(QWidget):
         layout.addLayout(self.second_row)
         layout.addWidget(self.splitter, 1)
 
+    def add_controls(self, first: list[QWidget], display: list[QWidget], side: list[QWidget],
+                     tools: list[QWidget]) -> None:
+        """More selectors: ``first`` before the kind, ``display`` with the scale and merge choices (each group under
+        the selectors when they do not fit beside them), ``side`` at the top of the grid's column, ``tools`` before
+        the zoom buttons."""
+        for widget in tools:
+            self.controls.insertWidget(self.controls.count() - 3, widget)
+        for widget in first:
+            self.lead_row.addWidget(widget)
+        for widget in display:
+            self.display_row.addWidget(widget)
+        for i, widget in enumerate(side):
+            self.side_column.insertWidget(i, widget)
+
+    def show_beside(self, data: HeatmapData | None) -> None:
+        """The map beside the main one (None: hidden)."""
+        self.beside.set_data(data)
+        self.beside.setVisible(data is not None)
+
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
         self.wrap_selectors()
 
     def wrap_selectors(self) -> None:
-        """One row of selectors when it fits whole; else the scale and merge choices go to a second row, so that no
-        selector is cut ("Cross-attenti", "Mean of |" at 1024 px)."""
-        box, first = self.display_box, self.controls
-        wide = first.indexOf(box) >= 0
-        need = first.sizeHint().width() + (0 if wide else box.sizeHint().width() + first.spacing())
-        if need <= self.width() and not wide:
-            self.second_row.removeWidget(box)
-            first.insertWidget(first.indexOf(self.head_combo) + 1, box)
-        elif need > self.width() and wide:
-            first.removeWidget(box)
-            self.second_row.insertWidget(0, box)
+        """One row of selectors when it fits whole; else the scale and merge choices go to a second row, then the
+        selectors added before the kind, so that no selector is cut ("Cross-attenti", "Mean of |" at 1024 px)."""
+        first, second, space = self.controls, self.second_row, self.controls.spacing()
+        movable = (self.lead_box, self.display_box)  # the first stays up longest
+        width = first.sizeHint().width() - sum(w.sizeHint().width() + space for w in movable if first.indexOf(w) >= 0)
+        up = []
+        for box in movable:
+            width += box.sizeHint().width() + space
+            if width > self.width():
+                break
+            up.append(box)
+        if [w for w in movable if first.indexOf(w) >= 0] == up:
+            return
+        for box in movable:
+            (first if first.indexOf(box) >= 0 else second).removeWidget(box)
+        first.insertWidget(0, self.lead_box) if self.lead_box in up else second.insertWidget(0, self.lead_box)
+        if self.display_box in up:
+            first.insertWidget(first.indexOf(self.head_combo) + 1, self.display_box)
+        else:
+            second.insertWidget(second.indexOf(self.lead_box) + 1, self.display_box)
 
     def _zoom_buttons(self) -> list[QToolButton]:
         """Zoom in / out / fit, as actions (Ctrl++, Ctrl+-, Ctrl+0) shown as tool buttons beside the selectors."""
@@ -242,15 +262,17 @@ class AttentionPanel(QWidget):
         self.merge_check.setEnabled(source is not None and source.mergeable)
         self._sync_kinds()
         self.redraw()
+        self.wrap_selectors()  # the selectors' items may have changed their widths
 
     def _sync_kinds(self) -> None:
-        kinds = self._source.kinds() if self._source else []
+        source = self._source
+        kinds = source.kinds() if source else []
         current = [self.kind_combo.itemData(i) for i in range(self.kind_combo.count())]
         if kinds != current:
             self.kind_combo.blockSignals(True)
             self.kind_combo.clear()
             for k in kinds:
-                self.kind_combo.addItem(ATTENTION_KINDS[k].label, k)
+                self.kind_combo.addItem(source.kind_info(k).label if source else k, k)
             preferred = self._chosen_kind if self._chosen_kind in kinds else "cross" if "cross" in kinds else None
             if preferred is not None:
                 self.kind_combo.setCurrentIndex(kinds.index(preferred))
@@ -297,21 +319,26 @@ class AttentionPanel(QWidget):
             self.caption.clear()
             return
         matrix, rows, cols, highlight = view
-        info = ATTENTION_KINDS[kind]
-        masked = np.triu(np.ones(matrix.shape, dtype=bool), 1) if info.causal and not self.merged else None
-        head_text = "mean of heads" if self.head is None else f"head {self.head + 1}"
-        title = f"{info.label} · layer {self.layer + 1} · {head_text}"
+        info = source.kind_info(kind)
+        what, about = source.describe(kind)
+        masked = source.future(kind, self._step) if not self.merged else None
+        head_text = "" if what and self.head_combo.count() <= 2 else " · mean of heads" if self.head is None \
+            else f" · head {self.head + 1}"  # a quantity with one map per layer has no heads to name
+        layer_text = "" if what and self.layer_combo.count() <= 1 else f" · layer {self.layer + 1}"  # no layers
+        title = f"{what}{info.label}{layer_text}{head_text}"
+        outside = bool(matrix.size) and (float(matrix.min()) < 0 or float(matrix.max()) > 1 + 1e-6)
         self.heatmap.set_data(HeatmapData(matrix, tuple(rows), tuple(cols), info.query_axis, info.key_axis, title,
-                                          highlight, self.per_map, masked))
-        self.grid.set_maps(source.maps(kind, self._step, self.merged), self.per_map,
+                                          highlight, self.per_map or outside, masked, float(matrix.min()) < 0))
+        self.grid.set_maps(source.maps(kind, self._step, self.merged), self.per_map or outside,
                            None if self.head is None else (self.layer, self.head),
                            self.alignment_head if kind == "cross" else None,
                            {(r.layer, r.head) for r in self.heads_off if r.kind == kind})
+        about += " Values fall outside 0..1: the colour scale is the map's own." if outside else ""
         masked_text = " Hatched grey cells are future positions the decoder may not see (masked, not zero)." \
             if masked is not None else ""
         off_text = " Crossed-out heads are switched off: their maps are all zero." \
             if any(r.kind == kind for r in self.heads_off) else ""
-        self.caption.setText(f"{title}. Rows: {info.query_axis}; columns: {info.key_axis}; each row sums to 1."
+        self.caption.setText(f"{title}. Rows: {info.query_axis}; columns: {info.key_axis}; {about}"
                              f"{masked_text}{off_text} Hover a cell for its exact weight; click a small map to open "
                              "it, Ctrl+click to switch it off.")
 

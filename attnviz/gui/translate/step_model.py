@@ -1,6 +1,7 @@
 """StepTableModel: the steps of the hypothesis a ``DecodeDocument`` shows, as a table (step, token, probability,
-entropy, runner-up). It keeps no steps of its own: it reads the document, and follows its changes (a step added
-inserts a row; a new decode or another hypothesis resets the table)."""
+entropy, runner-up; and, while an attribution is shown, the source share of each output token). It keeps no steps
+of its own: it reads the document, and follows its changes (a step added inserts a row; a new decode or another
+hypothesis resets the table)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from attnviz.gui.widgets import NO_PARENT, ModelIndex
 
 COLUMNS = ("Step", "Token", "Probability", "Entropy (nats)", "Runner-up")
 FORCED_RUNNER = "none: forced"
+SHARE = "Source share"
 
 
 def describe_step(step: DecodeStep) -> str:
@@ -35,6 +37,8 @@ class StepTableModel(QAbstractTableModel):
         super().__init__(parent)
         self._document = document
         self._rows = 0  # the rows views were told of: the document's list grows before this model hears of it
+        self._shares: list[float] | None = None  # per step, the source share of the attribution shown
+        self._share_name = ""
         document.subscribe(self._on_document_changed)
 
     def _on_document_changed(self, change: DocumentChange) -> None:
@@ -48,17 +52,34 @@ class StepTableModel(QAbstractTableModel):
                 self._rows = len(self._document.steps)
                 self.endResetModel()
 
+    def set_shares(self, shares: list[float] | None, name: str = "") -> bool:
+        """Show (or, None, hide) the Source share column: per step, the share of its attribution from the source.
+        Whether anything changed (the table was reset)."""
+        if shares == self._shares and name == self._share_name:
+            return False
+        self.beginResetModel()
+        self._shares, self._share_name = shares, name
+        self.endResetModel()
+        return True
+
+    def columns(self) -> tuple[str, ...]:
+        return COLUMNS + ((SHARE,) if self._shares is not None else ())
+
     def rowCount(self, parent: ModelIndex = NO_PARENT) -> int:  # noqa: N802
         return 0 if parent.isValid() else self._rows
 
     def columnCount(self, parent: ModelIndex = NO_PARENT) -> int:  # noqa: N802
-        return 0 if parent.isValid() else len(COLUMNS)
+        return 0 if parent.isValid() else len(self.columns())
 
     def headerData(self, section: int, orientation: Qt.Orientation,  # noqa: N802
                    role: int = Qt.ItemDataRole.DisplayRole) -> Any:
-        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole) \
-                and orientation == Qt.Orientation.Horizontal:
-            return COLUMNS[section]  # the tooltip: the whole title, when a narrow column elides it
+        if orientation != Qt.Orientation.Horizontal or section >= len(self.columns()):
+            return None
+        if role == Qt.ItemDataRole.ToolTipRole and self.columns()[section] == SHARE:
+            return f"{SHARE} ({self._share_name}): how much of the output token's attribution comes from the source; " \
+                   "the rest comes from the target prefix"
+        if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
+            return self.columns()[section]  # the tooltip: the whole title, when a narrow column elides it
         return None
 
     def data(self, index: ModelIndex, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -69,11 +90,13 @@ class StepTableModel(QAbstractTableModel):
             runner = f"{visible_token(step.topk[1][0])} ({step.topk[1][1]:.3f})" if len(step.topk) > 1 else ""
             runner = FORCED_RUNNER if step.forced else runner  # nothing was chosen, so nothing ran up
             token = visible_token(step.token) + (" (forced)" if step.forced else "")  # given, not chosen by the model
+            share = self._shares[index.row()] if self._shares is not None and index.row() < len(self._shares) \
+                else None
             return (str(step.index + 1), token, f"{step.probability:.4f}", f"{step.entropy:.3f}",
-                    runner)[index.column()]
+                    runner, "" if share is None else f"{share:.0%}")[index.column()]
         if role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.AccessibleTextRole):
             # the whole row in words: columns may be too narrow, and a screen reader needs the column names
             return describe_step(step)
-        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() in (0, 2, 3):
+        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() in (0, 2, 3, 5):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None

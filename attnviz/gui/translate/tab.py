@@ -1,14 +1,13 @@
 """The Translate tab: type a sentence, watch it decode token by token, scrub through steps, explore attention.
 
-With a language model loaded it becomes the Generate tab: the text typed is a prefix (possibly empty) that the
-model continues, greedily or by sampling (temperature and seed, the seed advancing after each draw so that
-pressing Generate again gives a new sample that can still be reproduced).
+With a language model it becomes the Generate tab: the text typed is a prefix (possibly empty) the model continues,
+greedily or sampled (temperature and seed; the seed advances after each draw, and every sample can be reproduced).
 
-Decoding runs in the generic worker; each engine event lands in the tab's ``DecodeDocument`` (every step is kept, so
-scrubbing back is instant), which every view of the tab reads and listens to: the token strips, the top-k chart, the
-text and the playback bar here, the step table (``StepTableModel``), the attention panel, and the search explorer
-(``SearchExplorer``: the search tree, what-if branches and heads off), which asks the tab only what its
-``ExplorerHost`` protocol offers. Playback reveals the kept steps at the chosen speed, or all at once with "Instant".
+Decoding runs in the generic worker; each event lands in the tab's ``DecodeDocument`` (every step is kept, so scrubbing
+back is instant), which every view reads and listens to: the token strips, top-k chart, text and playback bar here,
+the step table (``StepTableModel``), the attention panel (fed attention or an attribution by ``QuantityControl``) and
+the search explorer (``SearchExplorer``: search tree, what-if branches, heads off), which asks the tab only what its
+``ExplorerHost`` offers. Playback reveals the kept steps at the chosen speed, or all at once with "Instant".
 """
 
 from __future__ import annotations
@@ -53,6 +52,7 @@ from attnviz.gui.translate.layout import TranslateLayout
 from attnviz.gui.translate.loading import LoadingGate
 from attnviz.gui.translate.mode import ModeTexts, mode_texts
 from attnviz.gui.translate.playback import PlaybackBar
+from attnviz.gui.translate.quantity_control import QuantityControl
 from attnviz.gui.translate.step_model import StepTableModel
 from attnviz.gui.translate.text import TranslationText, WarningList
 from attnviz.gui.translate.tokens import TokenStrip, TopKView
@@ -117,6 +117,7 @@ class TranslateTab(QWidget):
         self.step_table.setWordWrap(False)  # one line a step: the side column is narrow
         self.attention = AttentionPanel()
         self.search = SearchExplorer(self.document, self, self.step_table, self)  # steps, tree, heads-off pages
+        self.quantity = QuantityControl(self)  # what the map shows: attention, a contribution, an attribution
         self.gate = LoadingGate(self.lang_label, self.translate_button, self.examples_combo, self.source_edit)
         self._build_layout()
 
@@ -345,7 +346,7 @@ class TranslateTab(QWidget):
         self._show_text()
         if 0 <= current < self.step_model.rowCount():
             self.step_table.selectRow(current)
-        self.attention.display(doc, current)
+        self.quantity.show(current)
         self._shade_source_by(current)
 
     def _show_text(self) -> None:
@@ -393,7 +394,6 @@ class TranslateTab(QWidget):
         self.output_view.set_tokens([])
         self.topk_view.set_candidates([], None)
         self.translation_text.set_text("", finished=False)
-        self.attention.display(None, -1)
 
     def current_translation(self) -> Translation | None:
         """The whole translation decoded so far (for export), or None."""

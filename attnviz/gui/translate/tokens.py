@@ -1,5 +1,6 @@
 """Token strips (source and output tokens as chips, shaded by attention, hoverable, selectable and copyable from
-the keyboard) and the top-k chart."""
+the keyboard; under each output token, when an attribution is shown, a bar of its source share against the target
+prefix) and the top-k chart."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from attnviz.gui.accessible import announce
 from attnviz.gui.attention.colormap import color_at
 
 ALL = -2  # TokenStrip.selected() after Ctrl+A: every chip
+SHARE_BAR = 5  # px: the source-share bar under an output chip
 
 
 class TokenStrip(QWidget):
@@ -37,6 +39,8 @@ class TokenStrip(QWidget):
         self._selected = -1  # the chip the keyboard or a click selected; ALL when Ctrl+A selected every one
         self._tokens: list[str] = []
         self._weights: list[float] | None = None
+        self._shares: list[float] | None = None  # per chip, the share of its attribution that comes from the source
+        self.share_name = ""  # the method the shares are from
         self._current = -1
         self._rects: list[QRect] = []
         self._labels: list[str] = []
@@ -60,11 +64,20 @@ class TokenStrip(QWidget):
         self._weights = None if weights is None else [float(w) for w in weights]
         self.update()
 
+    def set_shares(self, shares: Sequence[float] | None, name: str = "") -> None:
+        """A bar under each chip: the share of its attribution from the source (the rest: the target prefix)."""
+        self._shares, self.share_name = None if shares is None else [float(v) for v in shares], name
+        self.updateGeometry()
+        self.update()
+
     def accessible_value(self) -> str:
         """The tokens as a screen reader reads them, with the shading when there is one."""
         if not self._tokens:
             return self._placeholder
         text = " ".join(self._labels)
+        if self._shares is not None:
+            text += f". Source share ({self.share_name}): " + ", ".join(
+                f"{t} {v:.0%}" for t, v in zip(self._labels, self._shares))
         if self._selected == ALL:
             text += ". All selected"
         elif self._selected >= 0:
@@ -104,18 +117,19 @@ class TokenStrip(QWidget):
 
     def _flow(self) -> list[QRect]:
         metrics, x, y, rects = self.fontMetrics(), 4, 4, []
-        h = metrics.height() + 8
+        h, bar = metrics.height() + 8, SHARE_BAR + 2 if self._shares is not None else 0
         for tok in self._labels:
             w = metrics.horizontalAdvance(tok) + 14
             if x + w > self.width() - 4 and x > 4:
-                x, y = 4, y + h + 4
+                x, y = 4, y + h + 4 + bar
             rects.append(QRect(x, y, w, h))
             x += w + 4
         return rects
 
     def sizeHint(self) -> QSize:
         rects = self._flow()
-        return QSize(400, (rects[-1].bottom() + 6) if rects else self.fontMetrics().height() + 16)
+        bar = SHARE_BAR + 2 if self._shares is not None else 0
+        return QSize(400, (rects[-1].bottom() + 6 + bar) if rects else self.fontMetrics().height() + 16)
 
     def minimumSizeHint(self) -> QSize:
         return QSize(100, self.sizeHint().height())
@@ -151,6 +165,15 @@ class TokenStrip(QWidget):
                 painter.drawRoundedRect(QRectF(rect).adjusted(-2, -2, 2, 2), 7, 7)
             painter.setPen(text)
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, tok)
+            if self._shares is not None and i < len(self._shares):
+                self._paint_share(painter, rect, self._shares[i])
+
+    def _paint_share(self, painter: QPainter, chip: QRect, share: float) -> None:
+        """Under the chip: the source share in the map's bright colour, the target prefix's in grey."""
+        bar = QRect(chip.left() + 2, chip.bottom() + 3, chip.width() - 4, SHARE_BAR)
+        painter.fillRect(bar, self.palette().color(QPalette.ColorRole.Mid))
+        painter.fillRect(QRect(bar.left(), bar.top(), round(bar.width() * min(max(share, 0.0), 1.0)), SHARE_BAR),
+                         color_at(0.85))
 
     def index_at(self, event: QMouseEvent) -> int:
         pos = event.position().toPoint()
@@ -232,6 +255,7 @@ class TopKView(QWidget):
     that takes it at this step instead."""
 
     alternative = Signal(str)
+    foil = Signal(str)  # "why the chosen token and not this one?": a contrastive attribution
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -330,4 +354,7 @@ class TopKView(QWidget):
         menu = QMenu(self)
         menu.addAction(f"Decode on with {token!r} at this step").triggered.connect(
             lambda checked=False, t=token: self.alternative.emit(t))
+        why = menu.addAction(f"Why this and not {visible_token(token)!r}?")
+        why.setEnabled(not self._is_chosen(token))
+        why.triggered.connect(lambda checked=False, t=token: self.foil.emit(t))
         menu.exec(event.globalPos())

@@ -1,0 +1,78 @@
+"""ALTI+ and value zeroing as attribution methods: one teacher-forced translation in, ``Attribution`` out.
+
+Both give one map per decoder layer over the source tokens then the decoder inputs (``Attribution.source`` [L, T, S]
+beside ``prefix`` [L, T, T]); ALTI+ rolled out through the layers (what an output token rests on after layer l,
+rows summing to 1, the source share its source columns' sum), value zeroing per layer as the paper shows it. A
+language model has no source: its maps have no source columns.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from attnviz.engine.attribution.base import Attribution, AttributionEvent, AttributionProgress
+from attnviz.engine.attribution.mixing.alti import AltiMaps, alti_maps
+from attnviz.engine.attribution.mixing.capture import Capture, capture, teacher_forced_ids
+from attnviz.engine.attribution.mixing.value_zeroing import ZeroingMaps, value_zeroing_steps
+
+ALTI_SETTINGS = {"distance": "L1 (Manhattan)", "normalisation": "max(0, ||y||_1 - d) / row sum",
+                 "layer norm": "linear with the output's own mean and variance", "rollout": True,
+                 "feed-forward": "left out (acts on each position alone)"}
+ZEROING_SETTINGS = {"distance": "cosine", "normalisation": "row sum (decoder: source and prefix together)",
+                    "rollout": False, "zeroed": "every head's value vector of one token"}
+
+
+def capture_sentence(translator, src_tokens: Sequence[str], tokens: Sequence[str]) -> Capture:
+    src, tgt_in = teacher_forced_ids(translator, src_tokens, tokens)
+    return capture(translator.model, src, tgt_in)
+
+
+def sentence_alti(translator, src_tokens: Sequence[str], tokens: Sequence[str]) -> AltiMaps:
+    """ALTI and ALTI+ of one teacher-forced translation (heads switched off in this thread stay off)."""
+    return alti_maps(capture_sentence(translator, src_tokens, tokens))
+
+
+def _split(total: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray]:
+    return np.ascontiguousarray(total[..., :s]), np.ascontiguousarray(total[..., s:])
+
+
+def alti_steps(translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...], settings,
+               stop: threading.Event | None) -> Iterator[AttributionEvent]:
+    """The registered method ``alti-plus``: one pass, then the rollout after each decoder layer."""
+    yield AttributionProgress(0, 1, "ALTI+", "passes")
+    maps = sentence_alti(translator, src_tokens, tokens)
+    if stop is not None and stop.is_set():
+        return
+    source, prefix = _split(maps.total, len(src_tokens))
+    notes: tuple[str, ...] = ("ALTI+ rolled out through the layers: layer l shows what each output token rests on "
+                              "after decoder layer l; rows sum to 1 over the source and the prefix.",)
+    if not translator.has_source:
+        notes += ("A language model reads no source: this is ALTI of its decoder self-attention.",)
+    yield Attribution("alti-plus", dict(ALTI_SETTINGS), src_tokens, tokens, source, prefix, layered=True,
+                      notes=notes)
+
+
+def zeroing_steps(translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...], settings,
+                  stop: threading.Event | None) -> Iterator[AttributionEvent]:
+    """The registered method ``value-zeroing``: the layers one by one (progress between them), per-layer maps."""
+    cap = capture_sentence(translator, src_tokens, tokens)
+    total = len(cap.layers.get("encoder", [])) + len(cap.layers["decoder"])
+    yield AttributionProgress(0, total, "value zeroing", "layers")
+    maps = None
+    for item in value_zeroing_steps(cap):
+        if stop is not None and stop.is_set():
+            return
+        if isinstance(item, ZeroingMaps):
+            maps = item
+        else:
+            yield AttributionProgress(item, total, "value zeroing", "layers")
+    if maps is None:
+        return
+    source, prefix = _split(maps.decoder, len(src_tokens))
+    notes = ("Value zeroing per decoder layer (not rolled out): each row is normalised over the source tokens "
+             "(zeroed in cross-attention) and the decoder inputs (zeroed in self-attention) together.",)
+    yield Attribution("value-zeroing", dict(ZEROING_SETTINGS), src_tokens, tokens, source, prefix, layered=True,
+                      notes=notes)

@@ -1,0 +1,127 @@
+"""Value zeroing (Mohebbi et al. 2023, "Quantifying context mixing in transformers"): a token-to-token
+context-mixing map per layer.
+
+For layer l and token j, the layer is run again on its original input with j's value vector (x_j W_V + b_V, every
+head) set to zero, the attention weights left as they were; the score of (i, j) is the cosine distance between
+token i's original output of the layer and its output without j's value. Rows are then divided by their sum (the
+paper's normalisation). Each layer's runs are one batch: row b zeroes token b, and a last row zeroes nothing and is
+the reference, so every comparison is with an output computed the same way.
+
+Decoder layers read two contexts: the prefix through self-attention and the source through cross-attention. A
+decoder row is scored for every key of both, the source tokens' values zeroed in cross-attention and the decoder
+inputs' in self-attention, and normalised over the S + T columns together: the layer's map is [T, S + T], so its
+source columns say how much the layer's output for that position rests on the source (the same split ALTI+ makes).
+The encoder's maps are [S, S]. The rollout (optional) multiplies the per-layer maps as ALTI+ does (with no
+separate residual: value zeroing measures the whole layer). Names: B batch, L layers, S source, T target, D width.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import cast
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor
+
+from attnviz.engine.attribution.mixing.alti import decoder_rollout, rollout
+from attnviz.engine.attribution.mixing.capture import Capture
+from attnviz.engine.models.transformer import DecoderLayer, EncoderLayer, LayerCache, MultiHeadAttention
+
+
+@contextmanager
+def zeroed_values(attention: MultiHeadAttention, first: int, count: int) -> Iterator[None]:
+    """While inside, batch rows ``first`` .. ``first + count - 1`` of ``attention``'s value vectors have token
+    (row - first) zeroed: row first + j loses key j's value."""
+    def hook(module, args, output: Tensor) -> Tensor:  # output [B', Tk, D]
+        out = output.clone()
+        rows = torch.arange(count, device=out.device)
+        out[first + rows, rows] = 0
+        return out
+
+    handle = attention.v_proj.register_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+def _distances(outputs: Tensor, zeroed: int) -> Tensor:
+    """Cosine distances [Tq, zeroed] between each query's reference output (the last batch row) and its output
+    with key j zeroed (row j); outputs [B', Tq, D]."""
+    ref = outputs[-1:].expand(zeroed, -1, -1)  # [zeroed, Tq, D]
+    return (1 - F.cosine_similarity(outputs[:zeroed], ref, dim=-1)).clamp(min=0).transpose(0, 1)
+
+
+def _normalise(scores: Tensor) -> Tensor:
+    return scores / scores.sum(-1, keepdim=True).clamp(min=torch.finfo(scores.dtype).tiny)
+
+
+def encoder_layer(layer: EncoderLayer, x: Tensor, mask: Tensor) -> Tensor:
+    """[S, S] raw scores of one encoder layer for one sentence (x [1, S, D], mask [1, 1, 1, S])."""
+    s = x.size(1)
+    with zeroed_values(layer.self_attn, 0, s):
+        out, _ = layer(x.expand(s + 1, -1, -1), mask.expand(s + 1, -1, -1, -1), False)
+    return _distances(out, s)
+
+
+def decoder_layer(layer: DecoderLayer, x: Tensor, memory: Tensor | None, memory_mask: Tensor) -> Tensor:
+    """[T, S + T] raw scores of one decoder layer: source keys zeroed in cross-attention, then decoder inputs in
+    self-attention (x [1, T, D], memory [1, S, D] or None)."""
+    t = x.size(1)
+    s = 0 if memory is None else memory.size(1)
+    rows = s + t + 1
+    if memory is not None:  # the source's keys and values once, then row j without key j's value
+        k, v = layer.cross_attn.keys_values(memory)  # [1, H, S, dh] each
+        v = v.expand(rows, -1, -1, -1).clone()
+        v[torch.arange(s), :, torch.arange(s)] = 0
+        cache = LayerCache(k.expand(rows, -1, -1, -1), v)
+    else:
+        cache = LayerCache(None, None)
+    causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril() if t > 1 else None
+    with zeroed_values(layer.self_attn, s, t):
+        out, _, _ = layer(x.expand(rows, -1, -1), causal, cache, memory_mask.expand(rows, -1, -1, -1), False, False)
+    return _distances(out, s + t)
+
+
+@dataclass(frozen=True)
+class ZeroingMaps:
+    """One sentence's value zeroing (numpy float64): per-layer maps, rows summing to 1, and their rollouts."""
+
+    encoder: np.ndarray | None  # [L, S, S]
+    decoder: np.ndarray  # [L, T, S + T]: source columns (cross-attention), then decoder inputs (self-attention)
+    encoder_rollout: np.ndarray | None  # [L, S, S]
+    total: np.ndarray  # [L, T, S + T] rolled out through the decoder (source through the encoder's rollout)
+
+
+def value_zeroing_steps(cap: Capture) -> Iterator[int | ZeroingMaps]:
+    """Value zeroing of one captured sentence (batch of 1): the number of layers done after each layer (encoder
+    first), then the ``ZeroingMaps``."""
+    enc_layers, dec_layers = cap.layers.get("encoder", []), cap.layers["decoder"]
+    memory = cap.encoded.memory if enc_layers else None
+    enc, dec = [], []
+    for layer in enc_layers:
+        with torch.inference_mode():
+            enc.append(_normalise(encoder_layer(cast(EncoderLayer, layer.module), layer.x, cap.mask)))
+        yield len(enc)
+    for layer in dec_layers:
+        with torch.inference_mode():
+            dec.append(_normalise(decoder_layer(cast(DecoderLayer, layer.module), layer.x, memory, cap.mask)))
+        yield len(enc) + len(dec)
+    enc_np = torch.stack(enc).double().cpu().numpy() if enc else None
+    dec_np = torch.stack(dec).double().cpu().numpy()
+    s = dec_np.shape[-1] - dec_np.shape[-2]
+    enc_roll = rollout(enc_np) if enc_np is not None else None
+    cross = dec_np[..., :s] if enc_roll is not None else None
+    yield ZeroingMaps(enc_np, dec_np, enc_roll,
+                      decoder_rollout(dec_np[..., s:], cross, None if enc_roll is None else enc_roll[-1]))
+
+
+def value_zeroing(cap: Capture) -> ZeroingMaps:
+    """``value_zeroing_steps`` without the progress."""
+    *_, maps = value_zeroing_steps(cap)
+    assert isinstance(maps, ZeroingMaps)  # the generator ends with its result
+    return maps

@@ -1,0 +1,60 @@
+"""Context-mixing methods registered with the attribution registry: ALTI+ (Ferrando et al. 2022) and value zeroing
+(Mohebbi et al. 2023). Torch-free: the methods are listed without a network; their math (``mixing``) is imported
+when one is computed. Both read the Transformer networks' attention blocks (value vectors, output projection,
+residual, LayerNorm), so they are defined for the kinds whose registry entry says ``value_vectors``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from attnviz.engine.attribution.base import AttributionEvent, AttributionMethod, AttributionSettings, register
+
+if TYPE_CHECKING:
+    from attnviz.engine.kinds import ModelKind
+    from attnviz.engine.translator import Translator
+
+WHY_NOT = ("its attention is one Luong layer whose context vector enters a non-linear layer beside a recurrent "
+           "state, so an output is no sum of one vector per input token (which ALTI decomposes) and there are no "
+           "value vectors to zero")
+
+
+def _not_defined(kind: ModelKind) -> str | None:
+    return None if kind.value_vectors else WHY_NOT
+
+
+def _alti(translator: Translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...],
+          settings: AttributionSettings, stop: threading.Event | None) -> Iterator[AttributionEvent]:
+    from attnviz.engine.attribution.mixing.methods import alti_steps
+
+    yield from alti_steps(translator, src_tokens, tokens, settings, stop)
+
+
+def _zeroing(translator: Translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...],
+             settings: AttributionSettings, stop: threading.Event | None) -> Iterator[AttributionEvent]:
+    from attnviz.engine.attribution.mixing.methods import zeroing_steps
+
+    yield from zeroing_steps(translator, src_tokens, tokens, settings, stop)
+
+
+ALTI_PLUS = register(AttributionMethod(
+    name="alti-plus",
+    label="ALTI+",
+    description="How much each output token rests on each source token and each earlier output, through attention, "
+                "residual and LayerNorm, rolled out through the layers (Ferrando et al. 2022); rows sum to 1",
+    layered=True,
+    compute=_alti,
+    not_defined=_not_defined,
+))
+
+VALUE_ZEROING = register(AttributionMethod(
+    name="value-zeroing",
+    label="Value zeroing",
+    description="How much each layer's output for a token changes (cosine distance) when one input token's value "
+                "vector is zeroed (Mohebbi et al. 2023); rows normalised to sum to 1",
+    layered=True,
+    compute=_zeroing,
+    not_defined=_not_defined,
+))

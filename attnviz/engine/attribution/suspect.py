@@ -1,0 +1,149 @@
+"""The "suspect translation" score: signs of a hallucination read from what one decode holds, each kept, and a
+ranking of a corpus by all of them together. Torch-free (numpy); ``suspect_corpus`` runs the decodes.
+
+Components of one translation (cross-attention: the last layer, heads averaged, rows = output tokens):
+
+- ``seq_logprob``: sum of log p(chosen) over the output tokens (``<eos>`` included); ``mean_logprob``: the same per
+  token (Seq-Logprob of Guerreiro et al. 2023, length-normalised). Low: suspect.
+- ``attn_ign_src`` (Berard et al. 2019, as Guerreiro et al. 2023 "Looking for a needle in a haystack" use it): the
+  share of source words (``<sos>``/``<eos>`` and language tags not counted) whose total incoming cross-attention
+  over the output tokens is below ``IGNORED`` (0.2). High: suspect (the output ignores the source).
+- ``sink_mass``: the cross-attention mass on ``<sos>``/``<eos>``/punctuation/language tags, averaged over output
+  tokens. High: suspect (attention parked where nothing is read).
+- ``wass_to_unif`` (Guerreiro et al. 2023, "Optimal transport for unsupervised hallucination detection"): the
+  Wasserstein distance, with the 0/1 cost, between the source attention mass distribution (cross-attention
+  averaged over output tokens) and the uniform distribution over the source tokens; with the 0/1 cost it is the
+  total variation 0.5 sum_j |p_j - 1/S|. High: suspect.
+- ``alti_source_share`` (Dale et al. 2023, "Detecting and mitigating hallucinations in machine translation"): the
+  ALTI+ share of the source, averaged over output tokens. Low: suspect. Absent for models ALTI+ is not defined for.
+
+Combined (``combine``): for each ranked component, each sentence's percentile of suspicion in the corpus (average
+ranks for ties, 0 least and 1 most suspect); the combined score is the mean of a sentence's percentiles over the
+components it has. ``seq_logprob`` is shown but not ranked (it grows with length). Names: S source, T target.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from attnviz.engine.analysis.sinks import is_punctuation, is_sink, sink_columns
+from attnviz.engine.errors import InputError
+from attnviz.engine.events import Translation
+from attnviz.engine.text.tokenize import WORD_START
+
+IGNORED = 0.2  # Attn-ign-SRC's threshold on a source word's total incoming attention (Berard et al. 2019)
+# component -> +1 when a higher value is more suspect, -1 when a lower one is; 0: shown, not ranked
+DIRECTION = {"mean_logprob": -1, "attn_ign_src": 1, "sink_mass": 1, "wass_to_unif": 1, "alti_source_share": -1,
+             "seq_logprob": 0}
+COMPONENTS = tuple(DIRECTION)
+LABELS = {"mean_logprob": "log-prob / token", "attn_ign_src": "Attn-ign-SRC", "sink_mass": "sink mass",
+          "wass_to_unif": "Wass-to-Unif", "alti_source_share": "ALTI+ source", "seq_logprob": "log-prob"}
+HOW = ("combined = mean over the ranked components of each sentence's suspicion percentile in the corpus (0 least, "
+       "1 most suspect; ties share their average rank): low log-prob per token, high Attn-ign-SRC, high sink mass, "
+       "high Wass-to-Unif, low ALTI+ source share. The sequence log-prob is shown, not ranked (it grows with length)")
+
+
+def _words(src_tokens: Sequence[str]) -> np.ndarray:
+    """[S] True at the source words Attn-ign-SRC counts: not <sos>/<eos>/a language tag (punctuation counts)."""
+    return np.array([not is_sink(t) or is_punctuation(t.lstrip(WORD_START)) for t in src_tokens], dtype=bool)
+
+
+def attention_components(cross: np.ndarray, src_tokens: Sequence[str]) -> dict[str, float]:
+    """Attn-ign-SRC, sink mass and Wass-to-Unif of one layer's head-averaged cross-attention [T, S]."""
+    t, s = cross.shape
+    if s != len(src_tokens) or t == 0 or s == 0:
+        raise ValueError(f"cross-attention of shape {cross.shape} for {len(src_tokens)} source tokens")
+    incoming = cross.sum(0)  # [S] total attention each source token receives
+    words = _words(src_tokens)
+    ignored = float((incoming[words] < IGNORED).mean()) if words.any() else float("nan")
+    sinks = sink_columns(src_tokens)
+    mass = incoming / t  # the source attention mass distribution, sums to 1
+    return {"attn_ign_src": ignored, "sink_mass": float(cross[:, sinks].sum(-1).mean()),
+            "wass_to_unif": float(0.5 * np.abs(mass - 1.0 / s).sum())}
+
+
+def component_values(logp: np.ndarray, cross: np.ndarray, src_tokens: Sequence[str],
+                     alti_share: np.ndarray | None = None) -> dict[str, float]:
+    """Every component from the log-probabilities of the T chosen tokens [T], one layer's head-averaged
+    cross-attention [T, S] and the ALTI+ source share per output token [T] (None: not computed, NaN)."""
+    out = {"seq_logprob": float(logp.sum()), "mean_logprob": float(logp.mean()) if logp.size else float("nan")}
+    out |= attention_components(cross, src_tokens)
+    out["alti_source_share"] = float(np.mean(alti_share)) if alti_share is not None else float("nan")
+    return {name: out[name] for name in COMPONENTS}
+
+
+def components(translation: Translation, alti_share: np.ndarray | None = None, layer: int = -1) -> dict[str, float]:
+    """Every component of one decoded translation (the cross-attention of ``layer``, heads averaged).
+    InputError for a decode without cross-attention (a language model)."""
+    if "cross" not in translation.attention:
+        raise InputError("The suspect-translation score reads cross-attention, which a language model does not "
+                         "have: load a translation model.")
+    logp = np.log(np.clip(np.asarray(translation.probabilities, dtype=np.float64), 1e-300, None))
+    cross = translation.attention["cross"][layer].astype(np.float64).mean(0)
+    return component_values(logp, cross, translation.src_tokens, alti_share)
+
+
+def percentiles(values: np.ndarray) -> np.ndarray:
+    """Average ranks scaled to 0..1 (ties share their mean rank; a single value is 0.5; NaN stays NaN)."""
+    out = np.full(values.shape, np.nan)
+    ok = np.isfinite(values)
+    v = values[ok]
+    if v.size == 0:
+        return out
+    order = np.argsort(v, kind="stable")
+    ranks = np.empty(v.size)
+    ranks[order] = np.arange(v.size)
+    _, inverse = np.unique(v, return_inverse=True)
+    sums = np.bincount(inverse, weights=ranks)
+    ranks = sums[inverse] / np.bincount(inverse)[inverse]
+    out[ok] = ranks / (v.size - 1) if v.size > 1 else 0.5
+    return out
+
+
+def combine(rows: Sequence[Mapping[str, float]]) -> np.ndarray:
+    """[N] combined suspicion of N sentences' components (see the module's docstring)."""
+    if not rows:
+        return np.zeros(0)
+    ranked = [name for name, sign in DIRECTION.items() if sign]
+    table = np.array([[row.get(name, np.nan) for name in ranked] for row in rows], dtype=np.float64)
+    per = np.stack([percentiles(DIRECTION[name] * table[:, i]) for i, name in enumerate(ranked)], axis=1)
+    counts = np.isfinite(per).sum(1)
+    return np.divide(np.nansum(per, axis=1), counts, out=np.full(len(rows), np.nan), where=counts > 0)
+
+
+@dataclass(frozen=True)
+class SuspectRow:
+    """One sentence of a ranked corpus."""
+
+    line: int  # 1-based position in the corpus
+    source: str
+    output: str
+    components: Mapping[str, float]
+    combined: float = float("nan")
+    reference: str | None = None
+
+
+@dataclass(frozen=True)
+class SuspectRanking:
+    """A corpus ranked by the combined score, most suspect first, every component kept."""
+
+    rows: tuple[SuspectRow, ...]
+    corpus: str  # what was ranked ("test split", a file's name)
+    how: str = HOW
+    notes: tuple[str, ...] = field(default=())
+
+    @staticmethod
+    def of(rows: Sequence[SuspectRow], corpus: str, notes: tuple[str, ...] = ()) -> SuspectRanking:
+        scores = combine([r.components for r in rows])
+        ranked = [SuspectRow(r.line, r.source, r.output, r.components, float(c), r.reference)
+                  for r, c in zip(rows, scores, strict=True)]
+        ranked.sort(key=lambda r: (-r.combined if np.isfinite(r.combined) else np.inf, r.line))
+        return SuspectRanking(tuple(ranked), corpus, HOW, notes)
+
+    def records(self) -> list[dict]:
+        """Plain rows (JSON, CSV): rank, line, combined, every component, source, output, reference."""
+        return [{"rank": i, "line": r.line, "combined": r.combined, **dict(r.components), "source": r.source,
+                 "output": r.output, "reference": r.reference} for i, r in enumerate(self.rows, 1)]

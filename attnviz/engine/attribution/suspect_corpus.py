@@ -1,0 +1,82 @@
+"""The suspect-translation score of one sentence and the ranking of a corpus (``suspect``), as a generator of typed
+events with a stop check between sentences: what the Analysis tab's worker runs and the CLI or scripts can drive.
+
+Each sentence is translated greedily (every attention row kept), its ALTI+ source share computed on the output
+(where the model's kind has ALTI+), and its components read (``suspect.components``). The corpus is read as the
+other analysis jobs read theirs (``analysis.jobs.read_corpus``: a split of the model's corpus, or text files).
+Torch loads only when a job runs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+
+from attnviz.engine.attribution.base import AttributionProgress, get_method
+from attnviz.engine.attribution.suspect import SuspectRanking, SuspectRow, components
+from attnviz.engine.errors import InputError
+from attnviz.engine.events import Translation
+
+
+def _has_alti(translator) -> bool:
+    """Whether ALTI+ is defined for the model's kind (asked through the registry, which lists the methods in their
+    modules' order)."""
+    return get_method("alti-plus").defined_for(translator.kind)
+
+
+def suspect_sentence(translator, text: str) -> tuple[Translation, dict[str, float]]:
+    """The greedy translation of ``text`` and its suspect-score components."""
+    from attnviz.engine.attribution.mixing.methods import sentence_alti
+
+    if not translator.has_source:
+        raise InputError("The suspect-translation score reads a translation's source; a language model has none.")
+    translation = translator.translate(text)
+    share = None
+    if _has_alti(translator) and translation.tokens:
+        share = sentence_alti(translator, translation.src_tokens, translation.tokens).source_share
+    return translation, components(translation, share)
+
+
+def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] | None = None, *, corpus: str = "",
+                  stop: threading.Event | None = None) -> Iterator[AttributionProgress | SuspectRanking]:
+    """Progress (decoding in batches, then scoring), then the ``SuspectRanking`` of every sentence; nothing more
+    once ``stop`` is set. An empty source line raises ``InputError`` naming it (as the other analysis jobs)."""
+    from attnviz.engine.attribution.mixing.suspect_batch import batch_components, decoded
+
+    if not translator.has_source:
+        raise InputError("The suspect-translation score reads a translation's source; a language model has none.")
+    n, examples = len(sources), []
+    yield AttributionProgress(0, n, "decoding", "sentences")
+    for item in decoded(translator, sources):
+        if stop is not None and stop.is_set():
+            return
+        if isinstance(item, int):
+            yield AttributionProgress(item, n, "decoding", "sentences")
+        else:
+            examples = item
+    with_alti = _has_alti(translator)
+    rows = []
+    for done, (i, output, found) in enumerate(batch_components(translator, examples, with_alti), 1):
+        rows.append(SuspectRow(i + 1, sources[i], output, found,
+                               reference=references[i] if references is not None else None))
+        if done % 8 == 0 or done == n:
+            if stop is not None and stop.is_set():
+                return
+            yield AttributionProgress(done, n, "scoring", "sentences")
+    notes = () if with_alti else (f"ALTI+ is not defined for a {translator.kind.title}: the ranking leaves its "
+                                  "source share out",)
+    yield SuspectRanking.of(rows, corpus, notes)
+
+
+def suspect_job(translator, corpus: tuple[str | None, str | None, str | None], limit: int,
+                stop: threading.Event | None = None, data_dir: str | None = None
+                ) -> Iterator[AttributionProgress | SuspectRanking]:
+    """Worker job: the corpus choice of the Analysis tab (a split, or text files) ranked by suspicion."""
+    from attnviz.engine.analysis.jobs import read_corpus
+
+    if not translator.has_source:
+        raise InputError("The suspect-translation score reads a translation's source; a language model has none.")
+    split, src, _ = corpus
+    sources, references, _ = read_corpus(translator, corpus, limit, data_dir)
+    name = src.rsplit("/", 1)[-1] if src else f"{split or 'val'} split"
+    yield from suspect_steps(translator, sources, references, corpus=name, stop=stop)

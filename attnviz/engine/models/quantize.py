@@ -1,0 +1,55 @@
+"""Reduced precision for translating many sentences: int8 linear layers (dynamic quantisation), opt-in.
+
+``quantize_int8`` replaces every ``nn.Linear`` of a network (attention projections, feed-forward, the output
+projection) with torch's dynamically quantised one: weights stored as int8 with one scale per output row, activations
+quantised per call, products accumulated in int32. Embeddings, layer norms and the attention itself (the explicit
+softmax the maps come from) stay float32, so captured attention is the int8 network's own, computed the usual
+way from int8-projected queries and keys. It runs on the CPU (fbgemm/x86 or qnnpack kernels) and needs float32
+weights; anything else is refused with one line (``InputError``).
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import torch
+from torch import nn
+from torch.ao.quantization import per_channel_dynamic_qconfig
+
+from attnviz.engine.errors import InputError
+
+ENGINES = ("x86", "fbgemm", "qnnpack")  # torch's int8 kernels, preferred first
+
+
+def _engine() -> str:
+    supported = torch.backends.quantized.supported_engines
+    if torch.backends.quantized.engine in ENGINES:
+        return torch.backends.quantized.engine
+    for name in ENGINES:
+        if name in supported:
+            return name
+    raise InputError(f"--int8 needs torch's int8 kernels (fbgemm, x86 or qnnpack); this torch build has "
+                     f"{', '.join(supported) or 'none'}. Translate without --int8")
+
+
+def quantize_int8(model: nn.Module) -> nn.Module:
+    """Quantise ``model``'s linear layers to int8, in place; returns it (in eval mode: int8 layers do not train)."""
+    weights = [p for p in model.parameters()]
+    if any(p.device.type != "cpu" for p in weights):
+        raise InputError("--int8 runs on the CPU only; this model was loaded on another device")
+    other = sorted({str(p.dtype).removeprefix("torch.") for p in weights if p.dtype != torch.float32})
+    if other:
+        raise InputError(f"--int8 quantises float32 weights; this model holds {', '.join(other)}. Load it in "
+                         "float32 (drop --dtype) to use --int8")
+    torch.backends.quantized.engine = _engine()
+    model.eval()
+    with warnings.catch_warnings():  # torch 2.13 flags torch.ao.quantization (moving to torchao, not installed) and
+        warnings.simplefilter("ignore", UserWarning)  # its quantised tensors as deprecated: notices for torch's
+        warnings.simplefilter("ignore", DeprecationWarning)  # developers that would reach every user here
+        torch.ao.quantization.quantize_dynamic(model, {nn.Linear: per_channel_dynamic_qconfig}, inplace=True)
+    return model
+
+
+def is_int8(model: nn.Module) -> bool:
+    """Whether ``quantize_int8`` ran on ``model``."""
+    return any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in model.modules())

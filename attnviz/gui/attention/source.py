@@ -1,0 +1,42 @@
+"""What the attention panel shows: ``AttentionSource``, a decode's maps of one quantity (attention, a contribution
+view or an attribution) as of a step, with their labels, what to call them and which cells a query may not see."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from attnviz.engine.events import AttentionKind
+
+
+class AttentionSource(Protocol):
+    """A decode's attention as of a step, for the panel to show."""
+
+    @property
+    def mergeable(self) -> bool:
+        """Whether subword pieces can be merged into words."""
+        ...
+
+    def kinds(self) -> list[str]: ...
+
+    def kind_info(self, kind: str) -> AttentionKind:
+        """The kind's label and axes."""
+        ...
+
+    def describe(self, kind: str) -> tuple[str, str]:
+        """(what the title says before the kind, what the caption says of the quantity and its rows)."""
+        ...
+
+    def future(self, kind: str, upto: int) -> np.ndarray | None:
+        """[R, C] True at the cells of the heatmap a query may not see (future decoder inputs), or None."""
+        ...
+
+    def maps(self, kind: str, upto: int, merged: bool = False) -> np.ndarray | None:
+        """[L, H, R, C] of one kind as of step ``upto``."""
+        ...
+
+    def heatmap(self, kind: str, layer: int, head: int | None, upto: int,
+                merged: bool = False) -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...], int | None] | None:
+        """(matrix [R, C], row labels, column labels, highlighted row) of one layer and head (None: the mean)."""
+        ...

@@ -1,0 +1,316 @@
+"""What the Translate tab's attention panel can show for a step besides the raw weights, Qt-free: the list of
+quantities a model offers (``quantities``), the worker job that computes one on a finished translation
+(``QuantityJob``: teacher-forced on the decoded output, every step at once), its cache, and ``QuantitySource``, the
+attention panel's source for the chosen quantity as of a step, with the sink columns hidden on request.
+
+Attention, norm-weighted attention and rollout keep the attention kinds ([L, H, Tq, Tk] each; rollout averages the
+heads, so it has one "head"). An attribution method of the engine's registry is one map per output token over the
+source tokens then the target prefix (``source`` [L', T, S] beside ``prefix`` [L', T, T']), shown as the kind
+``attribution``, with one layer when the method is not layered.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from attnviz.engine.analysis.names import VIEWS
+from attnviz.engine.analysis.sinks import sink_columns, without_sinks
+from attnviz.engine.events import ATTENTION_KINDS, AttentionKind, Translation
+from attnviz.engine.subwords import WordAttention
+from attnviz.engine.text.tokenize import visible_token
+from attnviz.gui.translate.jobs import MODEL_LOCK, one_at_a_time
+
+ATTENTION = "attention"
+ATTRIBUTION = AttentionKind("attribution", "Source | target prefix", "output token (attributed)",
+                            "source token | target prefix (\u2192)")
+PREFIX_ONLY = AttentionKind("attribution", "Earlier outputs", "output token (attributed)", "earlier output (\u2192)")
+PREFIX_MARK = "\u2192"  # "→" before a target-prefix column's label: the decoder input, not a source token
+CACHED = 24  # computed quantities kept (per sentence, method and settings)
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """One choice of the Quantity selector."""
+
+    key: str  # "attention", a contribution view ("norm", "rollout-residual") or a registered method's name
+    label: str
+    description: str  # the tooltip: what it is and how it is computed
+    layered: bool = True
+    why_not: str = ""  # why this model cannot give it ("" when it can)
+    settings: Mapping[str, Any] = field(default_factory=dict)  # ``AttributionSettings`` fields changed (a foil)
+    method: str | None = None  # the attribution registry's name; None for attention and the contribution views
+    reads: tuple[str, ...] = ()  # the settings the method reads
+
+    def with_settings(self, **changed: Any) -> Quantity:
+        """The same method with ``changed`` settings (None removes one)."""
+        settings = {k: v for k, v in {**self.settings, **changed}.items() if v is not None}
+        return dataclasses.replace(self, settings=settings)
+
+    @property
+    def computed(self) -> bool:
+        """Whether it needs a job (everything but the attention weights the decode already holds)."""
+        return self.key != ATTENTION
+
+
+def contribution_quantities(translator) -> list[Quantity]:
+    """Attention and the two contribution views of ``engine.analysis.contributions``, for ``translator``."""
+    kinds = translator.kind.attention_kinds if translator is not None else ()
+    norm_why = "" if translator is None or translator.kind.value_vectors else \
+        "this model kind does not expose its value vectors, which norm-weighting needs"
+    roll_why = "" if "encoder" in kinds else \
+        "rollout multiplies encoder self-attention through the layers; this model has none"
+    return [Quantity(ATTENTION, "Attention", "The attention weights of the decode (rows sum to 1)"),
+            Quantity("norm", "Norm-weighted", VIEWS["norm"] + " (Kobayashi et al. 2020)", why_not=norm_why),
+            Quantity("rollout-residual", "Rollout", VIEWS["rollout-residual"] + " (Abnar & Zuidema 2020)",
+                     why_not=roll_why)]
+
+
+def quantities(translator) -> list[Quantity]:
+    """Every choice for ``translator``: attention, the contribution views, then every registered attribution method
+    (greyed with the reason where it is not defined for the model's kind), so methods added later appear here."""
+    from attnviz.engine.attribution.base import all_methods  # the registry imports its methods' modules
+
+    found = contribution_quantities(translator)
+    if translator is None:
+        return found
+    for m in all_methods():
+        why = m.why_not(translator.kind) or ""
+        found.append(Quantity(m.name, m.label, m.description, m.layered, why.rstrip("."), method=m.name,
+                              reads=tuple(m.settings)))
+    return found
+
+
+def setting_choices(quantity: Quantity) -> list[tuple[str, str, tuple[Any, ...], Any]]:
+    """The settings menu of ``quantity``: (name, title, values, value now) of each ``AttributionSettings`` field it
+    reads that has a few values to choose from (a foil comes from the top-k chart instead)."""
+    from attnviz.engine.attribution.base import AGGREGATIONS, BASELINES, TARGETS, AttributionSettings
+
+    default = AttributionSettings()
+    offered = {"aggregate": ("Aggregation over the embedding", (None, *AGGREGATIONS)),
+               "target": ("Attributed quantity", TARGETS), "steps": ("Integration steps", (16, 32, 64, 128)),
+               "baseline": ("Baseline", BASELINES)}
+    return [(name, title, values, quantity.settings.get(name, getattr(default, name)))
+            for name, (title, values) in offered.items() if name in quantity.reads]
+
+
+@dataclass(frozen=True)
+class QuantityProgress:
+    """How far a quantity's job is: ``done`` of ``total`` units (output tokens, integration steps...)."""
+
+    done: int
+    total: int
+    text: str = ""
+
+
+@dataclass(frozen=True)
+class QuantityResult:
+    """A quantity computed on a whole translation: kind -> [L, H, T or S, Tk]; ``columns`` the attribution's column
+    labels (source tokens then the target prefix) when it is one; its settings and notes, for captions and
+    exports."""
+
+    quantity: Quantity
+    maps: dict[str, np.ndarray]
+    columns: tuple[str, ...] = ()
+    sources: int = 0  # how many of the columns are source tokens
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+    share: np.ndarray | None = None  # [T] an attribution's source share per output token (last layer)
+
+
+def contribution_result(quantity: Quantity, views: dict[str, dict[str, np.ndarray]]) -> QuantityResult:
+    """The views of ``contributions.sentence_views`` as the result of ``quantity`` (rollout: one map per layer)."""
+    maps = views.get(quantity.key, {})
+    if quantity.key.startswith("rollout"):
+        maps = {k: m[:, :1] for k, m in maps.items()}  # [L, H, Tq, Tk] -> [L, 1, Tq, Tk]: its heads repeat
+    return QuantityResult(quantity, maps, settings={"view": quantity.key})
+
+
+@dataclass(frozen=True)
+class QuantityJob:
+    """Worker job: ``quantity`` of the finished ``translation``, its progress then its ``QuantityResult``."""
+
+    translator: Any
+    translation: Translation
+    quantity: Quantity
+
+    def __call__(self, stop: threading.Event) -> Iterator[QuantityProgress | QuantityResult]:
+        from attnviz.engine.analysis.contributions import sentence_views
+
+        if self.quantity.method is not None:
+            yield from one_at_a_time(self._attribution(stop))
+            return
+        yield QuantityProgress(0, 1, f"{self.quantity.label}: one teacher-forced pass")
+        with MODEL_LOCK:
+            views = sentence_views(self.translator, self.translation.src_tokens, self.translation.decoder_inputs)
+        yield contribution_result(self.quantity, views)
+
+
+    def _attribution(self, stop: threading.Event) -> Iterator[QuantityProgress | QuantityResult]:
+        from attnviz.engine.attribution.base import Attribution, AttributionSettings, attribution_steps
+
+        q, t = self.quantity, self.translation
+        yield QuantityProgress(0, len(t.tokens), f"{q.label}...")
+        settings = AttributionSettings(**q.settings)
+        for event in attribution_steps(self.translator, q.method or q.key, t.src_tokens, t.tokens, settings, stop):
+            if isinstance(event, Attribution):
+                yield attribution_result(q, event)
+            else:
+                yield QuantityProgress(event.done, event.total, f"{q.label}: {event.phase}")
+
+
+def attribution_result(quantity: Quantity, attribution) -> QuantityResult:
+    """An ``Attribution`` as the panel shows it: the kind ``attribution``, [L', 1, T, S + T] (source columns, then
+    the decoder inputs), with its settings, notes and source share."""
+    a = attribution
+    maps = np.concatenate([a.source, a.prefix], axis=-1)[:, None]  # [L', T, S] + [L', T, T] -> [L', 1, T, S + T]
+    settings = {k: v for k, v in a.settings.items()}
+    return QuantityResult(quantity, {ATTRIBUTION.key: maps}, tuple(a.src_tokens) + a.decoder_inputs,
+                          len(a.src_tokens), settings, tuple(a.notes),
+                          a.source_share()[-1] if a.src_tokens else None)  # no source, no share to show
+
+
+def export_fields(result: QuantityResult, sinks_hidden: bool) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """What an export adds for a quantity: its arrays (``<key>_<kind>`` maps [L, H, R, C], the source share [T]
+    and the attribution's column labels) and the sidecar's ``quantity`` entry (method, settings, notes, layout)."""
+    q, prefix = result.quantity, result.quantity.key.replace("-", "_")
+    arrays = {f"{prefix}_{kind}": m.astype(np.float32) for kind, m in result.maps.items()}
+    if result.share is not None:
+        arrays[f"{prefix}_source_share"] = np.asarray(result.share, dtype=np.float32)
+    if result.columns:
+        arrays[f"{prefix}_columns"] = np.array(result.columns, dtype=str)
+    layout = ("[layers, 1, output tokens, source tokens then decoder inputs]; the first `sources` columns are the "
+              "source" if ATTRIBUTION.key in result.maps else "[layers, heads, rows, columns] as the attention kinds")
+    meta = {"key": q.key, "label": q.label, "method": q.method or q.key, "description": q.description,
+            "settings": {k: v for k, v in result.settings.items()}, "notes": list(result.notes),
+            "arrays": sorted(arrays), "layout": layout, "sources": result.sources,
+            "computed_on": "the finished translation, teacher-forced on the decoded output",
+            "sinks_hidden_in_the_view": sinks_hidden}
+    return arrays, {"quantity": meta}
+
+
+def cache_key(translator, translation: Translation, quantity: Quantity) -> Hashable:
+    """One computed quantity: the model, the sentence and its output tokens, the method and its settings."""
+    return (id(translator), translation.src_tokens, translation.tokens, quantity.key,
+            tuple(sorted((k, repr(v)) for k, v in quantity.settings.items())))
+
+
+class QuantityCache:
+    """The last ``CACHED`` results, by ``cache_key``."""
+
+    def __init__(self) -> None:
+        self._kept: OrderedDict[Hashable, QuantityResult] = OrderedDict()
+
+    def get(self, key: Hashable) -> QuantityResult | None:
+        if key in self._kept:
+            self._kept.move_to_end(key)
+        return self._kept.get(key)
+
+    def put(self, key: Hashable, result: QuantityResult) -> None:
+        self._kept[key] = result
+        while len(self._kept) > CACHED:
+            self._kept.popitem(last=False)
+
+    def clear(self) -> None:
+        self._kept.clear()
+
+
+class QuantitySource:
+    """The attention panel's source (``AttentionSource``) for one quantity over a decode document: the document's
+    own maps for attention, else ``result``'s cut at the step; with ``sinks`` False, the sink columns hidden and the
+    rows renormalised."""
+
+    def __init__(self, document, result: QuantityResult | None, sinks: bool = True):
+        self.document, self.result, self.sinks = document, result, sinks
+
+    @property
+    def mergeable(self) -> bool:
+        return self.result is None and self.document.mergeable  # pieces merge for the raw weights only
+
+    def kinds(self) -> list[str]:
+        if self.result is None:
+            return self.document.kinds()
+        return [k for k in (*ATTENTION_KINDS, ATTRIBUTION.key) if k in self.result.maps]
+
+    def kind_info(self, kind: str) -> AttentionKind:
+        if kind == ATTRIBUTION.key and self.result is not None and not self.result.sources:
+            return PREFIX_ONLY  # a language model reads no source
+        return ATTENTION_KINDS.get(kind, ATTRIBUTION)
+
+    def describe(self, kind: str) -> tuple[str, str]:
+        """(title prefix, caption) of the quantity shown: what it is, its settings, which token is attributed."""
+        hidden = "" if self.sinks else " Sink columns (<sos>, <eos>, punctuation, language tags) are hidden and " \
+                                      "every row renormalised over the rest."
+        result = self.result
+        if result is None:
+            return "", "each row sums to 1." + hidden
+        q = result.quantity
+        settings = ", ".join(f"{k} {v}" for k, v in result.settings.items())
+        rows = "each row sums to 1" if q.key.startswith(("norm", "rollout")) else "one row per output token"
+        step = self.document.current
+        said = f" The highlighted row is output token {step + 1}, {self.document.steps[step].token!r}: what it " \
+               "depended on." if kind == ATTRIBUTION.key and 0 <= step < len(self.document.steps) else ""
+        notes = "".join(f" {n}" for n in result.notes)
+        return f"{q.label} · ", f"{rows}. {q.description} ({settings}).{said}{notes}{hidden}"
+
+    def _labels(self, kind: str, upto: int, merged: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        view: Translation | WordAttention = self.document.view(upto, merged)
+        if kind != ATTRIBUTION.key or self.result is None:
+            return view.axis_labels(kind)
+        n = len(view.tokens)
+        return view.tokens, self.result.columns[: self.result.sources + n]
+
+    def future(self, kind: str, upto: int) -> np.ndarray | None:
+        """[R, C] True where a query may not look: decoder inputs after its own step (self-attention, or the
+        attribution's prefix columns); the sink columns left out as the heatmap leaves them."""
+        labels = self._labels(kind, upto, False)
+        rows, cols = len(labels[0]), len(labels[1])
+        sources = 0 if kind == "decoder" else self.result.sources if self.result is not None else 0
+        if kind not in ("decoder", ATTRIBUTION.key) or cols - sources != rows:
+            return None
+        future = np.zeros((rows, cols), dtype=bool)
+        future[:, sources:] = np.triu(np.ones((rows, rows), dtype=bool), 1)
+        sinks = sink_columns(labels[1])
+        return future if self.sinks or sinks.all() else future[:, ~sinks]  # as ``without_sinks`` leaves the map
+
+    def _cut(self, kind: str, upto: int) -> np.ndarray | None:
+        """The result's maps of ``kind`` as of step ``upto``: rows of the steps so far, prefix keys so far."""
+        result = self.result
+        maps = result.maps.get(kind) if result is not None else None
+        if result is None or maps is None or kind == "encoder":
+            return maps
+        n = len(self.document.translation(upto).tokens)
+        keys = n if kind == "decoder" else result.sources + n if kind == ATTRIBUTION.key else maps.shape[-1]
+        return maps[:, :, :n, :keys]
+
+    def maps(self, kind: str, upto: int, merged: bool = False) -> np.ndarray | None:
+        if self.document.encoder is None:
+            return None
+        maps = self.document.maps(kind, upto, merged) if self.result is None else self._cut(kind, upto)
+        if maps is None or self.sinks:
+            return maps
+        return without_sinks(maps, sink_columns(self._labels(kind, upto, merged)[1]))
+
+    def heatmap(self, kind: str, layer: int, head: int | None, upto: int, merged: bool = False):
+        """(matrix [R, C], row labels, column labels, highlighted row), as ``DecodeDocument.heatmap``."""
+        shown = self.document.heatmap(kind, layer, head, upto, merged) if kind in ATTENTION_KINDS else None
+        maps = self.maps(kind, upto, merged)
+        if maps is None:
+            return None
+        layer = min(layer, maps.shape[0] - 1)
+        matrix = maps[layer].mean(axis=0) if head is None else maps[layer, min(head, maps.shape[1] - 1)]
+        rows, cols = (tuple(visible_token(t) for t in axis) for axis in self._labels(kind, upto, merged))
+        if kind == ATTRIBUTION.key and self.result is not None:
+            n = self.result.sources
+            cols = cols[:n] + tuple(PREFIX_MARK + c for c in cols[n:])
+        if not self.sinks:
+            cols = tuple(c for c, sink in zip(cols, sink_columns(self._labels(kind, upto, merged)[1])) if not sink) \
+                or cols
+        highlight = shown[3] if shown is not None else len(rows) - 1
+        return matrix, rows, cols, highlight

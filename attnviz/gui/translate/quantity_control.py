@@ -1,0 +1,276 @@
+"""The Translate tab's Quantity choice at work: which quantity the attention panel shows, computing it in a worker
+on the finished translation (teacher-forced on the decoded output, every step at once) with progress and Cancel,
+keeping results per sentence, method and settings, and feeding the panel (and the map beside it) for the step shown,
+the source-share bars under the output tokens and the step table's Source share column. "Why this and not ...?" in
+the top-k chart's menu asks a contrastive attribution (the method shown if it takes a foil, else the first that does).
+It also holds the logit lens page beside the step table.
+
+While a quantity is computed, or when the decode has not finished yet, the map shows attention; Cancel (or a
+failure) leaves it there and sets the selector back to Attention, saying why in the status bar.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
+from PySide6.QtWidgets import QTableView
+
+from attnviz.engine.analysis.sinks import WHY
+from attnviz.gui.attention.heatmap import HeatmapData
+from attnviz.gui.attention.panel import AttentionPanel
+from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown
+from attnviz.gui.translate.document import DecodeDocument
+from attnviz.gui.translate.explorer import SearchExplorer
+from attnviz.gui.translate.logit_lens import LogitLensPage
+from attnviz.gui.translate.quantities import (
+    ATTENTION,
+    Quantity,
+    QuantityCache,
+    QuantityJob,
+    QuantityProgress,
+    QuantityResult,
+    QuantitySource,
+    cache_key,
+    contribution_quantities,
+    export_fields,
+    quantities,
+    setting_choices,
+)
+from attnviz.gui.translate.quantity_bar import QuantityBar
+from attnviz.gui.translate.step_model import StepTableModel
+from attnviz.gui.translate.tokens import TokenStrip, TopKView
+from attnviz.gui.worker import JobFailure, Worker
+
+
+class QuantityHost(Protocol):
+    """What the quantity control reads of the Translate tab."""
+
+    document: DecodeDocument
+    attention: AttentionPanel
+    output_view: TokenStrip
+    topk_view: TopKView
+    step_table: QTableView
+    search: SearchExplorer  # its side tabs get the Logit lens page
+    translator: Any  # read when the document is cleared: a new model clears it
+    status: SignalInstance
+
+
+class QuantityControl(QObject):
+    status = Signal(str)
+
+    def __init__(self, host: QuantityHost):
+        super().__init__(host if isinstance(host, QObject) else None)
+        self.host, self.document, self.panel, self.output_view = host, host.document, host.attention, host.output_view
+        self.step_table = host.step_table
+        document, panel, topk_view = host.document, host.attention, host.topk_view
+        self.status.connect(host.status)
+        self.lens = LogitLensPage(host.document, self)  # what each decoder layer would predict at the step
+        host.search.side.addTab(self.lens.widget, "Logit lens")
+        model = self.step_table.model()
+        assert isinstance(model, StepTableModel)
+        self.step_model = model
+        self._settings: dict[str, dict[str, Any]] = {}  # per method, the settings asked beside its defaults
+        self.bar = QuantityBar()
+        panel.add_controls([self.bar.label, self.bar.combo], [self.bar.options], [self.bar.busy],
+                           [self.bar.settings_button])
+        self.worker = Worker(self)
+        self.cache = QuantityCache()
+        self.translator = None
+        self.quantities: list[Quantity] = contribution_quantities(None)
+        self.result: QuantityResult | None = None  # what the map shows (None: attention)
+        self._job_key: object = None  # the cache key of the job running
+        self.bar.set_quantities(self.quantities)
+        self.bar.chosen.connect(self._on_bar_chosen)
+        self.bar.cancelled.connect(self.cancel)
+        self.bar.setting_changed.connect(self._on_bar_setting_changed)
+        self.bar.options_changed.connect(self._on_bar_options_changed)
+        self.worker.produced.connect(self._on_worker_produced)
+        self.worker.failed.connect(self._on_worker_failed)
+        self.worker.finished.connect(self._on_worker_finished)
+        topk_view.foil.connect(self.contrast)
+        document.subscribe(self._on_document_changed)
+
+    # -- choices -----------------------------------------------------------------------------------------------------
+
+    def set_translator(self, translator) -> None:
+        self.worker.cancel()
+        self.bar.idle()
+        self.translator, self.result = translator, None
+        self.lens.set_translator(translator)
+        self.cache.clear()
+        self.quantities = quantities(translator)
+        self.bar.set_quantities(self.quantities)
+        if self.wanted.why_not:
+            self.bar.show_key(ATTENTION)
+        self.bar.show_settings(setting_choices(self.wanted) if self.wanted.method is not None else [])
+
+    @property
+    def wanted(self) -> Quantity:
+        """The quantity the selector shows."""
+        q = next((q for q in self.quantities if q.key == self.bar.key), self.quantities[0])
+        return q.with_settings(**self._settings.get(q.key, {}))
+
+    def choose(self, key: str) -> None:
+        """Show quantity ``key`` (tests, saved settings): as if picked in the selector."""
+        self.bar.show_key(key)
+        self._on_bar_chosen(key)
+
+    def source(self) -> QuantitySource:
+        return QuantitySource(self.document, self.result, sinks=not self.bar.sinks_hidden)
+
+    def show(self, step: int) -> None:
+        """The panel (and the map beside it) as of ``step``."""
+        self.panel.display(self.source(), step)
+        self.panel.show_beside(self.beside_data(step) if self.bar.beside and self.result is not None else None)
+        share = self.result.share if self.result is not None else None
+        name = self.result.quantity.label if self.result is not None else ""
+        self.output_view.set_shares(None if share is None else share[: step + 1].tolist(), name)
+        if self.step_model.set_shares(None if share is None else [float(v) for v in share], name) \
+                and 0 <= step < self.step_model.rowCount():
+            self.step_table.selectRow(step)  # a column more or less resets the table and its selection
+
+    def export_extra(self) -> tuple[dict, dict] | None:
+        """The arrays and sidecar entries an export adds for the quantity shown (None: attention)."""
+        return None if self.result is None else export_fields(self.result, self.bar.sinks_hidden)
+
+    def beside_data(self, step: int) -> HeatmapData | None:
+        """The step's attention for the map beside: cross-attention (a language model's decoder self-attention),
+        the panel's layer where it has one, mean of heads, sinks hidden as in the main map."""
+        attention = QuantitySource(self.document, None, sinks=not self.bar.sinks_hidden)
+        kinds = [k for k in ("cross", "decoder") if k in attention.kinds()]
+        if not kinds:
+            return None
+        view = attention.heatmap(kinds[0], self.panel.layer, None, step)
+        if view is None:
+            return None
+        matrix, rows, cols, highlight = view
+        info = attention.kind_info(kinds[0])
+        layers = attention.maps(kinds[0], step)
+        layer = min(self.panel.layer, layers.shape[0] - 1) if layers is not None else 0
+        return HeatmapData(matrix, rows, cols, info.query_axis, info.key_axis,
+                           f"Attention: {info.label} · layer {layer + 1} · mean of heads", highlight,
+                           self.panel.per_map)
+
+    def _refresh(self) -> None:
+        """Show the quantity chosen: attention at once; another from the cache, or computed once the decode is done."""
+        quantity, doc = self.wanted, self.document
+        self.bar.show_settings(setting_choices(quantity) if quantity.method is not None else [])
+        if not quantity.computed or quantity.why_not:
+            self._show(None)
+            return
+        if not doc.finished or not doc.steps or self.translator is None:
+            self._show(None)
+            self.status.emit(f"{quantity.label} is computed once the translation has finished; attention until then.")
+            return
+        translation = doc.translation(-1)
+        key = cache_key(self.translator, translation, quantity)
+        cached = self.cache.get(key)
+        if cached is not None:
+            self._show(cached)
+        elif key != self._job_key or not self.worker.is_running():
+            self._show(None)
+            self._job_key = key
+            self.bar.show_progress(0, 0, f"{quantity.label}...")
+            self.worker.start(QuantityJob(self.translator, translation, quantity))
+
+    def _show(self, result: QuantityResult | None) -> None:
+        self.result = result
+        if self.document.encoder is not None:
+            self.show(self.document.current)
+
+    @Slot(str)
+    def contrast(self, foil: str) -> None:
+        """Why the step's token and not ``foil``: a contrastive attribution of the method shown when it takes a
+        foil, else of the first method that does."""
+        current = self.wanted
+        usable = [q for q in self.quantities if "foil" in q.reads and not q.why_not]
+        method = current if "foil" in current.reads and not current.why_not else usable[0] if usable else None
+        if method is None:
+            self.status.emit("No contrastive attribution method is available for this model.")
+            return
+        self._settings.setdefault(method.key, {})["foil"] = foil
+        self.bar.show_key(method.key)
+        self._on_bar_chosen(method.key, keep=True)
+
+    @Slot()
+    def cancel(self) -> None:
+        """Stop the computation; the map stays on attention."""
+        running = self.worker.is_running()
+        self.worker.cancel()
+        self._job_key = None
+        self.bar.idle()
+        self.bar.show_key(ATTENTION)
+        self._show(None)
+        if running:
+            self.status.emit("Cancelled: the map shows attention.")
+
+    # -- events ------------------------------------------------------------------------------------------------------
+
+    def _on_document_changed(self, change: DocumentChange) -> None:
+        match change:
+            case Cleared():
+                if self.host.translator is not self.translator:  # another model (or none)
+                    self.set_translator(self.host.translator)
+                for settings in self._settings.values():
+                    settings.pop("foil", None)  # a foil belongs to the step it was picked at
+                self.worker.cancel()
+                self._job_key = None
+                self.bar.idle()
+                self.result = None
+                self.show(-1)
+            case Finished() | PathShown() if self.document.finished:
+                self._refresh()
+
+    @Slot(str)
+    def _on_bar_chosen(self, key: str, keep: bool = False) -> None:
+        if not keep:
+            self._settings.get(key, {}).pop("foil", None)  # picked in the selector: no contrast
+        if self.wanted.why_not:
+            self.status.emit(f"{self.wanted.label} is not available for this model: {self.wanted.why_not}.")
+            self.bar.show_key(ATTENTION)
+        if self.worker.is_running():
+            self.worker.cancel()
+            self._job_key = None
+            self.bar.idle()
+        self._refresh()
+
+    @Slot(str, object)
+    def _on_bar_setting_changed(self, name: str, value: object) -> None:
+        key = self.wanted.key
+        self._settings.setdefault(key, {})[name] = value
+        if self.worker.is_running():
+            self.worker.cancel()
+            self._job_key = None
+        self._refresh()
+
+    @Slot()
+    def _on_bar_options_changed(self) -> None:
+        if self.bar.sinks_hidden:
+            self.status.emit(WHY)
+        self._show(self.result)
+
+    @Slot(object)
+    def _on_worker_produced(self, item: QuantityProgress | QuantityResult) -> None:
+        if isinstance(item, QuantityProgress):
+            self.bar.show_progress(item.done, item.total, item.text)
+            return
+        if self._job_key is not None:
+            self.cache.put(self._job_key, item)
+        if item.quantity.key == self.wanted.key:
+            self._show(item)
+            self.status.emit(f"{item.quantity.label}: every output token of the translation, teacher-forced. "
+                             "Scrub to see each step's.")
+
+    @Slot(object)
+    def _on_worker_failed(self, failure: JobFailure) -> None:
+        label = self.wanted.label
+        self.bar.idle()
+        self.bar.show_key(ATTENTION)
+        self._show(None)
+        self.status.emit(f"{label} failed: {failure.text.splitlines()[0]}")
+
+    @Slot()
+    def _on_worker_finished(self) -> None:
+        self._job_key = None
+        self.bar.idle()

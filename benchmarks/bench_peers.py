@@ -1,0 +1,290 @@
+"""attnviz side by side with the tools a user would otherwise pick, printed as JSON (never asserted in tests).
+
+Builds a random MarianMT folder with ``transformers`` (the test extra) at OPUS-MT's size (d 512, 6+6 layers, 8 heads,
+ff 2048, 58,101-piece shared vocabulary; ``--size small`` for a toy one), with ``<eos>`` ruled out by its output
+bias so every tool decodes exactly ``--tokens`` tokens, and converts it for CTranslate2 when that imports (the
+``peers`` extra, never needed by the app; skipped with a note otherwise). Every figure is a median of ``--repeats``
+runs interleaved tool by tool in one process, one thread each (CTranslate2: intra_threads 1):
+
+- greedy with every attention map: ``Translator.translate`` vs ``generate(output_attentions=True)``;
+- beam 5 with every candidate's attention: ``beam_steps`` into a ``SearchTree`` vs ``generate(num_beams=5,
+  output_attentions=True)`` and CTranslate2 float32 (``return_attention``: the best hypothesis' map only);
+- batch translation of ``--sentences`` sentences (greedy, batches of 32): attnviz vs ``generate``, attnviz
+  ``--int8`` vs CTranslate2 int8;
+- opening: a cold ``attnviz translate -m FOLDER`` (``--max-len 5``) vs the same with ``transformers`` (and
+  CTranslate2), each its own process: wall time and peak resident memory (the process's own VmHWM at exit: a
+  child's ``ru_maxrss`` would start from this script's size at fork);
+- the bundled de-en model's greedy step with capture vs a bare-torch floor of the same matmuls (``step_floor``).
+
+    python benchmarks/bench_peers.py [--folder DIR] [--size marian|small] [--repeats 5] [--sentences 200]
+        [--tokens 20] [--open-repeats 3]    (CTranslate2: PYTHONPATH=/path/to/ct2-lib, or the peers extra)
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import gzip
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_decode import _beam_tree as beam_tree  # noqa: E402 (sibling modules, found from the script's folder)
+from step_floor import floor_figures  # noqa: E402
+
+from attnviz.engine.config import DecodeConfig  # noqa: E402
+from attnviz.engine.loading import load_translator  # noqa: E402
+from attnviz.engine.models.quantize import quantize_int8  # noqa: E402
+
+SIZES = {"marian": dict(d_model=512, layers=6, heads=8, ffn=2048, vocab=58_101, pieces=8000),
+         "small": dict(d_model=32, layers=2, heads=4, ffn=64, vocab=600, pieces=200)}
+SENTENCE = "Ein kleines Mädchen in einem rosa Kleid klettert eine Treppe zu einem Spielhaus hinauf."
+BATCH = 32
+
+
+def corpus(n: int) -> list[str]:
+    """German sentences: Multi30k's test set when ATTNVIZ_DATA has it, else synthetic ones."""
+    path = Path(os.environ.get("ATTNVIZ_DATA", "-")) / "multi30k_test_2016_flickr.de.gz"
+    if path.exists():
+        with gzip.open(path, "rt", encoding="utf-8") as f:
+            return [line.strip() for line in f][:n]
+    rng, words = random.Random(0), SENTENCE.rstrip(".").split()
+    return [" ".join(rng.choices(words, k=rng.randint(6, 20))) + "." for _ in range(n)]
+
+
+def _spm(lines: list[str], size: int) -> bytes:
+    import io
+
+    import sentencepiece
+
+    model = io.BytesIO()
+    sentencepiece.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, vocab_size=size,
+                                             model_type="unigram", character_coverage=1.0, bos_id=-1, eos_id=1,
+                                             unk_id=0, pad_id=-1, minloglevel=2, hard_vocab_limit=False)
+    return model.getvalue()
+
+
+def build_folder(folder: Path, size: str) -> Path:
+    """A random MarianMT folder as the Hub lays one out (reused when ``folder`` already holds one)."""
+    if (folder / "config.json").exists():
+        return folder
+    import sentencepiece
+    from transformers import MarianConfig, MarianMTModel
+
+    dims = SIZES[size]
+    spm = _spm(corpus(1000) * 3, dims["pieces"])
+    proc = sentencepiece.SentencePieceProcessor()
+    proc.LoadFromSerializedProto(spm)
+    pieces = ["</s>", "<unk>"] + [p for p in (proc.id_to_piece(i) for i in range(proc.get_piece_size()))
+                                  if p not in ("</s>", "<unk>", "<s>")]
+    pieces += [f"▁x{i}" for i in range(dims["vocab"] - 1 - len(pieces))] + ["<pad>"]  # Marian: <pad> last
+    config = MarianConfig(vocab_size=len(pieces), decoder_vocab_size=len(pieces), d_model=dims["d_model"],
+                          encoder_layers=dims["layers"], decoder_layers=dims["layers"],
+                          encoder_attention_heads=dims["heads"], decoder_attention_heads=dims["heads"],
+                          encoder_ffn_dim=dims["ffn"], decoder_ffn_dim=dims["ffn"], max_position_embeddings=512,
+                          pad_token_id=len(pieces) - 1, eos_token_id=0, decoder_start_token_id=len(pieces) - 1,
+                          activation_function="swish", scale_embedding=True, share_encoder_decoder_embeddings=True,
+                          attn_implementation="eager")
+    torch.manual_seed(0)
+    model = MarianMTModel(config).eval()
+    with torch.no_grad():
+        model.final_logits_bias[0, 0] = -1e4  # no </s>: every tool decodes the full length
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(folder)
+    for name in ("source.spm", "target.spm"):
+        (folder / name).write_bytes(spm)
+    (folder / "vocab.json").write_text(json.dumps({p: i for i, p in enumerate(pieces)}, ensure_ascii=False))
+    (folder / "tokenizer_config.json").write_text(json.dumps({"source_lang": "de", "target_lang": "en"}))
+    return folder
+
+
+def ctranslate2_folder(folder: Path):
+    """``(ctranslate2 module, converted folder)``, or ``(None, why)`` when CTranslate2 does not import."""
+    try:
+        import ctranslate2
+        from ctranslate2.converters import TransformersConverter
+    except ImportError as exc:
+        return None, f"CTranslate2 not importable ({exc}); pip install 'attnviz[peers]' to compare with it"
+    out = folder.with_name(folder.name + "-ct2")
+    if not (out / "model.bin").exists():
+        TransformersConverter(str(folder)).convert(str(out), force=True)
+    return ctranslate2, out
+
+
+def interleaved(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
+    """Median milliseconds of each run, measured round-robin after one warm-up each."""
+    for run in runs.values():
+        run()
+    times: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, run in runs.items():
+            start = time.perf_counter()
+            run()
+            times[name].append((time.perf_counter() - start) * 1000)
+    return {name: round(statistics.median(t), 1) for name, t in times.items()}
+
+
+def _hf(folder: Path):
+    from transformers import MarianMTModel, MarianTokenizer
+
+    return MarianMTModel.from_pretrained(folder, attn_implementation="eager").eval(), MarianTokenizer.from_pretrained(
+        folder)
+
+
+def decoding_runs(folder: Path, tokens: int, texts: list[str], ct2) -> dict[str, Callable[[], object]]:
+    """Every tool's greedy, beam and batch run on the same weights, keyed ``what/tool``."""
+    translator = load_translator(str(folder))
+    int8 = copy.deepcopy(translator)
+    quantize_int8(int8.model)
+    model, tok = _hf(folder)
+    one = tok([SENTENCE], return_tensors="pt")
+    greedy, beam = DecodeConfig(max_len=tokens), DecodeConfig(max_len=tokens, beam=5)
+    hf_args = dict(max_new_tokens=tokens, min_new_tokens=tokens, output_attentions=True, return_dict_in_generate=True)
+
+    def hf_batch():
+        with torch.inference_mode():
+            for start in range(0, len(texts), BATCH):
+                model.generate(**tok(texts[start:start + BATCH], return_tensors="pt", padding=True), num_beams=1,
+                               max_new_tokens=tokens, min_new_tokens=tokens)
+
+    runs = {"greedy/attnviz": lambda: translator.translate(SENTENCE, greedy),
+            "greedy/transformers": lambda: _generate(model, one, hf_args, 1),
+            "beam5/attnviz": lambda: beam_tree(translator, SENTENCE, beam),
+            "beam5/transformers": lambda: _generate(model, one, hf_args, 5),
+            "batch/attnviz": lambda: translator.translate_batch(texts, greedy, BATCH),
+            "batch/transformers": hf_batch,
+            "batch_int8/attnviz": lambda: int8.translate_batch(texts, greedy, BATCH)}
+    if ct2 is not None:
+        module, path = ct2
+        pieces = [tok.convert_ids_to_tokens(tok(t).input_ids) for t in texts]
+        floats = module.Translator(str(path), intra_threads=1, inter_threads=1)
+        ints = module.Translator(str(path), intra_threads=1, inter_threads=1, compute_type="int8")
+        options = dict(max_decoding_length=tokens, min_decoding_length=tokens)
+        runs |= {"beam5/ctranslate2": lambda: floats.translate_batch(pieces[:1], beam_size=5, return_attention=True,
+                                                                     **options),
+                 "batch/ctranslate2": lambda: floats.translate_batch(pieces, max_batch_size=BATCH, beam_size=1,
+                                                                     **options),
+                 "batch_int8/ctranslate2": lambda: ints.translate_batch(pieces, max_batch_size=BATCH, beam_size=1,
+                                                                        **options)}
+    return runs
+
+
+def _generate(model, inputs, args: dict, beams: int):
+    with torch.inference_mode():
+        return model.generate(**inputs, num_beams=beams, do_sample=False, **args)
+
+
+HF_OPEN = """import sys, torch
+from transformers import MarianMTModel, MarianTokenizer
+model, tok = MarianMTModel.from_pretrained(sys.argv[1]).eval(), MarianTokenizer.from_pretrained(sys.argv[1])
+with torch.inference_mode():
+    out = model.generate(**tok([sys.argv[2]], return_tensors="pt"), max_new_tokens=5)
+print(tok.decode(out[0], skip_special_tokens=True))
+"""
+CT2_OPEN = """import sys, ctranslate2, sentencepiece
+sp = sentencepiece.SentencePieceProcessor(model_file=sys.argv[1] + "/source.spm")
+translator = ctranslate2.Translator(sys.argv[3], intra_threads=1)
+result = translator.translate_batch([sp.encode(sys.argv[2], out_type=str) + ["</s>"]], max_decoding_length=5)
+print(" ".join(result[0].hypotheses[0]))
+"""
+ATTNVIZ_OPEN = """import runpy
+runpy.run_module("attnviz", run_name="__main__")
+"""
+# A child's ru_maxrss (getrusage RUSAGE_CHILDREN or wait4) starts from the parent's resident size at fork (2 GB
+# here, with every tool's model loaded), so each child reports its own high-water mark (VmHWM, reset by exec).
+PEAK = """import atexit, sys
+def _peak():
+    with open("/proc/self/status") as status:
+        sys.stderr.write("".join("PEAK_KIB " + line.split()[1] + chr(10) for line in status if line[:6] == "VmHWM:"))
+atexit.register(_peak)
+"""
+OPENERS = {  # each a cold process that opens the folder and translates one sentence (5 tokens)
+    "attnviz": [sys.executable, "-c", PEAK + ATTNVIZ_OPEN, "translate", "-m", "{folder}", "--max-len", "5", SENTENCE],
+    "transformers": [sys.executable, "-c", PEAK + HF_OPEN, "{folder}", SENTENCE],
+    "ctranslate2": [sys.executable, "-c", PEAK + CT2_OPEN, "{folder}", SENTENCE, "{ct2}"],
+}
+
+
+def open_once(command: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak resident MiB of one cold process (one thread)."""
+    env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
+    start = time.perf_counter()
+    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, check=False)
+    wall = time.perf_counter() - start
+    peaks = [line.split()[1] for line in done.stderr.splitlines() if line.startswith("PEAK_KIB ")]
+    if done.returncode or not peaks:
+        raise RuntimeError(f"{command[:4]} failed: {done.stderr[-500:]}")
+    return wall, int(peaks[-1]) / 1024
+
+
+def opening_figures(folder: Path, ct2, repeats: int) -> dict:
+    tools = {name: [part.format(folder=folder, ct2=ct2[1] if ct2 else "") for part in cmd]
+             for name, cmd in OPENERS.items() if name != "ctranslate2" or ct2 is not None}
+    walls: dict[str, list[float]] = {name: [] for name in tools}
+    peaks: dict[str, list[float]] = {name: [] for name in tools}
+    for _ in range(repeats):
+        for name, command in tools.items():
+            wall, peak = open_once(command)
+            walls[name].append(wall)
+            peaks[name].append(peak)
+    out = {f"open_{name}": {"seconds": round(statistics.median(walls[name]), 2),
+                            "peak_mib": round(statistics.median(peaks[name]))} for name in tools}
+    for peer in (p for p in ("transformers", "ctranslate2") if p in tools):
+        out[f"open_vs_{peer}"] = {"seconds": _ratio(walls["attnviz"], walls[peer]),
+                                  "peak_memory": _ratio(peaks["attnviz"], peaks[peer])}
+    return out
+
+
+def _ratio(ours: list[float], theirs: list[float]) -> float:
+    return round(statistics.median(ours) / statistics.median(theirs), 2)
+
+
+def ratios(ms: dict[str, float]) -> dict[str, float]:
+    """attnviz's time over each peer's, per measurement (below 1: attnviz is faster)."""
+    out = {}
+    for key, value in ms.items():
+        what, tool = key.split("/")
+        if tool != "attnviz":
+            out[f"{what}_vs_{tool}"] = round(ms[f"{what}/attnviz"] / value, 2)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--folder", type=Path, default=Path("/tmp/attnviz-bench-peers/marian"))
+    parser.add_argument("--size", choices=sorted(SIZES), default="marian")
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--sentences", type=int, default=200)
+    parser.add_argument("--tokens", type=int, default=20)
+    parser.add_argument("--open-repeats", type=int, default=3, help="cold processes per tool (each opens the folder)")
+    parser.add_argument("--bundled", default=str(Path(__file__).resolve().parents[1] / "models" /
+                                                 "de-en-multi30k.safetensors"))
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    folder = build_folder(args.folder, args.size)
+    ct2_module, ct2_path = ctranslate2_folder(folder)
+    ct2 = (ct2_module, ct2_path) if ct2_module is not None else None
+    ms = interleaved(decoding_runs(folder, args.tokens, corpus(args.sentences), ct2), args.repeats)
+    print(json.dumps({
+        "folder": str(folder), "size": SIZES[args.size], "threads": 1, "tokens": args.tokens,
+        "batch_sentences": args.sentences, "repeats": args.repeats, "torch": torch.__version__,
+        "ctranslate2": ct2_path if ct2 is None else getattr(ct2_module, "__version__", "?"),
+        "ms_median": ms, "ratios": ratios(ms),
+        **opening_figures(folder, ct2, args.open_repeats),
+        "step_vs_floor": floor_figures(args.bundled, args.repeats),
+        "targets": {"beam5_vs_ctranslate2": 1.3, "batch_int8_vs_ctranslate2": 1.5, "step_vs_floor": 1.8,
+                    "open_vs_transformers.peak_memory": 1.1},
+    }, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""The Analysis tab's suspect-translations page: Rank fills a table sorted by the combined score with every
+component as a column (the engine's figures), Cancel stops, the rows copy as text, the table exports as CSV and
+JSON with every digit, and double-clicking a row hands its source to the Translate tab."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+
+import pytest
+from PySide6.QtCore import Qt
+
+from attnviz.engine.attribution.suspect import COMPONENTS, SuspectRanking
+from attnviz.engine.attribution.suspect_corpus import suspect_steps
+from attnviz.gui.widgets import copy_rows
+
+
+@pytest.fixture()
+def corpus(tmp_path):
+    src, tgt = tmp_path / "src.txt", tmp_path / "tgt.txt"
+    src.write_text("q1 q2 q3\nq4 q5\nq6 q7 q8 q9\nq10\nq3 q1\n")
+    tgt.write_text("w3 w2 w1\nw5 w4\nw9 w8 w7 w6\nw10\nw1 w3\n")
+    return str(src), str(tgt)
+
+
+def test_rank_fills_the_table_most_suspect_first(qtbot, loaded, corpus, trained_translator, tmp_path):
+    tab = loaded.analysis_tab
+    panel = tab.suspect
+    tab.pages.setCurrentWidget(panel)
+    tab.set_files(*corpus)
+    panel.compute()
+    assert panel.cancel_button.isEnabled() and not panel.rank_button.isEnabled()
+    qtbot.waitUntil(lambda: not panel.is_running() and panel.ranking is not None, timeout=60000)
+    sources = open(corpus[0]).read().split("\n")[:5]
+    expected = [e for e in suspect_steps(trained_translator, sources) if isinstance(e, SuspectRanking)][0]
+    model = panel.table.model()
+    titles = [model.headerData(c, Qt.Orientation.Horizontal) for c in range(model.columnCount())]
+    assert titles[:3] == ["#", "line", "combined"] and titles[-3:] == ["source", "output", "reference"]
+    assert {"Attn-ign-SRC", "Wass-to-Unif", "ALTI+ source", "log-prob / token", "sink mass", "log-prob"} <= set(titles)
+    assert model.rowCount() == 5
+    combined = [panel.model.records[r]["combined"] for r in range(5)]
+    assert combined == sorted(combined, reverse=True)
+    for row, want in zip(panel.model.records, expected.records(), strict=True):
+        assert row["line"] == want["line"] and row["output"] == want["output"]
+        for name in COMPONENTS:
+            assert row[name] == pytest.approx(want[name], abs=1e-5)
+    first = model.index(0, titles.index("Wass-to-Unif"))
+    assert model.data(first) == f"{panel.model.records[0]['wass_to_unif']:.6g}"
+    assert model.data(first, Qt.ItemDataRole.ToolTipRole) == repr(panel.model.records[0]["wass_to_unif"])
+    assert "suspicion percentiles" in panel.summary.text() and "percentile" in panel.summary.toolTip()
+    top = panel.model.records[0]
+    assert f"line {top['line']}" in panel.detail.text() and top["output"] in panel.detail.text()  # row 0 selected
+    text = copy_rows(panel.table, everything=True).splitlines()
+    assert text[0].split("\t")[:3] == ["#", "line", "combined"] and len(text) == 6
+    assert panel.export_button.isEnabled()
+    panel.save_file(str(tmp_path / "r.csv"))
+    rows = list(csv.DictReader(open(tmp_path / "r.csv", encoding="utf-8")))
+    assert [int(r["line"]) for r in rows] == [r["line"] for r in panel.model.records]
+    assert float(rows[0]["wass_to_unif"]) == panel.model.records[0]["wass_to_unif"]  # every digit
+    panel.save_file(str(tmp_path / "r.json"))
+    data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
+    assert data["rows"][0]["combined"] == panel.model.records[0]["combined"] and "percentile" in data["how"]
+    assert not any(isinstance(v, float) and math.isnan(v) for r in data["rows"] for v in r.values())
+    with qtbot.waitSignal(tab.open_sentence, timeout=2000) as opened:
+        panel.table.doubleClicked.emit(panel.proxy.index(0, 0))
+    assert opened.args == [panel.model.records[0]["source"]]
+
+
+def test_cancel_keeps_nothing(qtbot, loaded, corpus):
+    tab = loaded.analysis_tab
+    panel = tab.suspect
+    tab.pages.setCurrentWidget(panel)
+    tab.set_files(*corpus)
+    panel.compute()
+    panel.cancel()
+    qtbot.waitUntil(lambda: not panel.is_running(), timeout=30000)
+    assert panel.ranking is None and panel.model.rowCount() == 0 and panel.rank_button.isEnabled()
+    assert "Cancelled" in panel.summary.text() and not panel.export_button.isEnabled()
