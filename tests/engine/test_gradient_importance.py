@@ -74,6 +74,6 @@ def test_the_gradient_estimate_is_the_losss_derivative_and_ranks_a_dead_head_las
         with torch.no_grad():
             change = _loss(translator, src, ref, module, up) - _loss(translator, src, ref, module, down)
             differences += abs(float(change))
-    assert result.raw["cross"][1, 0] == pytest.approx(direct / len(PAIRS), rel=1e-6)
+    assert result.raw["cross"][1, 0] == pytest.approx(direct / len(PAIRS), rel=1e-5)
     # and by central differences, as far as the loss's float32 rounding and its ReLU kinks let them tell
     assert result.raw["cross"][1, 0] == pytest.approx(differences / (2 * eps) / len(PAIRS), rel=5e-2)

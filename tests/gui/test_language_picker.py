@@ -47,17 +47,25 @@ def test_the_languages_are_picked_in_the_translate_tab(qtbot, window, nllb_folde
     assert_unique(window)
 
 
-def test_a_folders_configured_decoding_is_offered_under_its_own_letter(qtbot, window, nllb_folder, tmp_path):
+def test_a_folders_configured_decoding_is_a_choice_of_the_decoding_list(qtbot, window, nllb_folder, tmp_path):
     folder = tmp_path / "nllb-configured"
     shutil.copytree(nllb_folder, folder)
     (folder / "generation_config.json").write_text(json.dumps({"num_beams": 4, "max_length": 200}))
     tab = load(qtbot, window, str(folder))
-    check = tab.sampling_row.configured_check
-    assert check.isVisible() and check.isChecked() and check.text() == "Model's own decoding (&JSON: beam 4)"
-    assert mnemonic(check.text()) == "j" and check.accessibleName() == "Model's own decoding"
+    row = tab.sampling_row
+    assert [row.sampling_combo.itemText(i) for i in range(row.sampling_combo.count())] == [
+        "Greedy", "Sampled", "Beam search", "Model's own (beam 4)"]
+    assert row.sampling_combo.currentIndex() == 3 and row.uses_configured() and row.mode == "beam"
+    assert mnemonic(row.decoding_label.text()) == "g" and row.decoding_label.buddy() is row.sampling_combo
+    assert row.drawn(row.configured.replace(beam=1)).beam == 4 and not row.beam_spin.isEnabled()
+    row.sampling_combo.setCurrentIndex(0)  # attnviz's own greedy search
+    assert not row.uses_configured() and row.mode == "greedy"
+    row.sampling_combo.setCurrentIndex(3)
     assert_unique(window)
     translate(qtbot, window, SENTENCE)
     assert_forced_first(tab, "eng_Latn")  # the beam search's path shows the forced tag as the greedy one does
+    load(qtbot, window, nllb_folder)  # a folder that configures nothing: attnviz's three choices only
+    assert row.sampling_combo.count() == 3 and not row.uses_configured()
 
 
 def assert_forced_first(tab, tag: str) -> None:
