@@ -124,7 +124,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_head_importance(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from attnviz.cli.progress import run_analysis
     from attnviz.engine.analysis.importance import ImportanceReady, importance_steps
@@ -142,12 +141,7 @@ def cmd_head_importance(args: argparse.Namespace) -> int:
         return gradient_importance(args, translator, pairs, source, kinds)
     result: ImportanceReady = run_analysis(importance_steps(translator, pairs, decode, kinds=kinds, source=source,
                                                             sample=args.sample, seed=args.seed))
-    data = {"model": args.model, **result.to_json()}
-    if args.out:
-        Path(args.out).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        print(f"head importance saved to {args.out}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(data, ensure_ascii=False))
+    if _saved_or_printed(args, result.to_json(), "head importance"):
         return 0
     print(f"{result.sentences} sentences ({source}), {result.decode}: baseline bleu_tok {result.baseline:.2f}; "
           "delta = BLEU lost with the head alone off; 95% interval: paired bootstrap over the sentences (* = "
@@ -163,9 +157,21 @@ def cmd_head_importance(args: argparse.Namespace) -> int:
     return 0
 
 
+def _saved_or_printed(args: argparse.Namespace, result: dict, what: str) -> bool:
+    """Save the result's JSON (with the model) to ``--out``; print it with ``--json`` (True: nothing more to print)."""
+    from pathlib import Path
+
+    data = {"model": args.model, **result}
+    if args.out:
+        Path(args.out).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"{what} saved to {args.out}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False))
+    return bool(args.json)
+
+
 def gradient_importance(args: argparse.Namespace, translator, pairs, source: str, kinds: list[str]) -> int:
     """``head-importance --method gradient``: Michel et al.'s estimate, least important first, with its cost."""
-    from pathlib import Path
 
     from attnviz.cli.progress import run_analysis
     from attnviz.engine.analysis.gradient_importance import GradientImportance, gradient_importance_steps
@@ -176,12 +182,7 @@ def gradient_importance(args: argparse.Namespace, translator, pairs, source: str
                           "head at once, so leave --sample out")
     result: GradientImportance = run_analysis(gradient_importance_steps(translator, pairs, kinds=kinds,
                                                                         source=source))
-    data = {"model": args.model, **result.to_json()}
-    if args.out:
-        Path(args.out).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        print(f"gradient head importance saved to {args.out}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(data, ensure_ascii=False))
+    if _saved_or_printed(args, result.to_json(), "gradient head importance"):
         return 0
     print(f"{result.sentences} sentences ({source}): score = mean |dL/d gate| of the reference's teacher-forced "
           f"loss, normalised per layer (Michel et al. 2019); cost: {result.cost()}")
