@@ -10,6 +10,7 @@ import pytest
 
 from attnviz.cli.main import main
 from attnviz.engine.export import model_name
+from tests.folder_samples import write_fairseq_folder
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +100,23 @@ def test_help_lists_the_commands():
     assert out.returncode == 0
     for command in ("gui", "translate", "info", "train", "evaluate", "presets", "data"):
         assert command in out.stdout
+
+
+@pytest.mark.parametrize(("family", "count", "first", "tgt"), [
+    ("nllb", 202, "ace_Arab, ace_Latn, acm_Arab", "eng_Latn"), ("m2m100", 100, "__af__, __am__, __ar__", "__en__"),
+    ("mbart50", 52, "ar_AR, cs_CZ, de_DE", "en_XX")])
+def test_info_lists_a_multilingual_models_language_tags_and_how_to_pick(tmp_path, capsys, family, count, first, tgt):
+    folder = write_fairseq_folder(tmp_path / family, family)
+    assert main(["info", str(folder)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    tags = next(i for i, line in enumerate(lines) if line.startswith("  languages"))
+    assert lines[tags].startswith(f"  languages  {count} tags: {first}, ") and f"({count - 8} more)" in lines[tags]
+    assert lines[tags + 1].strip() == (f"into {tgt} by default, from: guessed from the text; pick with --src-lang and "
+                                       "--tgt-lang (an ISO code such as de or fra, or a tag)")
+    assert main(["info", str(folder), "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["language_tags"]["tags"]) == count
+
+
+def test_info_of_a_model_of_one_pair_lists_no_language_tags(model_path, capsys):
+    assert main(["info", model_path]) == 0
+    assert "languages " not in capsys.readouterr().out

@@ -119,3 +119,24 @@ def test_head_importance_reads_the_validation_split_by_default_as_the_analysis_t
     low, high = float(first[6]), float(first[7])
     assert low <= high and (first[-1] == "*") == (low > 0 or high < 0)
     assert "ETA " in captured.err
+
+
+def test_head_importance_on_a_sample_or_by_gradient_says_what_it_measured(toy, tmp_path, capsys):
+    model, src, ref = toy
+    assert main(["head-importance", "-m", model, "--src", src, "--ref", ref, "--limit", "3", "--sample", "4",
+                 "--seed", "7"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "measured 4 of 24 heads, drawn at random (--seed 7); the others were not switched off"
+    assert len(lines) == 3 + 4
+    out = tmp_path / "grad.json"
+    assert main(["head-importance", "-m", model, "--src", src, "--ref", ref, "--limit", "3", "--method", "gradient",
+                 "--out", str(out)]) == 0
+    captured = capsys.readouterr()
+    lines = captured.out.splitlines()
+    assert lines[0].startswith("3 sentences") and "cost: 3 forward + backward passes (one per sentence" in lines[0]
+    assert len(lines) == 2 + 24 and "gradients: 3/3 sentences" in captured.err
+    scores = [h["score"] for h in json.loads(out.read_text())["heads"]]
+    assert len(scores) == 24 and scores == sorted(scores)  # least important first
+    assert main(["head-importance", "-m", model, "--src", src, "--ref", ref, "--method", "gradient",
+                 "--sample", "3"]) == 1
+    assert "the gradient estimate scores every head at once, so leave --sample out" in capsys.readouterr().err

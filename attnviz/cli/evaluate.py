@@ -14,6 +14,7 @@ import json
 import sys
 
 from attnviz.cli.args import (
+    WHOLE_NUMBER,
     add_corpus,
     add_decoding,
     add_dtype,
@@ -23,6 +24,7 @@ from attnviz.cli.args import (
     apply_int8,
     decoding,
     head_settings,
+    int_range,
     output_file,
 )
 from attnviz.engine.analysis.names import IMPORTANCE_SPLIT
@@ -59,10 +61,21 @@ def add_commands(sub) -> None:
     p.add_argument("--kinds", help="attention kinds to measure, comma-separated: enc, dec, cross (default: all)")
     p.add_argument("--rescale-heads", action="store_true",
                    help="rescale the layer's remaining heads by H / (H - 1) while a head is off")
+    p.add_argument("--method", choices=("off", "gradient"), default="off",
+                   help="off: the BLEU lost with each head alone switched off (1 + heads corpus decodes); gradient: "
+                        "Michel et al. 2019's estimate, the mean |dL/d gate| of the reference's teacher-forced loss "
+                        "(one forward + backward pass per sentence, whatever the number of heads)")
+    p.add_argument("--sample", type=HEAD_SAMPLE, metavar="N",
+                   help="--method off: switch off only N heads drawn at random (seeded by --seed); the result says "
+                        "which were measured")
+    p.add_argument("--seed", type=WHOLE_NUMBER, default=0, help="seed of --sample's draw (default 0)")
     p.add_argument("--json", action="store_true", help="print the ranking as one JSON object")
     p.add_argument("--out", metavar="FILE.json", type=output_file,
-                   help="also save the JSON (the Analysis tab opens it)")
+                   help="also save the JSON (the Analysis tab opens a --method off file)")
     p.set_defaults(func=cmd_head_importance)
+
+
+HEAD_SAMPLE = int_range(1, 10**6)  # heads to switch off; a model has at most thousands
 
 
 def _pairs(translator, args) -> tuple[list, str]:
@@ -111,7 +124,6 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_head_importance(args: argparse.Namespace) -> int:
-    from pathlib import Path
 
     from attnviz.cli.progress import run_analysis
     from attnviz.engine.analysis.importance import ImportanceReady, importance_steps
@@ -125,20 +137,57 @@ def cmd_head_importance(args: argparse.Namespace) -> int:
     pairs, source = _pairs(translator, args)
     decode = decoding(args, translator, rescale_heads=args.rescale_heads)
     kinds = [k for k in (args.kinds or "").split(",") if k.strip()]
-    result: ImportanceReady = run_analysis(importance_steps(translator, pairs, decode, kinds=kinds, source=source))
-    data = {"model": args.model, **result.to_json()}
-    if args.out:
-        Path(args.out).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-        print(f"head importance saved to {args.out}", file=sys.stderr)
-    if args.json:
-        print(json.dumps(data, ensure_ascii=False))
+    if args.method == "gradient":
+        return gradient_importance(args, translator, pairs, source, kinds)
+    result: ImportanceReady = run_analysis(importance_steps(translator, pairs, decode, kinds=kinds, source=source,
+                                                            sample=args.sample, seed=args.seed))
+    if _saved_or_printed(args, result.to_json(), "head importance"):
         return 0
     print(f"{result.sentences} sentences ({source}), {result.decode}: baseline bleu_tok {result.baseline:.2f}; "
           "delta = BLEU lost with the head alone off; 95% interval: paired bootstrap over the sentences (* = "
           "excludes 0; without *, this corpus cannot tell the delta from noise)")
+    if result.sample:
+        print(f"measured {result.sample['measured']} of {result.sample['of']} heads, drawn at random (--seed "
+              f"{result.sample['seed']}); the others were not switched off")
     print("rank kind  layer head   bleu   delta   95% interval")
     for rank, h in enumerate(result.heads, 1):
         low, high = h.interval or (float("nan"), float("nan"))
         print(f"{rank:>4} {SHORT_NAMES[h.kind]:<5} {h.layer + 1:>5} {h.head + 1:>4} {h.bleu:6.2f} {h.delta:+7.2f} "
               f"{low:+7.2f} {high:+7.2f}{' *' if h.clear() else ''}")
+    return 0
+
+
+def _saved_or_printed(args: argparse.Namespace, result: dict, what: str) -> bool:
+    """Save the result's JSON (with the model) to ``--out``; print it with ``--json`` (True: nothing more to print)."""
+    from pathlib import Path
+
+    data = {"model": args.model, **result}
+    if args.out:
+        Path(args.out).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        print(f"{what} saved to {args.out}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False))
+    return bool(args.json)
+
+
+def gradient_importance(args: argparse.Namespace, translator, pairs, source: str, kinds: list[str]) -> int:
+    """``head-importance --method gradient``: Michel et al.'s estimate, least important first, with its cost."""
+
+    from attnviz.cli.progress import run_analysis
+    from attnviz.engine.analysis.gradient_importance import GradientImportance, gradient_importance_steps
+    from attnviz.engine.heads import SHORT_NAMES
+
+    if args.sample is not None:
+        raise ConfigError("--sample draws heads to switch off (--method off); the gradient estimate scores every "
+                          "head at once, so leave --sample out")
+    result: GradientImportance = run_analysis(gradient_importance_steps(translator, pairs, kinds=kinds,
+                                                                        source=source))
+    if _saved_or_printed(args, result.to_json(), "gradient head importance"):
+        return 0
+    print(f"{result.sentences} sentences ({source}): score = mean |dL/d gate| of the reference's teacher-forced "
+          f"loss, normalised per layer (Michel et al. 2019); cost: {result.cost()}")
+    print("rank kind  layer head   score        raw   (least important first)")
+    for rank, (ref, score) in enumerate(result.ranking(), 1):
+        print(f"{rank:>4} {SHORT_NAMES[ref.kind]:<5} {ref.layer + 1:>5} {ref.head + 1:>4} {score:7.4f} "
+              f"{result.raw[ref.kind][ref.layer, ref.head]:10.3g}")
     return 0

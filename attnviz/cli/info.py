@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from attnviz.cli.args import add_dtype
 from attnviz.engine.checkpoints.memory import DTYPES, memory_by_dtype, resolve_dtype, size_text
@@ -53,12 +54,25 @@ def _format_info(card: ModelCard, dtype: str) -> str:
     label = card.decoding_label()
     if label:
         lines.append(f"  decoding   {label}")
+    lines += _language_lines(card.language_tags)
     for split, metrics in card.metrics.items():
         values = metrics.to_dict()
         shown = ", ".join(f"{k} {values[k]:.4g}" if isinstance(values[k], float) else f"{k} {values[k]}"
                           for k in INFO_FIGURES if k in values)
         lines.append(f"  {split:<12} {shown}")
     return "\n".join(lines)
+
+
+def _language_lines(languages: Mapping[str, Any] | None, shown: int = 8) -> list[str]:
+    """A multilingual model's language tags: how many, the first few, the defaults and how to pick."""
+    tags = languages.get("tags") if languages else None
+    if languages is None or not isinstance(tags, list) or not tags:
+        return []
+    more = f", ... ({len(tags) - shown} more)" if len(tags) > shown else ""
+    src = languages.get("src") or "guessed from the text"
+    return [f"  languages  {len(tags)} tags: {', '.join(map(str, tags[:shown]))}{more}",
+            f"             into {languages.get('tgt')} by default, from: {src}; pick with --src-lang and --tgt-lang "
+            "(an ISO code such as de or fra, or a tag)"]
 
 
 def _format_checks(inspection: Inspection) -> str:

@@ -62,3 +62,18 @@ def test_the_height_asked_for_a_paged_grid_holds_a_page_of_readable_tiles(qtbot)
     height = grid.heightForWidth(240)
     side, turned, shown = grid.arrangement(240, height)
     assert side >= MIN_TILE and shown < 12
+
+
+def test_a_layers_heads_wrap_onto_lines_where_one_line_would_be_too_small(qtbot):
+    """The 1024x700 window's grid column (140 x 305): one layer's 16 heads in one line would be 12 px; wrapped onto
+    two lines of 8 they reach MIN_TILE, every tile inside the grid and none overlapping."""
+    grid = _grid(qtbot, 140, 305)
+    side, _, shown, lines = grid.plan(140, 305)
+    assert grid.tile_size().width() == side >= MIN_TILE and lines == 2 and shown >= 1
+    tiles = [grid.tile_rect(layer, h) for layer in grid.shown_layers() for h in range(16)]
+    assert all(grid.rect().contains(t) for t in tiles)
+    assert not any(a.intersects(b) for i, a in enumerate(tiles) for b in tiles[i + 1:])
+    assert [grid.head_label(i) for i in (0, 7)] == ["1/9", "8/16"]
+    grid.resize(1900, 1000)  # room enough: one line a layer, as before
+    grid.set_maps(WIDE)
+    assert grid.lines == 1 and grid.head_label(0) == "H1" and len(grid.shown_layers()) == 12

@@ -132,3 +132,18 @@ def test_the_map_fills_in_while_it_runs_with_an_eta_and_cancel_clears_the_old_ma
     panel.cancel()
     assert panel.map.data() is None and panel.result is None and not panel.save_button.isEnabled()
     assert panel.summary.text().startswith("Cancelled after")
+
+
+def test_a_sample_of_heads_is_measured_and_said(qtbot, loaded, corpus):
+    tab = loaded.analysis_tab
+    panel = tab.importance
+    tab.pages.setCurrentWidget(panel)
+    tab.set_files(*corpus)
+    panel.sample_spin.setValue(3)
+    panel.compute()
+    assert not panel.sample_spin.isEnabled()
+    qtbot.waitUntil(lambda: not panel.is_running() and panel.result is not None, timeout=60000)
+    assert len(panel.result.heads) == 3 and panel.progress.maximum() == 4  # the baseline and 3 heads
+    assert "Measured 3 of 24 heads, drawn at random (seed 0); the blank tiles were not switched off." \
+        in panel.summary.text()
+    assert sum(int((~np.isnan(panel.result.matrix(k))).sum()) for k in panel.result.layout) == 3

@@ -14,6 +14,7 @@ Torch is not imported here: the translator brings it, so the GUI can import this
 
 from __future__ import annotations
 
+import random
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -81,6 +82,7 @@ class ImportanceReady:
     rescale_heads: bool = False
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. the model's path
     bootstrap: dict[str, Any] = field(default_factory=dict)  # how the intervals were drawn (Resamples.describe)
+    sample: dict[str, int] = field(default_factory=dict)  # a random sample of heads: {"measured", "of", "seed"}
 
     def matrix(self, kind: str) -> np.ndarray:
         """[layers, heads] of the BLEU lost per head (NaN where a head was not measured)."""
@@ -95,6 +97,7 @@ class ImportanceReady:
                 "decode": self.decode, "rescale_heads": self.rescale_heads, "metric": "bleu_tok",
                 "baseline_bleu": self.baseline, "layout": {k: list(v) for k, v in self.layout.items()},
                 "numbering": NUMBERING, **({"bootstrap": self.bootstrap} if self.bootstrap else {}),
+                **({"sample": self.sample} if self.sample else {}),
                 "heads": [h.to_json() for h in self.heads]}
 
     @classmethod
@@ -111,7 +114,8 @@ class ImportanceReady:
                 raise ValueError("head outside the layout")
             return cls(float(data["baseline_bleu"]), heads, layout, int(data["sentences"]), str(data["source"]),
                        str(data.get("decode", "greedy")), bool(data.get("rescale_heads", False)),
-                       bootstrap=dict(data.get("bootstrap") or {}))
+                       bootstrap=dict(data.get("bootstrap") or {}),
+                       sample={k: int(v) for k, v in (data.get("sample") or {}).items()})
         except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
             raise InputError(f"This is not a head-importance file written by attnviz ({exc}); make one with "
                              "attnviz head-importance --out FILE.json or the Analysis tab.") from None
@@ -175,10 +179,23 @@ def corpus_bleu(translator, pairs: Sequence[tuple[str, str]], decode: DecodeConf
     return bleu_scorer(translator, pairs)(decode)
 
 
+def sampled_heads(refs: Sequence[HeadRef], sample: int | None, seed: int) -> tuple[list[HeadRef], dict[str, int]]:
+    """``sample`` heads of ``refs`` drawn at random with ``seed`` (in their order), and what the result says of
+    the draw; every head (and nothing to say) when ``sample`` is None or covers them all."""
+    if sample is None or sample >= len(refs):
+        return list(refs), {}
+    if sample < 1:
+        raise InputError(f"--sample is {sample}, but it must be a number of heads from 1 to {len(refs)}.")
+    chosen = set(random.Random(seed).sample(range(len(refs)), sample))
+    return [ref for i, ref in enumerate(refs) if i in chosen], {"measured": sample, "of": len(refs), "seed": seed}
+
+
 def importance_steps(translator, pairs: Sequence[tuple[str, str]], decode: DecodeConfig | None = None, *,
-                     kinds: Sequence[str] | None = None, source: str = "corpus",
-                     stop: threading.Event | None = None) -> Iterator[ImportanceProgress | ImportanceReady]:
-    """Every head of ``kinds`` (default: all) switched off alone; ``decode``'s own ``heads_off`` are ignored."""
+                     kinds: Sequence[str] | None = None, source: str = "corpus", stop: threading.Event | None = None,
+                     sample: int | None = None, seed: int = 0) -> Iterator[ImportanceProgress | ImportanceReady]:
+    """Every head of ``kinds`` (default: all) switched off alone, or a random ``sample`` of them drawn with
+    ``seed`` (a 576-head NLLB model would take 577 decodes of the corpus; the result's ``sample`` says how many
+    were measured, and its map leaves the others blank); ``decode``'s own ``heads_off`` are ignored."""
     if not translator.has_source:
         raise InputError("Head importance is measured in BLEU, which needs a translation model; this is a "
                          "language model.")
@@ -186,7 +203,8 @@ def importance_steps(translator, pairs: Sequence[tuple[str, str]], decode: Decod
         raise InputError("The corpus has no sentences to measure head importance on.")
     decode = (decode or DecodeConfig()).replace(heads_off=())
     layout = kinds_to_measure(translator, kinds)
-    refs = [HeadRef(k, la, h) for k, (layers, heads) in layout.items() for la in range(layers) for h in range(heads)]
+    refs, drawn = sampled_heads([HeadRef(k, la, h) for k, (layers, heads) in layout.items()
+                                 for la in range(layers) for h in range(heads)], sample, seed)
     total = len(refs) + 1
     stats_of, resamples = stats_scorer(translator, pairs), Resamples.draw(len(pairs))
     started = time.perf_counter()
@@ -208,7 +226,7 @@ def importance_steps(translator, pairs: Sequence[tuple[str, str]], decode: Decod
     scores.sort(key=lambda s: (-s.delta, s.kind, s.layer, s.head))
     yield ImportanceReady(baseline, tuple(scores), layout, len(pairs), source,
                           f"beam {decode.beam}" if decode.beam > 1 else "greedy", decode.rescale_heads,
-                          bootstrap=resamples.describe())
+                          bootstrap=resamples.describe(), sample=drawn)
 
 
 def compute_importance(translator, pairs, decode: DecodeConfig | None = None,

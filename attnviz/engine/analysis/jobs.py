@@ -53,8 +53,9 @@ def analysis_job(translator, corpus: tuple[str | None, str | None, str | None], 
 
 
 def importance_job(translator, corpus: tuple[str | None, str | None, str | None], limit: int, stop,
-                   data_dir: str | None = None):
-    """Worker job: every head switched off alone on the corpus (a split, or a source and a reference file)."""
+                   data_dir: str | None = None, sample: int | None = None):
+    """Worker job: every head (or a seeded random ``sample`` of them) switched off alone on the corpus (a split, or
+    a source and a reference file)."""
     from attnviz.engine.analysis.importance import importance_steps
     from attnviz.engine.errors import InputError
 
@@ -64,7 +65,7 @@ def importance_job(translator, corpus: tuple[str | None, str | None, str | None]
         raise InputError("Head importance is measured in BLEU and needs references: choose a source file and its "
                          "reference file, or a split of the model's corpus.")
     source = f"{src}" if split == "pairs" else f"{src} / {tgt}" if src else f"{split} split"
-    yield from importance_steps(translator, list(zip(sources, refs)), source=source, stop=stop)
+    yield from importance_steps(translator, list(zip(sources, refs)), source=source, stop=stop, sample=sample)
 
 
 def views_job(translator, translation, compare: str | None = None):

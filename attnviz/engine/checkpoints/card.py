@@ -46,6 +46,8 @@ class ModelCard:
     # the decoding an imported model's authors configured (``engine.hub.generation``): DecodeConfig fields, "notes"
     # (settings not applied) and "source" (the file)
     generation: Mapping[str, Any] | None = None
+    # a multilingual model's language tags (``engine.text.languages.Languages.to_dict``: tags, tgt, src), or None
+    language_tags: Mapping[str, Any] | None = None
 
     @property
     def decoding(self) -> DecodeConfig | None:
@@ -115,6 +117,7 @@ class ModelCard:
             **({"runs_as": self.runs_as} if self.runs_as else {}),
             "path": self.path, **({"alignment_head": list(self.alignment_head)} if self.alignment_head else {}),
             **({"generation": dict(self.generation)} if self.generation else {}),
+            **({"language_tags": dict(self.language_tags)} if self.language_tags else {}),
         }
 
 
@@ -175,6 +178,7 @@ def card_from_metadata(meta: Mapping[str, Any], parameters: int, path: str | Non
         created=_mapping(meta.get("created")) or {},
         alignment_head=_alignment_head(meta.get("alignment_head"), config),
         generation=_mapping(meta.get("generation")),
+        language_tags=_mapping(meta.get("languages")),
     )
 
 

@@ -28,6 +28,7 @@ from attnviz.engine.checkpoints.folder import (
 )
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import CheckpointError, ConfigError
+from attnviz.engine.hub.generation import read_generation
 from attnviz.engine.hub.marian_files import (
     DECODER_TWINS,
     LAYER_PARTS,
@@ -208,6 +209,7 @@ class FairseqParts:
     order: list[int]  # attnviz id -> fairseq id
     spec: TokenizerSpec
     languages: Languages
+    generation: dict[str, Any] | None = None  # the decoding its authors configured (``fairseq_generation``)
 
     def metadata(self) -> dict[str, Any]:
         """What a checkpoint's metadata says of this model (a card, a converted file)."""
@@ -215,7 +217,7 @@ class FairseqParts:
         return {"name": self.folder.resolve().name, "model": self.cfg.to_dict(), "src_vocab": self.vocab.to_list(),
                 "tgt_vocab": self.vocab.to_list(), "src_tokenizer": spec | {"lang": MULTILINGUAL},
                 "tgt_tokenizer": spec | {"lang": iso(self.languages.tgt)}, "languages": self.languages.to_dict(),
-                "imported_from": f"{self.family.title} folder"}
+                "imported_from": f"{self.family.title} folder", "generation": self.generation}
 
 
 def folder_parts(folder: str | Path, model_type: str) -> FairseqParts:
@@ -237,7 +239,17 @@ def folder_parts(folder: str | Path, model_type: str) -> FairseqParts:
         names, range(len(names)), strict=True)), 1, 2, 2)
     cfg = model_config(folder / "config.json", config, family, len(vocab))
     spec = TokenizerSpec(MULTILINGUAL, mode="sentencepiece", lowercase=False, model_proto=proto)
-    return FairseqParts(folder, family, config, cfg, names, vocab, order, spec, _languages(folder, settings, family))
+    return FairseqParts(folder, family, config, cfg, names, vocab, order, spec, _languages(folder, settings, family),
+                        fairseq_generation(folder, order, len(names)))
+
+
+def fairseq_generation(folder: Path, order: list[int], size: int) -> dict[str, Any] | None:
+    """The decoding the folder's authors configured (``engine.hub.generation``), its first token left to the
+    languages: the target language chosen (``--tgt-lang``, the language row) is the forced first token, as
+    transformers' ``forced_bos_token_id`` forces it, so a ``forced_bos_token_id`` in the file (mBART-50
+    many-to-one's ``en_XX``) gives way to it."""
+    generation = read_generation(folder, order, size)
+    return None if generation is None else generation | {"forced_bos": -1}
 
 
 def model_config(path: Path, config: dict[str, Any], family: Family, size: int) -> ModelConfig:

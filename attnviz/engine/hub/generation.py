@@ -18,6 +18,7 @@ from typing import Any
 
 from attnviz.engine.checkpoints.folder import AGAIN, check_ids, check_number, read_object
 from attnviz.engine.errors import CheckpointError
+from attnviz.engine.text.vocab import EOS_ID
 
 FILE = "generation_config.json"
 MAX_BEAMS = 64  # as the command line's --beam: wider beams give no better translations
@@ -97,6 +98,8 @@ def read_generation(folder: Path, order: Sequence[int], size: int) -> dict[str, 
     ours: dict[int, int] = {}
     for i, theirs in enumerate(order):
         ours.setdefault(theirs, i)  # a folder id behind two attnviz ids (Marian's <pad>, also <sos>): the first
+    if len(order) > EOS_ID:  # except the end token: fairseq's </s> is behind <sos> and <eos>, and ends a sentence
+        ours[order[EOS_ID]] = EOS_ID
 
     def mapped(theirs: int) -> int:
         if theirs not in ours:

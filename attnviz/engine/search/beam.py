@@ -162,7 +162,8 @@ def beam_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab,
         expansions = _expansions(logp, self_rows, cross_rows, tgt_vocab, decode.topk)
         if t < len(forced):
             split = Pruned([], [], [])
-            cand = Candidate(float(scores[0] + logp[0, forced[t]]), 0, int(forced[t]))
+            taken = 0.0 if decode.configured else float(logp[0, forced[t]])  # as ``forcing`` scores it
+            cand = Candidate(float(scores[0]) + taken, 0, int(forced[t]))
             (split.ended if cand.token == EOS_ID or t == steps - 1 else split.kept).append(cand)
         else:
             split = prune(_candidates(scores, constrain(logp, prefixes, t, steps, decode), 2 * beam), beam,

@@ -61,6 +61,7 @@ class HeadGrid(QWidget):
         self.off: set[tuple[int, int]] = set()  # (layer, head) switched off, of the kind shown
         self.cursor_head: tuple[int, int] | None = None  # keyboard cursor
         self.first_layer, self.page_layers = 0, 0  # the layers shown: all of them unless their tiles are too small
+        self.lines = 1  # lines of tiles a layer takes: more when one line of its heads would be too small
         self._page_arrows: dict[int, QRect] = {}  # -1 / +1 -> the arrow that pages back / on
 
     def set_maps(self, maps: np.ndarray | None, per_map: bool = False, current: tuple[int, int] | None = None,
@@ -99,20 +100,35 @@ class HeadGrid(QWidget):
         return LABEL_H + rows * (side + GAP) + (PAGE_H if shown < layers else 0)
 
     def arrangement(self, width: float, height: float) -> tuple[int, bool, int]:
-        """(tile side, turned, layers shown) in ``width`` x ``height``: every layer when their tiles reach
-        ``MIN_TILE``, else as many as fit at that size (at least one), under the page bar."""
+        """(tile side, turned, layers shown) in ``width`` x ``height`` (``plan`` says how)."""
+        return self.plan(width, height)[:3]
+
+    def plan(self, width: float, height: float) -> tuple[int, bool, int, int]:
+        """(tile side, turned, layers shown, lines per layer) in ``width`` x ``height``: every layer when their
+        tiles reach ``MIN_TILE``, else as many as fit at that size (at least one), under the page bar. When even
+        one layer's heads in one line would be smaller (16 heads in a 1024x700 window's narrow column), each layer
+        wraps its heads onto 2, 3... lines, the fewest that reach it."""
         layers, heads = self.shape()
 
-        def best(shown: int, room: float) -> tuple[int, bool]:
-            normal, turned = tile_fit(width, room, heads, shown), tile_fit(width, room, shown, heads)
+        def best(shown: int, room: float, lines: int) -> tuple[int, bool]:
+            per_line = -(-heads // lines)
+            normal = tile_fit(width, room, per_line, shown * lines)
+            turned = tile_fit(width, room, shown * lines, per_line)
             return (turned, True) if turned > normal else (normal, False)
 
-        side, turned = best(layers, height)
-        shown = layers
-        while side < MIN_TILE and shown > 1:
-            shown -= 1
-            side, turned = best(shown, height - PAGE_H)
-        return side, turned, shown
+        first = None
+        for lines in range(1, max(heads, 1) + 1):
+            if lines > 1 and -(-heads // lines) == -(-heads // (lines - 1)):
+                continue  # the same number of tiles a line: no larger than the last try
+            side, turned = best(layers, height, lines)
+            shown = layers
+            while side < MIN_TILE and shown > 1:
+                shown -= 1
+                side, turned = best(shown, height - PAGE_H, lines)
+            first = first or (side, turned, shown, lines)
+            if side >= MIN_TILE:
+                return side, turned, shown, lines
+        return first or (4, False, layers, 1)  # nothing reaches MIN_TILE: one line a layer, as small as it must
 
     def page(self, step: int) -> None:
         """Show the previous (``step`` -1) or next (+1) page of layers."""
@@ -145,26 +161,36 @@ class HeadGrid(QWidget):
         layers, heads = self.shape()
         if not layers:
             return
-        size, self.transposed, self.page_layers = self.arrangement(self.width(), self.height())
+        size, self.transposed, self.page_layers, self.lines = self.plan(self.width(), self.height())
         self.first_layer = min(max(self.first_layer, 0), layers - self.page_layers)
         top = 0
         if self.page_layers < layers:  # the page bar: its arrows at either end
             top = PAGE_H
             self._page_arrows = {-1: QRect(0, 0, LABEL_W, PAGE_H), 1: QRect(self.width() - LABEL_W, 0, LABEL_W, PAGE_H)}
-        first = self.first_layer
+        first, lines, per_line = self.first_layer, self.lines, -(-heads // self.lines)
+        block = lines * (size + GAP) - GAP  # a layer's lines of tiles
         for layer in self.shown_layers():
             for h in range(heads):
-                col, row = (layer - first, h) if self.transposed else (h, layer - first)
+                along, line = h % per_line, (layer - first) * lines + h // per_line  # a wrapped head: the next line
+                col, row = (line, along) if self.transposed else (along, line)
                 self._tiles[(layer, h)] = QRect(LABEL_W + col * (size + GAP), top + LABEL_H + row * (size + GAP),
                                                 size, size)
-        for layer in self.shown_layers():  # a layer's label heads its row (or its column, turned); a head's the other
+        for layer in self.shown_layers():  # a layer's label heads its lines (columns, turned); a head's the other
             tile = self._tiles[(layer, 0)]
-            self._layer_labels[layer] = QRect(tile.left(), top, size, LABEL_H) if self.transposed else \
-                QRect(0, tile.top(), LABEL_W - 2, size)
-        for h in range(heads):
+            self._layer_labels[layer] = QRect(tile.left(), top, block, LABEL_H) if self.transposed else \
+                QRect(0, tile.top(), LABEL_W - 2, block)
+        for h in range(per_line):
             tile = self._tiles[(first, h)]
             self._head_labels[h] = QRect(0, tile.top(), LABEL_W - 2, size) if self.transposed else \
                 QRect(tile.left(), top, size, LABEL_H)
+
+    def head_label(self, along: int) -> str:
+        """The label of the ``along``-th tile of a line: its head ("H3"), or each line's there ("3/11") when a
+        layer's heads wrap."""
+        heads, per_line = self.shape()[1], -(-self.shape()[1] // self.lines)
+        if self.lines == 1:
+            return f"H{along + 1}"
+        return "/".join(str(h + 1) for h in range(along, heads, per_line))
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         self._relayout()
@@ -177,13 +203,15 @@ class HeadGrid(QWidget):
         text = self.palette().color(QPalette.ColorRole.WindowText)
         painter.setPen(text)
         if self._page_arrows:
-            shown = self.shown_layers()
-            painter.drawText(QRect(LABEL_W, 0, self.width() - 2 * LABEL_W, PAGE_H), Qt.AlignmentFlag.AlignCenter,
-                             f"Layers {shown.start + 1}\u2013{shown.stop} of {self.shape()[0]}")
+            shown, room = self.shown_layers(), self.width() - 2 * LABEL_W
+            bar = f"Layers {shown.start + 1}\u2013{shown.stop} of {self.shape()[0]}"
+            if painter.fontMetrics().horizontalAdvance(bar) > room:  # a narrow column: the short form
+                bar = f"L{shown.start + 1}\u2013{shown.stop} / {self.shape()[0]}"
+            painter.drawText(QRect(LABEL_W, 0, room, PAGE_H), Qt.AlignmentFlag.AlignCenter, bar)
             for step, rect in self._page_arrows.items():  # PageUp / PageDown do the same (tooltip, screen reader)
                 painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, "\u25c0" if step < 0 else "\u25b6")
         for h, label in self._head_labels.items():
-            painter.drawText(label, Qt.AlignmentFlag.AlignCenter, f"H{h + 1}")
+            painter.drawText(label, Qt.AlignmentFlag.AlignCenter, self.head_label(h))
         for layer, label in self._layer_labels.items():
             painter.setPen(text)
             all_off = all((layer, h) in self.off for h in range(self.shape()[1]))

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import json
 
-from PySide6.QtCore import QSettings, Slot
+from PySide6.QtCore import QSettings, Qt, Slot
 from PySide6.QtGui import QStandardItemModel
 from PySide6.QtWidgets import (
-    QCheckBox,
     QComboBox,
     QDoubleSpinBox,
     QHBoxLayout,
@@ -35,6 +34,7 @@ def load_examples() -> dict[str, list[str]]:
 
 
 MODES = ("greedy", "sampled", "beam")
+CONFIGURED = len(MODES)  # the Decoding list's index of a model's own decoding, when it has one
 
 
 class SamplingRow(QWidget):
@@ -45,7 +45,8 @@ class SamplingRow(QWidget):
         super().__init__(parent)
         self.sampling_combo = named(QComboBox(), "samplingCombo", "Decoding",
                                     "Greedy: always the most probable token; Sampled: drawn from the softmax (language "
-                                    "models); Beam search: the best of several hypotheses, shown as a tree")
+                                    "models); Beam search: the best of several hypotheses, shown as a tree; Model's "
+                                    "own (an imported model's): as its authors configured it in generation_config.json")
         self.sampling_combo.addItems(["Greedy", "Sampled", "Beam search"])
         self.temperature_spin = named(QDoubleSpinBox(), "temperatureSpin", "Temperature",
                                       "Sampling temperature: below 1 sharper, above 1 flatter")
@@ -63,19 +64,16 @@ class SamplingRow(QWidget):
         self.penalty_spin.setRange(0.0, 3.0)
         self.penalty_spin.setSingleStep(0.1)
         self.penalty_spin.setValue(DecodeConfig().length_penalty)
-        # an imported model's own decoding (its generation_config.json), offered when it has one
+        # an imported model's own decoding (its generation_config.json): a fourth choice of the Decoding list when it
+        # has one, reached by the list's Alt+G (every letter is taken on the Translate tab, so no check box of its own)
         self.configured: DecodeConfig | None = None
-        self.configured_check = named(QCheckBox("Model's decoding &1"), "configuredDecodingCheck",
-                                      "Model's decoding", "Decode as the model's authors configured it")
-        self.configured_check.setVisible(False)
-        self.configured_check.toggled.connect(self._on_configured_toggled)
         self.decoding_label = QLabel("Decodin&g")
         self.decoding_label.setBuddy(self.sampling_combo)
         self.sample_labels = (QLabel("Temperature"), QLabel("Seed"))
         self.beam_labels = (QLabel("Width"), QLabel("Length penalty"))
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
-        for w in (self.configured_check, self.decoding_label, self.sampling_combo, self.sample_labels[0],
+        for w in (self.decoding_label, self.sampling_combo, self.sample_labels[0],
                   self.temperature_spin,
                   self.sample_labels[1], self.seed_spin, self.beam_labels[0], self.beam_spin, self.beam_labels[1],
                   self.penalty_spin):
@@ -91,29 +89,24 @@ class SamplingRow(QWidget):
     def mode(self) -> str:
         if self.uses_configured():
             return "beam" if self.configured is not None and self.configured.beam > 1 else "greedy"
-        return MODES[max(self.sampling_combo.currentIndex(), 0)]
+        return MODES[min(max(self.sampling_combo.currentIndex(), 0), len(MODES) - 1)]
 
     def uses_configured(self) -> bool:
-        return self.configured is not None and self.configured_check.isChecked()
+        return self.configured is not None and self.sampling_combo.currentIndex() == CONFIGURED
 
     def set_configured(self, decode: DecodeConfig | None, label: str | None) -> None:
-        """Offer (and choose) a model's configured decoding, ``label`` saying what it is ("as configured by the
-        model (beam 4, ...)"); None: attnviz's own settings only."""
+        """Offer (and choose) a model's configured decoding as the Decoding list's last choice, ``label`` saying what
+        it is ("as configured by the model (beam 4, ...)"); None: attnviz's own settings only."""
         self.configured = decode
-        self.configured_check.setVisible(decode is not None)
+        combo = self.sampling_combo
+        if combo.count() > CONFIGURED:
+            combo.removeItem(CONFIGURED)
         if decode is not None:
             search = f"beam {decode.beam}" if decode.beam > 1 else "greedy"
-            self.configured_check.setText(f"Model's decoding ({search}) &1")
-        self.configured_check.setToolTip(f"Checked: decode {label}. Unchecked: attnviz's own settings (the "
-                                         "controls beside it)." if label else "")
-        self.configured_check.setChecked(decode is not None)
-        self._on_configured_toggled(decode is not None)
-
-    @Slot(bool)
-    def _on_configured_toggled(self, checked: bool) -> None:
-        own = not (checked and self.configured is not None)
-        self.sampling_combo.setEnabled(own)
-        self._on_sampling_changed(self.sampling_combo.currentIndex())
+            combo.addItem(f"Model's own ({search})")
+            combo.setItemData(CONFIGURED, f"Decode {label}" if label else None, Qt.ItemDataRole.ToolTipRole)
+            combo.setCurrentIndex(CONFIGURED)
+        self._on_sampling_changed(combo.currentIndex())
 
     def set_generating(self, generating: bool) -> None:
         """Sampling is offered for a language model only; a translation model that was sampling turns greedy."""
@@ -131,9 +124,8 @@ class SamplingRow(QWidget):
         for w in (self.temperature_spin, self.seed_spin, *self.sample_labels):
             w.setEnabled(index == 1)
             w.setVisible(self.generating)
-        own = not self.uses_configured()
         for w in (self.beam_spin, self.penalty_spin, *self.beam_labels):
-            w.setEnabled(index == 2 and own)
+            w.setEnabled(index == 2)
 
     def drawn(self, decode: DecodeConfig) -> DecodeConfig:
         """``decode`` greedy, sampled or beam as chosen; a sample takes the seed and advances it for the next one.

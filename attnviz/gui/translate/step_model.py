@@ -16,6 +16,7 @@ from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.widgets import NO_PARENT, ModelIndex
 
 COLUMNS = ("Step", "Token", "Probability", "Entropy (nats)", "Runner-up")
+FORCED_RUNNER = "none: forced"
 SHARE = "Source share"
 
 
@@ -87,6 +88,7 @@ class StepTableModel(QAbstractTableModel):
         step = self._document.steps[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
             runner = f"{visible_token(step.topk[1][0])} ({step.topk[1][1]:.3f})" if len(step.topk) > 1 else ""
+            runner = FORCED_RUNNER if step.forced else runner  # nothing was chosen, so nothing ran up
             token = visible_token(step.token) + (" (forced)" if step.forced else "")  # given, not chosen by the model
             share = self._shares[index.row()] if self._shares is not None and index.row() < len(self._shares) \
                 else None

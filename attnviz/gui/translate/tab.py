@@ -342,7 +342,7 @@ class TranslateTab(QWidget):
         self.source_view.set_weights(None)
         step = steps[-1] if steps else None
         self.topk_view.set_candidates(step.topk if step else [], step.entropy if step else None,
-                                      (step.token, step.probability) if step else None)
+                                      (step.token, step.probability) if step else None, bool(step and step.forced))
         self._show_text()
         if 0 <= current < self.step_model.rowCount():
             self.step_table.selectRow(current)

@@ -264,15 +264,18 @@ class TopKView(QWidget):
         self._items: list[tuple[str, float]] = []
         self._entropy: float | None = None
         self._chosen: tuple[str, float] | None = None
+        self._forced = False  # the step's token was given, not chosen
         self.placeholder = "The likeliest next tokens appear here"
         self.setMinimumSize(200, 120)
         self._rows: list[QRect] = []
 
     def set_candidates(self, items: Sequence[tuple[str, float]], entropy: float | None,
-                       chosen: tuple[str, float] | None = None) -> None:
+                       chosen: tuple[str, float] | None = None, forced: bool = False) -> None:
         """The top-k ``items`` (token, probability) and the token the step took, which sampling may draw from
-        further down (or from outside the top k)."""
-        self._items, self._entropy = list(items), entropy
+        further down (or from outside the top k); ``forced``: the step took it without a choice (a multilingual
+        model's target language, a forced end, a typed prefix), so the bars are what the model would have chosen
+        from and none is marked taken."""
+        self._items, self._entropy, self._forced = list(items), entropy, forced
         self._chosen = chosen if chosen is not None else (self._items[0] if self._items else None)
         self.setToolTip("\n".join(f"{visible_token(t)}: {p:.4f}" + (" (chosen)" if self._is_chosen(t) else "")
                                   for t, p in self._items) + ("\nDouble-click one to decode on with it instead"
@@ -281,12 +284,17 @@ class TopKView(QWidget):
         announce(self)
 
     def _is_chosen(self, token: str) -> bool:
-        return self._chosen is not None and token == self._chosen[0]
+        return not self._forced and self._chosen is not None and token == self._chosen[0]
+
+    def _forced_line(self) -> str:
+        taken = visible_token(self._chosen[0]) if self._chosen else "?"
+        return f"Forced: {taken}, not chosen; the model's own top {len(self._items)} were"
 
     def accessible_value(self) -> str:
         if not self._items:
             return self.placeholder
         chosen = f"Chosen: {visible_token(self._chosen[0])} ({self._chosen[1]:.3f}). " if self._chosen else ""
+        chosen = self._forced_line() + ". " if self._forced else chosen
         return chosen + "Candidates: " + ", ".join(f"{visible_token(t)} {p:.3f}" for t, p in self._items)
 
     def sizeHint(self) -> QSize:
@@ -301,10 +309,10 @@ class TopKView(QWidget):
         if not self._items:
             painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self.placeholder)
             return
-        lines = [f"Top {len(self._items)} candidates"]
+        lines = [self._forced_line() if self._forced else f"Top {len(self._items)} candidates"]
         if self._entropy is not None:
             lines.append(f"entropy {self._entropy:.3f} nats")
-        if self._chosen is not None and not any(self._is_chosen(t) for t, _ in self._items):
+        if not self._forced and self._chosen is not None and not any(self._is_chosen(t) for t, _ in self._items):
             drawn = visible_token(self._chosen[0])
             lines.append(f"drawn: {drawn} ({self._chosen[1]:.4f}), not in the top {len(self._items)}")
         metrics = painter.fontMetrics()
