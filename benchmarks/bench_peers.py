@@ -17,7 +17,8 @@ runs interleaved tool by tool in one process, one thread each (CTranslate2: intr
 - the bundled de-en model's greedy step with capture vs a bare-torch floor of the same matmuls (``step_floor``).
 
     python benchmarks/bench_peers.py [--folder DIR] [--size marian|small] [--repeats 5] [--sentences 200]
-        [--tokens 20] [--open-repeats 3] [--baseline /tmp/pre29]    (CTranslate2: PYTHONPATH=/path/to/ct2-lib, or the peers extra)
+        [--tokens 20] [--open-repeats 3] [--baseline /tmp/pre29]
+    (CTranslate2: PYTHONPATH=/path/to/ct2-lib, or the peers extra; /tmp/pre29: git worktree add /tmp/pre29 f637f16)
 """
 
 from __future__ import annotations
