@@ -11,13 +11,14 @@ runs interleaved tool by tool in one process, one thread each (CTranslate2: intr
   output_attentions=True)`` and CTranslate2 float32 (``return_attention``: the best hypothesis' map only);
 - batch translation of ``--sentences`` sentences (greedy, batches of 32): attnviz vs ``generate``, attnviz
   ``--int8`` vs CTranslate2 int8;
-- opening: a cold ``attnviz translate -m FOLDER`` (``--max-len 5``) vs the same with ``transformers`` (and
-  CTranslate2), each its own process: wall time and peak resident memory (the process's own VmHWM at exit: a
-  child's ``ru_maxrss`` would start from this script's size at fork);
+- opening, first, through ``loading_probe`` as ``bench_loading`` measures it: open + first token (time, peak
+  resident memory) for attnviz, ``transformers`` and ``--baseline`` (a checkout from before issue 29: opening time),
+  a cold ``attnviz translate -m FOLDER`` vs the same with ``transformers``, and a cold CTranslate2 process;
 - the bundled de-en model's greedy step with capture vs a bare-torch floor of the same matmuls (``step_floor``).
 
     python benchmarks/bench_peers.py [--folder DIR] [--size marian|small] [--repeats 5] [--sentences 200]
-        [--tokens 20] [--open-repeats 3]    (CTranslate2: PYTHONPATH=/path/to/ct2-lib, or the peers extra)
+        [--tokens 20] [--open-repeats 3] [--baseline /tmp/pre29]
+    (CTranslate2: PYTHONPATH=/path/to/ct2-lib, or the peers extra; /tmp/pre29: git worktree add /tmp/pre29 f637f16)
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_decode import _beam_tree as beam_tree  # noqa: E402 (sibling modules, found from the script's folder)
+from loading_probe import cold_translate, open_probe  # noqa: E402
 from step_floor import floor_figures  # noqa: E402
 
 from attnviz.engine.config import DecodeConfig  # noqa: E402
@@ -183,64 +185,63 @@ def _generate(model, inputs, args: dict, beams: int):
         return model.generate(**inputs, num_beams=beams, do_sample=False, **args)
 
 
-HF_OPEN = """import sys, torch
-from transformers import MarianMTModel, MarianTokenizer
-model, tok = MarianMTModel.from_pretrained(sys.argv[1]).eval(), MarianTokenizer.from_pretrained(sys.argv[1])
-with torch.inference_mode():
-    out = model.generate(**tok([sys.argv[2]], return_tensors="pt"), max_new_tokens=5)
-print(tok.decode(out[0], skip_special_tokens=True))
-"""
-CT2_OPEN = """import sys, ctranslate2, sentencepiece
+CT2_OPEN = """import atexit, sys, ctranslate2, sentencepiece
+def _peak():  # VmHWM: this program's own peak (a child's ru_maxrss starts from its parent's size at the fork)
+    with open("/proc/self/status") as status:
+        sys.stderr.write("".join("PEAK_KIB " + line.split()[1] + chr(10) for line in status if line[:6] == "VmHWM:"))
+atexit.register(_peak)
 sp = sentencepiece.SentencePieceProcessor(model_file=sys.argv[1] + "/source.spm")
 translator = ctranslate2.Translator(sys.argv[3], intra_threads=1)
 result = translator.translate_batch([sp.encode(sys.argv[2], out_type=str) + ["</s>"]], max_decoding_length=5)
 print(" ".join(result[0].hypotheses[0]))
 """
-ATTNVIZ_OPEN = """import runpy
-runpy.run_module("attnviz", run_name="__main__")
-"""
-# A child's ru_maxrss (getrusage RUSAGE_CHILDREN or wait4) starts from the parent's resident size at fork (2 GB
-# here, with every tool's model loaded), so each child reports its own high-water mark (VmHWM, reset by exec).
-PEAK = """import atexit, sys
-def _peak():
-    with open("/proc/self/status") as status:
-        sys.stderr.write("".join("PEAK_KIB " + line.split()[1] + chr(10) for line in status if line[:6] == "VmHWM:"))
-atexit.register(_peak)
-"""
-OPENERS = {  # each a cold process that opens the folder and translates one sentence (5 tokens)
-    "attnviz": [sys.executable, "-c", PEAK + ATTNVIZ_OPEN, "translate", "-m", "{folder}", "--max-len", "5", SENTENCE],
-    "transformers": [sys.executable, "-c", PEAK + HF_OPEN, "{folder}", SENTENCE],
-    "ctranslate2": [sys.executable, "-c", PEAK + CT2_OPEN, "{folder}", SENTENCE, "{ct2}"],
-}
 
 
-def open_once(command: list[str]) -> tuple[float, float]:
-    """Wall seconds and peak resident MiB of one cold process (one thread)."""
+def ct2_open(folder: Path, ct2_path: Path) -> tuple[float, float]:
+    """Wall seconds and peak resident MiB of one cold CTranslate2 process (one thread, 5 tokens)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     start = time.perf_counter()
-    done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, check=False)
+    done = subprocess.run([sys.executable, "-c", CT2_OPEN, str(folder), SENTENCE, str(ct2_path)],
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, check=False)
     wall = time.perf_counter() - start
     peaks = [line.split()[1] for line in done.stderr.splitlines() if line.startswith("PEAK_KIB ")]
     if done.returncode or not peaks:
-        raise RuntimeError(f"{command[:4]} failed: {done.stderr[-500:]}")
+        raise RuntimeError(f"CTranslate2 failed: {done.stderr[-500:]}")
     return wall, int(peaks[-1]) / 1024
 
 
-def opening_figures(folder: Path, ct2, repeats: int) -> dict:
-    tools = {name: [part.format(folder=folder, ct2=ct2[1] if ct2 else "") for part in cmd]
-             for name, cmd in OPENERS.items() if name != "ctranslate2" or ct2 is not None}
-    walls: dict[str, list[float]] = {name: [] for name in tools}
-    peaks: dict[str, list[float]] = {name: [] for name in tools}
+def opening_figures(folder: Path, ct2, repeats: int, baseline: Path | None) -> dict:
+    """Opening, measured as ``bench_loading`` measures it (``loading_probe``, each a fresh interpreter, one thread,
+    interleaved): open + first token for attnviz, ``transformers`` and the ``baseline`` checkout (the loading
+    before issue 29), peak memory as each process's own VmHWM; a cold ``attnviz translate -m FOLDER`` (20 tokens)
+    against the same with ``transformers``, wall time (its ru_maxrss would count this process's size)."""
+    sides: dict[str, tuple[str, Path | None]] = {"attnviz": ("attnviz", None), "transformers": ("transformers", None)}
+    if baseline is not None:
+        sides["baseline"] = ("attnviz", baseline.resolve())
+    opened: dict[str, list[dict]] = {side: [] for side in sides}
+    cold: dict[str, list[float]] = {"attnviz": [], "transformers": []}
+    ct2_runs: list[tuple[float, float]] = []
     for _ in range(repeats):
-        for name, command in tools.items():
-            wall, peak = open_once(command)
-            walls[name].append(wall)
-            peaks[name].append(peak)
-    out = {f"open_{name}": {"seconds": round(statistics.median(walls[name]), 2),
-                            "peak_mib": round(statistics.median(peaks[name]))} for name in tools}
-    for peer in (p for p in ("transformers", "ctranslate2") if p in tools):
-        out[f"open_vs_{peer}"] = {"seconds": _ratio(walls["attnviz"], walls[peer]),
-                                  "peak_memory": _ratio(peaks["attnviz"], peaks[peer])}
+        for side, (which, root) in sides.items():
+            opened[side].append(open_probe(which, folder, root))
+            if side in cold:
+                cold[side].append(cold_translate(which, folder, root)["wall_s"])
+        if ct2 is not None:
+            ct2_runs.append(ct2_open(folder, ct2[1]))
+    out: dict[str, object] = {f"open_{side}": {key: round(statistics.median(r[key] for r in runs), 3)
+                                               for key in ("open_s", "first_token_s", "peak_mib")}
+                              for side, runs in opened.items()}
+    out["cold_translate_s"] = {side: round(statistics.median(walls), 2) for side, walls in cold.items()}
+    if ct2_runs:
+        out["open_ctranslate2"] = {"seconds_5_tokens": round(statistics.median(w for w, _ in ct2_runs), 2),
+                                   "peak_mib": round(statistics.median(p for _, p in ct2_runs))}
+    peak = [r["peak_mib"] for r in opened["attnviz"]]
+    ratios = {"open_peak_vs_transformers": _ratio(peak, [r["peak_mib"] for r in opened["transformers"]]),
+              "cold_translate_vs_transformers": _ratio(cold["attnviz"], cold["transformers"])}
+    if baseline is not None:
+        ratios["open_time_vs_baseline"] = _ratio([r["open_s"] for r in opened["attnviz"]],
+                                                 [r["open_s"] for r in opened["baseline"]])
+    out["opening_ratios"] = ratios
     return out
 
 
@@ -266,6 +267,7 @@ def main() -> None:
     parser.add_argument("--sentences", type=int, default=200)
     parser.add_argument("--tokens", type=int, default=20)
     parser.add_argument("--open-repeats", type=int, default=3, help="cold processes per tool (each opens the folder)")
+    parser.add_argument("--baseline", type=Path, help="an attnviz checkout from before issue 29 (opening time)")
     parser.add_argument("--bundled", default=str(Path(__file__).resolve().parents[1] / "models" /
                                                  "de-en-multi30k.safetensors"))
     args = parser.parse_args()
@@ -273,16 +275,18 @@ def main() -> None:
     folder = build_folder(args.folder, args.size)
     ct2_module, ct2_path = ctranslate2_folder(folder)
     ct2 = (ct2_module, ct2_path) if ct2_module is not None else None
+    opening = opening_figures(folder, ct2, args.open_repeats, args.baseline)  # first: this process is still small
     ms = interleaved(decoding_runs(folder, args.tokens, corpus(args.sentences), ct2), args.repeats)
     print(json.dumps({
         "folder": str(folder), "size": SIZES[args.size], "threads": 1, "tokens": args.tokens,
         "batch_sentences": args.sentences, "repeats": args.repeats, "torch": torch.__version__,
         "ctranslate2": ct2_path if ct2 is None else getattr(ct2_module, "__version__", "?"),
         "ms_median": ms, "ratios": ratios(ms),
-        **opening_figures(folder, ct2, args.open_repeats),
+        **opening,
         "step_vs_floor": floor_figures(args.bundled, args.repeats),
         "targets": {"beam5_vs_ctranslate2": 1.3, "batch_int8_vs_ctranslate2": 1.5, "step_vs_floor": 1.8,
-                    "open_vs_transformers.peak_memory": 1.1},
+                    "open_peak_vs_transformers": 1.1, "open_time_vs_baseline": 0.5,
+                    "cold_translate_vs_transformers": 0.6},
     }, indent=2, default=str))
 
 

@@ -80,10 +80,13 @@ def test_peers_benchmark_measures_every_figure_at_toy_size(tmp_path):
     pytest.importorskip("transformers")
     pytest.importorskip("sentencepiece")
     report = bench("bench_peers", "--size", "small", "--folder", str(tmp_path / "marian"), "--repeats", "1",
-                   "--open-repeats", "1", "--sentences", "3", "--tokens", "3")
+                   "--open-repeats", "1", "--sentences", "3", "--tokens", "3", "--baseline", str(BENCHMARKS.parent))
     assert report["size"]["d_model"] == 32 and report["tokens"] == 3
     assert {"greedy_vs_transformers", "beam5_vs_transformers", "batch_vs_transformers"} <= set(report["ratios"])
     assert report["ms_median"]["batch_int8/attnviz"] > 0
-    assert report["open_attnviz"]["peak_mib"] > 0 and report["open_vs_transformers"]["seconds"] > 0
+    assert report["open_attnviz"]["peak_mib"] > 0 and report["open_baseline"]["open_s"] > 0
+    opening = report["opening_ratios"]  # every opening ratio the issue sets a target for, from the same run
+    assert set(opening) == {"open_peak_vs_transformers", "cold_translate_vs_transformers", "open_time_vs_baseline"}
+    assert all(opening[key] > 0 and key in report["targets"] for key in opening)
     floor = report["step_vs_floor"]
     assert floor["floor_same_tokens"] and floor["ratio"] > 0  # the floor decodes what attnviz decodes

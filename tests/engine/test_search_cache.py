@@ -12,6 +12,7 @@ import torch
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import DecodeStep
 from attnviz.engine.models.cache import grouping, grow_in_place, select_rows
+from attnviz.engine.models.quantize import quantize_int8
 from tests.engine.search_reference import MODELS, capture, toy
 
 REFERENCE = Path(__file__).parent / "data" / "search_reference.npz"
@@ -47,13 +48,31 @@ def test_greedy_and_batched_search_are_bit_for_bit(name, reference):
 def test_beam_tree_attention_and_scores_match(name, reference):
     """A beam step now reads a sentence's cross-attention keys with its hypotheses' queries side by side (one
     matrix product instead of one per hypothesis), which may change the last bit of a cross-attention score and
-    what follows it; the tree is identical and every number within a few float32 ulps. Models without
-    cross-attention (char LM) and steps with one hypothesis stay bit for bit."""
+    what follows it; and it projects its rows to logits as W @ h^T (``project_rows``), which may change a logit's
+    last bits. The tree is identical and every number within a few float32 ulps. Models without cross-attention
+    (char LM) keep every attention row bit for bit: only the projection's probabilities and scores may move."""
     now, differing = _differing(name, reference)
     for key in differing:
         np.testing.assert_allclose(now[key], reference[key], rtol=2e-6, atol=2e-7, err_msg=key)
     if name == "char-lm":
-        assert differing == []
+        assert all(key.endswith(("/probability", "/score")) for key in differing)
+
+
+def test_capturing_steps_project_weight_major():
+    """One row: the same matrix-vector product as ``project`` (greedy's logits bit for bit); several rows: W @ h^T
+    with the bias, within float32 rounding of the row-major product; a quantised output layer keeps ``project``."""
+    model = toy("marian-wide").model
+    torch.manual_seed(0)
+    hidden = torch.randn(5, model.out_proj.in_features)
+    weight, bias = model.out_proj.weight, model.out_proj.bias
+    with torch.inference_mode():
+        assert torch.equal(model.project_rows(hidden[:1]), model.project(hidden[:1]))
+        rows = model.project_rows(hidden)
+        assert rows.is_contiguous() and torch.equal(rows, torch.addmm(bias[:, None], weight, hidden.t()).t())
+        torch.testing.assert_close(rows, model.project(hidden), rtol=0, atol=1e-6)  # logits of magnitude ~1
+        int8 = toy("marian-wide").model
+        quantize_int8(int8)
+        assert torch.equal(int8.project_rows(hidden), int8.project(hidden))
 
 
 def test_cache_reaches_the_length_limit():

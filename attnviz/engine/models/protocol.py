@@ -66,6 +66,10 @@ class IncrementalModel(nn.Module):
     def project(self, hidden: Tensor) -> Tensor:
         raise NotImplementedError
 
+    def project_rows(self, hidden: Tensor) -> Tensor:
+        """Logits [N, V] of a capturing step's few rows [N, D]; a kind may compute them faster than ``project``."""
+        return self.project(hidden)
+
     def step(self, tokens: Tensor, cache: Any, need_weights: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """Feed one token per sentence ([B]); return logits [B, V] and this step's attention rows.
 
@@ -73,7 +77,9 @@ class IncrementalModel(nn.Module):
         the model has no such attention.
         """
         out = self.decode(tokens[:, None], None, need_weights, cache)
-        logits = self.project(out.hidden[:, -1])
+        # A capturing step decodes one sentence (greedy's one row, beam's few): see project_rows. Batched searches
+        # keep project's row-major product, whose sums (and thus their output) stay as they were.
+        logits = (self.project_rows if need_weights else self.project)(out.hidden[:, -1])
         if not need_weights:
             return logits, None, None
         self_rows, cross_rows = out.last_rows()

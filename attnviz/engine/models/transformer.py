@@ -359,6 +359,19 @@ class Transformer(IncrementalModel):
     def project(self, hidden: Tensor) -> Tensor:
         return widened(self.out_proj(hidden))  # [B, T, D] -> [B, T, V]; search scores in float32 at half precision
 
+    def project_rows(self, hidden: Tensor) -> Tensor:
+        """Logits [N, V] of a few rows [N, D] as the weight-major product W @ h^T (float32 on the CPU): MKL's
+        h @ W^T with a few rows repacks the whole V x D weight at every call, so 5 rows of a 58k vocabulary took
+        2x one row's time; W @ h^T takes one row's. One row is the same matrix-vector product either way; with
+        several rows the sums run in another order, which may change a logit's last bits (tests/engine/
+        test_search_cache.py)."""
+        proj = self.out_proj
+        if type(proj) is not nn.Linear or proj.weight.dtype != torch.float32 or hidden.device.type != "cpu":
+            return self.project(hidden)
+        if proj.bias is None:
+            return (proj.weight @ hidden.t()).t().contiguous()
+        return torch.addmm(proj.bias[:, None], proj.weight, hidden.t()).t().contiguous()
+
     def attention_modules(self) -> dict[str, list[MultiHeadAttention]]:
         """Each attention kind's modules, one per layer (where ``engine.search.head_mask`` switches heads off)."""
         modules = {"decoder": [layer.self_attn for layer in self.decoder_layers()]}
