@@ -55,3 +55,14 @@ def test_a_long_title_is_not_clipped(tmp_path, n):
     top = image[: image.shape[0] // 5]  # the title's band
     ink = np.flatnonzero((top < 0.5).all(axis=-1).any(axis=0))  # columns where dark text is drawn
     assert ink.size and ink[0] > 2 and ink[-1] < image.shape[1] - 3  # a margin at both edges: nothing cut off
+
+
+def test_a_signed_map_is_drawn_on_a_diverging_scale_centred_on_zero_with_its_own_label():
+    matrix = np.array([[-3.0, 0.5, 2.0], [1.0, -0.25, 0.0]])  # an attribution: negative values and values above 1
+    fig = Figure()
+    draw_heatmap(fig, matrix, ["a", "b"], list("xyz"), "q", "k", signed=True, value="Integrated gradients")
+    image = fig.axes[0].images[0]
+    assert image.get_clim() == (-3.0, 3.0) and image.get_cmap().name == "RdBu_r"
+    assert fig.axes[1].get_ylabel() == "Integrated gradients"  # the colour bar says what it measures
+    draw_heatmap(fig, matrix.clip(0, 1), ["a", "b"], list("xyz"), "q", "k")
+    assert fig.axes[0].images[0].get_clim() == (0.0, 1.0) and fig.axes[1].get_ylabel() == "attention weight"

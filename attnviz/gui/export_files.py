@@ -112,8 +112,9 @@ class ViewExports(_Window):
 
             masked = hatched(data, panel.heads_off, panel.kind or "", panel.layer, panel.head)
             off = masked is not None and bool(masked.all())
+            value = "attention weight" if quantity.result is None else quantity.result.quantity.label
             save_heatmap(path, data.matrix, data.rows, data.cols, data.row_axis, data.col_axis,
-                         self.figure_title(data, off), data.highlight_row, data.per_map, masked)
+                         self.figure_title(data, off), data.highlight_row, data.per_map, masked, data.signed, value)
             extra = quantity.export_extra()  # a quantity's method and settings, beside the figure
             sidecar = f" and {write_sidecar(path, {'title': self.figure_title(data), **extra[1]}).name}" \
                 if extra else ""
@@ -130,7 +131,8 @@ class ViewExports(_Window):
         request = tab.document.request  # the sentence translated, not what the box holds now
         sentence = (request.text if request is not None else tab.source_edit.text()).strip()
         sentence = sentence if len(sentence) <= 60 else sentence[:57] + "..."
-        scale = "per-map colour scale" if data.per_map else "colour scale 0..1"
+        scale = "signed colour scale centred on 0" if data.signed else \
+            "per-map colour scale" if data.per_map else "colour scale 0..1"
         title = data.title + (" (switched off)" if off else "")
         return f"{title} · step {tab.document.current + 1}/{steps}\n{model}: \"{sentence}\" · {scale}"
 

@@ -1,5 +1,7 @@
 """One attention map drawn with matplotlib (for PNG/SVG export): labelled axes, colour bar, highlighted row, and
 masked cells (future positions a causal query may not see) hatched grey as the app draws them, not as weight zero.
+A signed map (gradient x input, integrated gradients, a contrast) is drawn as the app draws it: a blue-white-red
+scale centred on zero from -max|x| to +max|x|, so neither its negative values nor those above 1 are clipped away.
 
 The title wraps to the figure's width and the file is cut to what was drawn, so neither edge of a long title (the
 view, the model and the sentence) is clipped.
@@ -26,14 +28,19 @@ def masked_runs(masked: np.ndarray) -> Iterator[tuple[int, int, int]]:
 
 def draw_heatmap(fig: Figure, matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str], row_axis: str,
                  col_axis: str, title: str = "", highlight_row: int | None = None, per_map: bool = False,
-                 masked: np.ndarray | None = None) -> None:
-    """Draw ``matrix`` [R, C] on ``fig`` (cleared first); fixed 0..1 colour scale unless ``per_map``; ``masked``
-    [R, C] cells hatched grey."""
+                 masked: np.ndarray | None = None, signed: bool = False, value: str = "attention weight") -> None:
+    """Draw ``matrix`` [R, C] on ``fig`` (cleared first); fixed 0..1 colour scale unless ``per_map`` (or
+    ``signed``: the diverging scale centred on zero); ``masked`` [R, C] cells hatched grey; ``value`` names what
+    the colour bar measures."""
     fig.clear()
     ax = fig.add_subplot(1, 1, 1)
     shown = matrix if masked is None or not masked.any() else matrix[~masked]
     vmin, vmax = (float(shown.min()), float(shown.max())) if per_map and shown.size else (0.0, 1.0)
-    image = ax.imshow(matrix, cmap="viridis", vmin=vmin, vmax=vmax, aspect="auto", interpolation="nearest")
+    if signed:
+        limit = float(np.nanmax(np.abs(shown))) if shown.size and not np.isnan(shown).all() else 0.0
+        vmin, vmax = (-limit, limit) if limit > 0 else (-1.0, 1.0)
+    image = ax.imshow(matrix, cmap="RdBu_r" if signed else "viridis", vmin=vmin, vmax=vmax, aspect="auto",
+                      interpolation="nearest")
     if masked is not None:
         for i, j, n in masked_runs(masked):
             ax.add_patch(Rectangle((j - 0.5, i - 0.5), n, 1, facecolor=MASKED_FACE, edgecolor=MASKED_HATCH,
@@ -46,15 +53,15 @@ def draw_heatmap(fig: Figure, matrix: np.ndarray, rows: Sequence[str], cols: Seq
         ax.set_title(title, wrap=True)
     if highlight_row is not None:
         ax.add_patch(Rectangle((-0.5, highlight_row - 0.5), len(cols), 1, fill=False, edgecolor="#ff5050", lw=2))
-    fig.colorbar(image, ax=ax, label="attention weight")
+    fig.colorbar(image, ax=ax, label=value)
     fig.tight_layout()
 
 
 def save_heatmap(path: str, matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str], row_axis: str,
                  col_axis: str, title: str = "", highlight_row: int | None = None, per_map: bool = False,
-                 masked: np.ndarray | None = None) -> None:
+                 masked: np.ndarray | None = None, signed: bool = False, value: str = "attention weight") -> None:
     """Write the map to ``path``; the format follows the suffix (.png, .svg, .pdf)."""
     size = (max(5.0, 1.6 + 0.32 * len(cols)), max(4.0, 1.8 + 0.3 * len(rows)))
     fig = Figure(figsize=size, dpi=150)
-    draw_heatmap(fig, matrix, rows, cols, row_axis, col_axis, title, highlight_row, per_map, masked)
+    draw_heatmap(fig, matrix, rows, cols, row_axis, col_axis, title, highlight_row, per_map, masked, signed, value)
     fig.savefig(path, bbox_inches="tight", pad_inches=0.15)  # the file holds everything drawn, title included

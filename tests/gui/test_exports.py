@@ -66,7 +66,7 @@ def test_the_exported_view_hatches_what_the_app_hatches(qtbot, loaded, tmp_path,
     monkeypatch.setattr("attnviz.plots.heatmap.save_heatmap", lambda path, *a: drawn.append(a))
     monkeypatch.setattr(QFileDialog, "getSaveFileName", lambda *a, **k: (str(tmp_path / "v.png"), ""))
     loaded.export_view("png")
-    masked = drawn[0][-1]
+    masked = drawn[0][8]
     shown = tab.attention.heatmap.data()
     assert shown.masked is not None and masked is shown.masked and masked.any()
     assert "switched off" not in drawn[0][5]
@@ -74,9 +74,9 @@ def test_the_exported_view_hatches_what_the_app_hatches(qtbot, loaded, tmp_path,
     qtbot.waitUntil(lambda: idle(tab) and tab.document.finished, timeout=20000)
     tab.attention.select(kind="cross", layer=1, head=2)
     loaded.export_view("png")
-    masked, title = drawn[1][-1], drawn[1][5]
+    masked, title = drawn[1][8], drawn[1][5]
     assert masked.shape == tab.attention.heatmap.data().matrix.shape and masked.all()
     assert title.startswith("Cross-attention · layer 2 · head 3 (switched off) · step")
     tab.attention.select(kind="cross", layer=1, head=1)  # its neighbour is on: nothing hatched
     loaded.export_view("png")
-    assert drawn[2][-1] is None
+    assert drawn[2][8] is None

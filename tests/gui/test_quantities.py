@@ -195,9 +195,13 @@ def test_exports_carry_the_method_and_its_settings(qtbot, loaded, methods, tmp_p
         return str(tmp_path / start), ""
 
     monkeypatch.setattr(QFileDialog, "getSaveFileName", dialog)
+    drawn = []
+    monkeypatch.setattr("attnviz.plots.heatmap.draw_heatmap", lambda fig, *a: drawn.append(a))
     loaded.export_view("svg")
     loaded.export_attention()
     assert asked[0] == "ramp-L2-step2.svg" and (tmp_path / asked[0]).exists()
+    signed, value, title = drawn[0][-2], drawn[0][-1], drawn[0][5]  # the signed map as the app shows it, not 0..1
+    assert signed and value == "Ramp" and "signed colour scale centred on 0" in title
     figure = json.loads((tmp_path / "ramp-L2-step2.json").read_text())
     assert figure["quantity"]["method"] == "ramp" and figure["quantity"]["settings"] == {"aggregate": "sum",
                                                                                          "foil": "w7"}
