@@ -30,6 +30,18 @@ def test_translate_arguments(model_path, capsys):
     assert capsys.readouterr().out.splitlines() == ["w3 w2 w1", "w4"]
 
 
+def test_a_model_given_without_dash_m_is_refused_not_translated(model_path, tmp_path, capsys):
+    """A newcomer's `attnviz translate MODEL "sentence"` used to translate the model's path as words."""
+    folder = tmp_path / "folder"
+    folder.mkdir()
+    (folder / "config.json").write_text("{}")
+    for given in (model_path, str(folder)):
+        assert main(["translate", given, "q1 q2"]) == 2
+        err = capsys.readouterr().err
+        assert f"{given} looks like a model, not a sentence: give it with -m" in err
+        assert f"attnviz translate -m {given}" in err
+
+
 def test_translate_json(model_path, capsys):
     assert main(["translate", "-m", model_path, "--json", "q1 q2"]) == 0
     obj = json.loads(capsys.readouterr().out)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnviz.cli.args import (
@@ -88,6 +89,16 @@ def _default_model() -> str:
     return path
 
 
+def _refuse_model_as_sentence(args: argparse.Namespace) -> None:
+    """A model given without -m would be translated as a sentence (its path read as words): say so instead."""
+    if args.model or not args.sentences:
+        return
+    first = Path(args.sentences[0])
+    if first.suffix == ".safetensors" or (first.is_dir() and (first / "config.json").exists()):
+        raise InputError(f"{first} looks like a model, not a sentence: give it with -m, e.g. "
+                         f"attnviz translate -m {first} \"SENTENCE\"")
+
+
 def cmd_translate(args: argparse.Namespace) -> int:
     from attnviz.cli.batch import read_lines, translate_lines, utf8_stdout, write_lines
     from attnviz.engine.loading import load_translator
@@ -95,6 +106,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
     if args.n_best and args.n_best > (args.beam or 1) and args.decoding == "attnviz":
         raise InputError(f"--n-best {args.n_best} asks for more hypotheses than the beam keeps; use --beam "
                          f"{args.n_best} or more, or a smaller --n-best")
+    _refuse_model_as_sentence(args)
     lines = read_lines(args.sentences)
     args.model = args.model or _default_model()
     translator = load_translator(args.model, args.dtype)
