@@ -3,7 +3,7 @@ on the finished translation (teacher-forced on the decoded output, every step at
 keeping results per sentence, method and settings, and feeding the panel (and the map beside it) for the step shown,
 the source-share bars under the output tokens and the step table's Source share column. "Why this and not ...?" in
 the top-k chart's menu asks a contrastive attribution (the method shown if it takes a foil, else the first that does).
-It also holds the logit lens page beside the step table.
+It also holds the logit lens page beside the step table and the suspect-score line under the translated text.
 
 While a quantity is computed, or when the decode has not finished yet, the map shows attention; Cancel (or a
 failure) leaves it there and sets the selector back to Attention, saying why in the status bar.
@@ -39,6 +39,8 @@ from attnviz.gui.translate.quantities import (
 )
 from attnviz.gui.translate.quantity_bar import QuantityBar
 from attnviz.gui.translate.step_model import StepTableModel
+from attnviz.gui.translate.suspect_line import SuspectLine
+from attnviz.gui.translate.text import TranslationText
 from attnviz.gui.translate.tokens import TokenStrip, TopKView
 from attnviz.gui.worker import JobFailure, Worker
 
@@ -52,6 +54,7 @@ class QuantityHost(Protocol):
     topk_view: TopKView
     step_table: QTableView
     search: SearchExplorer  # its side tabs get the Logit lens page
+    translation_text: TranslationText  # the suspect score's line goes under it
     translator: Any  # read when the document is cleared: a new model clears it
     status: SignalInstance
 
@@ -67,6 +70,8 @@ class QuantityControl(QObject):
         self.status.connect(host.status)
         self.lens = LogitLensPage(host.document, self)  # what each decoder layer would predict at the step
         host.search.side.addTab(self.lens.widget, "Logit lens")
+        self.suspect = SuspectLine(host.document, self)  # the sentence's suspect-translation score
+        host.translation_text.add_line(self.suspect.label)
         model = self.step_table.model()
         assert isinstance(model, StepTableModel)
         self.step_model = model
@@ -98,6 +103,7 @@ class QuantityControl(QObject):
         self.bar.idle()
         self.translator, self.result = translator, None
         self.lens.set_translator(translator)
+        self.suspect.set_translator(translator)
         self.cache.clear()
         self.quantities = quantities(translator)
         self.bar.set_quantities(self.quantities)
