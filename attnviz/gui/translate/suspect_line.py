@@ -17,12 +17,12 @@ from collections.abc import Hashable, Iterator
 from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtWidgets import QLabel
 
+from attnviz.engine.attribution.suspect import LABELS
 from attnviz.engine.events import Translation
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown
 from attnviz.gui.translate.document import DecodeDocument
-from attnviz.gui.translate.jobs import one_at_a_time
 from attnviz.gui.widgets import named
-from attnviz.gui.worker import JobFailure, Worker
+from attnviz.gui.worker import JobFailure, Worker, one_at_a_time
 
 SHOWN = ("seq_logprob", "mean_logprob", "attn_ign_src", "wass_to_unif", "alti_source_share")
 # component -> (direction, line): a sign when direction * value > direction * line. Rules of thumb for one
@@ -49,15 +49,11 @@ def verdict(found: dict[str, float]) -> str:
              if math.isfinite(found.get(name, math.nan)) and way * found[name] > way * line]
     if not signs:
         return "no sign of a hallucination"
-    from attnviz.engine.attribution.suspect import LABELS
-
     return "suspect: " + ", ".join(LABELS[name] for name in signs)
 
 
 def line(found: dict[str, float]) -> str:
     """The components and the verdict as one line of text (what is shown and copied)."""
-    from attnviz.engine.attribution.suspect import LABELS
-
     parts = [f"{LABELS[name]} {found[name]:.3f}" for name in SHOWN if math.isfinite(found.get(name, math.nan))]
     return f"Suspect score: {'; '.join(parts)} \u2014 {verdict(found)}"
 
