@@ -94,6 +94,7 @@ class QuantityControl(QObject):
         self.worker.failed.connect(self._on_worker_failed)
         self.worker.finished.connect(self._on_worker_finished)
         topk_view.foil.connect(self.contrast)
+        host.search.foil.connect(self.contrast)  # the same question from a what-if branch's row
         document.subscribe(self._on_document_changed)
 
     # -- choices -----------------------------------------------------------------------------------------------------
