@@ -11,9 +11,10 @@ failure) leaves it there and sets the selector back to Attention, saying why in 
 
 from __future__ import annotations
 
+import json
 from typing import Any, Protocol
 
-from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
+from PySide6.QtCore import QObject, QSettings, Signal, SignalInstance, Slot
 from PySide6.QtWidgets import QTableView
 
 from attnviz.engine.analysis.sinks import WHY
@@ -42,6 +43,7 @@ from attnviz.gui.translate.step_model import StepTableModel
 from attnviz.gui.translate.suspect_line import SuspectLine
 from attnviz.gui.translate.text import TranslationText
 from attnviz.gui.translate.tokens import TokenStrip, TopKView
+from attnviz.gui.widgets import stored
 from attnviz.gui.worker import JobFailure, Worker
 
 
@@ -82,6 +84,7 @@ class QuantityControl(QObject):
         self.worker = Worker(self)
         self.cache = QuantityCache()
         self.translator = None
+        self._restored = ""  # the quantity chosen last session (restore_settings), shown once a model offers it
         self.quantities: list[Quantity] = contribution_quantities(None)
         self.result: QuantityResult | None = None  # what the map shows (None: attention)
         self._job_key: object = None  # the cache key of the job running
@@ -108,9 +111,36 @@ class QuantityControl(QObject):
         self.cache.clear()
         self.quantities = quantities(translator)
         self.bar.set_quantities(self.quantities)
+        for q in self.quantities:  # settings read back from the last session: only values the menus offer
+            offered = {name: values for name, _, values, _ in setting_choices(q)}
+            if q.key in self._settings:
+                self._settings[q.key] = {k: v for k, v in self._settings[q.key].items()
+                                         if k in offered and v in offered[k]}
+        if self._restored and any(q.key == self._restored for q in self.quantities):
+            self.bar.show_key(self._restored)  # the last session's choice, once a model offers it
         if self.wanted.why_not:
             self.bar.show_key(ATTENTION)
         self.bar.show_settings(setting_choices(self.wanted) if self.wanted.method is not None else [])
+
+    def save_settings(self, settings: QSettings) -> None:
+        """The quantity chosen, each method's settings (a foil belongs to its sentence: not kept), the toggles."""
+        settings.setValue("translate/quantity", self.wanted.key)
+        kept = {key: {k: v for k, v in chosen.items() if k != "foil"} for key, chosen in self._settings.items()}
+        settings.setValue("translate/quantitySettings", json.dumps(kept))
+        settings.setValue("translate/hideSinks", self.bar.sinks_hidden)
+        settings.setValue("translate/sideBySide", self.bar.beside)
+
+    def restore_settings(self, settings: QSettings) -> None:
+        """What ``save_settings`` kept; a value the engine no longer offers is dropped when it is read back."""
+        self._restored = stored(settings, "translate/quantity", ATTENTION)
+        try:
+            kept = json.loads(stored(settings, "translate/quantitySettings", "{}"))
+        except ValueError:
+            kept = {}
+        self._settings = {k: dict(v) for k, v in kept.items() if isinstance(v, dict)} if isinstance(kept, dict) \
+            else {}
+        self.bar.sinks_check.setChecked(stored(settings, "translate/hideSinks", False))
+        self.bar.beside_check.setChecked(stored(settings, "translate/sideBySide", False))
 
     @property
     def wanted(self) -> Quantity:
@@ -231,6 +261,7 @@ class QuantityControl(QObject):
 
     @Slot(str)
     def _on_bar_chosen(self, key: str, keep: bool = False) -> None:
+        self._restored = key  # the user's choice from now on
         if not keep:
             self._settings.get(key, {}).pop("foil", None)  # picked in the selector: no contrast
         if self.wanted.why_not:
