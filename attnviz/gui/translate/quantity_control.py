@@ -142,6 +142,10 @@ class QuantityControl(QObject):
         self.bar.sinks_check.setChecked(stored(settings, "translate/hideSinks", False))
         self.bar.beside_check.setChecked(stored(settings, "translate/sideBySide", False))
 
+    def workers(self) -> tuple[Worker, ...]:
+        """Its jobs on the model (the quantity, the logit lens, the suspect score): closing the window stops them."""
+        return self.worker, self.lens.worker, self.suspect.worker
+
     @property
     def wanted(self) -> Quantity:
         """The quantity the selector shows."""
