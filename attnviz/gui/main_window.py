@@ -326,6 +326,6 @@ class MainWindow(ViewExports, QMainWindow):
         self.settings.sync()  # written now: a job that never ends makes run_gui leave without teardown
         # One shared wait for every job to notice its stop flag; one that does not (a load from a stalled disk) is
         # left running where it cannot abort the process (see gui.worker), so closing never waits longer.
-        wait_all((self.loader, self.translate_tab.worker, self.train_tab.downloader, self.analysis_tab.worker,
-                  self.analysis_tab.view_worker), CLOSE_WAIT_MS)
+        wait_all((self.loader, self.translate_tab.worker, *self.translate_tab.quantity.workers(),
+                  self.train_tab.downloader, self.analysis_tab.worker, self.analysis_tab.view_worker), CLOSE_WAIT_MS)
         super().closeEvent(event)

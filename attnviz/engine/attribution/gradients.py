@@ -152,8 +152,8 @@ def _local(name: str, default: str, times_input: bool):
 def path_nodes(steps: int) -> tuple[np.ndarray, np.ndarray]:
     """Alphas in (0, 1) and their weights (summing to 1) of the path integral: Gauss-Legendre nodes, exact for a
     smooth network to float precision at 64 steps; a ReLU network's kinks make any rule converge more slowly
-    (measured on the bundled de-en model: a median gap of 1.2% at 32 steps, 0.4% at 64), which the completeness
-    note reports."""
+    (measured on the bundled de-en model, 5 test sentences, 62 output tokens: a median gap of 1.3% at 32 steps, 0.75%
+    at 64, 0.28% at 128; the worst token 50%, 26%, 12%; README), which the completeness note reports."""
     nodes, weights = np.polynomial.legendre.leggauss(steps)  # on [-1, 1]
     return (nodes + 1) / 2, weights / 2
 
@@ -213,5 +213,8 @@ GRADIENT_X_INPUT = register(AttributionMethod(
     _local("gradient-x-input", "sum", times_input=True), settings=GRADIENT_SETTINGS, default_aggregate="sum"))
 INTEGRATED_GRADIENTS = register(AttributionMethod(
     "integrated-gradients", "Integrated gradients", "Gradient x (embedding - baseline) averaged along the path "
-    "from the baseline; summed over every token it adds up to f(input) - f(baseline).", False, _integrated,
+    "from the baseline; summed over every token it adds up to f(input) - f(baseline). The caption's completeness "
+    "gap says how far the sum falls from it: on ReLU models 32 steps leave a median gap near 1% and a few tokens "
+    "far more (their sizes do not add up); 64 steps bring nearly all under 5%, 128 most under 1%.", False,
+    _integrated,
     settings=(*GRADIENT_SETTINGS, "steps", "baseline"), default_aggregate="sum"))

@@ -26,15 +26,21 @@ def _has_alti(translator) -> bool:
 
 def suspect_sentence(translator, text: str) -> tuple[Translation, dict[str, float]]:
     """The greedy translation of ``text`` and its suspect-score components."""
-    from attnviz.engine.attribution.mixing.methods import sentence_alti
-
     if not translator.has_source:
         raise InputError("The suspect-translation score reads a translation's source; a language model has none.")
     translation = translator.translate(text)
+    return translation, translation_components(translator, translation)
+
+
+def translation_components(translator, translation: Translation) -> dict[str, float]:
+    """The suspect-score components of a translation already decoded (greedy or beam): ALTI+'s source share from
+    one teacher-forced pass on its output where the model's kind has ALTI+, NaN where it has not."""
+    from attnviz.engine.attribution.mixing.methods import sentence_alti
+
     share = None
     if _has_alti(translator) and translation.tokens:
         share = sentence_alti(translator, translation.src_tokens, translation.tokens).source_share
-    return translation, components(translation, share)
+    return components(translation, share)
 
 
 def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] | None = None, *, corpus: str = "",

@@ -65,11 +65,13 @@ class HeadGrid(QWidget):
         self._page_arrows: dict[int, QRect] = {}  # -1 / +1 -> the arrow that pages back / on
 
     def set_maps(self, maps: np.ndarray | None, per_map: bool = False, current: tuple[int, int] | None = None,
-                 marked: tuple[int, int] | None = None, off: set[tuple[int, int]] | None = None) -> None:
+                 marked: tuple[int, int] | None = None, off: set[tuple[int, int]] | None = None,
+                 signed: bool = False) -> None:
         """``maps`` [L, H, R, C]; ``current`` (layer, head) is outlined; ``marked`` is the head the model was trained
-        to align with (guided alignment), drawn with a gold dashed frame; ``off`` heads are crossed out."""
+        to align with (guided alignment), drawn with a gold dashed frame; ``off`` heads are crossed out; ``signed``
+        maps (an attribution) use the diverging scale centred on zero, as the large map does."""
         before = self.shape()
-        self._images = [] if maps is None else [[to_image(m, per_map) for m in layer] for layer in maps]
+        self._images = [] if maps is None else [[to_image(m, per_map, signed) for m in layer] for layer in maps]
         if current is not None and current != self._current and current[0] not in self.shown_layers():
             self.first_layer = current[0]  # a head opened elsewhere (the large view) is shown here; clamped below
         self._current, self._marked, self.off = current, marked, set(off or ())

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Literal
 
+import numpy as np
 from PySide6.QtCore import Qt, Signal, Slot
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
@@ -329,10 +330,11 @@ class AttentionPanel(QWidget):
         outside = bool(matrix.size) and (float(matrix.min()) < 0 or float(matrix.max()) > 1 + 1e-6)
         self.heatmap.set_data(HeatmapData(matrix, tuple(rows), tuple(cols), info.query_axis, info.key_axis, title,
                                           highlight, self.per_map or outside, masked, float(matrix.min()) < 0))
-        self.grid.set_maps(source.maps(kind, self._step, self.merged), self.per_map or outside,
-                           None if self.head is None else (self.layer, self.head),
+        maps = source.maps(kind, self._step, self.merged)
+        self.grid.set_maps(maps, self.per_map or outside, None if self.head is None else (self.layer, self.head),
                            self.alignment_head if kind == "cross" else None,
-                           {(r.layer, r.head) for r in self.heads_off if r.kind == kind})
+                           {(r.layer, r.head) for r in self.heads_off if r.kind == kind},
+                           signed=maps is not None and bool(maps.size) and float(np.nanmin(maps)) < 0)
         about += " Values fall outside 0..1: the colour scale is the map's own." if outside else ""
         masked_text = " Hatched grey cells are future positions the decoder may not see (masked, not zero)." \
             if masked is not None else ""

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Protocol
 
-from PySide6.QtCore import QObject, QTimer, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QWidget
 
 from attnviz.engine.config import DecodeConfig
@@ -86,6 +86,8 @@ class SearchExplorer(QObject):
     PAGE_MIN = 150  # px the search tree or heads-off page needs to show a few rows
     KEEP = 60  # px the side column's other parts keep when a page makes room
 
+    foil = Signal(str)  # "why the chosen token and not the branch's?" at the step where a what-if branch leaves
+
     def __init__(self, document: DecodeDocument, host: ExplorerHost, steps_page: QWidget,
                  parent: QObject | None = None):
         super().__init__(parent)
@@ -110,6 +112,7 @@ class SearchExplorer(QObject):
         self.panel.node_chosen.connect(self.choose)
         self.panel.what_if.connect(self.what_if)
         self.panel.force_prefix.connect(self.force_prefix)
+        self.panel.contrast.connect(self.contrast_branch)
         self.heads_panel.reset.connect(self.all_heads_on)
         self.heads_panel.rescale_changed.connect(self._on_rescale_changed)
         self.branch_worker.produced.connect(self._on_branch_produced)
@@ -241,8 +244,32 @@ class SearchExplorer(QObject):
             self.document.show_node(node_id)
 
     def _fill_rows(self) -> None:
-        rows = [(h.label, h.node, h.text, h.node.normalised) for h in self.document.hypotheses()]
+        hypotheses = self.document.hypotheses()
+        rows = [(h.label, h.node, h.text, h.node.normalised) for h in hypotheses]
         self.panel.set_rows(rows, self.panel.tree_view.selected)
+        self.panel.foils = {h.node.id: left[1] for h in hypotheses if (left := self.leaves_at(h.node.id))}
+
+    def leaves_at(self, node_id: int) -> tuple[int, str] | None:
+        """Where the hypothesis ending at ``node_id`` leaves the search's answer: (the step, its token there);
+        None on the answer's own path."""
+        tree = self.document.tree
+        if tree is None or tree.chosen is None or node_id not in tree.nodes:
+            return None
+        answer, path = tree.path_ids(tree.chosen), tree.path_ids(node_id)
+        step = next((i for i, n in enumerate(path) if i >= len(answer) or answer[i] != n), None)
+        return None if step is None else (step, tree.nodes[path[step]].step.token)
+
+    @Slot(int)
+    def contrast_branch(self, node_id: int) -> None:
+        """Why the answer's token and not the branch's, at the step where the branch leaves: the answer shown at
+        that step, then ``foil`` asked."""
+        left, tree = self.leaves_at(node_id), self.document.tree
+        if self.host.decoding():
+            self._say("Wait until the decode has finished, then ask about a branch.")
+        elif left is not None and tree is not None and tree.chosen is not None:
+            self.choose(tree.chosen)
+            self.document.go_to(left[0])
+            self.foil.emit(left[1])
 
     # -- what-if -----------------------------------------------------------------------------------------------------
 

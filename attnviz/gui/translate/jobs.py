@@ -2,9 +2,10 @@
 branch after a forced prefix), and a whole decode's output tokens (the every-head-on side of a heads-off comparison).
 Qt-free; torch runs only inside the translator's generators, in the worker's thread.
 
-The tab's workers share one model, and attribution methods and the logit lens read it through forward hooks that
-every pass running meanwhile would trip (a what-if decode fed ALTI+'s captures, or the lens's hooks broke ALTI+'s):
-``one_at_a_time`` runs a job's passes while no other job of the tab's runs any.
+The tab's workers share one model with each other and with the Analysis tab's, and attribution methods and the
+logit lens read it through forward hooks that every pass running meanwhile would trip (a what-if decode fed ALTI+'s
+captures, or the lens's hooks broke ALTI+'s): ``one_at_a_time`` (the worker's, one lock for the model) runs a job's
+passes while no other job runs any.
 """
 
 from __future__ import annotations
@@ -12,22 +13,13 @@ from __future__ import annotations
 import threading
 from collections.abc import Hashable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass
 from attnviz.engine.search.tree import SearchEvent, SearchTree
 from attnviz.gui.translate.document import DecodeRequest
-
-E = TypeVar("E")
-MODEL_LOCK = threading.RLock()  # held by the job using the model (reentrant: a job may run another inside)
-
-
-def one_at_a_time(events: Iterator[E]) -> Iterator[E]:
-    """``events`` with the model to itself: the lock is taken at the first event and let go when the generator ends
-    or is dropped (a cancelled job)."""
-    with MODEL_LOCK:
-        yield from events
+from attnviz.gui.worker import one_at_a_time
 
 
 class Decoder(Protocol):

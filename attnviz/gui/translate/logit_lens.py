@@ -20,9 +20,8 @@ from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetIte
 from attnviz.engine.text.tokenize import visible_token
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown, StepShown
 from attnviz.gui.translate.document import DecodeDocument
-from attnviz.gui.translate.jobs import one_at_a_time
 from attnviz.gui.widgets import copyable, named
-from attnviz.gui.worker import JobFailure, Worker
+from attnviz.gui.worker import JobFailure, Worker, one_at_a_time
 
 if TYPE_CHECKING:  # the module imports torch: the window opens without it
     from attnviz.engine.attribution.logit_lens import LogitLens

@@ -25,7 +25,7 @@ from attnviz.engine.analysis.sinks import sink_columns, without_sinks
 from attnviz.engine.events import ATTENTION_KINDS, AttentionKind, Translation
 from attnviz.engine.subwords import WordAttention
 from attnviz.engine.text.tokenize import visible_token
-from attnviz.gui.translate.jobs import MODEL_LOCK, one_at_a_time
+from attnviz.gui.worker import MODEL_LOCK, one_at_a_time
 
 ATTENTION = "attention"
 ATTRIBUTION = AttentionKind("attribution", "Source | target prefix", "output token (attributed)",

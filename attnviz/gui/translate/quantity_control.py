@@ -3,7 +3,7 @@ on the finished translation (teacher-forced on the decoded output, every step at
 keeping results per sentence, method and settings, and feeding the panel (and the map beside it) for the step shown,
 the source-share bars under the output tokens and the step table's Source share column. "Why this and not ...?" in
 the top-k chart's menu asks a contrastive attribution (the method shown if it takes a foil, else the first that does).
-It also holds the logit lens page beside the step table.
+It also holds the logit lens page beside the step table and the suspect-score line under the translated text.
 
 While a quantity is computed, or when the decode has not finished yet, the map shows attention; Cancel (or a
 failure) leaves it there and sets the selector back to Attention, saying why in the status bar.
@@ -11,9 +11,10 @@ failure) leaves it there and sets the selector back to Attention, saying why in 
 
 from __future__ import annotations
 
+import json
 from typing import Any, Protocol
 
-from PySide6.QtCore import QObject, Signal, SignalInstance, Slot
+from PySide6.QtCore import QObject, QSettings, Signal, SignalInstance, Slot
 from PySide6.QtWidgets import QTableView
 
 from attnviz.engine.analysis.sinks import WHY
@@ -39,7 +40,10 @@ from attnviz.gui.translate.quantities import (
 )
 from attnviz.gui.translate.quantity_bar import QuantityBar
 from attnviz.gui.translate.step_model import StepTableModel
+from attnviz.gui.translate.suspect_line import SuspectLine
+from attnviz.gui.translate.text import TranslationText
 from attnviz.gui.translate.tokens import TokenStrip, TopKView
+from attnviz.gui.widgets import stored
 from attnviz.gui.worker import JobFailure, Worker
 
 
@@ -52,6 +56,7 @@ class QuantityHost(Protocol):
     topk_view: TopKView
     step_table: QTableView
     search: SearchExplorer  # its side tabs get the Logit lens page
+    translation_text: TranslationText  # the suspect score's line goes under it
     translator: Any  # read when the document is cleared: a new model clears it
     status: SignalInstance
 
@@ -67,6 +72,8 @@ class QuantityControl(QObject):
         self.status.connect(host.status)
         self.lens = LogitLensPage(host.document, self)  # what each decoder layer would predict at the step
         host.search.side.addTab(self.lens.widget, "Logit lens")
+        self.suspect = SuspectLine(host.document, self)  # the sentence's suspect-translation score
+        host.translation_text.add_line(self.suspect.label)
         model = self.step_table.model()
         assert isinstance(model, StepTableModel)
         self.step_model = model
@@ -77,6 +84,7 @@ class QuantityControl(QObject):
         self.worker = Worker(self)
         self.cache = QuantityCache()
         self.translator = None
+        self._restored = ""  # the quantity chosen last session (restore_settings), shown once a model offers it
         self.quantities: list[Quantity] = contribution_quantities(None)
         self.result: QuantityResult | None = None  # what the map shows (None: attention)
         self._job_key: object = None  # the cache key of the job running
@@ -89,6 +97,7 @@ class QuantityControl(QObject):
         self.worker.failed.connect(self._on_worker_failed)
         self.worker.finished.connect(self._on_worker_finished)
         topk_view.foil.connect(self.contrast)
+        host.search.foil.connect(self.contrast)  # the same question from a what-if branch's row
         document.subscribe(self._on_document_changed)
 
     # -- choices -----------------------------------------------------------------------------------------------------
@@ -98,12 +107,44 @@ class QuantityControl(QObject):
         self.bar.idle()
         self.translator, self.result = translator, None
         self.lens.set_translator(translator)
+        self.suspect.set_translator(translator)
         self.cache.clear()
         self.quantities = quantities(translator)
         self.bar.set_quantities(self.quantities)
+        for q in self.quantities:  # settings read back from the last session: only values the menus offer
+            offered = {name: values for name, _, values, _ in setting_choices(q)}
+            if q.key in self._settings:
+                self._settings[q.key] = {k: v for k, v in self._settings[q.key].items()
+                                         if k in offered and v in offered[k]}
+        if self._restored and any(q.key == self._restored for q in self.quantities):
+            self.bar.show_key(self._restored)  # the last session's choice, once a model offers it
         if self.wanted.why_not:
             self.bar.show_key(ATTENTION)
         self.bar.show_settings(setting_choices(self.wanted) if self.wanted.method is not None else [])
+
+    def save_settings(self, settings: QSettings) -> None:
+        """The quantity chosen, each method's settings (a foil belongs to its sentence: not kept), the toggles."""
+        settings.setValue("translate/quantity", self.wanted.key)
+        kept = {key: {k: v for k, v in chosen.items() if k != "foil"} for key, chosen in self._settings.items()}
+        settings.setValue("translate/quantitySettings", json.dumps(kept))
+        settings.setValue("translate/hideSinks", self.bar.sinks_hidden)
+        settings.setValue("translate/sideBySide", self.bar.beside)
+
+    def restore_settings(self, settings: QSettings) -> None:
+        """What ``save_settings`` kept; a value the engine no longer offers is dropped when it is read back."""
+        self._restored = stored(settings, "translate/quantity", ATTENTION)
+        try:
+            kept = json.loads(stored(settings, "translate/quantitySettings", "{}"))
+        except ValueError:
+            kept = {}
+        self._settings = {k: dict(v) for k, v in kept.items() if isinstance(v, dict)} if isinstance(kept, dict) \
+            else {}
+        self.bar.sinks_check.setChecked(stored(settings, "translate/hideSinks", False))
+        self.bar.beside_check.setChecked(stored(settings, "translate/sideBySide", False))
+
+    def workers(self) -> tuple[Worker, ...]:
+        """Its jobs on the model (the quantity, the logit lens, the suspect score): closing the window stops them."""
+        return self.worker, self.lens.worker, self.suspect.worker
 
     @property
     def wanted(self) -> Quantity:
@@ -224,6 +265,7 @@ class QuantityControl(QObject):
 
     @Slot(str)
     def _on_bar_chosen(self, key: str, keep: bool = False) -> None:
+        self._restored = key  # the user's choice from now on
         if not keep:
             self._settings.get(key, {}).pop("foil", None)  # picked in the selector: no contrast
         if self.wanted.why_not:

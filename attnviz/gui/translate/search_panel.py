@@ -2,12 +2,13 @@
 
 Plain widgets with signals; ``explorer.SearchExplorer`` fills them and acts on what the user picks:
 ``node_chosen(id)`` (a node clicked, Enter on it, or an n-best row), ``what_if(token)`` (decode on with this token
-at the shown step) and ``force_prefix(text)`` (decode on after a typed target prefix).
+at the shown step), ``force_prefix(text)`` (decode on after a typed target prefix) and ``contrast(id)`` (an n-best
+row's menu: why the answer's token and not this hypothesis's where it leaves the answer).
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRect, QStringListModel, Qt, QTimer, Signal, Slot
+from PySide6.QtCore import QPoint, QRect, QStringListModel, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
     QAbstractItemView,
     QCompleter,
@@ -15,6 +16,7 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QLineEdit,
+    QMenu,
     QPushButton,
     QScrollArea,
     QSplitter,
@@ -25,8 +27,9 @@ from PySide6.QtWidgets import (
 )
 
 from attnviz.engine.events import BeamNode
+from attnviz.engine.text.tokenize import visible_token
 from attnviz.gui.translate.beam_tree import BeamTreeView
-from attnviz.gui.widgets import copyable, named
+from attnviz.gui.widgets import copy_menu, copyable, named
 
 LEGEND = ("<span style='color:#e67814'>\u25a0 chosen</span> · <span style='color:#28963c'>\u25a1 finished</span> · "
           "faded: pruned · <span style='color:#823cc8'>\u25a0 what-if</span> · edge width: probability")
@@ -57,6 +60,7 @@ class SearchPanel(QWidget):
     node_chosen = Signal(int)
     what_if = Signal(str)
     force_prefix = Signal(str)
+    contrast = Signal(int)  # a hypothesis's end: why the answer's token and not this one's where it leaves
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -72,6 +76,9 @@ class SearchPanel(QWidget):
                            "Ctrl+C copies the selected rows")
         self.nbest.setHorizontalHeaderLabels(["#", "Hypothesis", "Normalised", "Log-prob"])
         copyable(self.nbest)
+        self.nbest.customContextMenuRequested.disconnect()  # copyable's menu, and "Why this and not ...?"
+        self.nbest.customContextMenuRequested.connect(self._on_menu)
+        self.foils: dict[int, str] = {}  # node id -> its token where it leaves the answer (the explorer's)
         self.nbest.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.nbest.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.nbest.verticalHeader().hide()
@@ -170,6 +177,23 @@ class SearchPanel(QWidget):
         else:
             self.nbest.clearSelection()
         self.nbest.blockSignals(False)
+
+    def row_menu(self, row: int) -> QMenu:
+        """The n-best list's menu at ``row``: Copy, Copy all, and for a hypothesis that leaves the answer (a
+        what-if branch, another beam hypothesis), why the answer's token and not its own at that step."""
+        menu = copy_menu(self.nbest)
+        node = self._node_of_row[row] if 0 <= row < len(self._node_of_row) else None
+        if node in self.foils:
+            menu.addSeparator()
+            why = menu.addAction(f"Why this and not {visible_token(self.foils[node])!r}?")
+            why.triggered.connect(lambda checked=False, n=node: self.contrast.emit(n))
+        return menu
+
+    @Slot(QPoint)
+    def _on_menu(self, pos: QPoint) -> None:
+        menu = self.row_menu(self.nbest.rowAt(pos.y()))
+        menu.exec(self.nbest.viewport().mapToGlobal(pos))
+        menu.deleteLater()
 
     @Slot(int, int)
     def _on_row_clicked(self, row: int, column: int) -> None:

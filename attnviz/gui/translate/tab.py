@@ -226,11 +226,13 @@ class TranslateTab(QWidget):
         settings.setValue("translate/layer", -1 if self.attention.chosen_layer is None else self.attention.chosen_layer)
         settings.setValue("translate/head", self.attention.chosen_head)
         self.layout_state.save(settings)
+        self.quantity.save_settings(settings)
 
     def restore_settings(self, settings: QSettings) -> None:
         self.layout_state.restore(settings)
         self.playback.restore_settings(settings)
         self.sampling_row.restore_settings(settings)
+        self.quantity.restore_settings(settings)
         self.attention.restore_choice(stored(settings, "translate/kind", "") or None,
                                       stored(settings, "translate/layer", -1), stored(settings, "translate/head", 0))
 
@@ -248,8 +250,7 @@ class TranslateTab(QWidget):
             self.show_message("Type a sentence to translate first.")
             return
         self.show_message("")
-        beam = self.sampling_row.mode == "beam"
-        request = DecodeRequest(text, self._decode_config(), beam)
+        request = DecodeRequest(text, self._decode_config(), beam := self.sampling_row.mode == "beam")
         self.document.start(request, translator.detokenize, word_merger(translator.src_spec, translator.tgt_spec))
         self.worker.start(DecodeJob(translator, request))
         self.playback.decode_started(beam)
@@ -364,9 +365,8 @@ class TranslateTab(QWidget):
 
     @Slot(int)
     def _on_source_hovered(self, index: int) -> None:
-        doc = self.document
-        column = doc.cross_column(index, doc.current, self.attention.layer, self.attention.head) if index >= 0 \
-            else None
+        doc, shown = self.document, self.attention
+        column = doc.cross_column(index, doc.current, shown.layer, shown.head) if index >= 0 else None
         self.output_view.set_weights(None if column is None else column / max(float(column.max()), 1e-9))
 
     @Slot()

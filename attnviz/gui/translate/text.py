@@ -2,8 +2,9 @@
 
 The token strips are pictures: nothing in them can be selected, copied or read aloud. ``TranslationText`` shows
 the detokenized sentence in a read-only line edit (selectable, read by screen readers as its value) with a Copy
-button. ``WarningList`` shows every warning of a translation, one per line (a long input used to hide "62 tokens
-were dropped" behind the unknown-word warning), until the model or the sentence changes.
+button, and under it the lines other parts add about the sentence (its suspect-translation score).
+``WarningList`` shows every warning of a translation, one per line (a long input used to hide "62 tokens were
+dropped" behind the unknown-word warning), until the model or the sentence changes.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Sequence
 
 from PySide6.QtCore import Qt, Slot
 from PySide6.QtGui import QGuiApplication
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 from attnviz.gui.widgets import named
 
@@ -28,11 +29,18 @@ class TranslationText(QWidget):
         self.copy_button = named(QPushButton("&Copy"), "copyTranslationButton", "Copy translation",
                                  "Copy the translation to the clipboard (Ctrl+Shift+C)")
         self.copy_button.clicked.connect(self.copy)
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.addWidget(self.edit, 1)
-        layout.addWidget(self.copy_button)
+        self.column = QVBoxLayout(self)  # the text and its button, then lines about the text (add_line)
+        self.column.setContentsMargins(0, 0, 0, 0)
+        self.column.setSpacing(2)
+        row = QHBoxLayout()
+        row.addWidget(self.edit, 1)
+        row.addWidget(self.copy_button)
+        self.column.addLayout(row)
         self.set_text("", finished=False)
+
+    def add_line(self, widget: QWidget) -> None:
+        """Show ``widget`` under the text (the suspect-translation score)."""
+        self.column.addWidget(widget)
 
     def set_text(self, text: str, finished: bool) -> None:
         """Show ``text``; while decoding (``finished`` False) it is marked as not final yet."""
