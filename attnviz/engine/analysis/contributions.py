@@ -49,6 +49,17 @@ def _attention_layers(model) -> dict[str, list]:
     return layers
 
 
+def hooked_pass(model, src: Tensor, tgt_in: Tensor, hooks: list) -> tuple:
+    """A teacher-forced pass with every weight returned, ``hooks`` (forward-hook handles) removed after it whatever
+    happens: the (encoded, decoded) pair."""
+    try:
+        enc = model.encode(src, need_weights=True)
+        return enc, model.decode(tgt_in, enc, need_weights=True)
+    finally:
+        for hook in hooks:
+            hook.remove()
+
+
 @torch.inference_mode()
 def norm_weighted_pass(model, src: Tensor, tgt_in: Tensor) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """A teacher-forced pass over one sentence ([1, S], [1, T]): kind -> (raw, norm-weighted), each [L, H, Tq, Tk]."""
@@ -58,13 +69,8 @@ def norm_weighted_pass(model, src: Tensor, tgt_in: Tensor) -> dict[str, tuple[np
     def keep(key: int):
         return lambda module, inputs, output: captured.__setitem__(key, output)  # output [B, Tk, D]
 
-    hooks = [m.v_proj.register_forward_hook(keep(id(m))) for ms in modules.values() for m in ms]
-    try:
-        enc = model.encode(src, need_weights=True)
-        dec = model.decode(tgt_in, enc, need_weights=True)
-    finally:
-        for hook in hooks:
-            hook.remove()
+    enc, dec = hooked_pass(model, src, tgt_in,
+                           [m.v_proj.register_forward_hook(keep(id(m))) for ms in modules.values() for m in ms])
     found = {"encoder": enc.attention, "decoder": dec.self_attention, "cross": dec.cross_attention}
     out = {}
     for kind, ms in modules.items():

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
+from attnviz.engine.analysis.contributions import hooked_pass
 from attnviz.engine.attribution.forced import forced_ids
 from attnviz.engine.models.head_gate import gate_of
 from attnviz.engine.models.protocol import Encoded
@@ -95,12 +96,7 @@ def capture(model, src: Tensor, tgt_in: Tensor) -> Capture:
     for modules in layer_modules.values():
         for module in modules:
             hooks.append(module.register_forward_hook(keep(id(module), "layer")))
-    try:
-        enc = model.encode(src, need_weights=True)
-        dec = model.decode(tgt_in, enc, need_weights=True)
-    finally:
-        for hook in hooks:
-            hook.remove()
+    enc, dec = hooked_pass(model, src, tgt_in, hooks)
     weights = {"encoder": enc.attention, "decoder": dec.self_attention, "cross": dec.cross_attention}
     blocks = {kind: [_block(seen, attention, residual, w) for (attention, residual), w in zip(pairs, weights[kind])]
               for kind, pairs in parts.items() if pairs}
