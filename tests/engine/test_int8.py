@@ -60,7 +60,7 @@ def test_int8_beam_captures_its_own_attention(pair):
 def test_half_precision_and_other_devices_are_refused():
     translator = make_toy_translator(seed=0)
     translator.model.half()
-    with pytest.raises(InputError, match=r"^--int8 quantises float32 weights; this model holds float16\. Load it "
+    with pytest.raises(InputError, match=r"^--int8 quantises float32 weights; this model is loaded in float16\. Load it "
                                          r"in float32 \(drop --dtype\) to use --int8$"):
         quantize_int8(translator.model)
     translator.model.to("meta")

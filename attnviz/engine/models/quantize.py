@@ -39,7 +39,7 @@ def quantize_int8(model: nn.Module) -> nn.Module:
         raise InputError("--int8 runs on the CPU only; this model was loaded on another device")
     other = sorted({str(p.dtype).removeprefix("torch.") for p in weights if p.dtype != torch.float32})
     if other:
-        raise InputError(f"--int8 quantises float32 weights; this model holds {', '.join(other)}. Load it in "
+        raise InputError(f"--int8 quantises float32 weights; this model is loaded in {', '.join(other)}. Load it in "
                          "float32 (drop --dtype) to use --int8")
     torch.backends.quantized.engine = _engine()
     model.eval()
