@@ -60,8 +60,8 @@ def test_int8_beam_captures_its_own_attention(pair):
 def test_half_precision_and_other_devices_are_refused():
     translator = make_toy_translator(seed=0)
     translator.model.half()
-    with pytest.raises(InputError, match=r"^--int8 quantises float32 weights; this model is loaded in float16\. Load it "
-                                         r"in float32 \(drop --dtype\) to use --int8$"):
+    with pytest.raises(InputError, match=r"^--int8 quantises float32 weights; this model is loaded in float16\. "
+                                         r"Load it in float32 \(drop --dtype\) to use --int8$"):
         quantize_int8(translator.model)
     translator.model.to("meta")
     with pytest.raises(InputError, match="^--int8 runs on the CPU only"):

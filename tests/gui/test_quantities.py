@@ -97,6 +97,7 @@ def test_an_attribution_method_fills_the_map_grid_bars_and_step_table(qtbot, loa
     assert data.masked[0].tolist() == [False] * (s + 1) + [True]  # step 1 cannot see the input after it
     assert data.matrix[1, 3] == 100 + 10 + 3 and data.matrix[1, s + 1] == -(100 + 10 + 1)  # layer 2, step 2
     assert data.per_map and data.signed
+    assert not panel.scale_combo.isEnabled() and "own colour scale" in panel.scale_combo.toolTip()  # not "0..1"
     assert "output token 2" in panel.caption.text() and "a ramp for tests" in panel.caption.text()
     source = np.abs(np.arange(s) + 110).sum()
     share = source / (source + np.abs(-(110 + np.arange(n)) * (np.arange(n) <= 1)).sum())
@@ -106,6 +107,7 @@ def test_an_attribution_method_fills_the_map_grid_bars_and_step_table(qtbot, loa
     assert "Source share (Ramp)" in tab.output_view.accessible_value()
     tab.quantity.choose("attention")
     assert model.columnCount() == 5 and "Source share" not in tab.output_view.accessible_value()
+    assert panel.scale_combo.isEnabled()
 
 
 def test_why_this_and_not_a_foil_asks_a_contrast(qtbot, loaded, methods):

@@ -328,6 +328,9 @@ class AttentionPanel(QWidget):
         layer_text = "" if what and self.layer_combo.count() <= 1 else f" · layer {self.layer + 1}"  # no layers
         title = f"{what}{info.label}{layer_text}{head_text}"
         outside = bool(matrix.size) and (float(matrix.min()) < 0 or float(matrix.max()) > 1 + 1e-6)
+        self.scale_combo.setEnabled(not outside)  # such a map is always drawn on its own scale: no choice to offer
+        self.scale_combo.setToolTip("This quantity's values fall outside 0..1: each map uses its own colour scale"
+                                    if outside else "Colour scale")
         self.heatmap.set_data(HeatmapData(matrix, tuple(rows), tuple(cols), info.query_axis, info.key_axis, title,
                                           highlight, self.per_map or outside, masked, float(matrix.min()) < 0))
         maps = source.maps(kind, self._step, self.merged)
