@@ -46,10 +46,11 @@ def quantity_view_stem(method: str, layer: int, step: int, layers: int) -> str:
 
 
 def write_sidecar(figure: str | Path, meta: dict[str, Any]) -> Path:
-    """``figure`` with suffix .json: what an exported picture of a quantity shows (its method and settings)."""
+    """``figure``'s name + .json (``x.png.json``): what an exported picture of a quantity shows (its method and
+    settings). Not ``x.json``: that is the sidecar of an attention archive ``x.npz``, which it would overwrite."""
     from attnviz.engine.checkpoints.store import atomic_write  # imports torch: the window opens without it
 
-    path = Path(figure).with_suffix(".json")
+    path = Path(figure).with_name(Path(figure).name + ".json")
     atomic_write(path, json.dumps(meta, indent=2, ensure_ascii=False).encode("utf-8"))
     return path
 

@@ -204,7 +204,7 @@ def test_exports_carry_the_method_and_its_settings(qtbot, loaded, methods, tmp_p
     assert asked[0] == "ramp-L2-step2.svg" and (tmp_path / asked[0]).exists()
     signed, value, title = drawn[0][-2], drawn[0][-1], drawn[0][5]  # the signed map as the app shows it, not 0..1
     assert signed and value == "Ramp" and "signed colour scale centred on 0" in title
-    figure = json.loads((tmp_path / "ramp-L2-step2.json").read_text())
+    figure = json.loads((tmp_path / "ramp-L2-step2.svg.json").read_text())
     assert figure["quantity"]["method"] == "ramp" and figure["quantity"]["settings"] == {"aggregate": "sum",
                                                                                          "foil": "w7"}
     assert "Ramp" in figure["title"] and "step 2/" in figure["title"]
@@ -343,3 +343,14 @@ def test_a_corpus_job_lets_go_of_the_model_between_its_steps():
         threading.Thread(target=_take_and_free, args=(MODEL_LOCK, got), daemon=True).start()
         assert got.wait(10)  # free between steps
     assert held == [True, True, True] and list(events) == []
+
+
+def test_a_figures_sidecar_does_not_overwrite_an_archives_of_the_same_name(tmp_path):
+    """Exporting the view as x.png and the attention as x.npz used to write both sidecars to x.json (QA walk)."""
+    from attnviz.gui.export_files import write_sidecar
+
+    (tmp_path / "x.json").write_text('{"archive": true}')
+    written = write_sidecar(tmp_path / "x.png", {"quantity": {"method": "ramp"}})
+    assert written == tmp_path / "x.png.json"
+    assert json.loads(written.read_text()) == {"quantity": {"method": "ramp"}}
+    assert json.loads((tmp_path / "x.json").read_text()) == {"archive": True}
