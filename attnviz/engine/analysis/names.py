@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import re
 
-# Language tags, which start a sentence (source or target) in multilingual models: M2M100's "__de__", NLLB's
-# "deu_Latn", mBART-50's "de_DE" / "en_XX". The head statistics count them with <sos> (a sink, not a word).
-LANGUAGE_TAG = re.compile(r"__[a-z]{2,3}__|[a-z]{3}_[A-Z][a-z]{3}|[a-z]{2}_[A-Z]{2}")
+# Language tags, which start a sentence (source or target) in multilingual models: Marian's ">>fra<<", M2M100's
+# "__de__", NLLB's "deu_Latn", mBART-50's "de_DE" / "en_XX". The head statistics count them with <sos> and the
+# sinks toggle hides them (a sink, not a word): one pattern for both.
+LANGUAGE_TAG = re.compile(r">>[\w-]+<<|__[a-z]{2,3}(_[A-Za-z]+)?__|[a-z]{2,3}_[A-Z][A-Za-z]{1,3}")
 
 
 def is_language_tag(token: str) -> bool:

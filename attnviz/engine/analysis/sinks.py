@@ -9,20 +9,18 @@ weight is shared out. Torch-free: the GUI imports it at start-up. Names: R rows 
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Sequence
 
 import numpy as np
 
+from attnviz.engine.analysis.names import is_language_tag
 from attnviz.engine.text.tokenize import WORD_START
 from attnviz.engine.text.vocab import EOS, SOS
 
 WHY = ("Heads park weight on <sos>, <eos>, punctuation and language tags when no content token is relevant (a "
        "softmax row must sum to 1); those tokens carry little, so hiding them and renormalising shows how the rest "
        "is shared.")
-# Marian >>de<<, M2M100/NLLB __de__ or deu_Latn, mBART de_DE
-_LANGUAGE_TAG = re.compile(r"^(>>[\w-]+<<|__[a-z]{2,3}(_[A-Za-z]+)?__|[a-z]{2,3}_[A-Z][A-Za-z]{1,3})$")
 
 
 def is_punctuation(token: str) -> bool:
@@ -31,7 +29,7 @@ def is_punctuation(token: str) -> bool:
 
 def is_sink(token: str) -> bool:
     """``<sos>``, ``<eos>``, a language tag, or punctuation (a SentencePiece word-start mark aside)."""
-    return token in (SOS, EOS) or bool(_LANGUAGE_TAG.match(token)) or is_punctuation(token.lstrip(WORD_START))
+    return token in (SOS, EOS) or is_language_tag(token) or is_punctuation(token.lstrip(WORD_START))
 
 
 def sink_columns(tokens: Sequence[str]) -> np.ndarray:
