@@ -5,14 +5,16 @@ attributions, and the refusals say what was wrong."""
 from __future__ import annotations
 
 import threading
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 import torch
 
 from attnviz.engine.attribution.base import AttributionProgress, AttributionSettings, attribution_steps
-from attnviz.engine.attribution.forced import embeddings_given, forced_ids, token_tables
+from attnviz.engine.attribution.forced import embedded, embeddings_given, forced_ids
 from attnviz.engine.errors import InputError
+from attnviz.engine.models.probes import capture
 from attnviz.engine.text.vocab import PAD_ID, SOS_ID, UNK_ID
 from tests.helpers import make_toy_lm, make_toy_translator
 
@@ -34,6 +36,17 @@ EVERY_KIND = [*KINDS, "marian"]  # an imported MarianMT network: shared, tied em
 
 def _attribute(tr, method, src, tokens, **settings):
     return list(attribution_steps(tr, method, src, tokens, AttributionSettings(**settings)))[-1]
+
+
+def token_tables(model):
+    """(source or None, target) as (embedding module, scale): read here from the networks' own attributes, so the
+    finite differences below do not go through the probe points the methods use."""
+    def find(name):
+        embed = getattr(model, name, None)
+        table = getattr(embed, "tokens", embed)
+        return None if table is None else SimpleNamespace(module=table, scale=float(getattr(embed, "scale", 1.0)))
+
+    return (find("src_embed") if model.has_source else None), find("tgt_embed")
 
 
 def _log_probs(tr, src_tokens, tokens, side=None, position=None, factor=1.0, every=None) -> torch.Tensor:
@@ -168,14 +181,21 @@ def test_a_stopped_run_yields_nothing_more(method):
 
 def test_given_embeddings_stay_in_their_thread():
     tr, out = _model("transformer")
-    forced = forced_ids(tr, out.src_tokens, out.tokens)
-    _, tgt = token_tables(tr.model)
+    model, forced = tr.model, forced_ids(tr, out.src_tokens, out.tokens)
+    _, tgt = token_tables(model)
     zeros = torch.zeros(1, len(out.tokens), tr.config.d_model, dtype=torch.float64)
     seen = {}
-    with embeddings_given(tr.model, None, zeros):
-        other = threading.Thread(target=lambda: seen.update(other=tgt.module(forced.tgt_in[None])))
+
+    def read():
+        with capture(model, ["embed.tgt"]) as got:
+            model.decode(forced.tgt_in[None], model.encode(forced.src[None]))
+        return got["embed.tgt"]
+
+    with embeddings_given(model, None, zeros):
+        other = threading.Thread(target=lambda: seen.update(other=read()))
         other.start()
         other.join()
-        seen["mine"] = tgt.module(forced.tgt_in[None])
-    assert torch.equal(seen["other"][0], tgt.module.weight[forced.tgt_in])  # looked up as usual
+        seen["mine"] = read()
+    assert torch.equal(seen["other"][0], tgt.module.weight[forced.tgt_in] * tgt.scale)  # looked up as usual
     assert torch.equal(seen["mine"], zeros)
+    assert torch.equal(embedded(model, forced)[1], seen["other"][0])

@@ -13,7 +13,7 @@ from attnviz.engine.analysis.gradient_importance import GradientImportance, _for
 from attnviz.engine.analysis.importance import ImportanceReady, importance_steps
 from attnviz.engine.errors import InputError
 from attnviz.engine.heads import HeadRef
-from attnviz.engine.models.head_gate import set_gate
+from attnviz.engine.models.probes import HeadScale, edit
 
 PAIRS = [("q1 q2 q3", "w3 w2 w1"), ("q4 q5 q6 q7", "w7 w6 w5 w4"), ("q8 q9", "w9 w8")]
 
@@ -37,25 +37,22 @@ def test_a_seeded_sample_measures_exactly_that_many_heads_and_says_so(trained_tr
         list(importance_steps(trained_translator, PAIRS, sample=0))
 
 
-def _loss(translator, src, ref, module, gate) -> torch.Tensor:
+def _loss(translator, src, ref, point, gate) -> torch.Tensor:
     model = translator.model
     src_ids, tgt, lead = _forced_pair(translator, src, ref)
-    previous = set_gate(module, gate)
-    try:
+    with edit(model, {point: HeadScale(gate)}):
         out = model.decode(torch.tensor([tgt[:-1]]), model.encode(torch.tensor([src_ids])))
         logits = model.project(out.hidden)[0, lead:]
         return torch.nn.functional.cross_entropy(logits, torch.tensor(tgt[lead + 1:]))
-    finally:
-        set_gate(module, previous)
 
 
 def test_the_gradient_estimate_is_the_losss_derivative_and_ranks_a_dead_head_last(trained_translator):
     translator = copy.deepcopy(trained_translator)
     translator.model.double()  # a finite difference in float32 is good to a few percent only
-    module = translator.model.attention_modules()["cross"][1]
+    point = "dec.1.cross.weights"
     dh = translator.config.d_model // translator.config.heads
     with torch.no_grad():
-        module.out_proj.weight[:, 2 * dh:3 * dh] = 0  # head 3 of cross layer 2 writes nothing
+        translator.model.decoder[1].cross_attn.out_proj.weight[:, 2 * dh:3 * dh] = 0  # head 3 of cross layer 2: mute
     events = list(gradient_importance_steps(translator, PAIRS))
     assert [e.done for e in events[:-1]] == [1, 2, 3] and events[0].unit == "sentences"
     result = events[-1]
@@ -68,11 +65,11 @@ def test_the_gradient_estimate_is_the_losss_derivative_and_ranks_a_dead_head_las
     for src, ref in PAIRS:
         gate = torch.ones(translator.config.heads, dtype=torch.float64, requires_grad=True)
         with torch.enable_grad():
-            direct += abs(float(torch.autograd.grad(_loss(translator, src, ref, module, gate), [gate])[0][0]))
+            direct += abs(float(torch.autograd.grad(_loss(translator, src, ref, point, gate), [gate])[0][0]))
         up, down = (torch.ones(translator.config.heads, dtype=torch.float64) for _ in range(2))
         up[0], down[0] = 1 + eps, 1 - eps
         with torch.no_grad():
-            change = _loss(translator, src, ref, module, up) - _loss(translator, src, ref, module, down)
+            change = _loss(translator, src, ref, point, up) - _loss(translator, src, ref, point, down)
             differences += abs(float(change))
     assert result.raw["cross"][1, 0] == pytest.approx(direct / len(PAIRS), rel=1e-5)
     # and by central differences, as far as the loss's float32 rounding and its ReLU kinks let them tell

@@ -60,8 +60,8 @@ def test_rescaling_multiplies_the_remaining_heads():
 def test_switching_no_head_off_changes_nothing_and_the_gates_are_removed_after(trained):
     before = trained.translate(TEXT)
     with heads_off(trained.model, parse_heads("cross:1.1,enc:2.3", LAYOUT)):
-        assert trained.model.decoder[0].cross_attn.head_gate is not None
-    assert all(m.head_gate is None for ms in trained.model.attention_modules().values() for m in ms)
+        assert trained.model.probes.plan().wants("dec.0.cross.weights")
+    assert trained.model.probes.plan() is None
     after = trained.translate(TEXT, off(""))
     assert after.tokens == before.tokens and after.probabilities == before.probabilities
     for kind in before.attention:
@@ -122,7 +122,7 @@ def test_the_lstm_head_and_a_language_model_head_switch_off():
 def test_the_model_is_unchanged_when_decoding_fails_midway(trained):
     with pytest.raises(RuntimeError), heads_off(trained.model, parse_heads("cross:1.1", LAYOUT)):
         raise RuntimeError("interrupted")
-    assert trained.model.decoder[0].cross_attn.head_gate is None
+    assert trained.model.probes.plan() is None
 
 
 def test_heads_are_off_only_in_the_thread_that_switched_them_off(trained):

@@ -96,7 +96,7 @@ def test_a_marian_folder_loads_as_the_old_loading_did_with_one_shared_embedding(
 
 def test_a_buffer_left_on_the_meta_device_is_refused_by_name(tmp_path, monkeypatch):
     translator = _toy("marian")  # sinusoidal positions: a table in each embedding
-    from attnviz.engine.models.transformer import Embedding
+    from attnviz.engine.models.layers import Embedding
 
     monkeypatch.setattr(Embedding, "compute_buffers", lambda self: None)  # a module that forgets its table
     with pytest.raises(CheckpointError, match=r"src_embed\.table, tgt_embed\.table were not loaded or computed"):

@@ -5,8 +5,8 @@ Norm-weighted: a head's output at query i is sum_j alpha_ij f(x_j) + (the output
 left out), with f(x) = (x W_V + b_V) W_O restricted to the head's slice of W_V's outputs and W_O's inputs; the view
 shows ||alpha_ij f(x_j)||, divided by its row sum so that each row sums to 1 (the paper shows the raw norms; the
 normalisation makes heads comparable on the 0..1 colour scale and is stated in the view). The value vectors are
-read with forward hooks on each attention layer's ``v_proj`` (and ``out_proj``'s weight), so only kinds whose
-registry entry says ``value_vectors`` offer it.
+read at each block's ``v`` probe point (``engine.models.probes``) and W_O is the network's ``attention_block``, so
+only kinds whose registry entry says ``value_vectors`` offer it.
 
 Rollout: head-averaged encoder self-attention multiplied through the layers, R_l = A_l R_(l-1), either raw or with
 the residual connection modelled as 0.5 A + 0.5 I (rows renormalised); for cross-attention each decoder layer's
@@ -24,6 +24,7 @@ from torch import Tensor
 
 from attnviz.engine.analysis.corpus import forward_batch
 from attnviz.engine.analysis.names import VIEWS  # noqa: F401 (the views' names, re-exported)
+from attnviz.engine.models.probes import attention_point, capture
 
 
 def head_value_vectors(values: Tensor, out_weight: Tensor, heads: int) -> Tensor:
@@ -41,43 +42,26 @@ def norm_weighted(weights: Tensor, values: Tensor, out_weight: Tensor, normalize
     return out / out.sum(-1, keepdim=True).clamp(min=1e-12) if normalize else out
 
 
-def _attention_layers(model) -> dict[str, list]:
-    """The attention modules of a Transformer network per kind (each has ``v_proj`` and ``out_proj``)."""
-    layers = {"encoder": [layer.self_attn for layer in getattr(model, "encoder", [])],
-              "decoder": [layer.self_attn for layer in model.decoder]}
-    layers["cross"] = [layer.cross_attn for layer in model.decoder if hasattr(layer, "cross_attn")]
-    return layers
-
-
-def hooked_pass(model, src: Tensor, tgt_in: Tensor, hooks: list) -> tuple:
-    """A teacher-forced pass with every weight returned, ``hooks`` (forward-hook handles) removed after it whatever
-    happens: the (encoded, decoded) pair."""
-    try:
-        enc = model.encode(src, need_weights=True)
-        return enc, model.decode(tgt_in, enc, need_weights=True)
-    finally:
-        for hook in hooks:
-            hook.remove()
-
-
 @torch.inference_mode()
 def norm_weighted_pass(model, src: Tensor, tgt_in: Tensor) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """A teacher-forced pass over one sentence ([1, S], [1, T]): kind -> (raw, norm-weighted), each [L, H, Tq, Tk]."""
-    modules = _attention_layers(model)
-    captured: dict[int, Tensor] = {}
-
-    def keep(key: int):
-        return lambda module, inputs, output: captured.__setitem__(key, output)  # output [B, Tk, D]
-
-    enc, dec = hooked_pass(model, src, tgt_in,
-                           [m.v_proj.register_forward_hook(keep(id(m))) for ms in modules.values() for m in ms])
-    found = {"encoder": enc.attention, "decoder": dec.self_attention, "cross": dec.cross_attention}
+    """A teacher-forced pass over one sentence ([1, S], [1, T]): kind -> (raw, norm-weighted), each [L, H, Tq, Tk].
+    The weights and value vectors are read at the network's probe points, each block's output projection from the
+    network (``attention_block``)."""
+    layers = {"encoder": model.cfg.enc_layers if model.has_source else 0, "decoder": model.cfg.dec_layers,
+              "cross": model.cfg.dec_layers if model.has_source else 0}
+    points = [attention_point(kind, layer, what) for kind, n in layers.items() for layer in range(n)
+              for what in ("v", "weights")]
+    with capture(model, points) as seen:
+        model.decode(tgt_in, model.encode(src))
     out = {}
-    for kind, ms in modules.items():
-        if not ms or not found[kind]:
+    for kind, n in layers.items():
+        if not n:
             continue
-        raw = [w.float() for w in found[kind]]  # L x [1, H, Tq, Tk]
-        norm = [norm_weighted(w, captured[id(m)].float(), m.out_proj.weight.float()) for w, m in zip(raw, ms)]
+        raw = [seen[attention_point(kind, layer, "weights")].float() for layer in range(n)]  # L x [1, H, Tq, Tk]
+        values = [seen[attention_point(kind, layer, "v")].float().transpose(1, 2).flatten(2)  # [1, Tk, D]
+                  for layer in range(n)]
+        norm = [norm_weighted(w, v, model.attention_block(kind, layer).out_weight.float())
+                for layer, (w, v) in enumerate(zip(raw, values))]
         out[kind] = (torch.cat(raw).numpy(), torch.cat(norm).numpy())  # L x [1, H, Tq, Tk] -> [L, H, Tq, Tk]
     return out
 

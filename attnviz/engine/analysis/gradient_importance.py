@@ -5,9 +5,9 @@ teacher-forced cross-entropy of the reference translation. A head whose gate bar
 It costs one forward and one backward pass per sentence (the absolute value is taken per sentence, as the
 expectation asks), whatever the number of heads: for NLLB-600M's 576 heads that is 576 fewer corpus decodes than
 switching each head off (``engine.analysis.importance``), at the price of a first-order estimate of a change in loss
-rather than a measured change in BLEU. The gates are ``engine.models.head_gate``'s, set to ones that require a
-gradient in this thread only. Scores are normalised per layer (the l2 norm of a layer's scores is 1), as Michel et
-al. do before ranking across layers; the raw means are kept too.
+rather than a measured change in BLEU. The gates are ``HeadScale`` edits of each block's ``weights`` probe point
+(``engine.models.probes``), ones that require a gradient, in this thread only. Scores are normalised per layer (the
+l2 norm of a layer's scores is 1), as Michel et al. do before ranking across layers; the raw means are kept too.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import torch
 from attnviz.engine.analysis.importance import ImportanceProgress, kinds_to_measure
 from attnviz.engine.errors import InputError
 from attnviz.engine.heads import NUMBERING, HeadRef
-from attnviz.engine.models.head_gate import set_gate
+from attnviz.engine.models.probes import HeadScale, attention_point, edit, probe_names
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID
 from attnviz.engine.training.clock import remaining_seconds
 
@@ -65,21 +65,18 @@ class GradientImportance:
 
 @contextmanager
 def _open_gates(model, layout: dict[str, tuple[int, int]]) -> Iterator[dict[str, list[torch.Tensor]]]:
-    """Gates of ones requiring a gradient on every measured attention module (this thread), restored after."""
-    modules = model.attention_modules()
-    missing = sorted(set(layout) - set(modules))
+    """Gates of ones requiring a gradient on every measured attention block (this thread), as ``HeadScale`` edits of
+    their weights; removed after."""
+    offered = set(probe_names(model))
+    missing = sorted(kind for kind in layout if attention_point(kind, 0, "weights") not in offered)
     if missing:
         raise InputError(f"This model cannot gate its {', '.join(missing)} heads, so they have no gradient.")
     device = next(model.parameters()).device
     gates = {kind: [torch.ones(heads, device=device, requires_grad=True) for _ in range(layers)]
              for kind, (layers, heads) in layout.items()}
-    previous = [(modules[kind][i], set_gate(modules[kind][i], gate)) for kind, row in gates.items()
-                for i, gate in enumerate(row)]
-    try:
+    with edit(model, {attention_point(kind, i, "weights"): HeadScale(gate) for kind, row in gates.items()
+                      for i, gate in enumerate(row)}):
         yield gates
-    finally:
-        for module, gate in reversed(previous):
-            set_gate(module, gate)
 
 
 def _forced_pair(translator, src: str, ref: str) -> tuple[list[int], list[int], int]:

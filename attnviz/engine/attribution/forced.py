@@ -3,24 +3,24 @@ token embeddings are given (so that gradients can be taken with respect to them)
 
 ``forced_ids`` turns the labels of a translation (source tokens with the specials the kind reads; the T output
 tokens) into id tensors: the decoder inputs are ``<sos>`` then every output but the last, as ``align`` and
-``analysis.contributions`` force them. ``token_tables`` finds a network's token embedding tables and the scale the
-network multiplies them by (sqrt(D) in a Transformer that scales, 1 in the LSTM). ``scores`` runs the network with
-given embeddings ``x`` (after that scale, before positions are added) and returns, per row, the attributed quantity
-at that row's output position: log p(chosen), p(chosen), or its difference with a foil. Names: B rows, S source, T
-target, D embedding width, V target vocabulary.
+``analysis.contributions`` force them. ``embedded`` reads the token embeddings at the network's ``embed.src`` and
+``embed.tgt`` probe points (after the embedding scale: sqrt(D) in a Transformer that scales, 1 in the LSTM).
+``scores`` runs the network with given embeddings ``x`` there (an edit of those points) and returns, per row, the
+attributed quantity at that row's output position: log p(chosen), p(chosen), or its difference with a foil. Names: B
+rows, S source, T target, D embedding width, V target vocabulary.
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
 from attnviz.engine.errors import InputError
+from attnviz.engine.models.probes import capture, edit
 from attnviz.engine.text.tokenize import visible_token
 from attnviz.engine.text.vocab import PAD, PAD_ID, SOS, SOS_ID
 
@@ -73,61 +73,37 @@ def foil_id(translator, text: str) -> int:
                      "(its top-k lists show some).")
 
 
-@dataclass(frozen=True)
-class Table:
-    module: nn.Embedding
-    scale: float  # what the network multiplies a looked-up vector by before adding its position
-
-
-def token_tables(model) -> tuple[Table | None, Table]:
-    """(source table or None for a language model, target table) of a network: the ``nn.Embedding`` itself
-    (``src_embed``, the LSTM's) or inside an embedding layer (``src_embed.tokens``, the Transformer's)."""
-
-    def find(name: str) -> Table | None:
-        embed = getattr(model, name, None)
-        table = getattr(embed, "tokens", embed)
-        if not isinstance(table, nn.Embedding):
-            return None
-        return Table(table, float(getattr(embed, "scale", 1.0)))
-
-    src, tgt = (find("src_embed") if model.has_source else None), find("tgt_embed")
-    if tgt is None or (model.has_source and src is None):
-        raise InputError("This network exposes no token embedding table, so gradients cannot reach its inputs.")
-    return src, tgt
+def _sides(model) -> list[str]:
+    return ["embed.src", "embed.tgt"] if model.has_source else ["embed.tgt"]
 
 
 @contextmanager
 def embeddings_given(model, src_x: Tensor | None, tgt_x: Tensor) -> Iterator[None]:
-    """Within the block the network's token tables return ``src_x`` [B, S, D] and ``tgt_x`` [B, T, D] (given after
-    the embedding scale, so divided by it here) instead of looking the ids up, in this thread only. A table called
-    twice (one module for both sides) returns them in the order the network reads them: the source first."""
-    src, tgt = token_tables(model)
-    given: dict[int, list[Tensor]] = {}
-    for table, x in ((src, src_x), (tgt, tgt_x)):
-        if table is not None and x is not None:
-            given.setdefault(id(table.module), []).append(x / table.scale)
-    modules = {id(t.module): t.module for t in (src, tgt) if t is not None}
-    mine = threading.get_ident()  # another thread decoding with the same model meanwhile looks its ids up
-
-    def returning(queue: list[Tensor]):
-        return lambda module, inputs, output: queue.pop(0) if threading.get_ident() == mine else None
-
-    hooks = [modules[key].register_forward_hook(returning(queue)) for key, queue in given.items()]
-    try:
+    """Within the block the network reads ``src_x`` [B, S, D] and ``tgt_x`` [B, T, D] at its ``embed.src`` and
+    ``embed.tgt`` probe points (after the embedding scale, before positions) instead of looking the ids up, in this
+    thread only."""
+    given = {"embed.tgt": tgt_x} | ({"embed.src": src_x} if model.has_source and src_x is not None else {})
+    with edit(model, {name: _replaced_by(x) for name, x in given.items()}):
         yield
-    finally:
-        for hook in hooks:
-            hook.remove()
+
+
+def _replaced_by(x: Tensor) -> Callable[[Tensor], Tensor]:
+    def replace(value: Tensor) -> Tensor:
+        if value.shape != x.shape:
+            raise InputError(f"The given embeddings have shape {list(x.shape)}, but the network reads "
+                             f"{list(value.shape)} there.")
+        return x
+
+    return replace
 
 
 def embedded(model, forced: Forced) -> tuple[Tensor | None, Tensor]:
-    """The token embeddings after the scale: source [S, D] (None for a language model) and decoder inputs [T, D]."""
-    src, tgt = token_tables(model)
-    device = tgt.module.weight.device
-    with torch.no_grad():
-        src_x = None if src is None else src.module(forced.src.to(device)) * src.scale
-        tgt_x = tgt.module(forced.tgt_in.to(device)) * tgt.scale
-    return src_x, tgt_x
+    """The token embeddings after the scale: source [S, D] (None for a language model) and decoder inputs [T, D],
+    read at the network's ``embed.src`` / ``embed.tgt`` probe points in one pass."""
+    device = next(model.parameters()).device
+    with torch.no_grad(), capture(model, _sides(model)) as seen:
+        model.decode(forced.tgt_in[None].to(device), model.encode(forced.src[None].to(device)))
+    return (seen["embed.src"][0] if model.has_source else None), seen["embed.tgt"][0]
 
 
 def scores(model, forced: Forced, src_x: Tensor | None, tgt_x: Tensor, positions: Tensor, foil: int | None,

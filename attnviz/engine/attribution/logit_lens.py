@@ -1,13 +1,14 @@
 """The logit lens on the decoder (nostalgebraist 2020): what each decoder layer's output would predict if it were
 the last, so the user sees at which layer an output token is decided.
 
-At every step of a teacher-forced translation, the output of decoder layer l is read through what follows the last
-layer: the final LayerNorm (a pre-norm network's ``dec_norm``; a post-norm layer ends in its own LayerNorm, so
-nothing is added) and the output projection, then a softmax. The last layer's lens is the model's own distribution.
-``LogitLens`` holds the top tokens with their probabilities and the probability and rank of the chosen token, per
-layer and step; ``logit_lens_steps`` is the generator (progress, then the result) the CLI and the GUI consume.
-Defined for networks of Transformer layers (a residual stream read by one final projection); not for the LSTM,
-whose decoder layers run fused inside one ``nn.LSTM`` and reach the output only through the attention layer.
+At every step of a teacher-forced translation, the output of decoder layer l (its ``dec.{l}.out`` probe point) is
+read through what follows the last layer (the network's ``read_out``): the final LayerNorm of a pre-norm network (a
+post-norm layer ends in its own LayerNorm, so nothing is added) and the output projection, then a softmax. The last
+layer's lens is the model's own distribution. ``LogitLens`` holds the top tokens with their probabilities and the
+probability and rank of the chosen token, per layer and step; ``logit_lens_steps`` is the generator (progress, then
+the result) the CLI and the GUI consume. Defined for networks of Transformer layers (a residual stream read by one
+final projection); not for the LSTM, whose decoder layers run fused inside one ``nn.LSTM`` and reach the output only
+through the attention layer.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import torch
 from attnviz.engine.attribution.base import AttributionProgress
 from attnviz.engine.attribution.forced import forced_ids, next_token_logp
 from attnviz.engine.errors import InputError
+from attnviz.engine.models.probes import capture
 
 MAX_TOP = 50
 
@@ -82,17 +84,11 @@ class LogitLens:
 
 @torch.inference_mode()
 def _layer_outputs(model, forced) -> list[torch.Tensor]:
-    """Each decoder layer's output [T, D] of the forced pass, read with forward hooks."""
-    outputs: list[torch.Tensor] = []
-    hooks = [layer.register_forward_hook(lambda module, inputs, output: outputs.append(output[0][0]))
-             for layer in model.decoder]
+    """Each decoder layer's output [T, D] of the forced pass, read at its ``dec.{l}.out`` probe point."""
     device = next(model.parameters()).device
-    try:
+    with capture(model, ["dec.*.out"]) as seen:
         model.decode(forced.tgt_in[None].to(device), model.encode(forced.src[None].to(device)))
-    finally:
-        for hook in hooks:
-            hook.remove()
-    return outputs
+    return [seen[f"dec.{layer}.out"][0] for layer in range(model.cfg.dec_layers)]
 
 
 def logit_lens_steps(translator, src_tokens: Sequence[str], tokens: Sequence[str], top_k: int = 5,
@@ -113,7 +109,7 @@ def logit_lens_steps(translator, src_tokens: Sequence[str], tokens: Sequence[str
     tops, top_p, chosen_p, ranks = [], [], [], []
     for i, hidden in enumerate(outputs):
         with torch.inference_mode():
-            probs = next_token_logp(model.project(model.dec_norm(hidden))).exp().double().cpu()  # [T, V]
+            probs = next_token_logp(model.read_out(hidden)).exp().double().cpu()  # [T, V]
         p, ids = probs.topk(top_k, dim=-1)  # [T, K]
         mine = probs[torch.arange(len(tokens)), chosen]  # [T]
         tops.append([[vocab.token(int(j)) for j in row] for row in ids])
@@ -123,8 +119,5 @@ def logit_lens_steps(translator, src_tokens: Sequence[str], tokens: Sequence[str
         yield AttributionProgress(i + 1, len(outputs), "logit lens", "layers")
         if stop is not None and stop.is_set():
             return
-    pre = not isinstance(model.dec_norm, torch.nn.Identity)
-    readout = ("the final LayerNorm, then the output projection" if pre else
-               "the output projection (each post-norm layer ends in its own LayerNorm)")
     yield LogitLens(tuple(src_tokens), tuple(tokens), np.array(tops, dtype=str).reshape(len(outputs), len(tokens),
-                    top_k), np.stack(top_p), np.stack(chosen_p), np.stack(ranks), readout)
+                    top_k), np.stack(top_p), np.stack(chosen_p), np.stack(ranks), model.readout)

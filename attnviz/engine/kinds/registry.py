@@ -50,8 +50,8 @@ class ModelKind:
     # settings (over ModelConfig's defaults) of a small working model of this kind, built in milliseconds: what
     # the registry-wide tests, the toy models of the test suite and quick benchmarks build
     example_settings: Mapping[str, Any] = field(default_factory=dict)
-    # its attention layers are ``engine.models.transformer.MultiHeadAttention`` (``v_proj``, ``out_proj``): value
-    # vectors can be read for norm-weighted attention (``engine.analysis.contributions``)
+    # its attention blocks offer their value vectors (the ``v`` probe points) and describe their output projection
+    # (``attention_block``): norm-weighted attention, ALTI+, value zeroing and the logit lens are defined for it
     value_vectors: bool = False
 
     def expected_shapes(self, cfg: ModelConfig, src_len: int, tgt_len: int) -> dict[str, tuple[int, ...]]:

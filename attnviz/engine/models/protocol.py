@@ -11,7 +11,7 @@ width.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self, runtime_checkable
 
@@ -19,6 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from attnviz.engine.config import ModelConfig
+from attnviz.engine.models.probes import ProbeBoard, ProbeError
 
 
 @dataclass
@@ -43,16 +44,33 @@ class Decoded:
         return rows(self.self_attention), rows(self.cross_attention)
 
 
+@dataclass(frozen=True)
+class AttentionBlock:
+    """What a mixing analysis (ALTI+, norm-weighted attention) needs of an attention block beside what passes its
+    probe points: the output projection and the LayerNorm of the block's residual connection."""
+
+    out_weight: Tensor  # [D, D] (out_features, in_features)
+    out_bias: Tensor | None  # [D]
+    norm_weight: Tensor  # [D]
+    norm_bias: Tensor  # [D]
+    norm_eps: float
+    pre_norm: bool  # LN(x) feeds the block (pre-norm) or LN(x + block) leaves it (post-norm)
+
+
 class IncrementalModel(nn.Module):
     """The protocol search drives, shared by every model kind.
 
     A subclass provides ``encode(src, need_weights)``, ``start(encoded) -> cache``, ``decode(tgt, encoded,
     need_weights, cache)`` returning ``Decoded`` and ``project(hidden)``; ``step`` and the length limits are
     written once here. ``has_source`` is False for a language model (its kind says so when it builds it).
+    ``probes`` names the points where a value may be read or replaced (``engine.models.probes``); a network made of
+    Transformer layers also runs one layer alone (``run_layer``), describes its attention blocks
+    (``attention_block``) and reads any layer's output through its last steps (``read_out``).
     """
 
     cfg: ModelConfig
     has_source: bool = True
+    probes: ProbeBoard
 
     def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
         raise NotImplementedError
@@ -85,10 +103,22 @@ class IncrementalModel(nn.Module):
         self_rows, cross_rows = out.last_rows()
         return logits, self_rows, cross_rows
 
-    def attention_modules(self) -> Mapping[str, Sequence[nn.Module]]:
-        """Each attention kind's modules, one per layer, each a ``head_gate.HeadGated`` whose forward pass applies
-        its ``head_gate``; a kind that cannot switch heads off leaves this empty."""
-        return {}
+    def read_out(self, hidden: Tensor) -> Tensor:
+        """Logits [B, T, V] of any decoder layer's output [B, T, D] read as if it were the last (the logit lens)."""
+        raise ProbeError(f"A {type(self).__name__}'s decoder layers cannot be read on their own.")
+
+    @property
+    def readout(self) -> str:
+        """What ``read_out`` passes a layer's output through, in words."""
+        return "the output projection"
+
+    def run_layer(self, side: str, layer: int, x: Tensor, mask: Tensor, memory: Tensor | None = None) -> Tensor:
+        """One layer alone on its input (value zeroing re-runs layers), its probe points firing."""
+        raise ProbeError(f"A {type(self).__name__}'s layers cannot be run one at a time.")
+
+    def attention_block(self, kind: str, layer: int) -> AttentionBlock:
+        """An attention block's output projection and residual LayerNorm (ALTI+, norm-weighted attention)."""
+        raise ProbeError(f"A {type(self).__name__} has no Transformer attention blocks.")
 
     @property
     def max_target_len(self) -> int:
@@ -113,6 +143,7 @@ class SearchModel(Protocol):
 
     cfg: ModelConfig
     has_source: bool  # False for a language model, whose ``encode`` returns an empty source
+    probes: ProbeBoard  # the network's probe points (``engine.models.probes``)
 
     def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
         """``src`` [B, S] ids -> memory and, if asked, encoder self-attention (empty for a language model)."""
@@ -128,9 +159,6 @@ class SearchModel(Protocol):
 
     def project(self, hidden: Tensor) -> Tensor:
         """Hidden states [B, T, D] -> logits [B, T, V]."""
-
-    def attention_modules(self) -> Mapping[str, Sequence[nn.Module]]:
-        """Attention kind -> its modules per layer, each with a ``head_gate`` (see ``engine.models.head_gate``)."""
 
     def parameters(self, recurse: bool = True) -> Iterator[nn.Parameter]:
         """The weights (``nn.Module.parameters``): where the model lives and what training updates."""

@@ -6,8 +6,11 @@ starts from the encoder's final states. At every target step the decoder state `
 the weighted sum of encoder states, and the attentional state ``tanh(W_c [c_t; h_t])`` feeds the output softmax.
 
 Its one attention is reported as cross-attention with one layer and one head ([B, 1, 1, S] per step), so search,
-events and views treat it like any other model. Names: B batch, S source length, T target length, E embedding
-width, Hd LSTM width, A attentional-state width (E with a tied output, else Hd).
+events and views treat it like any other model. Its probe points (``engine.models.probes``) are fewer than a
+Transformer's, since its layers run fused inside ``nn.LSTM``: ``embed.src``, ``enc.out`` (the encoder states),
+``embed.tgt``, ``dec.0.cross.weights`` ([B, 1, T, S]), ``dec.0.cross.out`` (the attentional states) and ``logits``.
+Names: B batch, S source length, T target length, E embedding width, Hd LSTM width, A attentional-state width (E
+with a tied output, else Hd).
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.models.cache import grouped, grouping, owners
-from attnviz.engine.models.head_gate import HeadGated
+from attnviz.engine.models.probes import Plan, ProbeBoard, tap
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
 from attnviz.engine.text.vocab import PAD_ID
 
@@ -54,9 +57,12 @@ class RNNCache:
                         (h.index_select(1, index), c.index_select(1, index)), self.length, group or 1)
 
 
-class LuongAttention(HeadGated, nn.Module):
-    """Global attention: scores, masked softmax over the source, context and attentional state; ``head_gate`` is
-    [1] while its one head is switched off in this thread (``engine.search.head_mask``)."""
+PROBES = ("embed.src", "enc.out", "embed.tgt", "dec.0.cross.weights", "dec.0.cross.out", "logits")
+
+
+class LuongAttention(nn.Module):
+    """Global attention: scores, masked softmax over the source, context and attentional state; its weights pass
+    ``dec.0.cross.weights`` as one head (where ``engine.search.head_mask`` switches it off)."""
 
     def __init__(self, hidden: int, out_dim: int, score: str):
         super().__init__()
@@ -77,7 +83,8 @@ class LuongAttention(HeadGated, nn.Module):
             return self.w_key(memory)
         return memory
 
-    def forward(self, h: Tensor, keys: Tensor, memory: Tensor, mask: Tensor) -> tuple[Tensor, Tensor]:
+    def forward(self, h: Tensor, keys: Tensor, memory: Tensor, mask: Tensor, plan: Plan | None
+                ) -> tuple[Tensor, Tensor]:
         """Decoder states ``h`` [B, T, Hd] -> attentional states [B, T, A] and alignment weights [B, T, S]."""
         if self.score == "concat":
             # [B, T, S, Hd] -> [B, T, S]
@@ -86,11 +93,10 @@ class LuongAttention(HeadGated, nn.Module):
             # saturated on one source position from the first step, whose gradient never lets attention learn
             scores = h @ keys.transpose(1, 2) * self.scale  # [B, T, Hd] x [B, Hd, S] -> [B, T, S]
         weights = scores.masked_fill(~mask[:, 0], float("-inf")).softmax(dim=-1)  # mask [B, 1, 1, S] -> [B, 1, S]
-        gate = self.head_gate
-        if gate is not None:  # switched off: zero weights, so a zero context
-            weights = weights * gate[0]
+        if plan is not None:  # as one head: [B, T, S] -> [B, 1, T, S] and back
+            weights = plan.at("dec.0.cross.weights", weights[:, None])[:, 0]
         context = weights @ memory  # [B, T, S] x [B, S, Hd] -> [B, T, Hd]
-        return torch.tanh(self.w_c(torch.cat([context, h], dim=-1))), weights
+        return tap(plan, "dec.0.cross.out", torch.tanh(self.w_c(torch.cat([context, h], dim=-1)))), weights
 
 
 class RNNAttention(IncrementalModel):
@@ -110,15 +116,18 @@ class RNNAttention(IncrementalModel):
             nn.init.uniform_(p, -0.1, 0.1)
         if cfg.tie_output:
             self.out_proj.weight = self.tgt_embed.weight
+        self.probes = ProbeBoard(PROBES)
 
     def encode(self, src: Tensor, need_weights: bool = False) -> RNNEncoded:
         """``src`` [B, S] -> encoder states [B, S, Hd] (zero at padding) and the final (h, c); no self-attention."""
         mask = (src != PAD_ID)[:, None, None, :]  # [B, 1, 1, S]
         lengths = mask.sum(dim=-1).flatten().clamp(min=1).cpu()
-        packed = pack_padded_sequence(self.drop(self.src_embed(src)), lengths, batch_first=True, enforce_sorted=False)
+        plan = self.probes.plan()
+        embedded = self.drop(tap(plan, "embed.src", self.src_embed(src)))
+        packed = pack_padded_sequence(embedded, lengths, batch_first=True, enforce_sorted=False)
         out, state = self.encoder(packed)
         memory, _ = pad_packed_sequence(out, batch_first=True, total_length=src.size(1))  # [B, S, Hd]
-        return RNNEncoded(memory, mask, [], state)
+        return RNNEncoded(tap(plan, "enc.out", memory), mask, [], state)
 
     def start(self, enc: RNNEncoded) -> RNNCache:
         if enc.state is None:
@@ -133,20 +142,17 @@ class RNNAttention(IncrementalModel):
             if enc is None:
                 raise ValueError("decoding without a cache needs the encoded source")
             cache = self.start(enc)
-        h, state = self.decoder(self.drop(self.tgt_embed(tgt)), cache.state)  # [N, T, Hd]
+        plan = self.probes.plan()
+        h, state = self.decoder(self.drop(tap(plan, "embed.tgt", self.tgt_embed(tgt))), cache.state)  # [N, T, Hd]
         # a sentence's hypotheses score its source side by side: [B, hyps * T, Hd], one row each again after
-        hidden, weights = self.attention(grouped(h, cache.hyps), cache.keys, cache.memory, cache.mask)
+        hidden, weights = self.attention(grouped(h, cache.hyps), cache.keys, cache.memory, cache.mask, plan)
         hidden, weights = hidden.view(*h.shape[:2], -1), weights.view(*h.shape[:2], -1)
         if keep:
             cache.state, cache.length = state, cache.length + tgt.size(1)
         return Decoded(hidden, [], [weights[:, None]] if need_weights else [])  # one head: [B, T, S] -> [B, 1, T, S]
 
     def project(self, hidden: Tensor) -> Tensor:
-        return self.out_proj(self.drop(hidden))  # [B, T, A] -> [B, T, V]
-
-    def attention_modules(self) -> dict[str, list[LuongAttention]]:
-        """Its one attention (cross, one layer of one head), where ``engine.search.head_mask`` switches it off."""
-        return {"cross": [self.attention]}
+        return tap(self.probes.plan(), "logits", self.out_proj(self.drop(hidden)))  # [B, T, A] -> [B, T, V]
 
     def forward(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
         """Logits [B, T, V]; with ``teacher_forcing`` < 1 each step is fed, per sentence and at random, the gold

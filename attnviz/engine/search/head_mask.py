@@ -1,7 +1,9 @@
 """Switching attention heads off in a model for the length of a block (which heads: ``engine.heads``).
 
-The model names its attention modules per kind and layer (``attention_modules``); each reads its thread-local
-gate (``engine.models.head_gate``) in its forward pass, so a block switches heads off for its own thread only.
+Each layer's gates are a ``HeadScale`` edit of the block's ``weights`` probe point (``engine.models.probes``), so a
+block switches heads off for the model calls of its own thread only: two decodes of one model in two threads (the
+app's main decode with heads off and its every-head-on comparison) never see each other's heads. A scale keeps the
+fused attention path, so a search with heads off is as fast as one without.
 """
 
 from __future__ import annotations
@@ -10,12 +12,11 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 
 import torch
-from torch import Tensor
 
 from attnviz.engine.errors import InputError
 from attnviz.engine.heads import HeadRef, check_heads, gate_values
 from attnviz.engine.kinds import kind_of
-from attnviz.engine.models.head_gate import set_gate
+from attnviz.engine.models.probes import HeadScale, attention_point, edit, probe_names
 from attnviz.engine.models.protocol import SearchModel
 
 
@@ -29,17 +30,12 @@ def heads_off(model: SearchModel, refs: Iterable[HeadRef], rescale: bool = False
     kind = kind_of(model.cfg)
     layout = kind.layout(model.cfg)
     check_heads(refs, layout)
-    modules = model.attention_modules()
-    missing = sorted({ref.kind for ref in refs} - set(modules))
+    offered = set(probe_names(model))
+    missing = sorted({ref.kind for ref in refs if attention_point(ref.kind, ref.layer, "weights") not in offered})
     if missing:
         raise InputError(f"A {kind.title} cannot switch its {', '.join(missing)} heads off.")
     device = next(model.parameters()).device
-    previous: list[tuple[object, Tensor | None]] = []  # restored on leaving, so blocks nest
-    try:
-        for (attention, layer), values in gate_values(refs, layout, rescale).items():
-            gated = modules[attention][layer]
-            previous.append((gated, set_gate(gated, torch.tensor(values, device=device))))
+    edits = {attention_point(attention, layer, "weights"): HeadScale(torch.tensor(values, device=device))
+             for (attention, layer), values in gate_values(refs, layout, rescale).items()}
+    with edit(model, edits):
         yield
-    finally:
-        for module, gate in reversed(previous):
-            set_gate(module, gate)

@@ -43,7 +43,7 @@ class Stacked:
     products serves every layer."""
 
     values: Tensor  # [N, Tk, D]
-    weights: Tensor  # [N, H, Tq, Tk], each head times its gate
+    weights: Tensor  # [N, H, Tq, Tk] as the blocks used them (an off head's are 0)
     w_out: Tensor  # [N, D, D] (out_features, in_features)
     b_out: Tensor  # [N, 1, D]
     x: Tensor  # [N, Tq, D]
@@ -61,16 +61,13 @@ def stack(blocks: list[Block]) -> Stacked:
     def per_layer(get) -> Tensor:  # L x [...] -> [L x B, ...]
         return torch.cat([get(b).expand(b.x.size(0), *get(b).shape) for b in blocks])
 
-    def gated(b: Block) -> Tensor:
-        return b.weights if b.gate is None else b.weights * b.gate.to(b.weights)[:, None, None]
-
     def bias(b: Block) -> Tensor:
-        return b.attention.out_proj.bias if b.attention.out_proj.bias is not None else b.x.new_zeros(b.x.size(-1))
+        return b.params.out_bias if b.params.out_bias is not None else b.x.new_zeros(b.x.size(-1))
 
-    return Stacked(each(lambda b: b.values), each(gated), per_layer(lambda b: b.attention.out_proj.weight),
+    return Stacked(each(lambda b: b.values), each(lambda b: b.weights), per_layer(lambda b: b.params.out_weight),
                    per_layer(lambda b: bias(b)[None]), each(lambda b: b.x), each(lambda b: b.out),
-                   per_layer(lambda b: b.norm.weight[None]), per_layer(lambda b: b.norm.bias[None]),
-                   blocks[0].norm.eps, blocks[0].pre_norm)
+                   per_layer(lambda b: b.params.norm_weight[None]), per_layer(lambda b: b.params.norm_bias[None]),
+                   blocks[0].params.norm_eps, blocks[0].params.pre_norm)
 
 
 @torch.inference_mode()

@@ -1,11 +1,13 @@
 """One teacher-forced pass of a Transformer network that keeps what context-mixing methods decompose.
 
-``capture`` runs ``encode`` and ``decode`` once with the attention weights, and records with forward hooks, for
-every attention block (encoder self-attention, decoder self-attention, cross-attention; one per layer), the block's
-input ``x`` (the residual stream before the block), the value vectors ``x W_V + b_V`` of its keys, its per-head
-weights, the head gate of this thread (``engine.search.head_mask``) and the block's output (after its LayerNorm in
-a post-LN model, the residual sum in a pre-LN one); and for every layer its input and output (value zeroing
-re-runs a layer). Names: B batch, H heads, L layers, S source, T target, D model width.
+``capture`` runs ``encode`` and ``decode`` once with the attention weights and records through the network's probe
+points (``engine.models.probes``), for every attention block (encoder self-attention, decoder self-attention,
+cross-attention; one per layer), the block's input ``x`` (the residual stream before the block), the value vectors
+``x W_V + b_V`` of its keys, its per-head weights as the block used them (a head switched off in this thread has
+zero weights, a rescaled one its factor) and the block's output (after its LayerNorm in a post-LN model, the
+residual sum in a pre-LN one); and for every layer its input and output (value zeroing re-runs a layer). The
+block's output projection and LayerNorm come from the network (``attention_block``). Names: B batch, H heads, L
+layers, S source, T target, D model width.
 """
 
 from __future__ import annotations
@@ -14,27 +16,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
-from torch import Tensor, nn
+from torch import Tensor
 
-from attnviz.engine.analysis.contributions import hooked_pass
 from attnviz.engine.attribution.forced import forced_ids
-from attnviz.engine.models.head_gate import gate_of
-from attnviz.engine.models.protocol import Encoded
-from attnviz.engine.models.transformer import DecoderLayer, EncoderLayer, MultiHeadAttention, Residual
+from attnviz.engine.models.probes import Captured, attention_point
+from attnviz.engine.models.probes import capture as probe_capture
+from attnviz.engine.models.protocol import AttentionBlock, Encoded, SearchModel
 from attnviz.engine.search.greedy import device_of
+
+SIDES = {"encoder": "enc", "decoder": "dec"}
 
 
 @dataclass
 class Block:
     """One attention block of one layer, as the pass saw it."""
 
-    attention: MultiHeadAttention
-    norm: nn.LayerNorm  # the block's LayerNorm (applied to the input in pre-LN, to the sum in post-LN)
-    pre_norm: bool
+    params: AttentionBlock  # its output projection and LayerNorm
     x: Tensor  # [B, Tq, D] the residual stream entering the block
     values: Tensor  # [B, Tk, D] x_j W_V + b_V of every key
-    weights: Tensor  # [B, H, Tq, Tk] (an off head's row is 0)
-    gate: Tensor | None  # [H] the head multipliers in force (None: every head on, weight 1)
+    weights: Tensor  # [B, H, Tq, Tk] as used (an off head's row is 0, a rescaled head's times its factor)
     out: Tensor  # [B, Tq, D] the block's output y
 
 
@@ -42,13 +42,15 @@ class Block:
 class Layer:
     """A whole encoder or decoder layer's input and output (what value zeroing re-runs and compares)."""
 
-    module: EncoderLayer | DecoderLayer
+    side: str  # "encoder" or "decoder"
+    index: int
     x: Tensor  # [B, T, D]
     out: Tensor  # [B, T, D]
 
 
 @dataclass
 class Capture:
+    model: SearchModel  # the network the pass ran (value zeroing re-runs its layers)
     encoded: Encoded
     hidden: Tensor  # [B, T, D] the decoder's output (what ``project`` reads)
     mask: Tensor  # [B, 1, 1, S] True at real source tokens
@@ -64,48 +66,43 @@ def teacher_forced_ids(translator, src_tokens: Sequence[str], tokens: Sequence[s
     return forced.src[None].to(device), forced.tgt_in[None].to(device)
 
 
-def _blocks_of(model) -> dict[str, list[tuple[MultiHeadAttention, Residual]]]:
-    """(attention module, its Residual) per kind and layer."""
-    found = {"encoder": [(layer.self_attn, layer.res_attn) for layer in model.encoder_layers()],
-             "decoder": [(layer.self_attn, layer.res_self) for layer in model.decoder_layers()]}
-    found["cross"] = [(layer.cross_attn, layer.res_cross) for layer in model.decoder_layers()
-                      if hasattr(layer, "cross_attn")]
-    return found
+def _layer_counts(model) -> dict[str, int]:
+    return {"encoder": model.cfg.enc_layers if model.has_source else 0, "decoder": model.cfg.dec_layers}
+
+
+def _block_input(kind: str, layer: int) -> str:
+    """The probe point holding the residual stream that enters a block: the layer's input, or (cross-attention)
+    the stream after the decoder's self-attention block."""
+    if kind == "cross":
+        return attention_point("decoder", layer, "resid")
+    return f"{SIDES[kind]}.{layer}.in"
+
+
+def _values(v: Tensor) -> Tensor:
+    return v.transpose(1, 2).flatten(2)  # [B, H, Tk, dh] -> [B, Tk, D]
 
 
 @torch.inference_mode()
 def capture(model, src: Tensor, tgt_in: Tensor) -> Capture:
     """The pass over ``src`` [B, S] and ``tgt_in`` [B, T], with every block and layer recorded."""
     model.eval()
-    parts = _blocks_of(model)
-    seen: dict[int, list] = {}
-
-    def keep(key: int, what: str):
-        def hook(module, args, output):
-            first = output[0] if isinstance(output, tuple) else output
-            seen.setdefault(key, []).append((what, args[0] if args else None, first))
-        return hook
-
-    hooks = []
-    for pairs in parts.values():
-        for attention, residual in pairs:
-            hooks.append(attention.v_proj.register_forward_hook(keep(id(attention), "values")))
-            hooks.append(residual.register_forward_hook(keep(id(residual), "block")))
-    layer_modules: dict[str, list[EncoderLayer] | list[DecoderLayer]] = {
-        "encoder": list(model.encoder_layers()), "decoder": list(model.decoder_layers())}
-    for modules in layer_modules.values():
-        for module in modules:
-            hooks.append(module.register_forward_hook(keep(id(module), "layer")))
-    enc, dec = hooked_pass(model, src, tgt_in, hooks)
-    weights = {"encoder": enc.attention, "decoder": dec.self_attention, "cross": dec.cross_attention}
-    blocks = {kind: [_block(seen, attention, residual, w) for (attention, residual), w in zip(pairs, weights[kind])]
-              for kind, pairs in parts.items() if pairs}
-    layers = {kind: [Layer(m, seen[id(m)][0][1], seen[id(m)][0][2]) for m in modules]
-              for kind, modules in layer_modules.items() if modules}
-    return Capture(enc, dec.hidden, enc.mask, blocks, layers)
+    counts = _layer_counts(model)
+    kinds = {"encoder": counts["encoder"], "decoder": counts["decoder"],
+             "cross": counts["decoder"] if model.has_source else 0}
+    names = [name for kind, n in kinds.items() for layer in range(n)
+             for name in (_block_input(kind, layer), *(attention_point(kind, layer, p) for p in ("v", "weights",
+                                                                                                  "resid")))]
+    names += [f"{SIDES[side]}.{i}.{point}" for side, n in counts.items() for i in range(n) for point in ("in", "out")]
+    with probe_capture(model, names) as seen:
+        enc = model.encode(src)
+        dec = model.decode(tgt_in, enc)
+    blocks = {kind: [_block(model, seen, kind, layer) for layer in range(n)] for kind, n in kinds.items() if n}
+    layers = {side: [Layer(side, i, seen[f"{SIDES[side]}.{i}.in"], seen[f"{SIDES[side]}.{i}.out"])
+                     for i in range(n)] for side, n in counts.items() if n}
+    return Capture(model, enc, dec.hidden, enc.mask, blocks, layers)
 
 
-def _block(seen: dict[int, list], attention: MultiHeadAttention, residual: Residual, weights: Tensor) -> Block:
-    (_, x, out), = seen[id(residual)]  # one call per pass
-    (_, _, values), = seen[id(attention)]  # self-attention: its keys; cross: the memory, once in ``start``
-    return Block(attention, residual.norm, residual.pre_norm, x, values, weights, gate_of(attention), out)
+def _block(model, seen: Captured, kind: str, layer: int) -> Block:
+    point = lambda name: seen[attention_point(kind, layer, name)]  # noqa: E731 (one call per pass)
+    return Block(model.attention_block(kind, layer), seen[_block_input(kind, layer)], _values(point("v")),
+                 point("weights"), point("resid"))

@@ -18,9 +18,7 @@ separate residual: value zeroing measures the whole layer). Names: B batch, L la
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import cast
 
 import numpy as np
 import torch
@@ -28,25 +26,20 @@ import torch.nn.functional as F
 from torch import Tensor
 
 from attnviz.engine.attribution.mixing.alti import decoder_rollout, rollout
-from attnviz.engine.attribution.mixing.capture import Capture
-from attnviz.engine.models.transformer import DecoderLayer, EncoderLayer, LayerCache, MultiHeadAttention
+from attnviz.engine.attribution.mixing.capture import Capture, Layer
+from attnviz.engine.models.probes import Edit, attention_point, edit
 
 
-@contextmanager
-def zeroed_values(attention: MultiHeadAttention, first: int, count: int) -> Iterator[None]:
-    """While inside, batch rows ``first`` .. ``first + count - 1`` of ``attention``'s value vectors have token
-    (row - first) zeroed: row first + j loses key j's value."""
-    def hook(module, args, output: Tensor) -> Tensor:  # output [B', Tk, D]
-        out = output.clone()
+def zeroing(first: int, count: int) -> Edit:
+    """An edit of a block's value vectors [B', H, Tk, dh] in which batch row ``first + j`` loses key j's value (every
+    head), for j < ``count``; the other rows keep theirs."""
+    def zero(values: Tensor) -> Tensor:
+        out = values.clone()
         rows = torch.arange(count, device=out.device)
-        out[first + rows, rows] = 0
+        out[first + rows, :, rows] = 0
         return out
 
-    handle = attention.v_proj.register_forward_hook(hook)
-    try:
-        yield
-    finally:
-        handle.remove()
+    return zero
 
 
 def _distances(outputs: Tensor, zeroed: int) -> Tensor:
@@ -60,30 +53,27 @@ def _normalise(scores: Tensor) -> Tensor:
     return scores / scores.sum(-1, keepdim=True).clamp(min=torch.finfo(scores.dtype).tiny)
 
 
-def encoder_layer(layer: EncoderLayer, x: Tensor, mask: Tensor) -> Tensor:
-    """[S, S] raw scores of one encoder layer for one sentence (x [1, S, D], mask [1, 1, 1, S])."""
-    s = x.size(1)
-    with zeroed_values(layer.self_attn, 0, s):
-        out, _ = layer(x.expand(s + 1, -1, -1), mask.expand(s + 1, -1, -1, -1), False)
+def encoder_layer(model, layer: Layer, mask: Tensor) -> Tensor:
+    """[S, S] raw scores of one encoder layer for one sentence (its input [1, S, D], mask [1, 1, 1, S])."""
+    s = layer.x.size(1)
+    with edit(model, {attention_point("encoder", layer.index, "v"): zeroing(0, s)}):
+        out = model.run_layer("encoder", layer.index, layer.x.expand(s + 1, -1, -1), mask.expand(s + 1, -1, -1, -1))
     return _distances(out, s)
 
 
-def decoder_layer(layer: DecoderLayer, x: Tensor, memory: Tensor | None, memory_mask: Tensor) -> Tensor:
+def decoder_layer(model, layer: Layer, memory: Tensor | None, memory_mask: Tensor) -> Tensor:
     """[T, S + T] raw scores of one decoder layer: source keys zeroed in cross-attention, then decoder inputs in
-    self-attention (x [1, T, D], memory [1, S, D] or None)."""
-    t = x.size(1)
+    self-attention (its input [1, T, D], memory [1, S, D] or None)."""
+    t = layer.x.size(1)
     s = 0 if memory is None else memory.size(1)
     rows = s + t + 1
-    if memory is not None:  # the source's keys and values once, then row j without key j's value
-        k, v = layer.cross_attn.keys_values(memory)  # [1, H, S, dh] each
-        v = v.expand(rows, -1, -1, -1).clone()
-        v[torch.arange(s), :, torch.arange(s)] = 0
-        cache = LayerCache(k.expand(rows, -1, -1, -1), v)
-    else:
-        cache = LayerCache(None, None)
-    causal = torch.ones(t, t, dtype=torch.bool, device=x.device).tril() if t > 1 else None
-    with zeroed_values(layer.self_attn, s, t):
-        out, _, _ = layer(x.expand(rows, -1, -1), causal, cache, memory_mask.expand(rows, -1, -1, -1), False, False)
+    edits = {attention_point("decoder", layer.index, "v"): zeroing(s, t)}
+    if memory is not None:  # row j < S loses source key j's value in cross-attention
+        edits[attention_point("cross", layer.index, "v")] = zeroing(0, s)
+    with edit(model, edits):
+        out = model.run_layer("decoder", layer.index, layer.x.expand(rows, -1, -1),
+                              memory_mask.expand(rows, -1, -1, -1),
+                              None if memory is None else memory.expand(rows, -1, -1))
     return _distances(out, s + t)
 
 
@@ -100,16 +90,16 @@ class ZeroingMaps:
 def value_zeroing_steps(cap: Capture) -> Iterator[int | ZeroingMaps]:
     """Value zeroing of one captured sentence (batch of 1): the number of layers done after each layer (encoder
     first), then the ``ZeroingMaps``."""
-    enc_layers, dec_layers = cap.layers.get("encoder", []), cap.layers["decoder"]
+    model, enc_layers, dec_layers = cap.model, cap.layers.get("encoder", []), cap.layers["decoder"]
     memory = cap.encoded.memory if enc_layers else None
     enc, dec = [], []
     for layer in enc_layers:
         with torch.inference_mode():
-            enc.append(_normalise(encoder_layer(cast(EncoderLayer, layer.module), layer.x, cap.mask)))
+            enc.append(_normalise(encoder_layer(model, layer, cap.mask)))
         yield len(enc)
     for layer in dec_layers:
         with torch.inference_mode():
-            dec.append(_normalise(decoder_layer(cast(DecoderLayer, layer.module), layer.x, memory, cap.mask)))
+            dec.append(_normalise(decoder_layer(model, layer, memory, cap.mask)))
         yield len(enc) + len(dec)
     enc_np = torch.stack(enc).double().cpu().numpy() if enc else None
     dec_np = torch.stack(dec).double().cpu().numpy()
