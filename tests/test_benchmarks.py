@@ -31,6 +31,15 @@ def test_decode_benchmark_reports_cached_and_beam_figures():
     assert report["steps_cached_ms_median"] > 0 and report["beam5_tree_nodes_first5"][0] >= 5
 
 
+def test_probe_overhead_benchmark_pairs_two_versions_of_the_code():
+    root = str(BENCHMARKS.parent)  # this checkout against itself: both versions load and decode side by side
+    report = bench("bench_probe_overhead", "--before", root, "--repeats", "2", "--tokens", "3", "--no-marian")
+    figures = report["bundled_de_en"]
+    assert report["tokens"] == 3 and "marian_sized" not in report
+    assert figures["before_ms_per_step_median"] > 0 and figures["after_ms_per_step_median"] > 0
+    assert figures["paired_ratio_median"] > 0 and len(figures["paired_ratio_quartiles"]) == 3
+
+
 def test_gui_benchmark_drives_the_translate_tab_to_the_end():
     report = bench("bench_gui", "--tokens", "3")  # no ATTNVIZ_DATA: the Train tab part says it was skipped
     assert report["output_tokens"] == 3 and report["attention_kind"] == "cross" and report["grid_maps"] == 3 * 8
