@@ -220,3 +220,19 @@ def test_attribution_and_analysis_use_no_forward_hooks():
                            cwd=ROOT, capture_output=True, text=True)
     assert found.returncode == 1 and found.stdout == "", found.stdout
     assert sys.modules.get("attnviz.engine.models.probes") is not None
+
+
+def test_blocks_left_out_of_order_by_two_generators_leave_the_right_one_open(tr):
+    model = tr.model
+
+    def block(name):
+        with edit(model, {name: lambda x: x}):
+            yield
+
+    first, second = block("dec.0.out"), block("dec.1.out")
+    next(first)
+    next(second)
+    next(first, None)  # the first generator leaves its block while the second's is still open
+    assert model.probes.plan().wants("dec.1.out") and not model.probes.plan().wants("dec.0.out")
+    next(second, None)
+    assert model.probes.plan() is None

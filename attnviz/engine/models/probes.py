@@ -194,7 +194,8 @@ class ProbeBoard:
     @contextmanager
     def opened(self, edits: Mapping[str, Edit], captures: Mapping[str, list[Tensor]]) -> Iterator[None]:
         stack: list[_Scope] = self._local.__dict__.setdefault("stack", [])
-        stack.append(_Scope(dict(edits), dict(captures)))
+        scope = _Scope(dict(edits), dict(captures))
+        stack.append(scope)
         self._local.plan = Plan(stack)
         with self._count:
             self._open += 1
@@ -203,7 +204,8 @@ class ProbeBoard:
         finally:
             with self._count:
                 self._open -= 1
-            stack.pop()
+            # by identity: two generators of one thread may leave their blocks in another order than they opened them
+            stack[:] = [other for other in stack if other is not scope]
             self._local.plan = Plan(stack) if stack else None
 
 
