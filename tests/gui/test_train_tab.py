@@ -69,9 +69,9 @@ def test_pause_stops_steps_and_resume_continues(qtbot, tab):
     tab.toggle_pause()
     assert tab.pause_button.text() == "Res&ume"
     qtbot.wait(600)  # let the step in flight arrive
-    paused_at = len(tab.curves.raw_loss.xs) + len(tab._pending)
+    paused_at = len(tab.curves.raw_loss.xs) + len(tab.run.pending)
     qtbot.wait(1000)
-    assert len(tab.curves.raw_loss.xs) + len(tab._pending) <= paused_at + 1
+    assert len(tab.curves.raw_loss.xs) + len(tab.run.pending) <= paused_at + 1
     tab.toggle_pause()
     qtbot.waitUntil(lambda: len(tab.curves.raw_loss.xs) > paused_at + 3, timeout=30000)
 

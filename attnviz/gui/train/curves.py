@@ -16,6 +16,8 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QMouseEvent, QPaintDevice, QPainter, QPainterPath, QPalette, QPen
 from PySide6.QtWidgets import QFileDialog, QGridLayout, QMessageBox, QSizePolicy, QToolTip, QWidget
 
+from attnviz.gui.train.run_document import EvaluationAdded, RunChange, RunCleared, StepsAdded
+
 BLEU_WORDS = "BLEU (tokenised)"  # the evaluations' bleu_tok, said as a reader would
 
 
@@ -306,6 +308,18 @@ class CurvesPanel(QWidget):
             self.bleu.add(step, bleu)
         self.val_plot.update()
         self.bleu_plot.update()
+
+    def on_run_changed(self, change: RunChange) -> None:
+        """Follow the Train tab's run (``run_document``): a new run empties the plots, steps and evaluations add
+        points."""
+        match change:
+            case RunCleared():
+                self.clear(change.translation)
+            case StepsAdded():
+                self.add_steps(change.steps)
+            case EvaluationAdded():
+                record = change.result.record
+                self.add_evaluation(record.step, record.loss, record.bleu)
 
     def set_log_y(self, on: bool) -> None:
         for plot in (self.loss_plot, self.val_plot, self.lr_plot):

@@ -1,7 +1,8 @@
 """The Train tab's evaluations: a table of every evaluation (epoch, step, validation loss, PPL, accuracy, BLEU,
 time) and, for the selected row, the sample translations the model produced then.
 
-Split from the Train tab so that the tab only drives the run; rows come through ``add_row``.
+Split from the Train tab so that the tab only drives the run; it follows the tab's run document
+(``on_run_changed``), each evaluation a row through ``add_row``.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.events import Sample
 from attnviz.engine.records import EvalRecord
+from attnviz.gui.train.run_document import EvaluationAdded, RunChange, RunCleared
 from attnviz.gui.widgets import copyable, named
 
 EVAL_COLUMNS = ("Epoch", "Step", "Val loss", "PPL", "Accuracy", "BLEU", "Time (s)")
@@ -49,6 +51,13 @@ class EvaluationsPanel(QSplitter):
         self.samples = []
         self.table.setRowCount(0)
         self.samples_view.clear()
+
+    def on_run_changed(self, change: RunChange) -> None:
+        match change:
+            case RunCleared():
+                self.clear()
+            case EvaluationAdded():
+                self.add_row(change.result.record, change.result.samples)
 
     def add_row(self, record: EvalRecord, samples: tuple[Sample, ...]) -> None:
         row = self.table.rowCount()

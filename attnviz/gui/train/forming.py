@@ -20,6 +20,7 @@ from attnviz.engine.events import ATTENTION_KINDS, Translation
 from attnviz.gui.attention.colormap import to_image
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.attention.panel import head_choices, set_choices
+from attnviz.gui.train.run_document import EvaluationAdded, RunChange, RunCleared
 from attnviz.gui.widgets import add_labelled, named
 
 START_HINT = "Start training: the probe sentence's cross-attention appears at every evaluation"
@@ -166,6 +167,15 @@ class FormingPanel(QWidget):
         self.translation_label.clear()
         self.heatmap.set_data(None)
         self.strip.set_frames([], [], -1)
+
+    def on_run_changed(self, change: RunChange) -> None:
+        """Follow the Train tab's run: a new run empties the view, an evaluation with a probe adds a frame."""
+        match change:
+            case RunCleared():
+                self.clear(running=True)
+            case EvaluationAdded(result=result) if result.probe is not None:
+                record = result.record
+                self.add(Snapshot(record.step, record.epoch, record.bleu, result.probe))
 
     def add(self, snapshot: Snapshot) -> None:
         """Append an evaluation; the view follows the newest one unless the user moved the slider back."""

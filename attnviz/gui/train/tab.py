@@ -1,16 +1,15 @@
 """The Train tab: pick a recipe, press Start, and watch a model learn.
 
-Training runs in the generic worker as the engine's ``train`` generator, whose events (``TrainEvent``) the tab
-matches one by one. Steps arrive faster than anyone can read, so they are buffered and the curves redrawn on a
-timer (four times a second); evaluations add a table row, their sample translations and a frame of the probe
-sentence's cross-attention to the "attention forming" view. Stop asks the engine to save a resumable checkpoint;
-Pause blocks the worker between steps.
+Training runs in the generic worker as the engine's ``train`` generator, whose events (``TrainEvent``) feed the
+tab's Qt-free run document (``run_document.TrainRunDocument``); the curves, the evaluations table and the "attention
+forming" view subscribe to it, and the tab itself follows it only for its own controls (buttons, progress, message).
+Steps arrive faster than anyone can read, so the document buffers them and the tab flushes it on a timer (four
+times a second). Stop asks the engine to save a resumable checkpoint; Pause blocks the worker between steps.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import assert_never
 
 from PySide6.QtCore import QEventLoop, QSettings, Qt, QTimer, Signal, Slot
 from PySide6.QtWidgets import (
@@ -24,28 +23,23 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.corpus.reader import download_name, missing_files
 from attnviz.engine.errors import AttnvizError, ConfigError
-from attnviz.engine.events import (
-    CheckpointSaved,
-    EvalResult,
-    EvalStarted,
-    TrainEvent,
-    TrainFailed,
-    TrainFinished,
-    TrainHistory,
-    TrainNote,
-    TrainStarted,
-    TrainStep,
-    TrainStopped,
-)
+from attnviz.engine.events import TrainEvent, TrainStep
 from attnviz.engine.training.runs import read_run_state, run_checkpoint
 from attnviz.gui.train import guard as train_guard
-from attnviz.gui.train import jobs as wording
 from attnviz.gui.train.curves import CurvesPanel
 from attnviz.gui.train.evaluations import EvaluationsPanel
-from attnviz.gui.train.forming import FormingPanel, Snapshot
-from attnviz.gui.train.jobs import ONE_PROCESS, TrainJob, download_job, download_text, run_where
+from attnviz.gui.train.forming import FormingPanel
+from attnviz.gui.train.jobs import ONE_PROCESS, TrainJob, download_job, download_text
 from attnviz.gui.train.layout import lay_out
 from attnviz.gui.train.recipe_form import RecipeForm
+from attnviz.gui.train.run_document import (
+    Announced,
+    CheckpointsChanged,
+    MessageChanged,
+    ProgressChanged,
+    RunChange,
+    TrainRunDocument,
+)
 from attnviz.gui.widgets import named
 from attnviz.gui.worker import JobFailure, Worker
 
@@ -80,10 +74,11 @@ class TrainTab(QWidget):
         self.progress = named(QProgressBar(), "trainProgress", "Training progress")
         self.progress.setRange(0, 1000)
         self.progress.setTextVisible(True)
-        self.progress_label = QLabel("Choose a recipe and press Start.")
+        self.run = TrainRunDocument()
+        self.progress_label = QLabel(self.run.status_line)
         self.progress_label.setObjectName("progressLabel")
-        self.device_label = named(QLabel(run_where("auto (a CUDA GPU when there is one)")), "trainDevice",
-                                  "Training device and processes", ONE_PROCESS)
+        self.device_label = named(QLabel(self.run.device_line), "trainDevice", "Training device and processes",
+                                  ONE_PROCESS)
         self.device_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.message = QLabel()
         self.message.setObjectName("trainMessage")
@@ -97,13 +92,6 @@ class TrainTab(QWidget):
         self.eval_table, self.samples_view = self.evaluations.table, self.evaluations.samples_view
         self.forming = FormingPanel()
 
-        self.paths: dict[str, str] = {}
-        self.total_steps = 0
-        self.last_step: TrainStep | None = None
-        self.curve_updates = 0
-        self._pending: list[TrainStep] = []
-        self._paused = False
-        self._stopping = False
         self._run_out = ""
         self._data_missing = False  # the message says the data is missing: a corrected folder clears it
         self.protected_path: str | None = None  # the model open in the Translate tab: Start never overwrites it
@@ -126,6 +114,9 @@ class TrainTab(QWidget):
         self.export_button.clicked.connect(self.export_curves)
         self.form.changed.connect(self._update_buttons)
         self.form.data_edit.textChanged.connect(self._on_data_dir_changed)
+        for listener in (self.curves.on_run_changed, self.evaluations.on_run_changed, self.forming.on_run_changed,
+                         self._on_run_changed):
+            self.run.subscribe(listener)
         self.worker.produced.connect(self._on_event)
         self.worker.failed.connect(self._on_failed)
         self.worker.finished.connect(self._on_finished)
@@ -139,21 +130,38 @@ class TrainTab(QWidget):
     def is_running(self) -> bool:
         return self.worker.is_running()
 
+    @property
+    def paths(self) -> dict[str, str]:
+        """The run's checkpoints so far: "best", "last" -> path."""
+        return self.run.paths
+
+    @property
+    def total_steps(self) -> int:
+        return self.run.total_steps
+
+    @property
+    def last_step(self) -> TrainStep | None:
+        return self.run.last_step
+
+    @property
+    def curve_updates(self) -> int:
+        """How often the curves were given new steps (the redraws a run made)."""
+        return self.run.flushes
+
     def _update_buttons(self) -> None:
         running, downloading = self.is_running(), self.downloader.is_running()
         self.start_button.setEnabled(not running and not downloading and self.form.is_valid())
         self.resume_button.setEnabled(not running and not downloading)
-        self.pause_button.setEnabled(running and not self._stopping)
-        self.stop_button.setEnabled(running and not self._stopping)
-        self.pause_button.setText("Res&ume" if self._paused else "Pa&use")  # one letter, Alt+U, for both
+        self.pause_button.setEnabled(running and not self.run.stopping)
+        self.stop_button.setEnabled(running and not self.run.stopping)
+        self.pause_button.setText("Res&ume" if self.run.paused else "Pa&use")  # one letter, Alt+U, for both
         self.form.set_enabled_for_run(running)
         self.open_best_button.setEnabled("best" in self.paths)
         self.open_last_button.setEnabled("last" in self.paths)
 
     def _show_message(self, text: str) -> None:
         self._data_missing = False
-        self.message.setText(text)
-        self.message.setVisible(bool(text))
+        self.run.set_message(text)
 
     @Slot(str)
     def _on_data_dir_changed(self, text: str) -> None:
@@ -167,7 +175,7 @@ class TrainTab(QWidget):
         if not missing:
             self._show_message("")
             self.download_button.hide()
-            self.progress_label.setText("The data is there now: press Start.")
+            self.run.set_status("The data is there now: press Start.")
 
     # -- actions -----------------------------------------------------------------------------------------------------
 
@@ -220,14 +228,8 @@ class TrainTab(QWidget):
         self._launch(TrainJob(state.recipe, out, self.form.data_dir(), resume=True), out)  # the history follows
 
     def _launch(self, job: TrainJob, out: str) -> None:
-        self._run_out, self._paused, self._stopping = out, False, False
-        self.paths, self._pending, self.last_step = {}, [], None
-        self.curves.clear(job.recipe.has_source)
-        self.forming.clear(running=True)
-        self.evaluations.clear()
-        self._show_message("")
-        self.progress.setValue(0)
-        self.progress_label.setText(f"Preparing {job.recipe.name}: reading and tokenizing the data...")
+        self._run_out, self._data_missing = out, False
+        self.run.begin(job.recipe.name, job.recipe.has_source)
         self.worker.start(job)
         self._redraw.start()
         self._update_buttons()
@@ -237,24 +239,25 @@ class TrainTab(QWidget):
     def toggle_pause(self) -> None:
         if not self.is_running():
             return
-        self._paused = not self._paused
-        self.worker.pause(self._paused)
-        self.progress_label.setText("Paused: press Resume to continue." if self._paused else "Resuming...")
+        self.run.paused = not self.run.paused
+        self.worker.pause(self.run.paused)
+        self.run.set_status("Paused: press Resume to continue." if self.run.paused else "Resuming...")
         self._update_buttons()
 
     @Slot()
     def confirm_stop(self) -> None:
         """Stop from the button or menu: asks first unless the run is paused."""
-        if self.is_running() and not self._stopping and train_guard.confirm_stop(self, self._paused, self.confirm):
+        run = self.run
+        if self.is_running() and not run.stopping and train_guard.confirm_stop(self, run.paused, self.confirm):
             self.stop()
 
     @Slot()
     def stop(self) -> None:
-        if not self.is_running() or self._stopping:
+        if not self.is_running() or self.run.stopping:
             return
-        self._stopping, self._paused = True, False
+        self.run.stopping, self.run.paused = True, False
         self.worker.request_stop()
-        self.progress_label.setText("Stopping: saving a checkpoint...")
+        self.run.set_status("Stopping: saving a checkpoint...")
         self._update_buttons()
 
     def stop_and_wait(self, timeout_ms: int = 20000) -> bool:
@@ -279,7 +282,7 @@ class TrainTab(QWidget):
         if not name:
             return
         self._show_message("")
-        self.progress_label.setText(f"Downloading {name} into {self.form.data_dir()}...")
+        self.run.set_status(f"Downloading {name} into {self.form.data_dir()}...")
         self.downloader.start(download_job(name, self.form.data_dir()))
         self._update_buttons()
 
@@ -297,85 +300,42 @@ class TrainTab(QWidget):
 
     @Slot(object)
     def _on_event(self, item: TrainEvent) -> None:
-        match item:
-            case TrainStep():
-                self._pending.append(item)
-            case EvalResult():
-                self._flush()
-                self._add_evaluation(item)
-            case EvalStarted():  # it may take a minute: say so, or the window looks frozen
-                self._flush()
-                self.progress_label.setText(wording.evaluating_text(item))
-            case TrainHistory():  # a resumed run: its views continue where they were
-                self.curves.add_steps(list(item.steps))
-                for result in item.evaluations:
-                    self._add_evaluation(result)
-            case TrainStarted():
-                self.total_steps = item.total_steps
-                self.progress_label.setText(wording.started_text(item))
-                self.device_label.setText(run_where(item.device, item.processes))
-            case CheckpointSaved():
-                self.paths["best" if item.role in ("best", "average") else "last"] = item.path
-                self._update_buttons()
-            case TrainFinished():
-                self._flush()
-                if item.best_path:
-                    self.paths.setdefault("best", item.best_path)
-                self.paths.setdefault("last", item.last_path)
-                self.progress.setValue(1000)
-                self.progress_label.setText(wording.finished_text(item))
-                self.status.emit("Training finished")
-            case TrainStopped():
-                self._flush()
-                self.paths["last"] = item.last_path
-                self.progress_label.setText(wording.stopped_text(item))
-            case TrainNote(warning=True):
-                self._show_message(f"Warning: {item.message}")
-            case TrainNote():
-                self.status.emit(item.message)
-            case TrainFailed():
-                self._show_message(wording.failed_text(item))
-            case _:
-                assert_never(item)
+        self.run.feed(item)
 
     @Slot()
     def _flush(self) -> None:
-        if not self._pending:
-            return
-        steps, self._pending = self._pending, []
-        self.curves.add_steps(steps)
-        self.curve_updates += 1
-        s = self.last_step = steps[-1]
-        self.progress.setValue(int(s.progress * 1000))
-        if not self._paused and not self._stopping:
-            self.progress_label.setText(wording.step_text(s, self.total_steps))
+        self.run.flush()
 
-    def _add_evaluation(self, item: EvalResult) -> None:
-        """An evaluation's table row, curve points and (with a probe) frame of the forming view."""
-        record = item.record
-        self.evaluations.add_row(record, item.samples)
-        self.curves.add_evaluation(record.step, record.loss, record.bleu)
-        if item.probe is not None:
-            self.forming.add(Snapshot(record.step, record.epoch, record.bleu, item.probe))
+    def _on_run_changed(self, change: RunChange) -> None:
+        """The tab's own controls follow the run; the panels subscribe themselves."""
+        match change:
+            case ProgressChanged():
+                if change.fraction is not None:
+                    self.progress.setValue(int(change.fraction * 1000))
+                self.progress_label.setText(self.run.status_line)
+                self.device_label.setText(self.run.device_line)
+            case MessageChanged():
+                self.message.setText(self.run.message)
+                self.message.setVisible(bool(self.run.message))
+            case CheckpointsChanged():
+                self._update_buttons()
+            case Announced():
+                self.status.emit(change.text)
 
     @Slot(object)
     def _on_failed(self, failure: JobFailure) -> None:
-        last = self.paths.get("last") or self.paths.get("best")
-        kept = f" The last good checkpoint is {last}." if last else ""
-        self._show_message(f"Training failed: {failure.text}{kept}")
+        self.run.failed(failure.text)
 
     @Slot()
     def _on_finished(self) -> None:
-        self._flush()
+        self.run.flush()
         self._redraw.stop()
-        self._paused = self._stopping = False
+        self.run.paused = self.run.stopping = False
         self._update_buttons()
 
     @Slot(object)
     def _on_download_event(self, progress) -> None:
-        fraction = progress.done / progress.total if progress.total else 0.0
-        self.progress.setValue(int(fraction * 1000))
-        self.progress_label.setText(download_text(progress))
+        self.run.set_status(download_text(progress), progress.done / progress.total if progress.total else 0.0)
 
     @Slot(object)
     def _on_download_failed(self, failure: JobFailure) -> None:
@@ -383,8 +343,8 @@ class TrainTab(QWidget):
 
     @Slot()
     def _on_download_finished(self) -> None:
-        if not self.message.isVisible():
-            self.progress_label.setText("Download complete: press Start.")
+        if not self.run.message:
+            self.run.set_status("Download complete: press Start.")
             self.download_button.hide()
         self._update_buttons()
 
