@@ -18,54 +18,37 @@ import os
 import threading
 import time
 from collections.abc import Callable, Generator, Iterator
-from pathlib import Path
 from typing import TypeVar
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from attnviz.engine.checkpoints.store import load_tensors
-from attnviz.engine.config import DecodeConfig, TrainConfig
-from attnviz.engine.corpus.batching import batch_tensors, eval_batches, make_batches
-from attnviz.engine.errors import CheckpointError, ConfigError
+from attnviz.engine.corpus.batching import batch_tensors
+from attnviz.engine.errors import ConfigError
 from attnviz.engine.events import (
     CheckpointSaved,
     EvalResult,
     EvalStarted,
-    Sample,
     TrainEvent,
     TrainFailed,
     TrainFinished,
-    TrainHistory,
     TrainNote,
     TrainStarted,
     TrainStep,
     TrainStopped,
 )
-from attnviz.engine.kinds import check_training
-from attnviz.engine.metrics import bleu_tok, smoothed_loss, teacher_forced_stats
+from attnviz.engine.metrics import smoothed_loss
 from attnviz.engine.models.protocol import count_parameters, load_stored_state
-from attnviz.engine.records import EvalRecord
 from attnviz.engine.text.vocab import PAD_ID
 from attnviz.engine.training.clock import remaining_seconds
 from attnviz.engine.training.distributed import Ranks, join, peer_failure
 from attnviz.engine.training.divergence import DivergenceWatch
-from attnviz.engine.training.prepare import prepare
 from attnviz.engine.training.presets import Recipe
-from attnviz.engine.training.resume_point import SaveError, remove_stale_temps, restore_last, save_failed
-from attnviz.engine.training.runs import RunPaths, run_checkpoint
+from attnviz.engine.training.resume_point import SaveError
 from attnviz.engine.training.schedule import learning_rate, warmup_warning
-from attnviz.engine.training.state import load_state, param_names, save_state
-from attnviz.engine.training.views_file import restored_history, save_views, step_row
-from attnviz.engine.translator import Translator, build_model, load_checkpoint
-
-Work = TypeVar("Work")  # what rank 0's work yields
-
-
-def _optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam:
-    return torch.optim.Adam(model.parameters(), lr=cfg.lr, betas=cfg.betas, eps=cfg.adam_eps,
-                            weight_decay=cfg.weight_decay)
-
+from attnviz.engine.training.trainer import Trainer
+from attnviz.engine.training.views_file import step_row
 
 # Training's attention kernels leave out cuDNN's, PyTorch's first choice for bf16 on a Hopper GPU: it builds an
 # execution plan for every new (batch, source, target) shape, 0.1 to 4.5 s each, and an epoch of length-bucketed
@@ -74,143 +57,7 @@ def _optimizer(model: torch.nn.Module, cfg: TrainConfig) -> torch.optim.Adam:
 TRAIN_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
-class _Trainer:
-    """One run's mutable state; ``train`` drives it and turns its work into events."""
-
-    def __init__(self, recipe: Recipe, out, data_dir, resume: bool, ranks: Ranks, device: torch.device):
-        # resuming from any file of a run (its .last or .state too) continues that run and writes its own files
-        self.recipe, self.cfg, self.dist, self.device = recipe, recipe.train, ranks, device
-        self.paths = RunPaths(run_checkpoint(out) if resume else Path(out))
-        self.notes = [f"removed {name}, left behind by a save that was cut short" for name in
-                      (remove_stale_temps(self.paths) if ranks.is_main else ())]
-        if self.cfg.threads:
-            torch.set_num_threads(self.cfg.threads)
-        self.amp = self.cfg.precision == "bf16" and device.type == "cuda"
-        if self.cfg.precision == "bf16" and not self.amp:
-            self.notes.append(f"precision bf16 needs a CUDA GPU; this run on {device} trains in fp32")
-        self.step, self.epoch, self.batch_index = 0, 1, 0
-        self.history: list[EvalRecord] = []
-        self.shown = TrainHistory((), ())  # what a resumed run's views showed before (see views_file)
-        self.curve: list[tuple[float, ...]] = []  # every step's figures, and every evaluation: what the views show
-        self.evaluations: list[EvalResult] = []
-        self.best_score: float | None = None
-        self.last_good: str | None = None
-        self.last_saved_step = -1
-        if resume:
-            self._resume(data_dir)
-        else:
-            torch.manual_seed(self.cfg.seed)  # the same initial weights on every rank
-            self.data = prepare(recipe, data_dir)
-            cfg = recipe.model_config(len(self.data.src_vocab), len(self.data.tgt_vocab))
-            self.model = build_model(cfg).to(self.device)
-            self.opt = _optimizer(self.model, self.cfg)
-        if ranks.rank:  # other dropout masks than rank 0's
-            torch.manual_seed(self.cfg.seed + 1_000_003 * ranks.rank + self.step)
-        self.forward = ranks.wrap(self.model)  # what a step calls; evaluation and checkpoints use the model itself
-        self.translator = Translator(self.model, self.data.src_vocab, self.data.tgt_vocab, self.data.src_spec,
-                                     self.data.tgt_spec)
-        check_training(self.translator.config, self.cfg)
-        # The corpus, vocabularies and model live for the whole run: take them out of the cyclic garbage
-        # collector's reach, or every full collection walks them all (a 200+ ms pause that freezes a GUI's thread).
-        gc.freeze()
-
-    def _resume(self, data_dir) -> None:
-        repaired = restore_last(self.paths) if self.dist.is_main else None
-        if repaired:
-            self.notes.append(repaired)
-        self.dist.agree(False)  # the other ranks read .last once rank 0 has repaired it
-        last = load_checkpoint(self.paths.last)
-        self.model = last.model.to(self.device)
-        self.data = prepare(self.recipe, data_dir, (last.src_vocab, last.tgt_vocab), last.config.max_positions,
-                            (last.src_spec, last.tgt_spec))
-        self.opt = _optimizer(self.model, self.cfg)
-        meta = load_state(self.paths.state, self.opt, param_names(self.model))
-        if meta["step"] != last.metadata.get("step"):
-            raise CheckpointError(f"{self.paths.state.name} (step {meta['step']}) does not belong to "
-                                  f"{self.paths.last.name} (step {last.metadata.get('step')}).")
-        self.step, self.epoch, self.batch_index = meta["step"], meta["epoch"], meta["batch_index"]
-        self.history = [EvalRecord.from_dict(r) for r in meta["history"]]
-        self.shown, note = restored_history(self.paths.views, self.step, self.history)
-        self.curve = [step_row(s) for s in self.shown.steps]
-        self.evaluations = list(self.shown.evaluations)
-        if note:
-            self.notes.append(note)
-        self.best_score = meta["best_score"]
-        self.last_good, self.last_saved_step = str(self.paths.last), self.step
-
-    def batches(self, epoch: int) -> list[list[int]]:
-        lengths = [(len(s), len(t)) for s, t in self.data.train]
-        return make_batches(lengths, self.cfg, seed=self.cfg.seed * 1000 + epoch)
-
-    def save(self, path: Path, role: str, extra_meta: dict | None = None) -> CheckpointSaved:
-        meta = self.checkpoint_meta() | (extra_meta or {})
-        try:
-            self.translator.save(path, **meta)
-        except OSError as exc:
-            raise save_failed(path, exc) from None
-        return CheckpointSaved(str(path), role, self.step)
-
-    def checkpoint_meta(self) -> dict:
-        return {"name": self.recipe.name, "preset": self.recipe.name, "recipe": self.recipe.to_dict(),
-                "train_config": self.cfg.to_dict(), "history": self._history_dicts(), "step": self.step,
-                "metrics": {"val": self.history[-1].to_dict()} if self.history else {}}
-
-    def _history_dicts(self) -> list[dict]:
-        return [r.to_dict() for r in self.history]
-
-    def save_resume_point(self, epoch: int, batch_index: int) -> CheckpointSaved:
-        if self.last_saved_step == self.step and self.last_good:
-            return CheckpointSaved(self.last_good, "last", self.step)
-        # the state file holds the weights and .last's metadata too, and is written first: it alone is a whole
-        # resume point, and a cut between the two files is repaired on resume (see engine.training.resume_point)
-        weights, last_meta = self.translator.checkpoint_parts(**self.checkpoint_meta())
-        try:  # the views' history first: it is never behind the resume point (later entries are dropped on resume)
-            save_views(self.paths.views, self.curve, self.evaluations)
-            save_state(self.paths.state, self.opt, self.step, epoch, batch_index,
-                        {"history": self._history_dicts(), "best_score": self.best_score,
-                         "recipe": self.recipe.to_dict(), "param_names": param_names(self.model),
-                         "checkpoint": last_meta}, weights)
-        except OSError as exc:
-            raise save_failed(Path(exc.filename or self.paths.state), exc) from None
-        try:
-            saved = self.save(self.paths.last, "last")
-        except SaveError as exc:  # the state file alone is a whole resume point: say so, and name it
-            self.last_good = str(self.paths.state)
-            raise SaveError(f"{exc} The training state of step {self.step} was saved, so resuming continues from "
-                            "there.") from None
-        self.last_good, self.last_saved_step = saved.path, self.step
-        return saved
-
-    def eval_started(self) -> EvalStarted:
-        translated = (self.cfg.bleu_sentences or len(self.data.val_pairs)) if self.translator.has_source else 0
-        return EvalStarted(self.step, min(translated, len(self.data.val_pairs)))
-
-    def evaluate(self, elapsed: float) -> EvalResult:
-        stats = teacher_forced_stats(self.model, eval_batches(self.data.val), self.device)
-        bleu, samples = self._translation_quality() if self.translator.has_source else (None, self._generated())
-        probe = self.translator.translate(self.recipe.probe) if self.recipe.probe else None
-        self.model.train()
-        record = EvalRecord(self.step, self.epoch, stats.loss, stats.ppl, stats.accuracy, bleu, elapsed)
-        return EvalResult(record, samples, probe)
-
-    def _translation_quality(self) -> tuple[float, tuple[Sample, ...]]:
-        """bleu_tok on the first ``bleu_sentences`` validation pairs, and three (source, reference, output)."""
-        n = self.cfg.bleu_sentences or len(self.data.val_pairs)
-        hyps = self.translator.translate_batch_tokens([s for s, _ in self.data.val_pairs[:n]])
-        bleu, _ = bleu_tok([self.data.tgt_spec.scored_words(h) for h in hyps], self.data.val_refs[:n])
-        return bleu, tuple(Sample(self.translator.detokenize(h), s, r)
-                           for (s, r), h in zip(self.data.val_pairs[:3], hyps))
-
-    def _generated(self) -> tuple[Sample, ...]:
-        """A language model's samples: three sequences drawn at temperature 1 (seeded by the step)."""
-        drawn = self.translator.generate("", n=3, decode=DecodeConfig(temperature=1.0, seed=self.step))
-        return tuple(Sample(t.text) for t in drawn)
-
-    def score(self, record: EvalRecord) -> float:
-        """Higher is better."""
-        score = {"val_loss": -record.loss, "bleu": record.bleu, "accuracy": record.accuracy}[self.cfg.keep_metric]
-        assert score is not None, "check_training keeps bleu for translation models, whose evaluations measure it"
-        return score
+Work = TypeVar("Work")  # what rank 0's work yields
 
 
 def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = False,
@@ -223,7 +70,7 @@ def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = 
     run, ranks = None, Ranks()
     try:
         ranks, device = join(recipe.train.device)
-        run = _Trainer(recipe, out, data_dir, resume, ranks, device)
+        run = Trainer(recipe, out, data_dir, resume, ranks, device)
         yield from (TrainNote(note) for note in run.notes)
         if resume:
             yield run.shown
@@ -242,7 +89,7 @@ def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = 
         ranks.close()
 
 
-def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Iterator[TrainEvent]:
+def _train(run: Trainer, max_steps: int, stop: threading.Event | None) -> Iterator[TrainEvent]:
     cfg, ranks = run.cfg, run.dist
     steps_per_epoch = len(run.batches(1)) // ranks.world
     if not steps_per_epoch:
@@ -296,12 +143,12 @@ def _train(run: _Trainer, max_steps: int, stop: threading.Event | None) -> Itera
     yield TrainFinished(_best_written(run), str(run.paths.last), run.history[-1] if run.history else None)
 
 
-def _best_written(run: _Trainer) -> str | None:
+def _best_written(run: Trainer) -> str | None:
     """The best checkpoint's path, or None when no evaluation wrote one (a --max-steps run that stopped first)."""
     return str(run.paths.best) if run.paths.best.exists() else None
 
 
-def _step(run: _Trainer, indices: list[int], planned: int, watch: DivergenceWatch
+def _step(run: Trainer, indices: list[int], planned: int, watch: DivergenceWatch
           ) -> tuple[float, int, float, str | None]:
     """One optimizer step on this rank's batch: (loss averaged over ranks, target tokens of all ranks, learning
     rate, why training must stop or None; then no step was taken)."""
@@ -327,7 +174,7 @@ def _step(run: _Trainer, indices: list[int], planned: int, watch: DivergenceWatc
     return loss_value, tokens, lr, None
 
 
-def _main_only(run: _Trainer, work: Callable[..., Iterator[Work]], *args) -> Iterator[Work]:
+def _main_only(run: Trainer, work: Callable[..., Iterator[Work]], *args) -> Iterator[Work]:
     """Rank 0 does ``work(*args)`` (evaluating, saving) while the other ranks wait; every rank learns whether it
     failed to save (``SaveError``), so none is left waiting. In a single process: just ``work(*args)``."""
     failure = None
@@ -340,18 +187,18 @@ def _main_only(run: _Trainer, work: Callable[..., Iterator[Work]], *args) -> Ite
         raise failure or SaveError("rank 0 could not save a checkpoint (its message says why); every rank stopped.")
 
 
-def _resume_point(run: _Trainer, epoch: int, index: int) -> Iterator[CheckpointSaved]:
+def _resume_point(run: Trainer, epoch: int, index: int) -> Iterator[CheckpointSaved]:
     yield run.save_resume_point(epoch, index)
 
 
-def _epoch_end(run: _Trainer, elapsed: float, epoch: int) -> Iterator[TrainEvent]:
+def _epoch_end(run: Trainer, elapsed: float, epoch: int) -> Iterator[TrainEvent]:
     if not run.cfg.eval_every:
         yield from _evaluate_and_save(run, elapsed, epoch + 1, 0)
     if run.cfg.save_epochs:
         yield run.save(run.paths.epoch(epoch), "epoch")
 
 
-def _run_end(run: _Trainer) -> Iterator[TrainEvent]:
+def _run_end(run: Trainer) -> Iterator[TrainEvent]:
     yield run.save_resume_point(run.cfg.epochs + 1, 0)  # the end of a run always saves (no-op if it just did)
     yield from _average(run)
 
@@ -364,7 +211,7 @@ def _loss_problem(loss: float, step: int, lr: float, watch: DivergenceWatch) -> 
     return watch.update(loss, step, lr)
 
 
-def _evaluate_and_save(run: _Trainer, elapsed: float, next_epoch: int, next_index: int
+def _evaluate_and_save(run: Trainer, elapsed: float, next_epoch: int, next_index: int
                        ) -> Iterator[EvalStarted | EvalResult | CheckpointSaved]:
     yield run.eval_started()
     result = run.evaluate(elapsed)
@@ -378,7 +225,7 @@ def _evaluate_and_save(run: _Trainer, elapsed: float, next_epoch: int, next_inde
     yield run.save_resume_point(next_epoch, next_index)
 
 
-def _average(run: _Trainer) -> Iterator[EvalStarted | EvalResult | CheckpointSaved]:
+def _average(run: Trainer) -> Iterator[EvalStarted | EvalResult | CheckpointSaved]:
     """Average the last N epoch snapshots; keep the average as best if validation says it is better."""
     n = run.cfg.average_last
     paths = [run.paths.epoch(e) for e in range(run.cfg.epochs - n + 1, run.cfg.epochs + 1)] if n else []
