@@ -45,17 +45,17 @@ SETTINGS = {"corpus.kind": "files", "src_tokenizer.mode": "whitespace", "tgt_tok
 RANK_SCRIPT = """
 import sys
 from safetensors.torch import save_file
-from attnviz.engine.training import loop as training
+from attnviz.engine.training import loop as training, trainer
 from attnviz.engine.training.distributed import exit_worker
 from attnviz.engine.training.presets import Recipe
 import json, os
 
 seen = []
-init = training._Trainer.__init__
+init = trainer.Trainer.__init__
 def keep(self, *args, **kwargs):
     init(self, *args, **kwargs)
     seen.append(self)
-training._Trainer.__init__ = keep
+trainer.Trainer.__init__ = keep
 recipe = Recipe.from_dict(json.loads(open(sys.argv[1]).read()))
 for event in training.train(recipe, sys.argv[2], max_steps=int(sys.argv[3])):
     pass

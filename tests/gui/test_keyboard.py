@@ -163,12 +163,12 @@ def test_stop_asks_unless_paused(qtbot, window, paused, answer, stops):
     asked, stopped = [], []
     tab.confirm = lambda *args: asked.append(args) or answer
     tab.is_running = lambda: True
-    tab._paused = paused
+    tab.run.paused = paused
     tab.stop = lambda: stopped.append(True)
     tab.stop_button.setEnabled(True)
     try:
         tab.confirm_stop()
     finally:
         del tab.is_running, tab.stop  # the real ones again, so closing the window asks nothing
-        tab._paused = False
+        tab.run.paused = False
     assert bool(stopped) == stops and bool(asked) == (not paused)
