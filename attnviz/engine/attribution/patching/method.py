@@ -30,11 +30,10 @@ from attnviz.engine.attribution.patching.corrupted import CorruptedSource, corru
 from attnviz.engine.attribution.patching.runs import Patch, Site, clean_run, patched_logp
 from attnviz.engine.models.probes import attention_point
 
-THRESHOLD = 1e-3  # nats: a smaller change of log p(chosen) leaves nothing to restore
+THRESHOLD = 0.01  # nats (p changes by < 1%): below it the ratio is rounding and noise over nothing
 MAX_ROWS = 64  # patched runs per batch
 LOGIT_BUDGET = 8_000_000  # fewer rows for a large vocabulary: a batch holds rows x T x V logits
 HEAD_KINDS = ("encoder", "decoder", "cross")  # extras[f"{kind}_heads"]
-RESTORED = "(log p patched - log p corrupted) / (log p clean - log p corrupted) of the chosen token"
 
 
 @dataclass(frozen=True)
@@ -127,7 +126,7 @@ def _result(model, src_tokens: Sequence[str], tokens: Sequence[str], settings: A
             heads[row.target][:, row.layer, row.index] = values
     prefix = np.tril(prefix)  # decoder input i cannot reach step t < i
     reported = {"corrupt": settings.corrupt, "corrupted_source": " ".join(corrupted.tokens),
-                "quantity": "log p(chosen) clean - corrupted", "restored": RESTORED, "threshold_nats": THRESHOLD}
+                "quantity": "log p(chosen) clean - corrupted", "threshold_nats": THRESHOLD}
     extras = {f"{kind}_heads": array for kind, array in heads.items() if array.shape[1]}
     extras |= {"clean_logp": clean, "corrupt_logp": corrupt, "restorable": restorable.astype(np.uint8)}
     return Attribution("patching", reported, tuple(src_tokens), tuple(tokens), source, prefix, layered=True,
@@ -136,8 +135,9 @@ def _result(model, src_tokens: Sequence[str], tokens: Sequence[str], settings: A
 
 def _notes(model, tokens: Sequence[str], corrupted: CorruptedSource, restorable: np.ndarray) -> tuple[str, ...]:
     notes = ["Activation patching: the share of the corruption's effect on log p(chosen) that one clean activation "
-             "restores in the corrupted run (1 all of it, 0 none). Source columns: the encoder layer's output at "
-             "that source position; prefix columns: the decoder layer's output at that decoder input.",
+             "restores in the corrupted run, (log p patched - log p corrupted) / (log p clean - log p corrupted): 1 "
+             "all of it, 0 none. Source columns: the encoder layer's output at that source position; prefix columns: "
+             "the decoder layer's output at that decoder input.",
              f"Corrupted run: {corrupted.said}.", *corrupted.notes]
     enc, dec = model.cfg.enc_layers, model.cfg.dec_layers
     if enc != dec:
