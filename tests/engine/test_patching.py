@@ -211,3 +211,15 @@ def test_encoder_and_decoder_of_different_depths_align_at_the_last_layer(forced_
     assert not a.prefix[:2].any() and a.prefix[2].any() and a.source[0].any()
     np.testing.assert_allclose(np.diagonal(a.prefix[-1]), 1.0, atol=1e-9)
     assert any("align their last layers" in n for n in a.notes)
+
+
+def test_an_imported_marian_network_restores_exactly_too():
+    """Shared, tied embeddings and no <sos> on the source: the same probe points, the same exactness."""
+    tr = make_toy_translator(seed=1, kind="marian")
+    tr.model.double()
+    t = tr.translate(SENTENCE)
+    a = _patch(tr, t.src_tokens, t.tokens[:5], corrupt="2=q7")
+    assert a.settings["corrupted_source"] == "q1 q7 q3 q4 <eos>"
+    restorable = a.extras["restorable"].astype(bool)
+    assert restorable.any()
+    np.testing.assert_allclose(np.diagonal(a.prefix[-1])[restorable], 1.0, atol=1e-9)
