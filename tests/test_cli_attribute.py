@@ -99,6 +99,10 @@ def test_language_model_and_lstm(files, capsys):
     (["--method", "gradient-x-input", "--steps", "8"], "Gradient x input does not use steps: it reads only "),
     (["--method", "saliency", "--target", "w1 zz"], "Not in the model's output vocabulary: zz"),
     (["--method", "logit-lens", "--foil", "w1"], "the logit lens takes none of --foil"),
+    (["--method", "saliency", "--corrupt", "2=q5"], "Saliency does not use corrupt: it reads only "),
+    (["--method", "patching", "--corrupt", "q1 q2 q3"], "The corrupted sentence reads as 5 tokens (1 <sos>, 2 q1, "
+                                                        "3 q2, 4 q3, 5 <eos>) but the source as 4 ("),
+    (["--method", "patching", "--corrupt", "7=q5"], "The edit names source position 7, but the source has 4 tokens"),
 ])
 def test_refusals_are_one_line(files, capsys, args, message):
     code, out, err = _run(files, capsys, *args, "q1 q2")
@@ -121,3 +125,29 @@ def test_method_list_says_which_methods_apply_to_the_model(files, capsys):
     assert code == 0 and {"saliency", "gradient-x-input", "integrated-gradients", "logit-lens"} <= set(names)
     code, out, _ = _run(files, capsys, "--method", "list", model="rnn.safetensors")
     assert code == 0 and out.splitlines()[-1].startswith("logit-lens             not for this model: its decoder")
+
+
+def test_patching_writes_its_maps_and_reads_back(files, capsys, tmp_path):
+    path = tmp_path / "p.npz"
+    code, out, err = _run(files, capsys, "--method", "patching", "--corrupt", "2=q5", "--target", "w3 w2",
+                          "--out", str(path), "q2 q3")
+    assert code == 0 and "activation patching: " in err
+    assert out.splitlines()[0].startswith("method: patching (corrupt 2=q5, corrupted_source <sos> q5 q3 <eos>")
+    arrays, sidecar = np.load(path), json.loads(path.with_suffix(".json").read_text())
+    assert sidecar["method"] == "patching" and sidecar["layered"] and sidecar["settings"]["corrupt"] == "2=q5"
+    assert sidecar["tokens"] == ["w3", "w2", "<eos>"] and sidecar["notes"][1].startswith("Corrupted run: source "
+                                                                                          "token 2 ('q2') -> 'q5'")
+    layers, heads = 2, 4  # the toy Transformer's
+    assert arrays["source"].shape == (layers, 3, 4) and arrays["prefix"].shape == (layers, 3, 3)
+    assert arrays["cross_heads"].shape == (3, layers, heads) and arrays["restorable"].shape == (3,)
+    np.testing.assert_allclose(arrays["scores"], arrays["clean_logp"] - arrays["corrupt_logp"])
+    restorable = arrays["restorable"].astype(bool)
+    np.testing.assert_allclose(np.diagonal(arrays["prefix"][-1])[restorable], 1.0, atol=1e-4)
+    assert np.all(np.triu(arrays["prefix"], 1) == 0)
+
+
+def test_patching_is_listed_where_it_applies(files, capsys):
+    _, out, _ = _run(files, capsys, "--method", "list")
+    assert any(line.startswith("patching               Activation patching: ") for line in out.splitlines())
+    _, out, _ = _run(files, capsys, "--method", "list", model="lm.safetensors")
+    assert "patching               not for this model: a language model reads no source to corrupt" in out

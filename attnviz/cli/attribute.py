@@ -31,7 +31,8 @@ LENS = "logit-lens"
 
 
 def add_command(sub) -> None:
-    p = sub.add_parser("attribute", help="what each output token depended on (gradients, ALTI+...) or the logit lens",
+    p = sub.add_parser("attribute", help="what each output token depended on (gradients, ALTI+, patching...) or the "
+                       "logit lens",
                        description="Translate SENTENCE greedily (or force --target) and attribute every output token "
                                    "to the source tokens and the target prefix with --method, or show what every "
                                    "decoder layer would predict (--method logit-lens). --method list prints the "
@@ -49,6 +50,9 @@ def add_command(sub) -> None:
     p.add_argument("--baseline", choices=BASELINES, help="integrated gradients: the reference input (zero)")
     p.add_argument("--aggregate", choices=AGGREGATIONS, help="over the embedding: l2 norm or signed sum (default: "
                    "the method's, l2 for saliency, sum otherwise)")
+    p.add_argument("--corrupt", metavar="TEXT", help="activation patching: the corrupted source, a sentence of as "
+                   "many tokens or WHICH=WORD (a source token's 1-based position, <sos> included, or the token "
+                   "itself, replaced by WORD); default every source token <unk>")
     p.add_argument("--probability", action="store_true", help="attribute p(chosen) instead of log p(chosen)")
     p.add_argument("--top", type=int_range(1, 100), default=3, help="contributors (or lens tokens) shown (3)")
     p.add_argument("--json", action="store_true", help="print everything as one JSON object")
@@ -89,7 +93,8 @@ def _settings(args: argparse.Namespace):
     from attnviz.engine.attribution.base import AttributionSettings
 
     given: dict[str, Any] = {"aggregate": args.aggregate, "foil": args.foil, "steps": args.steps,
-                             "baseline": args.baseline, "target": "probability" if args.probability else None}
+                             "baseline": args.baseline, "target": "probability" if args.probability else None,
+                             "corrupt": args.corrupt}
     return AttributionSettings(**{k: v for k, v in given.items() if v is not None})
 
 
@@ -127,8 +132,10 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         _print_methods(load_translator(args.model))
         return 0
     _check_method(args.method)
-    if args.method == LENS and (args.foil or args.steps or args.baseline or args.aggregate or args.probability):
-        raise InputError("the logit lens takes none of --foil, --steps, --baseline, --aggregate, --probability")
+    if args.method == LENS and (args.foil or args.steps or args.baseline or args.aggregate or args.probability
+                                or args.corrupt):
+        raise InputError("the logit lens takes none of --foil, --steps, --baseline, --aggregate, --probability, "
+                         "--corrupt")
     settings = None if args.method == LENS else _settings(args)  # refused before the model is read
     sentence = _sentence(args)
     translator = load_translator(args.model)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import numpy as np
 
+from attnviz.engine.attribution.corruption import parse_corruption
 from attnviz.engine.errors import ConfigError, InputError
 from attnviz.engine.plugins import Registry
 
@@ -43,6 +44,8 @@ class AttributionSettings:
     baseline: str = "zero"  # integrated gradients: the reference input (``BASELINES``)
     target: str = "log-probability"  # the attributed quantity (``TARGETS``); with a foil, its difference
     foil: str | None = None  # contrastive attribution (Yin & Neubig 2022): one target-vocabulary token
+    corrupt: str | None = None  # activation patching: the corrupted source, a sentence of as many tokens or
+    # WHICH=WORD (``corruption``); None: every source token <unk>
 
     def __post_init__(self) -> None:
         if self.aggregate is not None and self.aggregate not in AGGREGATIONS:
@@ -55,6 +58,7 @@ class AttributionSettings:
             raise ConfigError(f"target must be one of {', '.join(TARGETS)}, not {self.target!r}")
         if self.foil is not None and (not isinstance(self.foil, str) or not self.foil.strip()):
             raise ConfigError("foil must be one target token (text), or None for no contrast")
+        parse_corruption(self.corrupt)
 
     def changed(self) -> tuple[str, ...]:
         """The names of the settings that differ from their defaults."""

@@ -100,6 +100,17 @@ def setting_choices(quantity: Quantity) -> list[tuple[str, str, tuple[Any, ...],
             for name, (title, values) in offered.items() if name in quantity.reads]
 
 
+TYPED = ("corrupt",)  # settings typed as text (not offered in a menu), remembered as typed
+
+
+def kept_settings(quantity: Quantity, asked: Mapping[str, Any]) -> dict[str, Any]:
+    """Of the settings ``asked`` for ``quantity`` (read back from the last session), those it still takes: a value
+    its menus offer, or a typed text."""
+    offered = {name: values for name, _, values, _ in setting_choices(quantity)}
+    return {k: v for k, v in asked.items()
+            if (k in offered and v in offered[k]) or (k in TYPED and k in quantity.reads and isinstance(v, str))}
+
+
 @dataclass(frozen=True)
 class QuantityProgress:
     """How far a quantity's job is: ``done`` of ``total`` units (output tokens, integration steps...)."""

@@ -1,7 +1,9 @@
 """The attention panel's choice of what its map shows: the Quantity selector (attention, contribution views and
 every attribution method the engine registers, each with its description as tooltip and greyed with the reason
 when the model cannot give it), the sinks toggle, the side-by-side toggle, and the progress of a slow computation
-with its Cancel (Ctrl+Shift+K) over the head grid. Views only: the Translate tab fills the choices and starts the jobs.
+with its Cancel (Ctrl+Shift+K) over the head grid, and the corrupted source of activation patching (a line edit
+beside the selector, shown while a method that reads it is chosen). Views only: the Translate tab fills the choices
+and starts the jobs.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from PySide6.QtWidgets import (
     QComboBox,
     QHBoxLayout,
     QLabel,
+    QLineEdit,
     QMenu,
     QProgressBar,
     QToolButton,
@@ -23,6 +26,7 @@ from PySide6.QtWidgets import (
 )
 
 from attnviz.engine.analysis.sinks import WHY
+from attnviz.engine.attribution.corruption import DEFAULT
 from attnviz.gui.translate.quantities import ATTENTION, Quantity
 
 CANCEL_KEYS = "Ctrl+Shift+K"
@@ -72,6 +76,7 @@ class QuantityBar(QWidget):
         row.addWidget(self.sinks_check)
         row.addWidget(self.beside_check)
         self.busy = self._busy_box()
+        self.corrupt_box = self._corrupt_box()
         self.combo.activated.connect(self._on_combo_activated)
         self.sinks_check.toggled.connect(self.options_changed)
         self.beside_check.toggled.connect(self.options_changed)
@@ -106,6 +111,29 @@ class QuantityBar(QWidget):
         busy.hide()
         self.cancel_action.setEnabled(False)
         return busy
+
+    def _corrupt_box(self) -> QWidget:
+        """The corrupted source of activation patching: a label and a line edit, hidden until a method reads it. No
+        Alt+letter: every letter has an owner where the Translate tab shows; Tab from the selector (Alt+Q) reaches
+        it."""
+        self.corrupt_label = QLabel("Corrupt")
+        self.corrupt_edit = QLineEdit()
+        self.corrupt_edit.setObjectName("corruptEdit")
+        self.corrupt_edit.setAccessibleName("Corrupted source of activation patching")
+        self.corrupt_edit.setPlaceholderText("<unk> everywhere")
+        self.corrupt_edit.setToolTip("The corrupted run's source (Enter to compute): a sentence of as many tokens, or "
+                                     "WHICH=WORD, a source token's position (1 = the first column) or the token "
+                                     f"itself, replaced by WORD (3=Katze). Empty: {DEFAULT}.")
+        self.corrupt_edit.setClearButtonEnabled(True)
+        self.corrupt_edit.setMinimumWidth(120)
+        self.corrupt_edit.editingFinished.connect(self._on_corrupt_edit_finished)
+        box = QWidget()
+        row = QHBoxLayout(box)
+        row.setContentsMargins(0, 0, 0, 0)
+        row.addWidget(self.corrupt_label)
+        row.addWidget(self.corrupt_edit, 1)
+        box.hide()
+        return box
 
     # -- state -------------------------------------------------------------------------------------------------------
 
@@ -152,6 +180,16 @@ class QuantityBar(QWidget):
                 group.addAction(action)
             group.triggered.connect(self._on_setting_triggered)
         self.settings_button.setEnabled(bool(choices))
+
+    def show_corrupt(self, shown: bool, text: str | None) -> None:
+        """The corruption's line edit: shown (with ``text``, None for the default) or hidden."""
+        if self.corrupt_edit.text() != (text or ""):
+            self.corrupt_edit.setText(text or "")
+        self.corrupt_box.setVisible(shown)
+
+    @Slot()
+    def _on_corrupt_edit_finished(self) -> None:
+        self.setting_changed.emit("corrupt", self.corrupt_edit.text().strip() or None)
 
     @Slot(QAction)
     def _on_setting_triggered(self, action: QAction) -> None:

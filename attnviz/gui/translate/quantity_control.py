@@ -6,7 +6,8 @@ the top-k chart's menu asks a contrastive attribution (the method shown if it ta
 It also holds the logit lens page beside the step table and the suspect-score line under the translated text.
 
 While a quantity is computed, or when the decode has not finished yet, the map shows attention; Cancel (or a
-failure) leaves it there and sets the selector back to Attention, saying why in the status bar.
+failure) leaves it there and sets the selector back to Attention, saying why in the status bar (a failed method with
+a typed setting, activation patching's corrupted source, stays chosen so that the text can be corrected).
 """
 
 from __future__ import annotations
@@ -15,9 +16,11 @@ import json
 from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, QSettings, Signal, SignalInstance, Slot
-from PySide6.QtWidgets import QTableView
+from PySide6.QtWidgets import QTableView, QWidget
 
 from attnviz.engine.analysis.sinks import WHY
+from attnviz.engine.attribution.corruption import parse_corruption
+from attnviz.engine.errors import ConfigError
 from attnviz.gui.attention.heatmap import HeatmapData
 from attnviz.gui.attention.panel import AttentionPanel
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown
@@ -26,6 +29,7 @@ from attnviz.gui.translate.explorer import SearchExplorer
 from attnviz.gui.translate.logit_lens import LogitLensPage
 from attnviz.gui.translate.quantities import (
     ATTENTION,
+    TYPED,
     Quantity,
     QuantityCache,
     QuantityJob,
@@ -35,6 +39,7 @@ from attnviz.gui.translate.quantities import (
     cache_key,
     contribution_quantities,
     export_fields,
+    kept_settings,
     quantities,
     setting_choices,
 )
@@ -79,8 +84,9 @@ class QuantityControl(QObject):
         self.step_model = model
         self._settings: dict[str, dict[str, Any]] = {}  # per method, the settings asked beside its defaults
         self.bar = QuantityBar()
-        panel.add_controls([self.bar.label, self.bar.combo], [self.bar.options], [self.bar.busy],
+        panel.add_controls([self.bar.label, self.bar.combo, self.bar.corrupt_box], [self.bar.options], [self.bar.busy],
                            [self.bar.settings_button])
+        QWidget.setTabOrder(self.bar.combo, self.bar.corrupt_edit)  # Tab from the selector (Alt+Q) to its text
         self.worker = Worker(self)
         self.cache = QuantityCache()
         self.translator = None
@@ -111,16 +117,14 @@ class QuantityControl(QObject):
         self.cache.clear()
         self.quantities = quantities(translator)
         self.bar.set_quantities(self.quantities)
-        for q in self.quantities:  # settings read back from the last session: only values the menus offer
-            offered = {name: values for name, _, values, _ in setting_choices(q)}
+        for q in self.quantities:  # settings read back from the last session: values the menus offer, typed texts
             if q.key in self._settings:
-                self._settings[q.key] = {k: v for k, v in self._settings[q.key].items()
-                                         if k in offered and v in offered[k]}
+                self._settings[q.key] = kept_settings(q, self._settings[q.key])
         if self._restored and any(q.key == self._restored for q in self.quantities):
             self.bar.show_key(self._restored)  # the last session's choice, once a model offers it
         if self.wanted.why_not:
             self.bar.show_key(ATTENTION)
-        self.bar.show_settings(setting_choices(self.wanted) if self.wanted.method is not None else [])
+        self._show_settings(self.wanted)
 
     def save_settings(self, settings: QSettings) -> None:
         """The quantity chosen, each method's settings (a foil belongs to its sentence: not kept), the toggles."""
@@ -196,7 +200,7 @@ class QuantityControl(QObject):
     def _refresh(self) -> None:
         """Show the quantity chosen: attention at once; another from the cache, or computed once the decode is done."""
         quantity, doc = self.wanted, self.document
-        self.bar.show_settings(setting_choices(quantity) if quantity.method is not None else [])
+        self._show_settings(quantity)
         if not quantity.computed or quantity.why_not:
             self._show(None)
             return
@@ -214,6 +218,11 @@ class QuantityControl(QObject):
             self._job_key = key
             self.bar.show_progress(0, 0, f"{quantity.label}...")
             self.worker.start(QuantityJob(self.translator, translation, quantity))
+
+    def _show_settings(self, quantity: Quantity) -> None:
+        """The settings menu of the method chosen, and the corruption's line edit when it reads one."""
+        self.bar.show_settings(setting_choices(quantity) if quantity.method is not None else [])
+        self.bar.show_corrupt("corrupt" in quantity.reads and not quantity.why_not, quantity.settings.get("corrupt"))
 
     def _show(self, result: QuantityResult | None) -> None:
         self.result = result
@@ -280,6 +289,14 @@ class QuantityControl(QObject):
     @Slot(str, object)
     def _on_bar_setting_changed(self, name: str, value: object) -> None:
         key = self.wanted.key
+        if self._settings.get(key, {}).get(name) == value:
+            return  # a line edit left unchanged
+        if name == "corrupt":
+            try:
+                parse_corruption(value if isinstance(value, str) else None)
+            except ConfigError as error:
+                self.status.emit(str(error))
+                return
         self._settings.setdefault(key, {})[name] = value
         if self.worker.is_running():
             self.worker.cancel()
@@ -306,11 +323,13 @@ class QuantityControl(QObject):
 
     @Slot(object)
     def _on_worker_failed(self, failure: JobFailure) -> None:
-        label = self.wanted.label
+        label, typed = self.wanted.label, any(name in TYPED for name in self.wanted.reads)
         self.bar.idle()
-        self.bar.show_key(ATTENTION)
+        if not typed:  # a typed setting (the corruption) stays chosen, to be corrected
+            self.bar.show_key(ATTENTION)
         self._show(None)
-        self.status.emit(f"{label} failed: {failure.text.splitlines()[0]}")
+        self.status.emit(f"{label} failed: {failure.text.splitlines()[0]}"
+                         + (" Correct the corrupted source and press Enter." if typed else ""))
 
     @Slot()
     def _on_worker_finished(self) -> None:

@@ -1,0 +1,105 @@
+"""The corrupted source of activation patching, resolved against one model: ids the length of the clean source.
+
+``corrupted_source`` reads a ``Corruption`` (``attribution.corruption``) with the model's source vocabulary and
+tokenizer: the default replaces every source token but ``<sos>``, ``<eos>`` and language tags by ``<unk>``; an edit
+replaces one token (named by its 1-based position or by itself) by one source token; a sentence is tokenized as
+translating would (``Translator.prepare_source``) and must give as many tokens as the clean source. Every refusal
+is an ``InputError`` that says what was given, what the source holds and what to give instead. Names: S source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from attnviz.engine.analysis.names import is_language_tag
+from attnviz.engine.attribution.corruption import DEFAULT, Corruption
+from attnviz.engine.errors import InputError
+from attnviz.engine.text.tokenize import visible_token
+from attnviz.engine.text.vocab import EOS, PAD, SOS, UNK
+
+KEPT = (SOS, EOS, PAD)  # the default corruption leaves these (and language tags) as they are
+SHOWN = 12  # tokens a message lists
+
+
+@dataclass(frozen=True)
+class CorruptedSource:
+    """The corrupted run's source: ``ids`` [S], its ``tokens`` (labels as the model reads them), what was done in
+    words (``said``) and what a reader must know (``notes``)."""
+
+    ids: Tensor
+    tokens: tuple[str, ...]
+    said: str
+    notes: tuple[str, ...] = ()
+
+
+def numbered(tokens: Sequence[str]) -> str:
+    """``1 <sos>, 2 Ein, 3 Hund, ...`` for a message (the first ``SHOWN``)."""
+    listed = ", ".join(f"{i + 1} {visible_token(t)}" for i, t in enumerate(tokens[:SHOWN]))
+    return listed + (", ..." if len(tokens) > SHOWN else "")
+
+
+def corrupted_source(translator, src_tokens: Sequence[str], corruption: Corruption) -> CorruptedSource:
+    """The corrupted source for the clean ``src_tokens`` (labels with the specials the kind reads)."""
+    if corruption.sentence is not None:
+        return _sentence(translator, src_tokens, corruption.sentence)
+    if corruption.which is not None and corruption.word is not None:
+        return _edit(translator, src_tokens, corruption.which, corruption.word)
+    tokens = tuple(t if t in KEPT or is_language_tag(t) else UNK for t in src_tokens)
+    return _made(translator, tokens, DEFAULT, ())
+
+
+def _made(translator, tokens: Sequence[str], said: str, notes: tuple[str, ...]) -> CorruptedSource:
+    ids = torch.tensor(translator.src_vocab.encode(tokens), dtype=torch.long)
+    return CorruptedSource(ids, tuple(tokens), said, notes)
+
+
+def _sentence(translator, src_tokens: Sequence[str], sentence: str) -> CorruptedSource:
+    labels, _, _ = translator.prepare_source(sentence)
+    if len(labels) != len(src_tokens):
+        raise InputError(f"The corrupted sentence reads as {len(labels)} tokens ({numbered(labels)}) but the source "
+                         f"as {len(src_tokens)} ({numbered(src_tokens)}); activation patching compares the two runs "
+                         f"position by position: give a sentence of {len(src_tokens)} tokens, or edit one token "
+                         "(WHICH=WORD, e.g. 2=WORD).")
+    same = [i for i, (a, b) in enumerate(zip(labels, src_tokens)) if a != b]
+    notes = () if same else ("The corrupted sentence reads as the same tokens as the source: nothing is corrupted.",)
+    return _made(translator, labels, f"the sentence {sentence!r}", notes)
+
+
+def _position(src_tokens: Sequence[str], which: str) -> int:
+    """The 0-based index of the edited token: a 1-based position, or a token that occurs once."""
+    s = len(src_tokens)
+    if which.isdecimal():
+        if not 1 <= int(which) <= s:
+            raise InputError(f"The edit names source position {which}, but the source has {s} tokens "
+                             f"({numbered(src_tokens)}): give a position from 1 to {s}.")
+        return int(which) - 1
+    found = [i for i, t in enumerate(src_tokens) if t == which]
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise InputError(f"The edit names the source token {which!r}, which the source does not hold "
+                         f"({numbered(src_tokens)}): name a token as the model reads it, or its position.")
+    raise InputError(f"The source token {which!r} occurs {len(found)} times (positions "
+                     f"{', '.join(str(i + 1) for i in found)}): name the one to edit by its position.")
+
+
+def _edit(translator, src_tokens: Sequence[str], which: str, word: str) -> CorruptedSource:
+    at = _position(src_tokens, which)
+    vocab, notes = translator.src_vocab, []
+    pieces = [word] if word in vocab else translator.src_spec.tokenize(word)
+    if len(pieces) != 1:
+        shown = ", ".join(visible_token(p) for p in pieces) or "none"
+        raise InputError(f"The edit's word {word!r} reads as {len(pieces)} source tokens for this model ({shown}); "
+                         "an edit replaces one token by one, so that the runs align: give one token, or a whole "
+                         f"corrupted sentence of {len(src_tokens)} tokens.")
+    token = pieces[0]
+    if token not in vocab:
+        notes.append(f"{token!r} is not in the model's source vocabulary: the corrupted run reads <unk> there.")
+    if token == src_tokens[at]:
+        notes.append(f"The edit leaves source token {at + 1} ({src_tokens[at]!r}) as it is: nothing is corrupted.")
+    tokens = [*src_tokens[:at], token, *src_tokens[at + 1:]]
+    return _made(translator, tokens, f"source token {at + 1} ({src_tokens[at]!r}) -> {token!r}", tuple(notes))
