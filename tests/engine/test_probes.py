@@ -236,3 +236,21 @@ def test_blocks_left_out_of_order_by_two_generators_leave_the_right_one_open(tr)
     assert model.probes.plan().wants("dec.1.out") and not model.probes.plan().wants("dec.0.out")
     next(second, None)
     assert model.probes.plan() is None
+
+
+def test_a_block_closed_from_another_thread_leaves_the_thread_that_opened_it(tr):
+    """A job's generator suspended inside a block and closed elsewhere (collected on the GUI thread) must not leave
+    its edit in force in the thread that opened it."""
+    model = tr.model
+
+    def job():
+        with edit(model, {"logits": lambda x: x * 0}):
+            yield
+
+    running = job()
+    next(running)
+    assert model.probes.plan().wants("logits")
+    closer = threading.Thread(target=running.close)
+    closer.start()
+    closer.join(10)
+    assert model.probes.plan() is None

@@ -193,10 +193,11 @@ class ProbeBoard:
 
     @contextmanager
     def opened(self, edits: Mapping[str, Edit], captures: Mapping[str, list[Tensor]]) -> Iterator[None]:
-        stack: list[_Scope] = self._local.__dict__.setdefault("stack", [])
+        mine = self._local.__dict__  # the opening thread's: a generator may be closed from another thread
+        stack: list[_Scope] = mine.setdefault("stack", [])
         scope = _Scope(dict(edits), dict(captures))
         stack.append(scope)
-        self._local.plan = Plan(stack)
+        mine["plan"] = Plan(stack)
         with self._count:
             self._open += 1
         try:
@@ -206,7 +207,7 @@ class ProbeBoard:
                 self._open -= 1
             # by identity: two generators of one thread may leave their blocks in another order than they opened them
             stack[:] = [other for other in stack if other is not scope]
-            self._local.plan = Plan(stack) if stack else None
+            mine["plan"] = Plan(stack) if stack else None
 
 
 class Captured(Mapping[str, Tensor]):
