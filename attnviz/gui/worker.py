@@ -13,11 +13,13 @@ by whoever starts it. Pausing blocks between events. Consumers connect the signa
 GUI-thread objects, never to lambdas (in PySide6 a lambda runs in the emitting thread). The app's ``collector``
 keeps Python's cyclic garbage collection out of these threads.
 
-Jobs of every tab share the loaded model, and attribution methods, norm-weighted attention and the logit lens read
-it through forward hooks that any pass running meanwhile would trip (the lens's hooks broke ALTI+: "too many values
-to unpack"). One lock for the model, ``MODEL_LOCK``, makes them take turns: ``one_at_a_time`` holds it for a whole
-job, ``turn_by_turn`` for each step of a long corpus job (its hooks come and go within a step), so that a sentence
-translated meanwhile waits for one batch, not for the corpus.
+Jobs of every tab share the loaded model and run side by side, with no lock: whatever a job reads or changes inside
+the network (ALTI+'s captures, norm-weighted attention, the logit lens, value zeroing, heads switched off, forced
+embeddings) goes through the network's probe points (``engine.models.probes``), scoped to the job's thread, so a
+decode running meanwhile neither sees nor disturbs it. Nothing else on the model changes while jobs run: they put it
+in eval mode, which it already is; gradients are taken with respect to inputs and gates, never accumulated on its
+weights; ``torch.inference_mode`` is thread-local; the Train tab trains a network of its own; and a new precision
+loads a new model rather than converting the one in use.
 """
 
 from __future__ import annotations
@@ -25,34 +27,13 @@ from __future__ import annotations
 import threading
 import time
 import traceback
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal, Slot
 
 from attnviz.engine.errors import AttnvizError
-
-E = TypeVar("E")
-MODEL_LOCK = threading.RLock()  # held by the job using the model (reentrant: a job may run another inside)
-
-
-def one_at_a_time(events: Iterator[E]) -> Iterator[E]:
-    """``events`` with the model to itself: the lock is taken at the first event and let go when the generator ends
-    or is dropped (a cancelled job)."""
-    with MODEL_LOCK:
-        yield from events
-
-
-def turn_by_turn(events: Iterator[E]) -> Iterator[E]:
-    """``events`` with the model to itself while each one is computed, free between them."""
-    while True:
-        with MODEL_LOCK:
-            try:
-                event = next(events)
-            except StopIteration:
-                return
-        yield event
 
 # Threads still running when their worker gave up waiting (a job stuck in a system call), with their runners, which
 # must not be freed in the job's thread (a QObject's destructor belongs to the GUI thread). ``run_gui`` ends the

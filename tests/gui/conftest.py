@@ -37,6 +37,15 @@ def window(qtbot, settings):
 
 
 @pytest.fixture()
+def suspect_corpus(tmp_path):
+    """Five toy sentences and their references in text files (source, target): a corpus to rank."""
+    src, tgt = tmp_path / "src.txt", tmp_path / "tgt.txt"
+    src.write_text("q1 q2 q3\nq4 q5\nq6 q7 q8 q9\nq10\nq3 q1\n")
+    tgt.write_text("w3 w2 w1\nw5 w4\nw9 w8 w7 w6\nw10\nw1 w3\n")
+    return str(src), str(tgt)
+
+
+@pytest.fixture()
 def loaded(qtbot, window, toy_checkpoint):
     window.load_model(toy_checkpoint)
     qtbot.waitUntil(lambda: window.translator is not None, timeout=20000)

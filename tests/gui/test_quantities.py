@@ -238,29 +238,6 @@ def test_the_logit_lens_page_shows_each_layers_prediction_for_the_step(qtbot, lo
     assert tab.search.side.tabText(tab.search.side.count() - 1) == "Logit lens"
 
 
-def test_jobs_that_share_the_model_run_their_passes_one_at_a_time():
-    """ALTI+ and the logit lens read the model through forward hooks that any pass running meanwhile trips (the lens
-    broke ALTI+: 'too many values to unpack'): a job waits until the one holding the model has ended or is dropped."""
-    from attnviz.gui.worker import one_at_a_time
-
-    order = []
-
-    def job(name):
-        order.append(f"{name} starts")
-        yield name
-        order.append(f"{name} ends")
-
-    first = one_at_a_time(job("first"))
-    assert next(first) == "first"  # holds the model now
-    second_got = threading.Event()
-    thread = threading.Thread(target=lambda: (next(one_at_a_time(job("second"))), second_got.set()), daemon=True)
-    thread.start()
-    assert not second_got.wait(0.3)  # waiting, not running beside the first
-    first.close()  # a cancelled job is dropped: the model is free again
-    assert second_got.wait(10)
-    assert order == ["first starts", "second starts"]
-
-
 def test_a_methods_settings_menu_recomputes_it_with_the_value_chosen(qtbot, loaded):
     tab = translate(qtbot, loaded, SENTENCE)
     ready(qtbot, loaded, "integrated-gradients")
@@ -288,61 +265,6 @@ def test_a_language_model_attributes_to_its_earlier_outputs_only(qtbot, window, 
     data = tab.attention.heatmap.data()
     assert tab.attention.kind_combo.currentText() == "Earlier outputs" and data.matrix.shape == (n, n)
     assert tab.step_model.columnCount() == 5  # no source, no source share
-
-
-def test_the_analysis_tabs_view_job_waits_for_a_translate_tab_job_on_the_model(qtbot, loaded, monkeypatch):
-    """One lock for the model, not one per tab: the Analysis tab's views (norm-weighted attention reads the model
-    through forward hooks) do not start while a Translate tab job holds the model, and run once it lets go."""
-    import attnviz.engine.analysis.contributions as contributions
-    from attnviz.gui.worker import one_at_a_time
-
-    tab = translate(qtbot, loaded, SENTENCE)
-    analysis = loaded.analysis_tab
-    workers = (analysis.view_worker, tab.quantity.worker, tab.quantity.lens.worker, tab.quantity.suspect.worker)
-    qtbot.waitUntil(lambda: not any(w.is_running() for w in workers), timeout=20000)
-    calls, real = [], contributions.sentence_views
-    monkeypatch.setattr(contributions, "sentence_views", lambda *a: (calls.append("views"), real(*a))[1])
-
-    def translate_job():
-        calls.append("translate job starts")
-        yield 1
-        calls.append("translate job ends")
-
-    holder = one_at_a_time(translate_job())
-    assert next(holder) == 1  # a Translate tab job has the model
-    analysis.set_translation(tab.current_translation())
-    assert analysis.view_worker.is_running()
-    assert not threading.Event().wait(0.3)  # the view job's thread has its chance to run
-    assert calls == ["translate job starts"]  # the views wait their turn
-    holder.close()
-    qtbot.waitUntil(lambda: "views" in calls and not analysis.view_worker.is_running(), timeout=20000)
-    assert calls == ["translate job starts", "views"]
-
-
-def _take_and_free(lock, got):
-    with lock:
-        got.set()
-
-
-def test_a_corpus_job_lets_go_of_the_model_between_its_steps():
-    """turn_by_turn (the Analysis tab's suspect ranking): another job may use the model between two of its steps,
-    never during one."""
-    from attnviz.gui.worker import MODEL_LOCK, turn_by_turn
-
-    held = []
-
-    def corpus():
-        for i in range(3):
-            held.append(MODEL_LOCK._is_owned())  # noqa: SLF001 (whether this thread holds the lock)
-            yield i
-
-    events = turn_by_turn(corpus())
-    for i in range(3):
-        assert next(events) == i
-        got = threading.Event()
-        threading.Thread(target=_take_and_free, args=(MODEL_LOCK, got), daemon=True).start()
-        assert got.wait(10)  # free between steps
-    assert held == [True, True, True] and list(events) == []
 
 
 def test_a_figures_sidecar_does_not_overwrite_an_archives_of_the_same_name(tmp_path):

@@ -16,23 +16,15 @@ from attnviz.engine.attribution.suspect_corpus import suspect_steps
 from attnviz.gui.widgets import copy_rows
 
 
-@pytest.fixture()
-def corpus(tmp_path):
-    src, tgt = tmp_path / "src.txt", tmp_path / "tgt.txt"
-    src.write_text("q1 q2 q3\nq4 q5\nq6 q7 q8 q9\nq10\nq3 q1\n")
-    tgt.write_text("w3 w2 w1\nw5 w4\nw9 w8 w7 w6\nw10\nw1 w3\n")
-    return str(src), str(tgt)
-
-
-def test_rank_fills_the_table_most_suspect_first(qtbot, loaded, corpus, trained_translator, tmp_path):
+def test_rank_fills_the_table_most_suspect_first(qtbot, loaded, suspect_corpus, trained_translator, tmp_path):
     tab = loaded.analysis_tab
     panel = tab.suspect
     tab.pages.setCurrentWidget(panel)
-    tab.set_files(*corpus)
+    tab.set_files(*suspect_corpus)
     panel.compute()
     assert panel.cancel_button.isEnabled() and not panel.rank_button.isEnabled()
     qtbot.waitUntil(lambda: not panel.is_running() and panel.ranking is not None, timeout=60000)
-    sources = open(corpus[0]).read().split("\n")[:5]
+    sources = open(suspect_corpus[0]).read().split("\n")[:5]
     expected = [e for e in suspect_steps(trained_translator, sources) if isinstance(e, SuspectRanking)][0]
     model = panel.table.model()
     titles = [model.headerData(c, Qt.Orientation.Horizontal) for c in range(model.columnCount())]
@@ -67,11 +59,11 @@ def test_rank_fills_the_table_most_suspect_first(qtbot, loaded, corpus, trained_
     assert opened.args == [panel.model.records[0]["source"]]
 
 
-def test_cancel_keeps_nothing(qtbot, loaded, corpus):
+def test_cancel_keeps_nothing(qtbot, loaded, suspect_corpus):
     tab = loaded.analysis_tab
     panel = tab.suspect
     tab.pages.setCurrentWidget(panel)
-    tab.set_files(*corpus)
+    tab.set_files(*suspect_corpus)
     panel.compute()
     panel.cancel()
     qtbot.waitUntil(lambda: not panel.is_running(), timeout=30000)

@@ -31,7 +31,7 @@ from attnviz.engine.attribution.base import AttributionProgress
 from attnviz.engine.attribution.suspect import COMPONENTS, HOW, LABELS, SuspectRanking
 from attnviz.gui.data_folder import missing_data_hint
 from attnviz.gui.widgets import NO_PARENT, ModelIndex, add_labelled, copyable, named
-from attnviz.gui.worker import JobFailure, Worker, turn_by_turn
+from attnviz.gui.worker import JobFailure, Worker
 
 COLUMNS = ("rank", "line", "combined", *COMPONENTS, "source", "output", "reference")
 TITLES = {"rank": "#", "line": "line", "combined": "combined", **LABELS, "source": "source", "output": "output",
@@ -201,7 +201,7 @@ class SuspectPanel(QWidget):
         self.progress.setRange(0, 0)  # busy until the corpus is read
         self._set_running(True)
         self.status.emit("Ranking suspect translations...")
-        self.worker.start(lambda stop: turn_by_turn(suspect_job(translator, corpus, limit, stop, data)))
+        self.worker.start(lambda stop: suspect_job(translator, corpus, limit, stop, data))
 
     @Slot()
     def cancel(self) -> None:

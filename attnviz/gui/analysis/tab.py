@@ -41,7 +41,7 @@ from attnviz.gui.analysis.suspect import SuspectPanel
 from attnviz.gui.analysis.widgets import AER, HeadMap, SentenceViews, StatsTableModel, run_partner, thresholds_text
 from attnviz.gui.data_folder import DataFolder, missing_data_hint
 from attnviz.gui.widgets import add_labelled, copyable, named, show_file
-from attnviz.gui.worker import JobFailure, Worker, one_at_a_time
+from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:
     from attnviz.engine.analysis.stats import HeadStats
@@ -202,7 +202,7 @@ class AnalysisTab(QWidget):
         """The Translate tab's current sentence, shown under each view (computed in the background)."""
         if self.translator is not None and translation is not None:
             translator, compare = self.translator, self.compare
-            self.view_worker.start(lambda stop: one_at_a_time(views_job(translator, translation, compare)))
+            self.view_worker.start(lambda stop: views_job(translator, translation, compare))
 
     def set_data_folder(self, folder: DataFolder) -> None:
         self.data_folder = folder

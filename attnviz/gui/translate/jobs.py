@@ -2,10 +2,9 @@
 branch after a forced prefix), and a whole decode's output tokens (the every-head-on side of a heads-off comparison).
 Qt-free; torch runs only inside the translator's generators, in the worker's thread.
 
-The tab's workers share one model with each other and with the Analysis tab's, and attribution methods and the
-logit lens read it through forward hooks that every pass running meanwhile would trip (a what-if decode fed ALTI+'s
-captures, or the lens's hooks broke ALTI+'s): ``one_at_a_time`` (the worker's, one lock for the model) runs a job's
-passes while no other job runs any.
+The tab's workers share one model with each other and with the Analysis tab's, and run at the same time: what a job
+reads or changes inside the network goes through probe points scoped to its thread (see ``gui.worker``), so a
+decode neither waits for an attribution or a corpus job nor sees what they capture.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass
 from attnviz.engine.search.tree import SearchEvent, SearchTree
 from attnviz.gui.translate.document import DecodeRequest
-from attnviz.gui.worker import one_at_a_time
 
 
 class Decoder(Protocol):
@@ -44,8 +42,8 @@ class DecodeJob:
     def __call__(self, stop: threading.Event) -> Iterator[SearchEvent]:
         text, decode = self.request.text, self.request.decode
         if self.request.beam:
-            return one_at_a_time(self.decoder.beam_steps(text, decode, forced=self.forced))
-        return one_at_a_time(self.decoder.steps(text, decode, forced=self.forced))
+            return self.decoder.beam_steps(text, decode, forced=self.forced)
+        return self.decoder.steps(text, decode, forced=self.forced)
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from attnviz.engine.text.tokenize import visible_token
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown, StepShown
 from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.widgets import copyable, named
-from attnviz.gui.worker import JobFailure, Worker, one_at_a_time
+from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:  # the module imports torch: the window opens without it
     from attnviz.engine.attribution.logit_lens import LogitLens
@@ -144,4 +144,4 @@ class _LensJob:
     def __call__(self, stop: threading.Event) -> Iterator[object]:
         from attnviz.engine.attribution.logit_lens import logit_lens_steps
 
-        return one_at_a_time(logit_lens_steps(self.translator, self.src_tokens, self.tokens, top_k=TOP, stop=stop))
+        return logit_lens_steps(self.translator, self.src_tokens, self.tokens, top_k=TOP, stop=stop)

@@ -25,7 +25,6 @@ from attnviz.engine.analysis.sinks import sink_columns, without_sinks
 from attnviz.engine.events import ATTENTION_KINDS, AttentionKind, Translation
 from attnviz.engine.subwords import WordAttention
 from attnviz.engine.text.tokenize import visible_token
-from attnviz.gui.worker import MODEL_LOCK, one_at_a_time
 
 ATTENTION = "attention"
 ATTRIBUTION = AttentionKind("attribution", "Source | target prefix", "output token (attributed)",
@@ -155,11 +154,10 @@ class QuantityJob:
         from attnviz.engine.analysis.contributions import sentence_views
 
         if self.quantity.method is not None:
-            yield from one_at_a_time(self._attribution(stop))
+            yield from self._attribution(stop)
             return
         yield QuantityProgress(0, 1, f"{self.quantity.label}: one teacher-forced pass")
-        with MODEL_LOCK:
-            views = sentence_views(self.translator, self.translation.src_tokens, self.translation.decoder_inputs)
+        views = sentence_views(self.translator, self.translation.src_tokens, self.translation.decoder_inputs)
         yield contribution_result(self.quantity, views)
 
 

@@ -3,8 +3,8 @@ components (``engine.attribution.suspect``: sequence log-probability and per tok
 the ALTI+ source share where the model's kind has ALTI+) and a verdict, on one selectable line under the translated
 text; the tooltip says what each component is, where it comes from and which direction is suspicious.
 
-The components are computed in a worker (the ALTI+ part is one teacher-forced pass on the output), taking turns
-with the tab's other jobs on the model (``jobs.one_at_a_time``). The verdict is per sentence, so it cannot rank as
+The components are computed in a worker (the ALTI+ part is one teacher-forced pass on the output), beside the
+tab's other jobs on the model (see ``gui.worker``). The verdict is per sentence, so it cannot rank as
 the Analysis tab does over a corpus: it counts the components past a rule-of-thumb line (``SIGNS``) and says which.
 """
 
@@ -22,7 +22,7 @@ from attnviz.engine.events import Translation
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown
 from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.widgets import named
-from attnviz.gui.worker import JobFailure, Worker, one_at_a_time
+from attnviz.gui.worker import JobFailure, Worker
 
 SHOWN = ("seq_logprob", "mean_logprob", "attn_ign_src", "wass_to_unif", "alti_source_share")
 # component -> (direction, line): a sign when direction * value > direction * line. Rules of thumb for one
@@ -65,9 +65,6 @@ class SuspectJob:
         self.translator, self.translation = translator, translation
 
     def __call__(self, stop: threading.Event) -> Iterator[dict[str, float]]:
-        return one_at_a_time(self._components())
-
-    def _components(self) -> Iterator[dict[str, float]]:
         from attnviz.engine.attribution.suspect_corpus import translation_components
 
         yield translation_components(self.translator, self.translation)
