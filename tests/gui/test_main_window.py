@@ -70,10 +70,10 @@ def test_playback_reveals_tokens_one_by_one(qtbot, loaded):
 def test_hovering_tokens_shades_the_other_side(qtbot, loaded):
     tab = translate(qtbot, loaded, "q1 q2 q3")
     tab.attention.select(kind="cross", layer=1, head=None)
-    tab._on_output_hovered(0)
+    tab.output_view.hovered.emit(0)
     row = tab.document.cross_row(0, 1, None)
     np.testing.assert_allclose(tab.source_view._weights, row / row.max(), rtol=1e-6)
-    tab._on_source_hovered(3)
+    tab.source_view.hovered.emit(3)
     column = tab.document.cross_column(3, tab.document.current, 1, None)
     np.testing.assert_allclose(tab.output_view._weights, column / column.max(), rtol=1e-6)
     rect = tab.output_view._rects[1]

@@ -4,10 +4,11 @@ With a language model it becomes the Generate tab: the text typed is a prefix (p
 greedily or sampled (temperature and seed; the seed advances after each draw, and every sample can be reproduced).
 
 Decoding runs in the generic worker; each event lands in the tab's ``DecodeDocument`` (every step is kept, so scrubbing
-back is instant), which every view reads and listens to: the token strips, top-k chart, text and playback bar here,
-the step table (``StepTableModel``), the attention panel (fed attention or an attribution by ``QuantityControl``) and
-the search explorer (``SearchExplorer``: search tree, what-if branches, heads off), which asks the tab only what its
-``ExplorerHost`` offers. Playback reveals the kept steps at the chosen speed, or all at once with "Instant".
+back is instant), which every view reads and listens to: the token strips, text and top-k chart (``StepViews``), the
+playback bar, the step table (``StepTableModel``), the attention panel (fed attention or an attribution by
+``QuantityControl``) and the search explorer (``SearchExplorer``: search tree, what-if branches, heads off), which
+asks the tab only what its ``ExplorerHost`` offers. Playback reveals the kept steps at the chosen speed, or all at
+once with "Instant".
 """
 
 from __future__ import annotations
@@ -22,7 +23,6 @@ from PySide6.QtWidgets import (
     QHeaderView,
     QLabel,
     QPushButton,
-    QScrollArea,
     QTableView,
     QVBoxLayout,
     QWidget,
@@ -35,14 +35,7 @@ from attnviz.engine.search.tree import SearchEvent
 from attnviz.engine.text.tokenize import LANGUAGE_NAMES, MULTILINGUAL
 from attnviz.gui.attention.panel import AttentionPanel
 from attnviz.gui.shortcuts import SentenceEdit
-from attnviz.gui.translate.changes import (
-    Cleared,
-    DocumentChange,
-    Encoded,
-    Finished,
-    PathShown,
-    StepShown,
-)
+from attnviz.gui.translate.changes import DocumentChange, Encoded, Finished, PathShown, StepShown
 from attnviz.gui.translate.controls import SamplingRow, load_examples
 from attnviz.gui.translate.document import DecodeDocument, DecodeRequest, word_merger
 from attnviz.gui.translate.explorer import SearchExplorer
@@ -54,9 +47,9 @@ from attnviz.gui.translate.mode import ModeTexts, mode_texts
 from attnviz.gui.translate.playback import PlaybackBar
 from attnviz.gui.translate.quantity_control import QuantityControl
 from attnviz.gui.translate.step_model import StepTableModel
-from attnviz.gui.translate.text import TranslationText, WarningList
-from attnviz.gui.translate.tokens import TokenStrip, TopKView
-from attnviz.gui.widgets import copyable, named, scrolled, stored
+from attnviz.gui.translate.step_views import StepViews
+from attnviz.gui.translate.text import WarningList
+from attnviz.gui.widgets import copyable, named, stored
 from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:
@@ -76,6 +69,7 @@ class TranslateTab(QWidget):
         self.examples = load_examples()
         self._build()  # the search explorer and the playback bar subscribe there, after the step table
         self.document.subscribe(self._on_document_changed)
+        self.document.subscribe(self.step_views.on_document_changed)  # after the panel settles on the step
         self._connect()
         self.set_translator(None)
 
@@ -96,15 +90,10 @@ class TranslateTab(QWidget):
             self.sampling_row.sampling_combo, self.sampling_row.temperature_spin, self.sampling_row.seed_spin)
         self.playback = PlaybackBar(self.document)
         self.message = WarningList()
-        self.source_view = named(TokenStrip("Source tokens appear here"), "sourceView", "Source tokens",
-                                 "Source tokens as the model reads them; hover one to see which outputs attended to "
-                                 "it. Shading is relative to the largest weight of the row shown (the darkest is "
-                                 "not necessarily near 1).")
-        self.output_view = named(TokenStrip("The translation appears here, token by token"), "outputView",
-                                 "Output tokens", "Output tokens; hover one to see its cross-attention on the source. "
-                                 "Shading is relative to the largest weight.")
-        self.translation_text = TranslationText()
-        self.topk_view = TopKView()
+        self.attention = AttentionPanel()
+        self.step_views = StepViews(self.document, self.attention, self)  # token strips, text, top-k
+        self.source_view, self.output_view = self.step_views.source_view, self.step_views.output_view
+        self.translation_text, self.topk_view = self.step_views.translation_text, self.step_views.topk_view
         self.step_table = copyable(named(QTableView(), "stepTable", "Decoded steps",
                                          "The decoded steps; Ctrl+C copies the selected rows with the titles"))
         self.step_table.setModel(self.step_model)
@@ -115,7 +104,6 @@ class TranslateTab(QWidget):
         header.setTextElideMode(Qt.TextElideMode.ElideRight)  # a narrow column ends its title in "…"
         self.step_table.verticalHeader().hide()
         self.step_table.setWordWrap(False)  # one line a step: the side column is narrow
-        self.attention = AttentionPanel()
         self.search = SearchExplorer(self.document, self, self.step_table, self)  # steps, tree, heads-off pages
         self.quantity = QuantityControl(self)  # what the map shows: attention, a contribution, an attribution
         self.gate = LoadingGate(self.lang_label, self.translate_button, self.examples_combo, self.source_edit)
@@ -126,8 +114,7 @@ class TranslateTab(QWidget):
         for w in (self.lang_label, self.source_edit, self.examples_combo, self.translate_button, self.sampling_row):
             entry.addWidget(w)
         entry.setStretch(1, 1)
-        self.source_title, self.output_title = QLabel("<b>Source</b>"), QLabel("<b>Translation</b>")
-        self.layout_state = TranslateLayout(self.attention, self.playback, self._tokens_box(),
+        self.layout_state = TranslateLayout(self.attention, self.playback, self.step_views.tokens_box(),
                                             self.translation_text, self.topk_view, self.search.side)
         self.splitter, self.side_splitter = self.layout_state.main, self.layout_state.side
         layout = QVBoxLayout(self)
@@ -136,17 +123,6 @@ class TranslateTab(QWidget):
         layout.addWidget(self.languages)  # a row of its own (shown for a multilingual model): the entry row is full
         layout.addWidget(self.message)
         layout.addWidget(self.splitter, 1)
-
-    def _tokens_box(self) -> QScrollArea:
-        """The source and output token strips, for the side column (scrolled; the translation's text under it)."""
-        box = QWidget()
-        tokens = QVBoxLayout(box)
-        tokens.setContentsMargins(0, 0, 0, 0)
-        for title, view in ((self.source_title, self.source_view), (self.output_title, self.output_view)):
-            tokens.addWidget(title)
-            tokens.addWidget(view)
-        tokens.addStretch(1)
-        return scrolled(box, "tokensScroll")
 
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
@@ -161,11 +137,8 @@ class TranslateTab(QWidget):
         self.worker.produced.connect(self._on_worker_produced)
         self.worker.failed.connect(self._on_worker_failed)
         self.worker.finished.connect(self._on_worker_finished)
-        self.output_view.hovered.connect(self._on_output_hovered)
         self.output_view.clicked.connect(self.go_to)
-        self.source_view.hovered.connect(self._on_source_hovered)
         self.topk_view.alternative.connect(self.search.what_if)
-        self.attention.selection_changed.connect(self._on_attention_selection_changed)
         self.attention.head_toggled.connect(self.search.toggle_head)
         self.step_table.clicked.connect(self._on_step_table_clicked)
 
@@ -180,11 +153,8 @@ class TranslateTab(QWidget):
         """The mode's words on the tab's widgets (the input's label and the button's: ``LoadingGate.show``)."""
         self.source_edit.setPlaceholderText(texts.placeholder)
         self.source_edit.setAccessibleName(texts.source_name)
-        self.output_title.setText(texts.output_title)
-        self.output_view.set_placeholder(texts.output_placeholder)
-        self.translation_text.set_placeholder(texts.text_placeholder)
+        self.step_views.show_mode(texts, self.generating)
         self.attention.heatmap.placeholder = texts.heatmap_placeholder
-        self.topk_view.placeholder = texts.topk_placeholder
 
     def set_translator(self, translator: Translator | None) -> None:
         self.worker.cancel()
@@ -196,8 +166,7 @@ class TranslateTab(QWidget):
         generating = self.generating
         self._texts = mode_texts(generating, language, translator is not None)
         self._show_mode(self._texts)
-        for w in (self.source_title, self.source_view, self.examples_combo):
-            w.setVisible(not generating)
+        self.examples_combo.setVisible(not generating)
         self.sampling_row.set_generating(generating)
         self.sampling_row.set_configured(card.decoding if card else None, card.decoding_label() if card else None)
         self.languages.set_translator(translator)
@@ -278,18 +247,16 @@ class TranslateTab(QWidget):
             self.status.emit(f"{verb}: {len(self.document.steps)} tokens. Scrub or hover to explore.")
 
     def _on_document_changed(self, change: DocumentChange) -> None:
+        """The tab's own part of a change: the map's quantity and the step table's row for the step, the warnings,
+        the side column's room (the step views follow the document themselves, after this)."""
         match change:
-            case Cleared():
-                self._clear_views()
             case Encoded(encoder=encoder):
-                self.source_view.set_tokens(encoder.src_tokens)
                 self.message.set_messages(encoder.warnings)  # every warning, not only the last
                 self.render_step()
             case PathShown() | StepShown():
                 self.render_step()
                 self._show_warnings()
             case Finished():
-                self._show_text()
                 self.layout_state.fit_side()  # the token strips may need more rows now
                 self._on_side_page_changed(self.search.side.currentIndex())
                 self._show_warnings()
@@ -333,45 +300,14 @@ class TranslateTab(QWidget):
     # -- rendering ---------------------------------------------------------------------------------------------------
 
     def render_step(self) -> None:
-        """Every view of the tab as of the document's step."""
+        """The map and the step table as of the document's step (the step views follow by themselves)."""
         doc = self.document
         if doc.encoder is None:
             return
         current = doc.current
-        steps = doc.steps[: current + 1] if current >= 0 else []
-        self.output_view.set_tokens([s.token for s in steps], current)
-        self.source_view.set_weights(None)
-        step = steps[-1] if steps else None
-        self.topk_view.set_candidates(step.topk if step else [], step.entropy if step else None,
-                                      (step.token, step.probability) if step else None, bool(step and step.forced))
-        self._show_text()
         if 0 <= current < self.step_model.rowCount():
             self.step_table.selectRow(current)
         self.quantity.show(current)
-        self._shade_source_by(current)
-
-    def _show_text(self) -> None:
-        """The translation as text: the whole one once decoded (scrubbing does not change it), else so far."""
-        doc = self.document
-        self.translation_text.set_text(doc.text() if doc.steps else "", doc.finished and bool(doc.steps))
-
-    def _shade_source_by(self, step: int) -> None:
-        row = self.document.cross_row(step, self.attention.layer, self.attention.head)
-        self.source_view.set_weights(None if row is None else row / max(float(row.max()), 1e-9))
-
-    @Slot(int)
-    def _on_output_hovered(self, index: int) -> None:
-        self._shade_source_by(index if index >= 0 else self.document.current)
-
-    @Slot(int)
-    def _on_source_hovered(self, index: int) -> None:
-        doc, shown = self.document, self.attention
-        column = doc.cross_column(index, doc.current, shown.layer, shown.head) if index >= 0 else None
-        self.output_view.set_weights(None if column is None else column / max(float(column.max()), 1e-9))
-
-    @Slot()
-    def _on_attention_selection_changed(self) -> None:
-        self._shade_source_by(self.document.current)
 
     @Slot(QModelIndex)
     def _on_step_table_clicked(self, index: QModelIndex) -> None:
@@ -387,13 +323,6 @@ class TranslateTab(QWidget):
             self.source_edit.setText(self.examples_combo.itemText(index))
             self.examples_combo.setCurrentIndex(0)
             self.translate()
-
-    def _clear_views(self) -> None:
-        """No decode, or a new one just asked: the tab's views empty (the others clear themselves)."""
-        self.source_view.set_tokens([])
-        self.output_view.set_tokens([])
-        self.topk_view.set_candidates([], None)
-        self.translation_text.set_text("", finished=False)
 
     def current_translation(self) -> Translation | None:
         """The whole translation decoded so far (for export), or None."""

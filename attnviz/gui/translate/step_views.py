@@ -1,0 +1,113 @@
+"""The Translate tab's views of one step: the source and output token strips (shaded by each other's
+cross-attention on hover), the translation as text and the top-k chart. They follow the tab's ``DecodeDocument``
+themselves (``on_document_changed``, subscribed after the tab's own listener, so that the attention panel has settled
+on its layer and head for the step before the strips are shaded by it) and ask the attention panel only which layer
+and head it shows, so the tab never relays between them.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QObject, Slot
+from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
+
+from attnviz.gui.attention.panel import AttentionPanel
+from attnviz.gui.translate.changes import Cleared, DocumentChange, Encoded, Finished, PathShown, StepShown
+from attnviz.gui.translate.document import DecodeDocument
+from attnviz.gui.translate.mode import ModeTexts
+from attnviz.gui.translate.text import TranslationText
+from attnviz.gui.translate.tokens import TokenStrip, TopKView
+from attnviz.gui.widgets import named, scrolled
+
+
+class StepViews(QObject):
+    """The token strips, the text and the top-k chart of the document's current step (their widgets are built here
+    and laid out by the tab)."""
+
+    def __init__(self, document: DecodeDocument, attention: AttentionPanel, parent: QObject | None = None):
+        super().__init__(parent)
+        self.document, self.attention = document, attention
+        self.source_title, self.output_title = QLabel("<b>Source</b>"), QLabel("<b>Translation</b>")
+        self.source_view = named(TokenStrip("Source tokens appear here"), "sourceView", "Source tokens",
+                                 "Source tokens as the model reads them; hover one to see which outputs attended to "
+                                 "it. Shading is relative to the largest weight of the row shown (the darkest is "
+                                 "not necessarily near 1).")
+        self.output_view = named(TokenStrip("The translation appears here, token by token"), "outputView",
+                                 "Output tokens", "Output tokens; hover one to see its cross-attention on the source. "
+                                 "Shading is relative to the largest weight.")
+        self.translation_text = TranslationText()
+        self.topk_view = TopKView()
+        self.output_view.hovered.connect(self._on_output_hovered)
+        self.source_view.hovered.connect(self._on_source_hovered)
+        self.attention.selection_changed.connect(self._on_attention_selection_changed)
+
+    def tokens_box(self) -> QScrollArea:
+        """The source and output token strips, for the side column (scrolled; the translation's text under it)."""
+        box = QWidget()
+        tokens = QVBoxLayout(box)
+        tokens.setContentsMargins(0, 0, 0, 0)
+        for title, view in ((self.source_title, self.source_view), (self.output_title, self.output_view)):
+            tokens.addWidget(title)
+            tokens.addWidget(view)
+        tokens.addStretch(1)
+        return scrolled(box, "tokensScroll")
+
+    def show_mode(self, texts: ModeTexts, generating: bool) -> None:
+        """The mode's words (translating or generating); a language model has no source strip."""
+        self.output_title.setText(texts.output_title)
+        self.output_view.set_placeholder(texts.output_placeholder)
+        self.translation_text.set_placeholder(texts.text_placeholder)
+        self.topk_view.placeholder = texts.topk_placeholder
+        for widget in (self.source_title, self.source_view):
+            widget.setVisible(not generating)
+
+    def on_document_changed(self, change: DocumentChange) -> None:
+        match change:
+            case Cleared():
+                self.source_view.set_tokens([])
+                self.output_view.set_tokens([])
+                self.topk_view.set_candidates([], None)
+                self.translation_text.set_text("", finished=False)
+            case Encoded(encoder=encoder):
+                self.source_view.set_tokens(encoder.src_tokens)
+                self.show_step()
+            case PathShown() | StepShown():
+                self.show_step()
+            case Finished():
+                self._show_text()
+
+    def show_step(self) -> None:
+        """Every view here as of the document's step."""
+        doc = self.document
+        if doc.encoder is None:
+            return
+        current = doc.current
+        steps = doc.steps[: current + 1] if current >= 0 else []
+        self.output_view.set_tokens([s.token for s in steps], current)
+        step = steps[-1] if steps else None
+        self.topk_view.set_candidates(step.topk if step else [], step.entropy if step else None,
+                                      (step.token, step.probability) if step else None, bool(step and step.forced))
+        self._show_text()
+        self._shade_source_by(current)
+
+    def _show_text(self) -> None:
+        """The translation as text: the whole one once decoded (scrubbing does not change it), else so far."""
+        doc = self.document
+        self.translation_text.set_text(doc.text() if doc.steps else "", doc.finished and bool(doc.steps))
+
+    def _shade_source_by(self, step: int) -> None:
+        row = self.document.cross_row(step, self.attention.layer, self.attention.head)
+        self.source_view.set_weights(None if row is None else row / max(float(row.max()), 1e-9))
+
+    @Slot(int)
+    def _on_output_hovered(self, index: int) -> None:
+        self._shade_source_by(index if index >= 0 else self.document.current)
+
+    @Slot(int)
+    def _on_source_hovered(self, index: int) -> None:
+        doc, shown = self.document, self.attention
+        column = doc.cross_column(index, doc.current, shown.layer, shown.head) if index >= 0 else None
+        self.output_view.set_weights(None if column is None else column / max(float(column.max()), 1e-9))
+
+    @Slot()
+    def _on_attention_selection_changed(self) -> None:
+        self._shade_source_by(self.document.current)
