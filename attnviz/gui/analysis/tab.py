@@ -2,27 +2,23 @@
 raw, norm-weighted or rolled-out maps, the BLEU each head is worth (``importance``), suspect translations (``suspect``).
 
 A run (through the generic worker, with a progress bar and Cancel) computes the head statistics over the model's
-val/test split or a text file and, with a gold alignment file, the AER of every cross-attention head. The results
-show as a sortable table and as a layer x head map of the chosen statistic (AER among them); clicking a head lists
-its most typical and most unusual sentences, which ``open_sentence`` hands to the Translate tab. The thresholds of
-the tags are stated in the view. The engine does the work; this tab only asks and shows.
+val/test split or a text file and, with a gold alignment file, the AER of every cross-attention head. Its events
+feed a Qt-free run document (``run_document``) that the views follow: the sortable table here and the Heads page
+(``heads_page``: a layer x head map of the chosen statistic, AER among them; clicking a head lists its most typical
+and most unusual sentences, which ``open_sentence`` hands to the Translate tab). The engine does the work; this tab
+only asks and shows.
 """
 
 from __future__ import annotations
 
 from html import escape
-from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QSortFilterProxyModel, Qt, Signal, Slot
 from PySide6.QtWidgets import (
-    QCheckBox,
     QComboBox,
     QFileDialog,
     QHBoxLayout,
     QHeaderView,
-    QLabel,
-    QListWidget,
-    QListWidgetItem,
     QProgressBar,
     QPushButton,
     QSpinBox,
@@ -34,17 +30,23 @@ from PySide6.QtWidgets import (
 )
 
 from attnviz.engine.analysis.jobs import analysis_job, views_job
-from attnviz.engine.analysis.names import IMPORTANCE_SPLIT, STATS
+from attnviz.engine.analysis.names import IMPORTANCE_SPLIT
 from attnviz.gui.analysis.gold import GoldChoice
+from attnviz.gui.analysis.heads_page import HeadsPage
 from attnviz.gui.analysis.importance import ImportancePanel
+from attnviz.gui.analysis.run_document import (
+    AnalysisChange,
+    AnalysisRunDocument,
+    Progressed,
+    RunFailed,
+    RunReset,
+    StatsArrived,
+)
 from attnviz.gui.analysis.suspect import SuspectPanel
-from attnviz.gui.analysis.widgets import AER, HeadMap, SentenceViews, StatsTableModel, run_partner, thresholds_text
+from attnviz.gui.analysis.widgets import SentenceViews, StatsTableModel, run_partner
 from attnviz.gui.data_folder import DataFolder, missing_data_hint
 from attnviz.gui.widgets import add_labelled, copyable, named, show_file
 from attnviz.gui.worker import JobFailure, Worker
-
-if TYPE_CHECKING:
-    from attnviz.engine.analysis.stats import HeadStats
 
 COMPARE_TIP = ("A second checkpoint with the same vocabularies (e.g. an earlier epoch of the run): its statistics on "
                "the same corpus, and the map of the difference")
@@ -57,12 +59,9 @@ class AnalysisTab(QWidget):
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
         self.translator = None
-        self.stats = None
-        self.alignment = None
+        self.run_document = AnalysisRunDocument()  # the last head-statistics run; the views follow it
         self.files: tuple[str | None, str | None] = (None, None)  # source, target text files
         self.compare: str | None = None  # a second checkpoint (same vocabularies)
-        self.stats_b: HeadStats | None = None  # the compared checkpoint's
-        self.failed = False  # the last run ended with a message: it is not "done", and shows nothing stale
         self.data_folder: DataFolder | None = None  # the app's data folder (the corpus splits are read there)
         self.worker = Worker(self)
         self.view_worker = Worker(self)
@@ -90,9 +89,6 @@ class AnalysisTab(QWidget):
         self.gold_button = self.gold.button
         self.compare_button = named(QPushButton("Compare &with..."), "compareButton", "Compare with a checkpoint",
                                     COMPARE_TIP)
-        self.diff_check = named(QCheckBox("Show &B - A"), "diffCheck", "Show the difference",
-                                "Map the compared checkpoint's statistic minus the loaded model's")
-        self.diff_check.setEnabled(False)
         self.run_button = named(QPushButton("R&un analysis"), "runAnalysisButton", "Run analysis")
         self.cancel_button = named(QPushButton("&Cancel"), "cancelAnalysisButton", "Cancel the analysis")
         self.progress = named(QProgressBar(), "analysisProgress", "Analysis progress")
@@ -108,16 +104,11 @@ class AnalysisTab(QWidget):
         copyable(self.table).setSelectionMode(QTableView.SelectionMode.ExtendedSelection)  # Ctrl+A: rows to copy
         self.table.verticalHeader().hide()
         self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        self.stat_combo = named(QComboBox(), "statCombo", "Statistic shown per layer and head")
-        self.kind_combo = named(QComboBox(), "statKindCombo", "Attention kind")
-        self.head_map = HeadMap()
-        self.thresholds = named(QLabel(thresholds_text()), "thresholdsLabel", "Tag thresholds")
-        self.thresholds.setWordWrap(True)
-        self.head_title = QLabel("<b>Sentences of a head</b> (click one in the table or the map)")
-        self.head_title.setWordWrap(True)  # it also says why an analysis failed: a long message wraps, never widens
-        self.sentence_list = copyable(named(QListWidget(), "headSentences", "Typical and unusual sentences of a head"))
-        self.open_button = named(QPushButton("Open in Tr&anslate"), "openSentenceButton",
-                                 "Open the selected sentence in the Translate tab")
+        self.heads_page = HeadsPage(self.run_document)
+        page = self.heads_page  # its widgets keep their names on the tab
+        self.stat_combo, self.kind_combo, self.diff_check = page.stat_combo, page.kind_combo, page.diff_check
+        self.head_map, self.thresholds, self.head_title = page.head_map, page.thresholds, page.head_title
+        self.sentence_list, self.open_button = page.sentence_list, page.open_button
         self.sentence_views = SentenceViews()
         self.data_button = named(QPushButton("Data fo&lder..."), "analysisDataButton", "Data folder",
                                  "The folder with the corpora, shared with the Train tab")
@@ -138,19 +129,8 @@ class AnalysisTab(QWidget):
         running = QHBoxLayout()
         for control, stretch in ((self.run_button, 0), (self.cancel_button, 0), (self.progress, 1)):
             running.addWidget(control, stretch)
-        map_page = QWidget()
-        map_layout = QVBoxLayout(map_page)
-        chooser = QHBoxLayout()
-        add_labelled(chooser, (("&Statistic:", self.stat_combo), ("&Kind:", self.kind_combo)), stretch=1)
-        chooser.addWidget(self.diff_check)
-        map_layout.addLayout(chooser)
-        for shown, stretch in ((self.head_map, 3), (self.head_map.note, 0), (self.thresholds, 0)):
-            map_layout.addWidget(shown, stretch)
-        map_layout.addWidget(self.head_title)
-        map_layout.addWidget(self.sentence_list, 2)
-        map_layout.addWidget(self.open_button, 0, Qt.AlignmentFlag.AlignRight)
         self.pages = QTabWidget()
-        for page, title in ((map_page, "Heads"), (self.sentence_views, "Current sentence"),
+        for page, title in ((self.heads_page, "Heads"), (self.sentence_views, "Current sentence"),
                             (self.importance, "Head importance"), (self.suspect, "Suspect translations")):
             self.pages.addTab(page, title)
         splitter = QSplitter(Qt.Orientation.Horizontal)
@@ -168,30 +148,24 @@ class AnalysisTab(QWidget):
         self.corpus_combo.activated.connect(self._on_corpus_activated)
         self.compare_button.clicked.connect(self._on_compare_clicked)
         self.data_button.clicked.connect(self._on_data_clicked)
-        self.diff_check.toggled.connect(self._on_map_choice_changed)
         self.worker.produced.connect(self._on_worker_produced)
         self.worker.failed.connect(self._on_worker_failed)
         self.worker.finished.connect(self._on_worker_finished)
         self.view_worker.produced.connect(self._on_views_produced)
         self.view_worker.failed.connect(self._on_views_failed)
-        self.stat_combo.currentIndexChanged.connect(self._on_map_choice_changed)
-        self.kind_combo.currentIndexChanged.connect(self._on_map_choice_changed)
-        self.head_map.clicked.connect(self._on_head_map_clicked)
         self.table.selectionModel().currentRowChanged.connect(self._on_table_row_changed)
-        self.open_button.clicked.connect(self._on_open_clicked)
-        self.sentence_list.itemDoubleClicked.connect(self._on_open_clicked)  # the item double-clicked is current
-        for panel in (self.importance, self.suspect):
+        for panel in (self.heads_page, self.importance, self.suspect):
             panel.status.connect(self.status)
-        self.suspect.open_sentence.connect(self.open_sentence)
+        for panel in (self.heads_page, self.suspect):
+            panel.open_sentence.connect(self.open_sentence)
+        self.run_document.subscribe(self._on_run_changed)
 
     # -- inputs ------------------------------------------------------------------------------------------------------
 
     def set_translator(self, translator) -> None:
         self.worker.cancel()
-        self.translator, self.stats, self.alignment = translator, None, None
-        self.table_model.set_rows([])
-        self.head_map.set_data(None)
-        self.sentence_list.clear()
+        self.translator = translator
+        self.run_document.reset()
         self.sentence_views.set_views({}, {})
         self._set_running(False)
         self.run_button.setEnabled(translator is not None)
@@ -234,9 +208,7 @@ class AnalysisTab(QWidget):
         gold, compare, data = self.gold.options(), self.compare, self.data_dir()
         if targets == "reference" and split == "files" and not self.files[1]:
             targets = "greedy"  # a source file alone has no references
-        self.stats, self.alignment, self.stats_b, self.failed = None, None, None, False
-        self.diff_check.setChecked(False)
-        self.diff_check.setEnabled(False)
+        self.run_document.reset(running=True)
         self.progress.setRange(0, limit)  # the size asked (0, all: a busy bar until the corpus is read)
         self.progress.setValue(0)
         self._set_running(True)
@@ -292,34 +264,51 @@ class AnalysisTab(QWidget):
 
     # -- results -----------------------------------------------------------------------------------------------------
 
+    @property
+    def stats(self):
+        """The loaded model's statistics from the last run (None before one)."""
+        return self.run_document.stats
+
+    @property
+    def stats_b(self):
+        return self.run_document.stats_b
+
+    @property
+    def alignment(self):
+        return self.run_document.alignment
+
+    @property
+    def failed(self) -> bool:
+        """The last run ended with a message: it is not "done", and shows nothing stale."""
+        return self.run_document.failed
+
     @Slot(object)
     def _on_worker_produced(self, event) -> None:
-        from attnviz.engine.analysis.alignment import AlignmentReady
-        from attnviz.engine.analysis.run import AnalysisProgress, HeadStatsReady
-
-        if isinstance(event, AnalysisProgress):
-            self.progress.setMaximum(event.total)
-            self.progress.setValue(event.done)
-            self.progress.setFormat(f"{event.phase}: %v / %m sentences")
-        elif isinstance(event, HeadStatsReady) and event.role == "compare":
-            self.stats_b = event.stats
-            self.diff_check.setEnabled(True)
-            self.diff_check.setChecked(True)
-        elif isinstance(event, HeadStatsReady):
-            self.set_stats(event.stats)
-        elif isinstance(event, AlignmentReady):
-            self.set_alignment(event)
+        self.run_document.feed(event)
 
     @Slot(object)
     def _on_worker_failed(self, failure: JobFailure) -> None:
         first_line = failure.text.splitlines()[0] + missing_data_hint(failure)
-        self.failed, self.stats_b = True, None
-        self.progress.setRange(0, 1)  # stopped: no busy bar, no stale count
-        self.progress.reset()
-        self.diff_check.setChecked(False)
-        self.diff_check.setEnabled(False)
+        self.run_document.fail(first_line)
         self.status.emit(first_line)
-        self.head_title.setText(f"<b>The analysis failed:</b> {escape(first_line)}")
+
+    def _on_run_changed(self, change: AnalysisChange) -> None:
+        """The tab's own views follow the run: the table and the progress bar (the Heads page follows it too)."""
+        match change:
+            case RunReset(running=False):
+                self.table_model.set_rows([])
+            case Progressed():
+                self.progress.setMaximum(change.total)
+                self.progress.setValue(change.done)
+                self.progress.setFormat(f"{change.phase}: %v / %m sentences")
+            case StatsArrived(compare=False):
+                stats = self.run_document.stats
+                assert stats is not None
+                self.table_model.set_rows(stats.table())
+                self.table_model.size_columns(self.table)
+            case RunFailed():
+                self.progress.setRange(0, 1)  # stopped: no busy bar, no stale count
+                self.progress.reset()
 
     @Slot(object)
     def _on_views_failed(self, failure: JobFailure) -> None:
@@ -338,38 +327,6 @@ class AnalysisTab(QWidget):
     def _on_views_produced(self, item) -> None:
         self.sentence_views.set_views(*item)
 
-    def set_stats(self, stats) -> None:
-        self.stats = stats
-        self.table_model.set_rows(stats.table())
-        self.table_model.size_columns(self.table)
-        for combo, items in ((self.stat_combo, (*STATS, "alignment_proxy")), (self.kind_combo, stats.kinds)):
-            combo.blockSignals(True)
-            combo.clear()
-            for item in items:
-                combo.addItem(item.replace("_", " "), item)
-            combo.blockSignals(False)
-        self._on_map_choice_changed()
-
-    def set_alignment(self, result) -> None:
-        self.alignment = result
-        self.stat_combo.addItem("AER (gold alignments)", AER)
-        self.stat_combo.setCurrentIndex(self.stat_combo.count() - 1)
-        self.kind_combo.setCurrentIndex(max(0, self.kind_combo.findData("cross")))
-        layer, head, value = result.best_head()
-        self.status.emit(f"Best aligning head: layer {layer + 1}, head {head + 1} (AER {value:.3f}; all heads "
-                         f"averaged {result.aer_average:.3f}; diagonal {result.scores['diagonal']['aer']:.3f})")
-
-    @Slot()
-    def _on_map_choice_changed(self) -> None:
-        stat, kind = self.stat_combo.currentData(), self.kind_combo.currentData()
-        if self.stats is not None and stat is not None and kind is not None:
-            self.head_map.show_statistic(self.stats, stat, kind, self.alignment,
-                                         self.stats_b if self.diff_check.isChecked() else None)
-
-    @Slot(int, int)
-    def _on_head_map_clicked(self, layer: int, head: int) -> None:
-        self.show_head(self.kind_combo.currentData(), layer, head)
-
     @Slot(object, object)
     def _on_table_row_changed(self, current, previous) -> None:
         if current.isValid():
@@ -378,23 +335,5 @@ class AnalysisTab(QWidget):
             self.show_head(row["kind"], row["layer"], row["head"])
 
     def show_head(self, kind: str, layer: int, head: int) -> None:
-        """List the head's most typical and most unusual sentences."""
-        if self.stats is None or kind not in self.stats.kinds:
-            return
-        typical, unusual = self.stats.typical(kind, layer, head)
-        self.head_title.setText(f"<b>{kind}, layer {layer + 1}, head {head + 1}</b>: most typical, then most "
-                                "unusual sentences (double-click one to translate it)")
-        self.sentence_list.clear()
-        for title, indices in (("typical", typical), ("unusual", unusual)):
-            for i in indices:
-                item = QListWidgetItem(f"[{title}] {self.stats.sentences[i]}")
-                item.setData(Qt.ItemDataRole.UserRole, self.stats.sentences[i])
-                self.sentence_list.addItem(item)
-        if self.sentence_list.count():
-            self.sentence_list.setCurrentRow(0)
-
-    @Slot()
-    def _on_open_clicked(self) -> None:
-        item = self.sentence_list.currentItem()
-        if item is not None:
-            self.open_sentence.emit(item.data(Qt.ItemDataRole.UserRole))
+        """List the head's most typical and most unusual sentences (on the Heads page)."""
+        self.heads_page.show_head(kind, layer, head)
