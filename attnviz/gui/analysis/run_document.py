@@ -12,6 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
+from attnviz.gui.listeners import Listeners
+
 if TYPE_CHECKING:  # the engine's analysis modules import torch: the window opens without them
     from attnviz.engine.analysis.alignment import AlignmentReady
     from attnviz.engine.analysis.stats import HeadStats
@@ -61,22 +63,18 @@ class AnalysisRunDocument:
     ``failed`` when it ended with a message."""
 
     def __init__(self) -> None:
-        self._listeners: list[Listener] = []
+        self._listeners: Listeners[AnalysisChange] = Listeners()
         self.stats: HeadStats | None = None
         self.stats_b: HeadStats | None = None
         self.alignment: AlignmentReady | None = None
         self.failed = False
 
     def subscribe(self, listener: Listener) -> None:
-        self._listeners.append(listener)
-
-    def _tell(self, change: AnalysisChange) -> None:
-        for listener in list(self._listeners):
-            listener(change)
+        self._listeners.subscribe(listener)
 
     def reset(self, running: bool = False) -> None:
         self.stats, self.stats_b, self.alignment, self.failed = None, None, None, False
-        self._tell(RunReset(running))
+        self._listeners.tell(RunReset(running))
 
     def feed(self, event: object) -> None:
         """One event of the engine's analysis job (others are ignored)."""
@@ -84,17 +82,17 @@ class AnalysisRunDocument:
         from attnviz.engine.analysis.run import AnalysisProgress, HeadStatsReady
 
         if isinstance(event, AnalysisProgress):
-            self._tell(Progressed(event.done, event.total, event.phase))
+            self._listeners.tell(Progressed(event.done, event.total, event.phase))
         elif isinstance(event, HeadStatsReady) and event.role == "compare":
             self.stats_b = event.stats
-            self._tell(StatsArrived(compare=True))
+            self._listeners.tell(StatsArrived(compare=True))
         elif isinstance(event, HeadStatsReady):
             self.stats = event.stats
-            self._tell(StatsArrived(compare=False))
+            self._listeners.tell(StatsArrived(compare=False))
         elif isinstance(event, AlignmentReady):
             self.alignment = event
-            self._tell(AlignmentArrived())
+            self._listeners.tell(AlignmentArrived())
 
     def fail(self, message: str) -> None:
         self.failed, self.stats_b = True, None
-        self._tell(RunFailed(message))
+        self._listeners.tell(RunFailed(message))

@@ -26,6 +26,7 @@ from attnviz.engine.events import (
     TrainStep,
     TrainStopped,
 )
+from attnviz.gui.listeners import Listeners
 from attnviz.gui.train import jobs as wording
 
 
@@ -84,7 +85,7 @@ class TrainRunDocument:
     respects (a step does not overwrite "Paused" or "Stopping")."""
 
     def __init__(self) -> None:
-        self._listeners: list[Listener] = []
+        self._listeners: Listeners[RunChange] = Listeners()
         self.paths: dict[str, str] = {}  # "best", "last" -> checkpoint path
         self.total_steps = 0
         self.last_step: TrainStep | None = None
@@ -96,27 +97,23 @@ class TrainRunDocument:
         self.paused = self.stopping = False
 
     def subscribe(self, listener: Listener) -> None:
-        self._listeners.append(listener)
-
-    def _tell(self, change: RunChange) -> None:
-        for listener in list(self._listeners):
-            listener(change)
+        self._listeners.subscribe(listener)
 
     def begin(self, name: str, translation: bool) -> None:
         """A new run of recipe ``name``: empty views, nothing written yet."""
         self.paths, self.pending, self.last_step = {}, [], None
         self.paused = self.stopping = False
-        self._tell(RunCleared(translation))
+        self._listeners.tell(RunCleared(translation))
         self.set_message("")
         self.set_status(f"Preparing {name}: reading and tokenizing the data...", fraction=0.0)
 
     def set_status(self, text: str, fraction: float | None = None) -> None:
         self.status_line = text
-        self._tell(ProgressChanged(fraction))
+        self._listeners.tell(ProgressChanged(fraction))
 
     def set_message(self, text: str) -> None:
         self.message = text
-        self._tell(MessageChanged())
+        self._listeners.tell(MessageChanged())
 
     def flush(self) -> None:
         """Hand the buffered steps to the views and move the progress line to the last one."""
@@ -125,10 +122,10 @@ class TrainRunDocument:
         steps, self.pending = tuple(self.pending), []
         self.last_step = steps[-1]
         self.flushes += 1
-        self._tell(StepsAdded(steps))
+        self._listeners.tell(StepsAdded(steps))
         if not self.paused and not self.stopping:
             self.status_line = wording.step_text(steps[-1], self.total_steps)
-        self._tell(ProgressChanged(steps[-1].progress))
+        self._listeners.tell(ProgressChanged(steps[-1].progress))
 
     def failed(self, text: str) -> None:
         """The run's job failed: say so, naming the last good checkpoint."""
@@ -147,30 +144,30 @@ class TrainRunDocument:
             case TrainStep():
                 self.pending.append(item)
             case EvalResult():
-                self._tell(EvaluationAdded(item))
+                self._listeners.tell(EvaluationAdded(item))
             case EvalStarted():  # it may take a minute: say so, or the window looks frozen
                 self.set_status(wording.evaluating_text(item))
             case TrainHistory():  # a resumed run: its views continue where they were
-                self._tell(StepsAdded(tuple(item.steps)))
+                self._listeners.tell(StepsAdded(tuple(item.steps)))
                 for result in item.evaluations:
-                    self._tell(EvaluationAdded(result))
+                    self._listeners.tell(EvaluationAdded(result))
             case TrainStarted():
                 self.total_steps = item.total_steps
                 self.device_line = wording.run_where(item.device, item.processes)
                 self.set_status(wording.started_text(item))
             case CheckpointSaved():
                 self.paths["best" if item.role in ("best", "average") else "last"] = item.path
-                self._tell(CheckpointsChanged())
+                self._listeners.tell(CheckpointsChanged())
             case TrainFinished():
                 self._finished(item)
             case TrainStopped():
                 self.paths["last"] = item.last_path
-                self._tell(CheckpointsChanged())
+                self._listeners.tell(CheckpointsChanged())
                 self.set_status(wording.stopped_text(item))
             case TrainNote(warning=True):
                 self.set_message(f"Warning: {item.message}")
             case TrainNote():
-                self._tell(Announced(item.message))
+                self._listeners.tell(Announced(item.message))
             case TrainFailed():
                 self.set_message(wording.failed_text(item))
             case _:
@@ -180,6 +177,6 @@ class TrainRunDocument:
         if item.best_path:
             self.paths.setdefault("best", item.best_path)
         self.paths.setdefault("last", item.last_path)
-        self._tell(CheckpointsChanged())
+        self._listeners.tell(CheckpointsChanged())
         self.set_status(wording.finished_text(item), fraction=1.0)
-        self._tell(Announced("Training finished"))
+        self._listeners.tell(Announced("Training finished"))
