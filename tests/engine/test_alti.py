@@ -103,6 +103,23 @@ def test_the_terms_add_up_to_every_block_output(kind, norm):
         torch.testing.assert_close(terms.sum(2) + bias, st.out, atol=1e-12, rtol=0)
 
 
+@pytest.mark.parametrize("norm", ["post", "pre"])
+def test_the_terms_still_add_up_with_heads_off_and_the_rest_rescaled(norm):
+    """Rescaled heads act through their factor (a HeadScale of each block's heads): the decomposition carries it."""
+    translator = _toy(norm=norm)
+    refs = [HeadRef("cross", 1, 0), HeadRef("encoder", 0, 2), HeadRef("decoder", 1, 3)]
+    with heads_off(translator.model, refs, rescale=True):
+        cap = capture(translator.model, *teacher_forced_ids(translator, SRC, OUT))
+    heads = translator.config.heads
+    assert torch.equal(cap.blocks["cross"][1].weights[:, 0], torch.zeros_like(cap.blocks["cross"][1].weights[:, 0]))
+    ratio = cap.blocks["cross"][1].weights[:, 1].sum(-1)  # an on head's row: its factor H / (H - 1)
+    torch.testing.assert_close(ratio, torch.full_like(ratio, heads / (heads - 1)), atol=0, rtol=1e-6)  # a float32 gate
+    for attention, blocks in cap.blocks.items():
+        st = stack(blocks)
+        terms, bias = block_terms(st, attention != "cross")
+        torch.testing.assert_close(terms.sum(2) + bias, st.out, atol=1e-12, rtol=0)
+
+
 @pytest.mark.parametrize(("kind", "norm"), [("transformer", "post"), ("transformer", "pre"), ("marian", "post")])
 def test_alti_plus_shares_are_non_negative_and_sum_to_one(kind, norm):
     translator = _toy(kind, norm=norm)

@@ -79,6 +79,18 @@ def test_an_off_head_is_zero_and_every_other_head_below_and_beside_is_bit_identi
     assert not first_cross[1, 1].any() and np.array_equal(first_cross[0][:, 0], before.attention["cross"][0][:, 0])
 
 
+def test_rescaled_heads_keep_their_weights_a_distribution_and_change_the_output(trained):
+    """--rescale-heads multiplies the other heads' outputs, not their weights: the maps stay rows summing to 1."""
+    before = trained.translate(TEXT)
+    plain, rescaled = trained.translate(TEXT, off("enc:1.2")), trained.translate(TEXT, off("enc:1.2",
+                                                                                             rescale_heads=True))
+    layer = rescaled.attention["encoder"][0]  # [H, S, S] of the layer with the head off
+    assert not layer[1].any()
+    np.testing.assert_allclose(np.delete(layer, 1, axis=0).sum(-1), 1.0, rtol=1e-5)
+    assert np.array_equal(np.delete(layer, 1, axis=0), np.delete(before.attention["encoder"][0], 1, axis=0))
+    assert not np.array_equal(rescaled.attention["encoder"][1], plain.attention["encoder"][1])  # the next layer
+
+
 def test_without_cross_attention_the_output_no_longer_depends_on_the_source(trained):
     everything = off("cross:1.*,cross:2.*")
     forced = trained.target_ids("w1 w2 w3")

@@ -133,6 +133,14 @@ class Plan:
             factors = fn.factors if factors is None else factors * fn.factors
         return factors
 
+    def head_scales(self, name: str) -> Tensor | None:
+        """The product of the ``HeadScale`` edits in force at ``name`` (None: none), whatever else is there."""
+        factors = None
+        for fn in self.edits.get(name, ()):
+            if isinstance(fn, HeadScale):
+                factors = fn.factors if factors is None else factors * fn.factors
+        return factors
+
     def at(self, name: str, value: Tensor) -> Tensor:
         """``value`` after this thread's edits at ``name``, recorded by its captures."""
         if name not in self.points:
@@ -269,6 +277,13 @@ def edit(model: Any, edits: Mapping[str, Edit]) -> Iterator[None]:
             resolved[name] = fn
     with board.opened(resolved, {}):
         yield
+
+
+def head_scales(model: Any, name: str) -> Tensor | None:
+    """The per-head factors ([H]) this thread's ``HeadScale`` edits apply at point ``name`` (None: none): what a
+    decomposition of a block's output (ALTI+) multiplies each head's terms by."""
+    plan = board_of(model).plan()
+    return None if plan is None else plan.head_scales(name)
 
 
 def describe(names: Sequence[str]) -> str:

@@ -1,9 +1,11 @@
 """Switching attention heads off in a model for the length of a block (which heads: ``engine.heads``).
 
-Each layer's gates are a ``HeadScale`` edit of the block's ``weights`` probe point (``engine.models.probes``), so a
-block switches heads off for the model calls of its own thread only: two decodes of one model in two threads (the
-app's main decode with heads off and its every-head-on comparison) never see each other's heads. A scale keeps the
-fused attention path, so a search with heads off is as fast as one without.
+A head is switched off by a ``HeadScale`` edit of its block's ``weights`` probe point (``engine.models.probes``) that
+zeroes them, and with ``rescale`` the others' outputs are multiplied by H / (H - off) by a ``HeadScale`` of the
+block's ``heads`` point (their weights, which the views show, stay a distribution). Edits are scoped to the thread:
+two decodes of one model in two threads (the app's main decode with heads off and its every-head-on comparison)
+never see each other's heads. A scale keeps the fused attention path, so a search with heads off is as fast as one
+without.
 """
 
 from __future__ import annotations
@@ -35,7 +37,11 @@ def heads_off(model: SearchModel, refs: Iterable[HeadRef], rescale: bool = False
     if missing:
         raise InputError(f"A {kind.title} cannot switch its {', '.join(missing)} heads off.")
     device = next(model.parameters()).device
-    edits = {attention_point(attention, layer, "weights"): HeadScale(torch.tensor(values, device=device))
-             for (attention, layer), values in gate_values(refs, layout, rescale).items()}
+    edits = {}
+    for (attention, layer), values in gate_values(refs, layout, rescale).items():
+        gate = torch.tensor(values, device=device)
+        edits[attention_point(attention, layer, "weights")] = HeadScale((gate != 0).to(gate.dtype))  # off: zero
+        if rescale:  # the others' outputs times H / (H - off); their weights stay a distribution
+            edits[attention_point(attention, layer, "heads")] = HeadScale(gate)
     with edit(model, edits):
         yield

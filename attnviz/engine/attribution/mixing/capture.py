@@ -4,10 +4,10 @@
 points (``engine.models.probes``), for every attention block (encoder self-attention, decoder self-attention,
 cross-attention; one per layer), the block's input ``x`` (the residual stream before the block), the value vectors
 ``x W_V + b_V`` of its keys, its per-head weights as the block used them (a head switched off in this thread has
-zero weights, a rescaled one its factor) and the block's output (after its LayerNorm in a post-LN model, the
-residual sum in a pre-LN one); and for every layer its input and output (value zeroing re-runs a layer). The
-block's output projection and LayerNorm come from the network (``attention_block``). Names: B batch, H heads, L
-layers, S source, T target, D model width.
+zero weights; a head rescaled in this thread, ``head_scales``, has its factor multiplied in) and the block's output
+(after its LayerNorm in a post-LN model, the residual sum in a pre-LN one); and for every layer its input and output
+(value zeroing re-runs a layer). The block's output projection and LayerNorm come from the network
+(``attention_block``). Names: B batch, H heads, L layers, S source, T target, D model width.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import torch
 from torch import Tensor
 
 from attnviz.engine.attribution.forced import forced_ids
-from attnviz.engine.models.probes import Captured, attention_point
+from attnviz.engine.models.probes import Captured, attention_point, head_scales
 from attnviz.engine.models.probes import capture as probe_capture
 from attnviz.engine.models.protocol import AttentionBlock, Encoded, SearchModel
 from attnviz.engine.search.greedy import device_of
@@ -34,7 +34,7 @@ class Block:
     params: AttentionBlock  # its output projection and LayerNorm
     x: Tensor  # [B, Tq, D] the residual stream entering the block
     values: Tensor  # [B, Tk, D] x_j W_V + b_V of every key
-    weights: Tensor  # [B, H, Tq, Tk] as used (an off head's row is 0, a rescaled head's times its factor)
+    weights: Tensor  # [B, H, Tq, Tk] as they act (an off head's row is 0, a rescaled head's times its factor)
     out: Tensor  # [B, Tq, D] the block's output y
 
 
@@ -104,5 +104,8 @@ def capture(model, src: Tensor, tgt_in: Tensor) -> Capture:
 
 def _block(model, seen: Captured, kind: str, layer: int) -> Block:
     point = lambda name: seen[attention_point(kind, layer, name)]  # noqa: E731 (one call per pass)
+    weights, scales = point("weights"), head_scales(model, attention_point(kind, layer, "heads"))
+    if scales is not None:  # heads rescaled in this thread: each head's terms carry its factor
+        weights = weights * scales.to(weights.dtype)[:, None, None]
     return Block(model.attention_block(kind, layer), seen[_block_input(kind, layer)], _values(point("v")),
-                 point("weights"), point("resid"))
+                 weights, point("resid"))
