@@ -93,9 +93,10 @@ def attention_point(kind: str, layer: int, point: str) -> str:
 
 @dataclass(frozen=True)
 class HeadScale:
-    """An edit of an attention block's ``weights`` that multiplies head h by ``factors[h]`` ([H]): 0 switches a head
-    off (``engine.search.head_mask``), a factor that requires a gradient measures a head's importance. It commutes
-    with the product by the values, so the fused attention path applies it to the heads' outputs instead."""
+    """An edit of an attention block's ``weights`` or ``heads`` that multiplies head h by ``factors[h]`` ([H]): 0 on
+    the weights switches a head off and a factor on the heads rescales it (``engine.search.head_mask``); a factor
+    that requires a gradient measures a head's importance. On the weights it commutes with the product by the
+    values, so the fused attention path applies it to the heads' outputs instead."""
 
     factors: Tensor
 
@@ -124,14 +125,9 @@ class Plan:
     def only_head_scales(self, name: str) -> Tensor | None:
         """The product of the ``HeadScale`` factors edited at ``name`` when nothing else reads or edits it (so the
         fused attention path may apply them to the heads' outputs); None otherwise."""
-        if name in self.captures:
+        if name in self.captures or not all(isinstance(fn, HeadScale) for fn in self.edits.get(name, ())):
             return None
-        factors = None
-        for fn in self.edits.get(name, ()):
-            if not isinstance(fn, HeadScale):
-                return None
-            factors = fn.factors if factors is None else factors * fn.factors
-        return factors
+        return self.head_scales(name)
 
     def head_scales(self, name: str) -> Tensor | None:
         """The product of the ``HeadScale`` edits in force at ``name`` (None: none), whatever else is there."""
