@@ -24,6 +24,7 @@ from torch import Tensor
 
 from attnviz.engine.analysis.corpus import forward_batch
 from attnviz.engine.analysis.names import VIEWS  # noqa: F401 (the views' names, re-exported)
+from attnviz.engine.kinds import kind_of
 from attnviz.engine.models.probes import attention_point, capture
 
 
@@ -47,16 +48,13 @@ def norm_weighted_pass(model, src: Tensor, tgt_in: Tensor) -> dict[str, tuple[np
     """A teacher-forced pass over one sentence ([1, S], [1, T]): kind -> (raw, norm-weighted), each [L, H, Tq, Tk].
     The weights and value vectors are read at the network's probe points, each block's output projection from the
     network (``attention_block``)."""
-    layers = {"encoder": model.cfg.enc_layers if model.has_source else 0, "decoder": model.cfg.dec_layers,
-              "cross": model.cfg.dec_layers if model.has_source else 0}
+    layers = {kind: n for kind, (n, _) in kind_of(model.cfg).layout(model.cfg).items()}
     points = [attention_point(kind, layer, what) for kind, n in layers.items() for layer in range(n)
               for what in ("v", "weights")]
     with capture(model, points) as seen:
         model.decode(tgt_in, model.encode(src))
     out = {}
     for kind, n in layers.items():
-        if not n:
-            continue
         raw = [seen[attention_point(kind, layer, "weights")].float() for layer in range(n)]  # L x [1, H, Tq, Tk]
         values = [seen[attention_point(kind, layer, "v")].float().transpose(1, 2).flatten(2)  # [1, Tk, D]
                   for layer in range(n)]

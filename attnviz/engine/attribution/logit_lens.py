@@ -24,7 +24,7 @@ import torch
 from attnviz.engine.attribution.base import AttributionProgress
 from attnviz.engine.attribution.forced import forced_ids, next_token_logp
 from attnviz.engine.errors import InputError
-from attnviz.engine.models.probes import capture
+from attnviz.engine.models.probes import capture, layer_point
 
 MAX_TOP = 50
 
@@ -88,7 +88,7 @@ def _layer_outputs(model, forced) -> list[torch.Tensor]:
     device = next(model.parameters()).device
     with capture(model, ["dec.*.out"]) as seen:
         model.decode(forced.tgt_in[None].to(device), model.encode(forced.src[None].to(device)))
-    return [seen[f"dec.{layer}.out"][0] for layer in range(model.cfg.dec_layers)]
+    return [seen[layer_point("decoder", layer, "out")][0] for layer in range(model.cfg.dec_layers)]
 
 
 def logit_lens_steps(translator, src_tokens: Sequence[str], tokens: Sequence[str], top_k: int = 5,

@@ -46,6 +46,7 @@ Edit = Callable[[Tensor], Tensor]
 
 ATTENTION_POINTS = ("q", "k", "v", "weights", "heads", "out", "resid")
 BLOCK_OF_KIND = {"encoder": "enc.{layer}.attn", "decoder": "dec.{layer}.self", "cross": "dec.{layer}.cross"}
+SIDE_PREFIX = {"encoder": "enc", "decoder": "dec"}
 
 
 class ProbeError(InputError):
@@ -85,6 +86,12 @@ class LayerNames:
         return cls(f"{prefix}.in", f"{prefix}.ff.out", f"{prefix}.out")
 
 
+def layer_point(side: str, layer: int, point: str) -> str:
+    """The probe name of an ``encoder`` or ``decoder`` layer's point (``in``, ``ff.out``, ``out``):
+    ``layer_point("encoder", 1, "out") == "enc.1.out"``."""
+    return f"{SIDE_PREFIX[side]}.{layer}.{point}"
+
+
 def attention_point(kind: str, layer: int, point: str) -> str:
     """The probe name of an attention kind's (``encoder``, ``decoder`` self, ``cross``) point in ``layer`` (0-based):
     ``attention_point("cross", 2, "weights") == "dec.2.cross.weights"``."""
@@ -108,10 +115,9 @@ class Plan:
     """What one thread's open blocks ask of one network: point name -> edits (outermost first) and captures."""
 
     def __init__(self, scopes: Sequence[_Scope]):
-        self.scopes = tuple(scopes)
         self.edits: dict[str, list[Edit]] = {}
         self.captures: dict[str, list[list[Tensor]]] = {}
-        for scope in self.scopes:
+        for scope in scopes:
             for name, fn in scope.edits.items():
                 self.edits.setdefault(name, []).append(fn)
             for name in scope.captures:

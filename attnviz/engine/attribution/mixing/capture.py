@@ -19,12 +19,11 @@ import torch
 from torch import Tensor
 
 from attnviz.engine.attribution.forced import forced_ids
-from attnviz.engine.models.probes import Captured, attention_point, head_scales
+from attnviz.engine.kinds import kind_of
+from attnviz.engine.models.probes import Captured, attention_point, head_scales, layer_point
 from attnviz.engine.models.probes import capture as probe_capture
 from attnviz.engine.models.protocol import AttentionBlock, Encoded, SearchModel
 from attnviz.engine.search.greedy import device_of
-
-SIDES = {"encoder": "enc", "decoder": "dec"}
 
 
 @dataclass
@@ -66,16 +65,12 @@ def teacher_forced_ids(translator, src_tokens: Sequence[str], tokens: Sequence[s
     return forced.src[None].to(device), forced.tgt_in[None].to(device)
 
 
-def _layer_counts(model) -> dict[str, int]:
-    return {"encoder": model.cfg.enc_layers if model.has_source else 0, "decoder": model.cfg.dec_layers}
-
-
 def _block_input(kind: str, layer: int) -> str:
     """The probe point holding the residual stream that enters a block: the layer's input, or (cross-attention)
     the stream after the decoder's self-attention block."""
     if kind == "cross":
         return attention_point("decoder", layer, "resid")
-    return f"{SIDES[kind]}.{layer}.in"
+    return layer_point(kind, layer, "in")
 
 
 def _values(v: Tensor) -> Tensor:
@@ -86,19 +81,18 @@ def _values(v: Tensor) -> Tensor:
 def capture(model, src: Tensor, tgt_in: Tensor) -> Capture:
     """The pass over ``src`` [B, S] and ``tgt_in`` [B, T], with every block and layer recorded."""
     model.eval()
-    counts = _layer_counts(model)
-    kinds = {"encoder": counts["encoder"], "decoder": counts["decoder"],
-             "cross": counts["decoder"] if model.has_source else 0}
+    kinds = {kind: layers for kind, (layers, _) in kind_of(model.cfg).layout(model.cfg).items()}
+    sides: dict[str, int] = {side: kinds[side] for side in ("encoder", "decoder") if side in kinds}
     names = [name for kind, n in kinds.items() for layer in range(n)
              for name in (_block_input(kind, layer), *(attention_point(kind, layer, p) for p in ("v", "weights",
                                                                                                   "resid")))]
-    names += [f"{SIDES[side]}.{i}.{point}" for side, n in counts.items() for i in range(n) for point in ("in", "out")]
+    names += [layer_point(side, i, point) for side, n in sides.items() for i in range(n) for point in ("in", "out")]
     with probe_capture(model, names) as seen:
         enc = model.encode(src)
         dec = model.decode(tgt_in, enc)
-    blocks = {kind: [_block(model, seen, kind, layer) for layer in range(n)] for kind, n in kinds.items() if n}
-    layers = {side: [Layer(side, i, seen[f"{SIDES[side]}.{i}.in"], seen[f"{SIDES[side]}.{i}.out"])
-                     for i in range(n)] for side, n in counts.items() if n}
+    blocks = {kind: [_block(model, seen, kind, layer) for layer in range(n)] for kind, n in kinds.items()}
+    layers = {side: [Layer(side, i, seen[layer_point(side, i, "in")], seen[layer_point(side, i, "out")])
+                     for i in range(n)] for side, n in sides.items()}
     return Capture(model, enc, dec.hidden, enc.mask, blocks, layers)
 
 

@@ -28,12 +28,12 @@ from attnviz.engine.attribution.corruption import parse_corruption
 from attnviz.engine.attribution.forced import forced_ids
 from attnviz.engine.attribution.patching.corrupted import CorruptedSource, corrupted_source
 from attnviz.engine.attribution.patching.runs import Patch, Site, clean_run, patched_logp
-from attnviz.engine.models.probes import attention_point
+from attnviz.engine.kinds import kind_of
+from attnviz.engine.models.probes import attention_point, layer_point
 
 THRESHOLD = 0.01  # nats (p changes by < 1%): below it the ratio is rounding and noise over nothing
 MAX_ROWS = 64  # patched runs per batch
 LOGIT_BUDGET = 8_000_000  # fewer rows for a large vocabulary: a batch holds rows x T x V logits
-HEAD_KINDS = ("encoder", "decoder", "cross")  # extras[f"{kind}_heads"]
 
 
 @dataclass(frozen=True)
@@ -57,13 +57,11 @@ def _layouts(model) -> tuple[int, int, int]:
 def plan_rows(model, s: int, t: int) -> list[Row]:
     """Every patched run of a sentence with ``s`` source and ``t`` target tokens."""
     _, enc_at, dec_at = _layouts(model)
-    heads = model.cfg.heads
-    rows = [Row("source", enc_at + layer, j, Patch((Site(f"enc.{layer}.out", j),)))
+    rows = [Row("source", enc_at + layer, j, Patch((Site(layer_point("encoder", layer, "out"), j),)))
             for layer in range(model.cfg.enc_layers) for j in range(s)]
-    rows += [Row("prefix", dec_at + layer, i, Patch((Site(f"dec.{layer}.out", i),)))
+    rows += [Row("prefix", dec_at + layer, i, Patch((Site(layer_point("decoder", layer, "out"), i),)))
              for layer in range(model.cfg.dec_layers) for i in range(t)]
-    for kind in HEAD_KINDS:
-        layers = model.cfg.enc_layers if kind == "encoder" else model.cfg.dec_layers
+    for kind, (layers, heads) in kind_of(model.cfg).layout(model.cfg).items():
         rows += [Row(kind, layer, h, Patch((Site(attention_point(kind, layer, "heads"), h),)))
                  for layer in range(layers) for h in range(heads)]
     return rows
@@ -115,8 +113,8 @@ def _result(model, src_tokens: Sequence[str], tokens: Sequence[str], settings: A
     restored, restorable = restored_fractions(found, clean, corrupt)  # [rows, T]
     depth, s, t = _layouts(model)[0], len(src_tokens), len(tokens)
     source, prefix = np.zeros((depth, t, s)), np.zeros((depth, t, t))
-    heads = {kind: np.zeros((t, model.cfg.enc_layers if kind == "encoder" else model.cfg.dec_layers,
-                             model.cfg.heads)) for kind in HEAD_KINDS}
+    layout = kind_of(model.cfg).layout(model.cfg)  # attention kind -> (layers, heads): extras[f"{kind}_heads"]
+    heads = {kind: np.zeros((t, layers, count)) for kind, (layers, count) in layout.items()}
     for row, values in zip(rows, restored):
         if row.target == "source":
             source[row.layer, :, row.index] = values
