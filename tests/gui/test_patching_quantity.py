@@ -76,3 +76,14 @@ def test_the_corruption_is_remembered(qtbot, loaded, settings, toy_checkpoint):
     control = again.translate_tab.quantity
     assert control.wanted.key == "patching" and dict(control.wanted.settings) == {"corrupt": "q3=q9"}
     assert control.bar.corrupt_edit.text() == "q3=q9"
+
+
+def test_a_remembered_corruption_the_engine_refuses_is_dropped(qtbot, settings, toy_checkpoint):
+    settings.setValue("translate/quantitySettings", '{"patching": {"corrupt": "0=q5"}}')
+    window = MainWindow(settings)
+    qtbot.addWidget(window)
+    window.load_model(toy_checkpoint)
+    qtbot.waitUntil(lambda: window.translator is not None, timeout=20000)
+    control = window.translate_tab.quantity
+    control.choose("patching")
+    assert "corrupt" not in control.wanted.settings and control.bar.corrupt_edit.text() == ""

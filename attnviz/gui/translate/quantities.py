@@ -102,12 +102,25 @@ def setting_choices(quantity: Quantity) -> list[tuple[str, str, tuple[Any, ...],
 TYPED = ("corrupt",)  # settings typed as text (not offered in a menu), remembered as typed
 
 
+def refusal(settings: Mapping[str, Any]) -> str | None:
+    """Why the engine refuses these settings (``AttributionSettings``' own checks, the ones the CLI meets), or None."""
+    from attnviz.engine.attribution.base import AttributionSettings
+    from attnviz.engine.errors import ConfigError
+
+    try:
+        AttributionSettings(**settings)
+    except ConfigError as error:
+        return str(error)
+    return None
+
+
 def kept_settings(quantity: Quantity, asked: Mapping[str, Any]) -> dict[str, Any]:
     """Of the settings ``asked`` for ``quantity`` (read back from the last session), those it still takes: a value
-    its menus offer, or a typed text."""
+    its menus offer, or a typed text the engine accepts."""
     offered = {name: values for name, _, values, _ in setting_choices(quantity)}
     return {k: v for k, v in asked.items()
-            if (k in offered and v in offered[k]) or (k in TYPED and k in quantity.reads and isinstance(v, str))}
+            if (k in offered and v in offered[k])
+            or (k in TYPED and k in quantity.reads and isinstance(v, str) and refusal({k: v}) is None)}
 
 
 @dataclass(frozen=True)

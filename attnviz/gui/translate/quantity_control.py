@@ -19,8 +19,6 @@ from PySide6.QtCore import QObject, QSettings, Signal, SignalInstance, Slot
 from PySide6.QtWidgets import QTableView, QWidget
 
 from attnviz.engine.analysis.sinks import WHY
-from attnviz.engine.attribution.corruption import parse_corruption
-from attnviz.engine.errors import ConfigError
 from attnviz.gui.attention.heatmap import HeatmapData
 from attnviz.gui.attention.panel import AttentionPanel
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown
@@ -41,6 +39,7 @@ from attnviz.gui.translate.quantities import (
     export_fields,
     kept_settings,
     quantities,
+    refusal,
     setting_choices,
 )
 from attnviz.gui.translate.quantity_bar import QuantityBar
@@ -291,12 +290,10 @@ class QuantityControl(QObject):
         key = self.wanted.key
         if self._settings.get(key, {}).get(name) == value:
             return  # a line edit left unchanged
-        if name == "corrupt":
-            try:
-                parse_corruption(value if isinstance(value, str) else None)
-            except ConfigError as error:
-                self.status.emit(str(error))
-                return
+        why = refusal({**self._settings.get(key, {}), name: value})
+        if why is not None:
+            self.status.emit(why)
+            return
         self._settings.setdefault(key, {})[name] = value
         if self.worker.is_running():
             self.worker.cancel()
