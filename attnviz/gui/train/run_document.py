@@ -133,13 +133,9 @@ class TrainRunDocument:
         self.set_message(f"Training failed: {text}" + (f" The last good checkpoint is {last}." if last else ""))
 
     def feed(self, item: TrainEvent) -> None:
-        if isinstance(item, TrainStep):
-            self.pending.append(item)
-            return
-        self.flush()
-        self._feed_other(item)
-
-    def _feed_other(self, item: TrainEvent) -> None:
+        """One training event: a step waits for the next flush; any other event flushes the steps before it."""
+        if not isinstance(item, TrainStep):
+            self.flush()
         match item:
             case TrainStep():
                 self.pending.append(item)

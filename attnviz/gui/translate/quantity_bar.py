@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QLineEdit,
     QMenu,
     QProgressBar,
+    QSizePolicy,
     QToolButton,
     QVBoxLayout,
     QWidget,
@@ -125,7 +126,9 @@ class QuantityBar(QWidget):
                                      "WHICH=WORD, a source token's position (1 = the first column) or the token "
                                      f"itself, replaced by WORD (3=Katze). Empty: {DEFAULT}.")
         self.corrupt_edit.setClearButtonEnabled(True)
-        self.corrupt_edit.setMinimumWidth(120)
+        # where the row is short (1024 px) the text gives way first, so that the Quantity choice stays readable
+        self.corrupt_edit.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.corrupt_edit.setMinimumWidth(90)
         self.corrupt_edit.editingFinished.connect(self._on_corrupt_edit_finished)
         box = QWidget()
         row = QHBoxLayout(box)
