@@ -114,8 +114,12 @@ class ModelConfig(_DictMixin):
     # Xavier over a large vocabulary makes sqrt(D)-scaled tokens about 3x smaller than sinusoidal positions, and
     # reference B's model then learned to ignore source positions (uniform cross-attention); see models/README.md.
     embed_init: str = "xavier"
+    # A kind's own architecture settings beyond these fields, as plain JSON (the decoder-only LLM kind's RoPE,
+    # grouped-query attention and norms: ``engine.models.llm_arch``); the kind checks them. Empty for the others.
+    arch: dict[str, Any] = dataclasses.field(default_factory=dict, hash=False)
 
     def __post_init__(self) -> None:
+        _require(isinstance(self.arch, dict), f"arch must be a JSON object, not {type(self.arch).__name__}")
         _require(isinstance(self.kind, str) and bool(self.kind), f"kind must be a non-empty string, not {self.kind!r}")
         for name in ("src_vocab_size", "tgt_vocab_size", "d_model", "heads", "ff_dim", "max_positions", "hidden"):
             _require(int(getattr(self, name)) >= 1, f"{name} must be a positive integer, not {getattr(self, name)!r}")
@@ -132,6 +136,14 @@ class ModelConfig(_DictMixin):
         _require(self.score in SCORES, f"score must be one of {SCORES}, not {self.score!r}")
         _require(self.embed_init in ("xavier", "normal"),
                  f"embed_init must be 'xavier' or 'normal', not {self.embed_init!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The settings as plain JSON; ``arch`` only when the kind has one (checkpoints of the other kinds stay as
+        they were)."""
+        data = super().to_dict()
+        if not data["arch"]:
+            del data["arch"]
+        return data
 
 
 LENGTH_RULES = ("gnmt", "power")

@@ -188,6 +188,8 @@ class Translator:
         ``forced`` target ids (a what-if prefix) replace a language model's prefix and lead a translation."""
         if self.has_source:
             labels, ids, warnings = self.prepare_source(text)
+            if self.kind.reads_prompt:  # the last token is the first decoder input, not a source column
+                labels = labels[:-1]
             return DecodeInput(ids, labels, (*self._lead(), *(forced or ())), warnings)
         prefix, warnings = self.prepare_prefix(text)
         return DecodeInput((), (), tuple(prefix if forced is None else forced), warnings)

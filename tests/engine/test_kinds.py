@@ -82,7 +82,11 @@ def test_decoding_yields_exactly_the_kinds_attention_as_distributions(kind):
     expected = entry.expected_shapes(translator.config, len(t.src_tokens), len(t.tokens))
     for name, maps in t.attention.items():
         assert maps.shape == expected[name]
-        np.testing.assert_allclose(maps.sum(-1), 1.0, atol=1e-5)  # every query row is a distribution
+        if entry.reads_prompt and name in ("cross", "decoder"):  # the two parts of one softmax
+            np.testing.assert_allclose(maps.sum(-1) + t.attention[{"cross": "decoder"}.get(name, "cross")].sum(-1),
+                                       1.0, atol=1e-5)
+        else:
+            np.testing.assert_allclose(maps.sum(-1), 1.0, atol=1e-5)  # every query row is a distribution
         if name == "decoder":  # and a decoder row never looks ahead
             assert np.all(np.triu(maps, k=1) == 0)
 

@@ -53,6 +53,10 @@ class ModelKind:
     # its attention blocks offer their value vectors (the ``v`` probe points) and describe their output projection
     # (``attention_block``): norm-weighted attention, ALTI+, value zeroing and the logit lens are defined for it
     value_vectors: bool = False
+    # a decoder-only model reading its source as a prompt: the source's last token is the first decoder input (as
+    # <sos> is an encoder-decoder's), so the source it attends to is one token shorter than the one it reads; and
+    # its decoder and cross rows are the two parts of one softmax, which sum to 1 together, not each
+    reads_prompt: bool = False
 
     def expected_shapes(self, cfg: ModelConfig, src_len: int, tgt_len: int) -> dict[str, tuple[int, ...]]:
         """The shape of each full attention tensor of one translation (what the self-test and tests check)."""

@@ -176,7 +176,7 @@ def beam_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab,
                 step = DecodeStep(index=t, token=tgt_vocab.token(c.token), token_id=c.token,
                                   probability=float(logp[c.origin, c.token].exp()), topk=exp.topk,
                                   entropy=exp.entropy, self_attention=exp.self_rows, cross_attention=exp.cross_rows,
-                                  src_len=len(source.src_ids), forced=ruled)
+                                  src_len=enc.mask.size(-1), forced=ruled)
                 rank = normalised(c.score, t + 1, decode) if status == "finished" else None
                 nodes.append(BeamNode(next_id, -1 if parent is None else parent.id, step, c.score, status, rank))
                 next_id += 1

@@ -30,7 +30,7 @@ class DecodeInput(NamedTuple):
     """One input ready for step-by-step decoding."""
 
     src_ids: Sequence[int]  # what the model reads, with <sos>/<eos>; empty for a language model
-    src_tokens: Sequence[str]  # labels of ``src_ids``, one to one
+    src_tokens: Sequence[str]  # labels of ``src_ids``, one to one (but the last: see ModelKind.reads_prompt)
     forced: Sequence[int] = ()  # target ids the first steps take instead of choosing (a language model's prefix)
     warnings: Sequence[str] = ()  # about the input (tokens dropped, unknown words)
 
@@ -129,7 +129,7 @@ def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, deco
             entropy=float(-(probs * logp).nan_to_num().sum()),
             self_attention=_numpy_or_none(self_rows),
             cross_attention=_numpy_or_none(cross_rows),
-            src_len=len(src_ids),
+            src_len=enc.mask.size(-1),  # the source positions attended to
             forced=is_forced,
         )
         if token_id == EOS_ID:

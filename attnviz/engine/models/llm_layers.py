@@ -1,0 +1,150 @@
+"""The layers of a decoder-only LLM (``engine.models.causal_lm``): RMSNorm, grouped-query attention with RoPE, the
+gated feed-forward, and the layer that joins them the Llama way (two norms before the blocks) or the Gemma way (four:
+before and after each block). Module and parameter names are the Hugging Face folders' own (``q_proj``,
+``input_layernorm``, ``mlp.gate_proj``...), so a folder's weights load under their stored names without a copy.
+Every value worth reading passes a probe point (``engine.models.probes``). Names: B batch, H query heads, G key/value
+heads, T new positions, K keys, D width, dh head width.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from attnviz.engine.config import ModelConfig
+from attnviz.engine.models.layers import ACTIVATIONS, LayerCache, widened
+from attnviz.engine.models.llm_arch import LLMArch
+from attnviz.engine.models.probes import BlockNames, LayerNames, Plan, tap
+from attnviz.engine.models.rope import rotate
+
+
+class RMSNorm(nn.Module):
+    """x / rms(x), in float32, times ``weight`` (Llama: cast back, then scaled) or ``1 + weight`` (Gemma: scaled,
+    then cast back)."""
+
+    def __init__(self, dim: int, eps: float, gemma: bool):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(dim) if gemma else torch.ones(dim))
+        self.eps, self.gemma = eps, gemma
+
+    def forward(self, x: Tensor) -> Tensor:
+        h = x.float()
+        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
+        if self.gemma:
+            return (h * (1.0 + self.weight.float())).type_as(x)
+        return self.weight * h.to(x.dtype)
+
+
+class GroupedAttention(nn.Module):
+    """Self-attention with ``kv_heads`` key/value heads, each read by ``heads // kv_heads`` query heads (GQA), RoPE on
+    queries and keys (the ``q`` and ``k`` probe points hold them rotated), optional q/k RMSNorm and score softcap."""
+
+    def __init__(self, cfg: ModelConfig, arch: LLMArch, names: BlockNames):
+        super().__init__()
+        d, dh, self.heads, self.kv_heads = cfg.d_model, arch.head_dim, cfg.heads, arch.kv_heads
+        self.names, self.scale, self.softcap = names, arch.scale, arch.attn_softcap
+        self.q_proj = nn.Linear(d, self.heads * dh, bias=arch.qkv_bias)
+        self.k_proj = nn.Linear(d, self.kv_heads * dh, bias=arch.qkv_bias)
+        self.v_proj = nn.Linear(d, self.kv_heads * dh, bias=arch.qkv_bias)
+        self.o_proj = nn.Linear(self.heads * dh, d, bias=arch.out_bias)
+        gemma = arch.family == "gemma"
+        self.q_norm = RMSNorm(dh, cfg.ln_eps, gemma) if arch.qk_norm else None
+        self.k_norm = RMSNorm(dh, cfg.ln_eps, gemma) if arch.qk_norm else None
+
+    def _split(self, x: Tensor, heads: int) -> Tensor:
+        b, t, _ = x.shape
+        return x.view(b, t, heads, -1).transpose(1, 2)  # [B, T, heads * dh] -> [B, heads, T, dh]
+
+    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], cache: LayerCache, at: int, mask: Tensor | None,
+                need_weights: bool, plan: Plan | None) -> tuple[Tensor, Tensor | None]:
+        """Queries of ``x`` [B, T, D] against the cache's keys and this call's, written at slot ``at``; ``mask`` [B, 1,
+        T, K] True where a key may be seen (None: every one). Output [B, T, D] and, when computed, weights [B, H, T,
+        K] (float32 at half precision)."""
+        q, k, v = (self._split(self.q_proj(x), self.heads), self._split(self.k_proj(x), self.kv_heads),
+                   self._split(self.v_proj(x), self.kv_heads))
+        if self.q_norm is not None and self.k_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        names = self.names
+        q, k = tap(plan, names.q, rotate(q, *rope)), tap(plan, names.k, rotate(k, *rope))
+        k, v = cache.extend(k, tap(plan, names.v, v), at)  # [B, G, K, dh]
+        scales = None
+        if plan is not None and plan.wants(names.weights):
+            scales = plan.only_head_scales(names.weights)
+            need_weights = need_weights or scales is None
+        weights = None
+        if need_weights or self.softcap:
+            weights = tap(plan, names.weights, self._weighted(q, k, mask))
+            heads = self._mix(weights, v)
+        else:
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.scale, enable_gqa=True)
+            if scales is not None:  # head scales commute with the product by the values
+                heads = heads * scales.to(heads.dtype)[:, None, None]
+        heads = tap(plan, names.heads, heads)
+        b, _, t, _ = heads.shape
+        out = tap(plan, names.out, self.o_proj(heads.transpose(1, 2).reshape(b, t, -1)))
+        return out, weights if need_weights else None
+
+    def _grouped(self, x: Tensor) -> Tensor:
+        """Query heads [B, H, T, X] as [B, G, H / G * T, X]: each key/value head's queries side by side (a view)."""
+        b, h, t, x_ = x.shape
+        return x.reshape(b, self.kv_heads, h // self.kv_heads * t, x_)
+
+    def _weighted(self, q: Tensor, k: Tensor, mask: Tensor | None) -> Tensor:
+        b, h, t, _ = q.shape
+        scores = (self._grouped(q) @ k.transpose(-2, -1)).view(b, h, t, -1) * self.scale  # [B, H, T, K]
+        if self.softcap:
+            scores = torch.tanh(scores / self.softcap) * self.softcap
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        return widened(scores).softmax(dim=-1)
+
+    def _mix(self, weights: Tensor, v: Tensor) -> Tensor:
+        b, h, t, _ = weights.shape
+        return (self._grouped(weights.to(v.dtype)) @ v).view(b, h, t, -1)  # [B, H, T, dh]
+
+
+class GatedFeedForward(nn.Module):
+    """down(act(gate(x)) * up(x)): SwiGLU (``swish``) or GeGLU with the tanh GELU (``gelu_new``)."""
+
+    def __init__(self, cfg: ModelConfig, bias: bool):
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.d_model, cfg.ff_dim, bias=bias)
+        self.up_proj = nn.Linear(cfg.d_model, cfg.ff_dim, bias=bias)
+        self.down_proj = nn.Linear(cfg.ff_dim, cfg.d_model, bias=bias)
+        self.act = ACTIVATIONS[cfg.activation]()
+
+    def forward(self, x: Tensor) -> Tensor:
+        return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))
+
+
+class LLMLayer(nn.Module):
+    """One decoder layer: ``x + attn(norm(x))`` then ``+ mlp(norm(.))`` (Llama), with each block's output normed
+    again before it is added (Gemma). Probe points ``dec.{l}.in``, ``dec.{l}.self.*`` (``resid`` after the attention
+    is added), ``dec.{l}.ff.out`` (what the feed-forward adds) and ``dec.{l}.out``."""
+
+    def __init__(self, cfg: ModelConfig, arch: LLMArch, layer: int):
+        super().__init__()
+        gemma = arch.family == "gemma"
+        self.names, self.block = LayerNames.of(f"dec.{layer}"), BlockNames.of(f"dec.{layer}.self")
+        self.self_attn = GroupedAttention(cfg, arch, self.block)
+        self.mlp = GatedFeedForward(cfg, arch.mlp_bias)
+        self.input_layernorm = RMSNorm(cfg.d_model, cfg.ln_eps, gemma)
+        self.post_attention_layernorm = RMSNorm(cfg.d_model, cfg.ln_eps, gemma)  # Llama's: before the feed-forward
+        if gemma:
+            self.pre_feedforward_layernorm = RMSNorm(cfg.d_model, cfg.ln_eps, gemma)
+            self.post_feedforward_layernorm = RMSNorm(cfg.d_model, cfg.ln_eps, gemma)
+        self.gemma, self.sliding = gemma, arch.sliding(layer)
+
+    def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], cache: LayerCache, at: int, mask: Tensor | None,
+                need_weights: bool, plan: Plan | None) -> tuple[Tensor, Tensor | None]:
+        x = tap(plan, self.names.input, x)
+        out, weights = self.self_attn(self.input_layernorm(x), rope, cache, at, mask, need_weights, plan)
+        if self.gemma:
+            out = self.post_attention_layernorm(out)
+        x = tap(plan, self.block.resid, x + out)
+        if self.gemma:
+            ff = self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(x)))
+        else:
+            ff = self.mlp(self.post_attention_layernorm(x))
+        return tap(plan, self.names.out, x + tap(plan, self.names.ff, ff)), weights
