@@ -49,7 +49,10 @@ def _folder_plan(folder: Path, size: bool = True) -> tuple[FolderPlan, list[str]
         from attnviz.engine.translator import check_model_size  # torch: the model is built on the meta device
 
         check_model_size(folder, plan.card.config)  # before the format allocates anything
-    checked, notes = check_weight_file(plan.weights)
+    checked, notes = [], []
+    for weights in (plan.weights, *plan.more_weights):
+        more_checked, more_notes = check_weight_file(weights)
+        checked, notes = checked + more_checked, notes + [n for n in more_notes if "in another shard" not in n]
     if plan.weights.path.suffix == ".safetensors":
         plan = replace(plan, card=replace(plan.card, dtype=stored_dtype(read_index(plan.weights.path)[1])))
     return plan, checked, notes

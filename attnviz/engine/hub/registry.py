@@ -44,6 +44,7 @@ class FolderPlan:
 
     card: ModelCard
     weights: WeightPlan
+    more_weights: tuple[WeightPlan, ...] = ()  # the other shards of a sharded folder, each checked the same way
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,129 @@
+"""An LLM folder's tokenizer (``tokenizer.json``, read by the ``tokenizers`` library) and its chat template
+(rendered by ``jinja2``'s sandbox), checked before use, without torch.
+
+The template is a program the folder's authors wrote: it runs in jinja2's immutable sandbox (no attribute of a
+Python object outside what templates may read, no way to call into Python), with a budget of steps (a template that
+loops for ever is stopped) and of output, and a template that raises says so in one line. What it is given is what
+transformers' ``apply_chat_template`` gives it: ``messages``, ``add_generation_prompt``, the special tokens'
+text, ``raise_exception`` and ``strftime_now``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from attnviz.engine.checkpoints.folder import AGAIN, read_bytes, read_json, read_object
+from attnviz.engine.errors import CheckpointError, InputError
+
+MAX_TOKENIZER_BYTES = 64 * 1024 * 1024  # Gemma 3's tokenizer.json is 33 MB
+MODELS = ("BPE", "Unigram")
+STEP_BUDGET = 2_000_000  # Python lines a template's render may run; real templates take a few thousand
+MAX_PROMPT_CHARS = 1_000_000
+
+
+def read_tokenizer(folder: Path, vocab: int) -> Any:
+    """``tokenizer.json`` as a ``tokenizers.Tokenizer``: a BPE or Unigram model whose ids fit the embedding's
+    ``vocab`` rows (CheckpointError naming the file otherwise)."""
+    path = folder / "tokenizer.json"
+    if not path.exists():
+        raise CheckpointError(f"{folder} lacks tokenizer.json, which attnviz reads an LLM's text with; download the "
+                              "whole folder.")
+    data = read_json(path) if path.stat().st_size <= MAX_TOKENIZER_BYTES else None
+    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
+        raise CheckpointError(f"{path} is not a tokenizers file (a JSON object with a model, at most "
+                              f"{MAX_TOKENIZER_BYTES // 2**20} MB); {AGAIN}.")
+    kind = data["model"].get("type") or ("BPE" if "merges" in data["model"] else None)
+    if kind not in MODELS:
+        raise CheckpointError(f"{path}: its model is {kind!r:.40}, but attnviz reads {' and '.join(MODELS)} "
+                              "tokenizers (the subword models of every LLM family it opens).")
+    from tokenizers import Tokenizer  # Rust, no torch: only when a folder is read
+
+    try:
+        tokenizer = Tokenizer.from_str(read_bytes(path, MAX_TOKENIZER_BYTES).decode("utf-8"))
+    except Exception as exc:  # tokenizers raises its own Exception with the parser's text
+        raise CheckpointError(f"{path} cannot be read by the tokenizers library ({str(exc)[:120]}); "
+                              f"{AGAIN}.") from None
+    size = tokenizer.get_vocab_size(with_added_tokens=True)
+    top = max(tokenizer.get_vocab(with_added_tokens=True).values(), default=-1)
+    if top >= vocab:
+        raise CheckpointError(f"{path} has token id {top:,}, but the model's embedding has {vocab:,} rows "
+                              f"(config.json vocab_size); the tokenizer and the model do not belong together: "
+                              f"{AGAIN}.")
+    if size < 16:
+        raise CheckpointError(f"{path} holds only {size} tokens; it cannot spell a language's text: {AGAIN}.")
+    return tokenizer
+
+
+def special_tokens(folder: Path) -> dict[str, str]:
+    """The text of ``bos_token``/``eos_token``/``pad_token``/``unk_token`` as ``tokenizer_config.json`` gives it."""
+    path = folder / "tokenizer_config.json"
+    config = read_object(path) if path.exists() else {}
+    found = {}
+    for name in ("bos_token", "eos_token", "pad_token", "unk_token"):
+        value = config.get(name)
+        value = value.get("content") if isinstance(value, dict) else value
+        if isinstance(value, str):
+            found[name] = value
+    return found
+
+
+def _raise(message: Any) -> None:
+    raise InputError(f"The model's chat template refused the prompt: {str(message)[:200]}")
+
+
+def _environment() -> Any:
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
+    env.filters["tojson"] = lambda value, indent=None, **_: json.dumps(value, ensure_ascii=False, indent=indent)
+    env.globals["raise_exception"] = _raise
+    env.globals["strftime_now"] = lambda fmt: datetime.datetime.now().strftime(str(fmt))
+    return env
+
+
+def compile_template(path: Path, source: str) -> Any:
+    """The template, compiled (CheckpointError naming ``path`` when it is not valid jinja)."""
+    from jinja2 import TemplateError
+
+    try:
+        return _environment().from_string(source)
+    except TemplateError as exc:
+        raise CheckpointError(f"{path}: its chat template is not a valid template ({str(exc)[:120]}); "
+                              f"{AGAIN}.") from None
+
+
+def render(template: Any, user: str, specials: dict[str, str]) -> str:
+    """The chat template rendered for one user message, the generation prompt added; InputError when it raises,
+    runs past its budget of steps or writes more than ``MAX_PROMPT_CHARS``."""
+    from jinja2 import TemplateError
+
+    steps = 0
+
+    def budget(frame: Any, event: str, arg: Any) -> Any:
+        nonlocal steps
+        steps += 1
+        if steps > STEP_BUDGET:
+            raise InputError("The model's chat template ran past its budget of steps (it loops for ever or nearly); "
+                             "give a prompt with --prompt instead, or fix the folder's template.")
+        return budget
+
+    context = {"messages": [{"role": "user", "content": user}], "add_generation_prompt": True, **specials}
+    previous = sys.gettrace()
+    sys.settrace(budget)
+    try:
+        text = template.render(**context)
+    except InputError:
+        raise
+    except (TemplateError, RecursionError, TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+        raise InputError(f"The model's chat template failed ({type(exc).__name__}: {str(exc)[:120]}); give a "
+                         "prompt with --prompt instead.") from None
+    finally:
+        sys.settrace(previous)
+    if len(text) > MAX_PROMPT_CHARS:
+        raise InputError(f"The model's chat template wrote {len(text):,} characters for one sentence; it is broken. "
+                         "Give a prompt with --prompt instead.")
+    return text
