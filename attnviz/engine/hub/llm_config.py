@@ -41,8 +41,9 @@ FIELDS = {"d_model": "hidden_size", "dec_layers": "num_hidden_layers", "heads": 
 def refusal(model_type: Any) -> str | None:
     """Why a folder of this ``model_type`` cannot be opened, when it is a decoder-only family attnviz knows of."""
     if model_type in OTHERS:
-        return (f"holds a {OTHERS[model_type]} model (config.json model_type {model_type!r}); attnviz opens "
-                f"Llama-like ({', '.join(LLAMA_LIKE)}) and Gemma-like ({', '.join(GEMMA_LIKE)}) decoder-only folders")
+        return (f"holds a {OTHERS[model_type]} model (config.json model_type {model_type!r}), not one of the "
+                f"Llama-like ({', '.join(LLAMA_LIKE)}) or Gemma-like ({', '.join(GEMMA_LIKE)}) decoder-only "
+                "families")
     return None
 
 
