@@ -163,7 +163,43 @@ def write_fairseq_folder(folder: Path, family: str = "nllb", *, d_model: int = 3
     return folder
 
 
+CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
+          "'<|im_end|>\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+
+
+def write_llm_folder(folder: Path, *, d_model: int = 32, layers: int = 2, heads: int = 4, ffn: int = 48) -> Path:
+    """A random Qwen2-shaped decoder-only folder as the Hub lays it out: config.json, generation_config.json,
+    model.safetensors under the folder's own names, a byte-level BPE tokenizer.json trained here and a
+    tokenizer_config.json with a ChatML template."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    from attnviz.engine.hub.llm_config import model_config
+    from attnviz.engine.hub.llm_files import weight_names
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.pre_tokenizer, tokenizer.decoder = pre_tokenizers.ByteLevel(add_prefix_space=False), decoders.ByteLevel()
+    tokenizer.train_from_iterator(synthetic_lines(3), trainers.BpeTrainer(
+        vocab_size=320, special_tokens=["<|endoftext|>", "<|im_start|>", "<|im_end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    vocab = tokenizer.get_vocab_size()
+    config = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "vocab_size": vocab, "hidden_size": d_model,
+              "intermediate_size": ffn, "num_hidden_layers": layers, "num_attention_heads": heads,
+              "num_key_value_heads": heads // 2, "max_position_embeddings": 256, "rms_norm_eps": 1e-6,
+              "rope_theta": 10000.0, "tie_word_embeddings": False, "hidden_act": "silu", "eos_token_id": 2}
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "config.json").write_text(json.dumps(config))
+    (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": [2, 0], "max_new_tokens": 8}))
+    tokenizer.save(str(folder / "tokenizer.json"))
+    (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": CHATML, "eos_token": "<|im_end|>"}))
+    generator = torch.Generator().manual_seed(0)
+    shapes = weight_names(model_config(folder / "config.json", config, [2, 0]))
+    save_file({name: torch.randn(shape, generator=generator) * 0.2 for name, shape in shapes.items()},
+              str(folder / "model.safetensors"))
+    return folder
+
+
 SAMPLES: dict[str, Callable[[Path], Path]] = {
+    "hf-llm": write_llm_folder,
     "hf-marian": write_marian_folder,
     "hf-m2m100": lambda folder: write_fairseq_folder(folder, "nllb"),
     "hf-m2m100/m2m100": lambda folder: write_fairseq_folder(folder, "m2m100"),

@@ -197,6 +197,14 @@ def add_languages(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tgt-lang", metavar="LANG", help="a multilingual model's target language (default: English)")
 
 
+def add_prompt(p: argparse.ArgumentParser) -> None:
+    """``--prompt``: the instruction a decoder-only LLM reads each sentence in."""
+    p.add_argument("--prompt", metavar="TEMPLATE",
+                   help="an LLM's instruction, with {text} where the sentence goes ({src_lang} and {tgt_lang} name "
+                        "the languages); default: 'Translate the following text from {src_lang} into {tgt_lang}.\\n"
+                        "{src_lang}: {text}\\n{tgt_lang}:', rendered by the folder's chat template")
+
+
 def add_int8(p: argparse.ArgumentParser) -> None:
     """``--int8``: decode with int8 linear layers (``engine.models.quantize``), for batch translation and scores."""
     p.add_argument("--int8", action="store_true",

@@ -21,6 +21,7 @@ from attnviz.cli.args import (
     add_int8,
     add_languages,
     add_model,
+    add_prompt,
     apply_int8,
     decoding,
     float_range,
@@ -53,6 +54,7 @@ def add_commands(sub) -> None:
                         "its query pieces; rows still sum to 1)")
     add_decoding(p)
     add_languages(p)
+    add_prompt(p)
     add_int8(p)
     p.add_argument("--n-best", type=int_range(1, MAX_BEAM), metavar="K",
                    help="print the K best hypotheses of the beam (K <= --beam) with their length-normalised score "
@@ -114,6 +116,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
         raise InputError(f"{args.model} is a language model: it continues text instead of translating it. Use "
                          f"attnviz generate -m {args.model} --prefix TEXT")
     translator.use_languages(args.src_lang, args.tgt_lang)
+    translator.use_prompt(None if args.prompt is None else args.prompt.replace("\\n", "\n"))  # \n: a new line
     decode = decoding(args, translator, **head_settings(args, translator))
     if args.n_best and args.n_best > decode.beam:
         raise InputError(f"--n-best {args.n_best} asks for more hypotheses than the beam keeps; use --beam "

@@ -49,7 +49,8 @@ def _folder_plan(folder: Path, size: bool = True) -> tuple[FolderPlan, list[str]
         from attnviz.engine.translator import check_model_size  # torch: the model is built on the meta device
 
         check_model_size(folder, plan.card.config)  # before the format allocates anything
-    checked, notes = [], []
+    checked: list[str] = []
+    notes: list[str] = []
     for weights in (plan.weights, *plan.more_weights):
         more_checked, more_notes = check_weight_file(weights)
         checked, notes = checked + more_checked, notes + [n for n in more_notes if "in another shard" not in n]

@@ -117,6 +117,13 @@ class Translator:
                              "M2M100, mBART-50).")
         self._set_languages(self.languages.choose(src, tgt))
 
+    def use_prompt(self, prompt: str | None) -> None:
+        """A decoder-only LLM reads each sentence in the instruction ``prompt`` (``engine.hub.llm_translator``); a
+        model that translates the sentence itself takes none (``InputError``)."""
+        if prompt is not None:
+            raise InputError("--prompt is the instruction a decoder-only LLM reads; this model translates the "
+                             "sentence itself and takes no prompt.")
+
     def _lead(self) -> tuple[int, ...]:
         """The target ids every translation starts with: a multilingual model's target language tag."""
         return (self.tgt_vocab.id(self.languages.tgt),) if self.languages is not None else ()

@@ -32,7 +32,8 @@ VARIANTS = [name for name in SAMPLES if name.split("/")[0] in FORMATS and "/" in
 HOSTILE_NUMBERS = {"Infinity": "Infinity", "-Infinity": "-Infinity", "NaN": "NaN", "1e400": "1e400",
                    "10^9": str(10**9), "2^62": str(2**62), "-1": "-1", "2.5": "2.5"}
 # values a field legitimately takes, so not hostile there (transformers' length_penalty may be negative or a fraction)
-LEGITIMATE = {("generation_config.json", "length_penalty"): {"-1", "2.5"}}
+LEGITIMATE = {("generation_config.json", "length_penalty"): {"-1", "2.5"},
+              ("config.json", "rope_theta"): {"10^9", "2.5"}}  # any positive RoPE base is a valid one
 FIELDS_PER_FILE = 16  # numeric fields tried in one JSON file (a vocabulary has thousands; its first ones stand in)
 VALUES_ONLY = "values"  # a kind only a read of every weight finds: info passes it unless asked to --check
 

@@ -17,6 +17,7 @@ from attnviz.engine.checkpoints.folder import AGAIN, check_fields, check_number
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.kinds import check
+from attnviz.engine.kinds.llm import LLM
 from attnviz.engine.models.llm_arch import LAYER_TYPES, MAX_VOCAB, ROPE_TYPES, LLMArch
 
 LLAMA_LIKE = ("llama", "mistral", "qwen2", "qwen3")
@@ -161,13 +162,16 @@ def model_config(path: Path, config: dict[str, Any], end_ids: Any) -> ModelConfi
             raise CheckpointError(f"{path}: field {name!r} is {value!r:.40}, but it must be true or false. Fix it, or "
                                   f"{AGAIN}.")
     layers = settings["dec_layers"]
+    for name in ("eos_token_id", "bos_token_id"):  # what config.json states is checked even where another file rules
+        _ids(path, config.get(name), name, vocab)
     arch: dict[str, Any] = dict(
         vocab=vocab, family="gemma" if gemma else "llama", kv_heads=kv_heads, head_dim=head_dim,
         qkv_bias=flags["attention_bias"] or model_type == "qwen2", out_bias=flags["attention_bias"],
         mlp_bias=flags["mlp_bias"], qk_norm=model_type in ("qwen3", "gemma3_text"),
         sliding_window=_window(path, config, model_type),
         layer_types=list(_layer_types(path, config, model_type, layers)),
-        end_ids=list(_ids(path, end_ids, "eos_token_id", vocab)),
+        end_ids=list(_ids(path, end_ids, "eos_token_id", vocab) if end_ids is not None else
+                     _ids(path, config.get("eos_token_id"), "eos_token_id", vocab)),
         pad_id=_ids(path, config.get("pad_token_id"), "pad_token_id", vocab)[:1][0]
         if config.get("pad_token_id") is not None else -1,
         **_rope(path, config, model_type))
@@ -181,7 +185,7 @@ def model_config(path: Path, config: dict[str, Any], end_ids: Any) -> ModelConfi
                 check_number(path, theirs, cap, 1e-6, 1e9, whole=False)
                 arch[ours] = float(cap)
     try:
-        return check(ModelConfig(vocab + 4, vocab + 4, kind="llm", d_model=settings["d_model"], enc_layers=0,
+        return check(ModelConfig(vocab + 4, vocab + 4, kind=LLM.name, d_model=settings["d_model"], enc_layers=0,
                                  dec_layers=layers, heads=heads, ff_dim=settings["ff_dim"], dropout=0.0,
                                  max_positions=min(positions, MAX_POSITIONS), norm="pre", ln_eps=float(eps),
                                  tie_output=flags["tie_word_embeddings"], scale_embedding=False,

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from attnviz.engine.checkpoints.folder import AGAIN, read_bytes, read_json, read_object
+from attnviz.engine.checkpoints.folder import AGAIN, read_bytes, read_object
 from attnviz.engine.errors import CheckpointError, InputError
 
 MAX_TOKENIZER_BYTES = 64 * 1024 * 1024  # Gemma 3's tokenizer.json is 33 MB
@@ -32,7 +32,7 @@ def read_tokenizer(folder: Path, vocab: int) -> Any:
     if not path.exists():
         raise CheckpointError(f"{folder} lacks tokenizer.json, which attnviz reads an LLM's text with; download the "
                               "whole folder.")
-    data = read_json(path) if path.stat().st_size <= MAX_TOKENIZER_BYTES else None
+    data = read_object(path) if path.stat().st_size <= MAX_TOKENIZER_BYTES else None
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise CheckpointError(f"{path} is not a tokenizers file (a JSON object with a model, at most "
                               f"{MAX_TOKENIZER_BYTES // 2**20} MB); {AGAIN}.")

@@ -1,20 +1,129 @@
-"""Loading an LLM folder's weights into attnviz's ``CausalLM``: the torch half of the format ``engine.hub.llm``
-registers, imported only when a folder is loaded. The network's parameters carry the folder's own names, so every
-tensor (each shard's, read through ``engine.checkpoints.weights``: names, shapes and values checked) is assigned as
-it is stored, mapped from the file, in its stored precision unless another is asked.
+"""The torch half of the LLM folder format (``engine.hub.llm``), imported only when a folder is loaded: the folder's
+weights assigned to attnviz's ``CausalLM`` and the ``Translator`` over it.
+
+The network's parameters carry the folder's own names, so every tensor (each shard's, read through
+``engine.checkpoints.weights``: names, shapes and values checked) is assigned as it is stored, mapped from the file,
+in its stored precision unless another is asked. The translator puts the sentence into the prompt
+(``engine.hub.llm_prompt``), reads the prompt's tokens as the source and decodes the answer with the folder's own
+tokenizer; everything else (step-by-step decoding, beam search, what-if prefixes, heads off, batches) is the
+Translator's, over a network that reads the prompt's last token as its first input.
 """
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from torch import Tensor
 
 from attnviz.engine.checkpoints.assign import build_loaded
 from attnviz.engine.checkpoints.weights import read_weights
+from attnviz.engine.errors import InputError
 from attnviz.engine.hub.llm_files import read_folder
+from attnviz.engine.hub.llm_prompt import DEFAULT_PROMPT, Prompt, build_prompt, check_prompt
 from attnviz.engine.hub.llm_tokens import compile_template, read_tokenizer, special_tokens
-from attnviz.engine.hub.llm_translator import LLMTranslator
+from attnviz.engine.models.causal_lm import SPECIALS
+from attnviz.engine.models.protocol import IncrementalModel
+from attnviz.engine.text.tokenize import LANGUAGE_NAMES, TokenizerSpec
+from attnviz.engine.text.vocab import SPECIALS as SPECIAL_TOKENS
+from attnviz.engine.text.vocab import Vocab
+from attnviz.engine.translator import Translator
+
+
+class LLMVocab(Vocab):
+    """attnviz's 4 specials, then the folder's tokens by id (their own strings: ``Ġthe``, ``▁the``, ``<|im_end|>``);
+    a token string the folder shares with attnviz's specials (Gemma's ``<eos>``) keeps its own id."""
+
+    def __init__(self, tokens: Sequence[str]):
+        self._itos = [*SPECIAL_TOKENS, *tokens]
+        self._stoi = {tok: i for i, tok in enumerate(self._itos)}
+
+
+def folder_tokens(tokenizer: Any, vocab: int) -> list[str]:
+    """The token string of every id below ``vocab`` (a row the tokenizer does not name: ``<unused:N>``)."""
+    return [tokenizer.id_to_token(i) or f"<unused:{i}>" for i in range(vocab)]
+
+
+class PromptTranslator:
+    """Mixed into ``Translator`` by ``llm_translator_class``: what differs for a model that reads a prompt."""
+
+    tokenizer: Any
+    template: Any
+    specials: dict[str, str]
+    prompt_template: str
+    src_spec: TokenizerSpec
+    tgt_spec: TokenizerSpec
+    tgt_vocab: Vocab
+    metadata: dict[str, Any]
+
+    def set_prompt(self, prompt: str | None) -> None:
+        """The instruction each sentence is put into (``DEFAULT_PROMPT`` for None); InputError for a bad one."""
+        self.prompt_template = DEFAULT_PROMPT if prompt is None else check_prompt(prompt)
+        self.metadata["prompt"] = self.prompt_template
+
+    def use_prompt(self, prompt: str | None) -> None:
+        """``prompt`` replaces the instruction (None keeps it)."""
+        if prompt is not None:
+            self.set_prompt(prompt)
+
+    def use_languages(self, src: str | None = None, tgt: str | None = None) -> None:
+        """The languages the instruction names (an LLM translates any pair it knows; attnviz names de, fr, en)."""
+        for code in (src, tgt):
+            if code is not None and code not in LANGUAGE_NAMES:
+                raise InputError(f"Language {code!r:.20} is not one attnviz names in a prompt; choose one of "
+                                 f"{', '.join(LANGUAGE_NAMES)}, or write the languages into --prompt.")
+        if src is not None:
+            self.src_spec = dataclasses.replace(self.src_spec, lang=src)
+        if tgt is not None:
+            self.tgt_spec = dataclasses.replace(self.tgt_spec, lang=tgt)
+
+    def prompt(self, text: str) -> Prompt:
+        """``text``'s prompt, exactly as the model reads it, with the sentence's span and each token's role."""
+        if not text.strip():
+            raise InputError("Nothing to translate: the sentence is empty. Type a sentence in "
+                             f"{LANGUAGE_NAMES.get(self.src_spec.lang, self.src_spec.lang)}.")
+        return build_prompt(text, self.prompt_template, self.src_spec.lang, self.tgt_spec.lang, self.template,
+                            self.tokenizer, self.specials)
+
+    def prepare_source(self, text: str) -> tuple[list[str], list[int], list[str]]:
+        if not isinstance(text, str):
+            raise InputError(f"The sentence must be text (str), not {type(text).__name__}.")
+        found = self.prompt(text)
+        limit = self.model_limit()
+        if len(found.ids) > limit:
+            raise InputError(f"The prompt has {len(found.ids):,} tokens but the model reads at most {limit:,} here; "
+                             "translate a shorter text.")
+        return list(found.tokens), [i + SPECIALS for i in found.ids], []
+
+    def model_limit(self) -> int:
+        model: IncrementalModel = self.model  # type: ignore[attr-defined]  # the Translator's
+        return model.max_source_len - 1
+
+    def target_ids(self, text: str) -> list[int]:
+        ids = self.tokenizer.encode(text, add_special_tokens=False).ids
+        return [i + SPECIALS for i in ids]
+
+    def detokenize(self, tokens: Sequence[str]) -> str:
+        ids = [self.tgt_vocab.id(t) - SPECIALS for t in tokens if self.tgt_vocab.id(t) >= SPECIALS]
+        return str(self.tokenizer.decode(ids, skip_special_tokens=True))
+
+    def checkpoint_parts(self, **extra: Any) -> Any:
+        raise InputError("An LLM folder is opened in place; converting it to one attnviz file is not supported yet. "
+                         "Open the folder itself (attnviz translate -m FOLDER, or File > Open folder).")
+
+
+class LLMTranslator(PromptTranslator, Translator):
+    """A ``Translator`` over a decoder-only LLM folder."""
+
+    def __init__(self, model: IncrementalModel, tokenizer: Any, template: Any, specials: dict[str, str],
+                 meta: dict[str, Any], src: str = "de", tgt: str = "en"):
+        vocab = LLMVocab(folder_tokens(tokenizer, model.cfg.tgt_vocab_size - SPECIALS))
+        super().__init__(model, vocab, vocab, TokenizerSpec(src, mode="whitespace", lowercase=False),
+                         TokenizerSpec(tgt, mode="whitespace", lowercase=False), meta)
+        self.tokenizer, self.template, self.specials = tokenizer, template, specials
+        self.set_prompt(meta.get("prompt"))
 
 
 def load_llm(folder: str | Path, dtype: str = "float32") -> LLMTranslator:
