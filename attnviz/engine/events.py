@@ -48,10 +48,21 @@ class EncoderPass:
     src_tokens: tuple[str, ...]  # with <sos>/<eos> when the model adds them
     encoder_attention: np.ndarray | None
     warnings: tuple[str, ...] = ()
+    # an LLM's prompt: per source token, "template" (the chat template's), "instruction" (the prompt's words around
+    # the sentence) or "source" (the sentence's own); empty for a model that reads the sentence alone
+    roles: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         s = len(self.src_tokens)
         _check(self.encoder_attention, "encoder_attention", (s, s))
+        if self.roles and len(self.roles) != s:
+            raise ValueError(f"roles name {len(self.roles)} tokens, but the source has {s}")
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """[first, last + 1) of the sentence's own tokens: the whole source unless ``roles`` say otherwise."""
+        inside = [i for i, role in enumerate(self.roles) if role == "source"]
+        return (inside[0], inside[-1] + 1) if inside else (0, len(self.src_tokens))
 
 
 @dataclass(frozen=True)
@@ -93,6 +104,7 @@ class Translation:
     probabilities: tuple[float, ...] = ()
     warnings: tuple[str, ...] = ()
     steps: tuple[DecodeStep, ...] = field(default=(), repr=False)
+    roles: tuple[str, ...] = ()  # per source token, as ``EncoderPass.roles``
 
     @property
     def words(self) -> tuple[str, ...]:
@@ -143,6 +155,7 @@ def assemble(first: EncoderPass, steps: list[DecodeStep], text: str) -> Translat
         probabilities=tuple(s.probability for s in steps),
         warnings=first.warnings,
         steps=tuple(steps),
+        roles=first.roles,
     )
 
 

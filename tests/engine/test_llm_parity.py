@@ -44,6 +44,9 @@ def test_the_prompt_is_the_one_apply_chat_template_renders(pair):
     a, b = prompt.span
     assert tokenizer.decode(list(prompt.ids[a:b])).strip() == SENTENCE  # the span is the sentence's tokens
     assert set(prompt.roles[:a]) >= {"template", "instruction"} and set(prompt.roles[a:b]) == {"source"}
+    t = ours.translate(SENTENCE, DecodeConfig(max_len=3))
+    assert t.src_tokens == prompt.tokens[:-1] and t.roles == prompt.roles[:-1]  # the last token is the first input
+    assert "".join(t.src_tokens[a:b]).replace("\u2581", " ").strip() == SENTENCE  # readable labels
 
 
 def test_logits_and_every_attention_tensor_equal_transformers(pair):

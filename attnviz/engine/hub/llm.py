@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from attnviz.engine.checkpoints.card import card_from_metadata
 from attnviz.engine.hub.llm_config import MODEL_TYPES, refusal
 from attnviz.engine.hub.llm_files import read_folder
-from attnviz.engine.hub.llm_tokens import compile_template, read_tokenizer
+from attnviz.engine.hub.llm_tokens import compile_template, read_tokenizer, token_labels
 from attnviz.engine.hub.marian_files import model_type
 from attnviz.engine.hub.registry import FolderFormat, FolderPlan, register
 from attnviz.engine.text.vocab import SPECIALS
@@ -33,7 +33,7 @@ def llm_plan(folder: Path) -> FolderPlan:
     if parts.template is not None:
         compile_template(folder / "chat_template", parts.template)
     parameters = sum(math.prod(shape) for plan in parts.plans for shape in plan.required.values())
-    vocab = [*SPECIALS, *(tokenizer.id_to_token(i) or f"<unused:{i}>" for i in range(parts.arch.vocab))]
+    vocab = [*SPECIALS, *token_labels(tokenizer, parts.arch.vocab)]
     spec = {"mode": "whitespace", "lowercase": False}
     meta = {"name": folder.resolve().name, "model": parts.cfg.to_dict(), "src_vocab": vocab, "tgt_vocab": vocab,
             "src_tokenizer": spec | {"lang": "de"}, "tgt_tokenizer": spec | {"lang": "en"},

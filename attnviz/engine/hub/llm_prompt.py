@@ -45,7 +45,7 @@ class Prompt:
 
     text: str  # the whole prompt, template included
     ids: tuple[int, ...]  # the folder's token ids
-    tokens: tuple[str, ...]  # their labels (the tokenizer's own token strings)
+    tokens: tuple[str, ...]  # their labels (the tokenizer's strings; the translator's readable labels)
     roles: tuple[str, ...]  # per token, one of ROLES
     span: tuple[int, int]  # [first, last + 1) of the tokens that overlap the sentence
 

@@ -18,6 +18,7 @@ from typing import Any
 
 from attnviz.engine.checkpoints.folder import AGAIN, read_bytes, read_object
 from attnviz.engine.errors import CheckpointError, InputError
+from attnviz.engine.text.tokenize import WORD_START
 
 MAX_TOKENIZER_BYTES = 64 * 1024 * 1024  # Gemma 3's tokenizer.json is 33 MB
 MODELS = ("BPE", "Unigram")
@@ -56,6 +57,41 @@ def read_tokenizer(folder: Path, vocab: int) -> Any:
     if size < 16:
         raise CheckpointError(f"{path} holds only {size} tokens; it cannot spell a language's text: {AGAIN}.")
     return tokenizer
+
+
+def _byte_alphabet() -> dict[str, int]:
+    """GPT-2's byte-level alphabet, reversed: the printable character standing for each byte -> the byte."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
+    chars, extra = list(printable), 0
+    for b in range(256):
+        if b not in printable:
+            printable.append(b)
+            chars.append(256 + extra)
+            extra += 1
+    return {chr(c): b for b, c in zip(printable, chars, strict=True)}
+
+
+def token_labels(tokenizer: Any, vocab: int) -> list[str]:
+    """A readable label for each id below ``vocab``: a byte-level BPE token's text ("Ġthe" -> "▁the", "Ċ" -> a new
+    line, UTF-8 split over tokens as ``\\xc3``), a SentencePiece-style token as it is; special tokens, and any label
+    that would repeat another, keep the tokenizer's own string. Rows the tokenizer does not name: ``<unused:N>``."""
+    from tokenizers import decoders
+
+    raw = [tokenizer.id_to_token(i) or f"<unused:{i}>" for i in range(vocab)]
+    if not isinstance(tokenizer.decoder, decoders.ByteLevel):
+        return raw
+    alphabet = _byte_alphabet()
+    special = {t.content for t in tokenizer.get_added_tokens_decoder().values()}
+    labels, seen = [], set(raw)
+    for token in raw:
+        label = token
+        if token not in special and all(c in alphabet for c in token):
+            text = bytes(alphabet[c] for c in token).decode("utf-8", errors="backslashreplace")
+            text = WORD_START + text[1:] if text.startswith(" ") and len(text) > 1 else text
+            label = text if text not in seen else token
+        seen.add(label)
+        labels.append(label)
+    return labels
 
 
 def special_tokens(folder: Path) -> dict[str, str]:

@@ -23,9 +23,10 @@ from attnviz.engine.checkpoints.weights import read_weights
 from attnviz.engine.errors import InputError
 from attnviz.engine.hub.llm_files import read_folder
 from attnviz.engine.hub.llm_prompt import DEFAULT_PROMPT, Prompt, build_prompt, check_prompt
-from attnviz.engine.hub.llm_tokens import compile_template, read_tokenizer, special_tokens
+from attnviz.engine.hub.llm_tokens import compile_template, read_tokenizer, special_tokens, token_labels
 from attnviz.engine.models.causal_lm import SPECIALS
 from attnviz.engine.models.protocol import IncrementalModel
+from attnviz.engine.search.greedy import DecodeInput
 from attnviz.engine.text.tokenize import LANGUAGE_NAMES, TokenizerSpec
 from attnviz.engine.text.vocab import SPECIALS as SPECIAL_TOKENS
 from attnviz.engine.text.vocab import Vocab
@@ -33,17 +34,12 @@ from attnviz.engine.translator import Translator
 
 
 class LLMVocab(Vocab):
-    """attnviz's 4 specials, then the folder's tokens by id (their own strings: ``Ġthe``, ``▁the``, ``<|im_end|>``);
-    a token string the folder shares with attnviz's specials (Gemma's ``<eos>``) keeps its own id."""
+    """attnviz's 4 specials, then the folder's tokens by id, as ``token_labels`` shows them (``▁the``,
+    ``<|im_end|>``); a label the folder shares with attnviz's specials (Gemma's ``<eos>``) keeps its own id."""
 
     def __init__(self, tokens: Sequence[str]):
         self._itos = [*SPECIAL_TOKENS, *tokens]
         self._stoi = {tok: i for i, tok in enumerate(self._itos)}
-
-
-def folder_tokens(tokenizer: Any, vocab: int) -> list[str]:
-    """The token string of every id below ``vocab`` (a row the tokenizer does not name: ``<unused:N>``)."""
-    return [tokenizer.id_to_token(i) or f"<unused:{i}>" for i in range(vocab)]
 
 
 class PromptTranslator:
@@ -84,10 +80,22 @@ class PromptTranslator:
         if not text.strip():
             raise InputError("Nothing to translate: the sentence is empty. Type a sentence in "
                              f"{LANGUAGE_NAMES.get(self.src_spec.lang, self.src_spec.lang)}.")
-        return build_prompt(text, self.prompt_template, self.src_spec.lang, self.tgt_spec.lang, self.template,
-                            self.tokenizer, self.specials)
+        found = build_prompt(text, self.prompt_template, self.src_spec.lang, self.tgt_spec.lang, self.template,
+                             self.tokenizer, self.specials)
+        return dataclasses.replace(found, tokens=tuple(self.tgt_vocab.token(i + SPECIALS) for i in found.ids))
 
     def prepare_source(self, text: str) -> tuple[list[str], list[int], list[str]]:
+        found = self._checked_prompt(text)
+        return list(found.tokens), [i + SPECIALS for i in found.ids], []
+
+    def prepare(self, text: str, forced: Sequence[int] | None = None) -> DecodeInput:
+        """The prompt as the source, its last token kept back as the first decoder input (its label and role
+        too), each token's role beside it."""
+        found = self._checked_prompt(text)
+        return DecodeInput([i + SPECIALS for i in found.ids], found.tokens[:-1], tuple(forced or ()), (),
+                           found.roles[:-1])
+
+    def _checked_prompt(self, text: str) -> Prompt:
         if not isinstance(text, str):
             raise InputError(f"The sentence must be text (str), not {type(text).__name__}.")
         found = self.prompt(text)
@@ -95,7 +103,7 @@ class PromptTranslator:
         if len(found.ids) > limit:
             raise InputError(f"The prompt has {len(found.ids):,} tokens but the model reads at most {limit:,} here; "
                              "translate a shorter text.")
-        return list(found.tokens), [i + SPECIALS for i in found.ids], []
+        return found
 
     def model_limit(self) -> int:
         model: IncrementalModel = self.model  # type: ignore[attr-defined]  # the Translator's
@@ -119,7 +127,7 @@ class LLMTranslator(PromptTranslator, Translator):
 
     def __init__(self, model: IncrementalModel, tokenizer: Any, template: Any, specials: dict[str, str],
                  meta: dict[str, Any], src: str = "de", tgt: str = "en"):
-        vocab = LLMVocab(folder_tokens(tokenizer, model.cfg.tgt_vocab_size - SPECIALS))
+        vocab = LLMVocab(token_labels(tokenizer, model.cfg.tgt_vocab_size - SPECIALS))
         super().__init__(model, vocab, vocab, TokenizerSpec(src, mode="whitespace", lowercase=False),
                          TokenizerSpec(tgt, mode="whitespace", lowercase=False), meta)
         self.tokenizer, self.template, self.specials = tokenizer, template, specials

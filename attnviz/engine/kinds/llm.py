@@ -39,9 +39,10 @@ def _validate(cfg: ModelConfig) -> None:
     arch.check_layers(cfg.dec_layers, cfg.heads)
     if cfg.enc_layers:
         raise ConfigError("a decoder-only LLM has no encoder layers (enc_layers 0)")
-    if cfg.src_vocab_size != cfg.tgt_vocab_size or cfg.tgt_vocab_size != arch.vocab + 4:
-        raise ConfigError(f"an LLM's vocabulary sizes are its folder's {arch.vocab:,} + attnviz's 4 specials, not "
-                          f"{cfg.src_vocab_size:,}/{cfg.tgt_vocab_size:,}")
+    if cfg.src_vocab_size != cfg.tgt_vocab_size or cfg.tgt_vocab_size != arch.vocab + arch.offset:
+        raise ConfigError(f"an LLM's vocabulary sizes are its embedding's {arch.vocab:,} rows + {arch.offset} "
+                          f"(attnviz's specials before a folder's tokens), not {cfg.src_vocab_size:,}/"
+                          f"{cfg.tgt_vocab_size:,}")
     if cfg.activation not in ("swish", "gelu_new"):
         raise ConfigError(f"an LLM's feed-forward is gated by swish (SiLU) or gelu_new, not {cfg.activation!r}")
 
@@ -56,8 +57,8 @@ def describe_llm(cfg: ModelConfig) -> str:
             f"{window}, vocabulary {arch.vocab:,}")
 
 
-# the test suite's toy vocabularies hold 12 words after attnviz's 4 specials
-EXAMPLE_ARCH = dict(vocab=12, family="llama", kv_heads=2, head_dim=8, end_ids=[1, 2], qkv_bias=True)
+# built over attnviz's own vocabulary (the test suite's toy ones: 4 specials and 12 words)
+EXAMPLE_ARCH = dict(vocab=16, offset=0, family="llama", kv_heads=2, head_dim=8, qkv_bias=True)
 
 LLM = register(ModelKind(
     name="llm",

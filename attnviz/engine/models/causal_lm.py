@@ -120,11 +120,12 @@ class CausalLM(IncrementalModel):
     # -- ids and masks -------------------------------------------------------------------------------------------
 
     def folder_ids(self, ids: Tensor, lead: Tensor | None = None) -> Tensor:
-        """attnviz ids -> the folder's: specials to the lead token (``<sos>``), an end token (``<eos>``), 0."""
-        out = (ids - SPECIALS).clamp(min=0)
+        """attnviz ids -> the model's rows: ``<sos>`` to the lead token; with a folder's vocabulary, ``<eos>`` to its
+        first end token and the other specials to row 0."""
+        out = (ids - self.arch.offset).clamp(min=0)
         if lead is not None:
             out = torch.where(ids == SOS_ID, lead[:, None], out)
-        if self.arch.end_ids:
+        if self.arch.offset and self.arch.end_ids:
             out = torch.where(ids == EOS_ID, self.arch.end_ids[0], out)
         return out
 
@@ -229,6 +230,8 @@ class CausalLM(IncrementalModel):
         if self.arch.final_softcap:
             cap = self.arch.final_softcap
             logits = torch.tanh(logits / cap) * cap
+        if not self.arch.offset:  # built over attnviz's vocabulary: its specials are rows of their own
+            return tap(self.probes.plan(), "logits", logits)
         never = torch.finfo(logits.dtype).min  # finite: a training loss over these logits stays finite
         specials = logits.new_full((*logits.shape[:-1], SPECIALS), never)
         ends = list(self.arch.end_ids)

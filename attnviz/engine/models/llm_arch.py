@@ -27,7 +27,10 @@ MAX_VOCAB = 2_000_000
 class LLMArch:
     """A decoder-only network's switches (the defaults are Llama's)."""
 
-    vocab: int  # the folder's vocabulary (the embedding's rows); attnviz's ids are these + 4 (its specials first)
+    vocab: int  # the embedding's rows: a folder's vocabulary, or attnviz's own for a model built over it
+    # attnviz's id of the model's row i is i + offset: 4 for a folder's vocabulary (attnviz's specials first, the end
+    # token the best of ``end_ids``), 0 for a model built over attnviz's vocabulary (its specials are rows)
+    offset: int = 4
     family: str = "llama"
     kv_heads: int = 0  # grouped-query attention: key/value heads, each shared by heads // kv_heads query heads
     head_dim: int = 0  # per head; may differ from d_model // heads (Qwen3, Gemma)
@@ -70,6 +73,7 @@ class LLMArch:
         need(self.sliding_window >= 0 and min(self.attn_softcap, self.final_softcap, self.query_scale) >= 0,
              "sliding_window, softcaps and query_scale must not be negative")
         need(all(0 <= i < self.vocab for i in self.end_ids), f"end ids {list(self.end_ids)} must be below {self.vocab}")
+        need(self.offset in (0, 4), f"arch.offset must be 4 (a folder's vocabulary) or 0 (attnviz's), not {self.offset}")
 
     def check_layers(self, layers: int, heads: int) -> None:
         """The switches agree with the layer and head counts of the ``ModelConfig`` they sit in."""

@@ -149,7 +149,7 @@ def beam_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab,
         enc = model.encode(torch.tensor([list(source.src_ids)], dtype=torch.long, device=device), need_weights=True)
         cache = model.start(enc)
     yield EncoderPass(tuple(source.src_tokens), torch.stack(enc.attention, 1)[0].cpu().numpy().copy()
-                      if enc.attention else None, tuple(source.warnings))
+                      if enc.attention else None, tuple(source.warnings), tuple(source.roles))
     live: Sequence[BeamNode | None] = [None]  # the hypotheses the cache rows hold; None: the root
     scores, tokens = torch.zeros(1), torch.tensor([SOS_ID], device=device)
     finished: list[tuple[float, BeamNode]] = []  # (normalised score, hypothesis)

@@ -33,6 +33,7 @@ class DecodeInput(NamedTuple):
     src_tokens: Sequence[str]  # labels of ``src_ids``, one to one (but the last: see ModelKind.reads_prompt)
     forced: Sequence[int] = ()  # target ids the first steps take instead of choosing (a language model's prefix)
     warnings: Sequence[str] = ()  # about the input (tokens dropped, unknown words)
+    roles: Sequence[str] = ()  # an LLM's prompt: each source token's role (``EncoderPass.roles``)
 
 
 def device_of(model: SearchModel) -> torch.device:
@@ -103,7 +104,7 @@ def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, deco
         cache = model.start(enc)
     # L x [1,H,S,S] -> [L,H,S,S]
     enc_attn = torch.stack(enc.attention, 1)[0].cpu().numpy().copy() if enc.attention else None
-    yield EncoderPass(tuple(source.src_tokens), enc_attn, tuple(source.warnings))
+    yield EncoderPass(tuple(source.src_tokens), enc_attn, tuple(source.warnings), tuple(source.roles))
     prefix, k, limit = [SOS_ID], min(decode.topk, len(tgt_vocab)), step_limit(model, decode.max_len)
     for t in range(limit):
         with gates():
