@@ -21,8 +21,10 @@ from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata, check
 from attnviz.engine.checkpoints.folder import check_weight_file
 from attnviz.engine.checkpoints.header import read_header, read_index, require_path
 from attnviz.engine.checkpoints.memory import AUTO, DTYPES, check_fits, resolve_dtype, stored_dtype
-from attnviz.engine.errors import CheckpointError
+from attnviz.engine.config import DEFAULT_KIND
+from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.hub import FolderPlan, format_of
+from attnviz.engine.kinds import get_kind
 
 if TYPE_CHECKING:
     from attnviz.engine.translator import Translator
@@ -69,6 +71,10 @@ def load_translator(path: str | os.PathLike[str], dtype: str = AUTO) -> Translat
         meta, index = read_header(path)
         run = resolve_dtype(dtype, meta["dtype"] if meta.get("dtype") in DTYPES else "float32")
         check_fits(path, stored_parameters(index), run)
+        if _reads_prompt(meta):  # a converted LLM folder: its tokenizer and template travel in the file
+            from attnviz.engine.hub.llm_weights import load_llm_checkpoint
+
+            return load_llm_checkpoint(path, run)
         return load_checkpoint(path, run)
     folder = Path(path)
     plan, _, _ = _folder_plan(folder)
@@ -78,6 +84,15 @@ def load_translator(path: str | os.PathLike[str], dtype: str = AUTO) -> Translat
     _check_loaded(folder, plan.card, translator)
     translator.metadata["dtype"] = plan.card.dtype  # what the card says the weights are stored as
     return translator
+
+
+def _reads_prompt(meta: dict) -> bool:
+    """Whether a checkpoint's model is of a kind that reads a prompt (a converted LLM folder)."""
+    model = meta.get("model")
+    try:
+        return isinstance(model, dict) and get_kind(str(model.get("kind", DEFAULT_KIND))).reads_prompt
+    except ConfigError:  # an unknown kind: the checkpoint loader says so
+        return False
 
 
 def _check_loaded(folder: Path, card: ModelCard, translator: Translator) -> None:

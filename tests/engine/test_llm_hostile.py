@@ -109,3 +109,32 @@ def test_a_bad_prompt_is_refused(base):
     translator.set_prompt("{src_lang}: {text}\n{tgt_lang}:")
     assert translator.prompt("Ein Hund.").text == "<|im_start|>user\nGerman: Ein Hund.\nEnglish:<|im_end|>\n" \
                                                   "<|im_start|>assistant\n"
+
+
+def test_convert_writes_one_checkpoint_that_translates_as_the_folder(base, tmp_path, capsys):
+    from attnviz.cli.main import main
+    from attnviz.engine.config import DecodeConfig
+    from attnviz.engine.loading import read_card
+
+    out = tmp_path / "qwen.safetensors"
+    assert main(["convert", str(base), "--out", str(out)]) == 0
+    folder, converted = load_translator(base, "float32"), load_translator(out, "float32")
+    decode = DecodeConfig(max_len=6)
+    assert converted.translate("Ein Hund läuft.", decode).tokens == folder.translate("Ein Hund läuft.", decode).tokens
+    assert converted.prompt("Ein Hund.").text == folder.prompt("Ein Hund.").text  # the template travelled
+    assert read_card(out).kind.name == "llm" and read_card(out).parameters == folder.card.parameters
+
+
+def test_a_converted_llm_without_its_tokenizer_is_refused(base, tmp_path):
+    from safetensors.torch import load_file, save_file
+
+    from attnviz.engine.checkpoints.header import read_header
+
+    out = tmp_path / "qwen.safetensors"
+    load_translator(base, "float32").save(out)
+    meta, _ = read_header(out)
+    tensors = {k: v for k, v in load_file(str(out)).items() if k != "tokenizer.llm"}
+    import json as _json
+
+    save_file(tensors, str(out), metadata={"attnviz": _json.dumps(meta)})
+    refused(out, "an LLM checkpoint without its tokenizer")

@@ -61,6 +61,11 @@ def read_json(path: Path) -> Any:
     NaN/Infinity or a number too large for a float or too long for an int, nesting deeper than ``MAX_DEPTH``."""
     with open_regular(path, FOLDER_FILE) as f:
         raw = f.read(MAX_JSON_BYTES + 1)
+    return parse_json(path, raw)
+
+
+def parse_json(path: Path | str, raw: bytes) -> Any:
+    """``read_json``'s checks of JSON bytes that ``path`` names (a file, or a checkpoint's stored file)."""
     if len(raw) > MAX_JSON_BYTES:
         raise CheckpointError(f"{path} is larger than {MAX_JSON_BYTES // 2**20} MiB, far beyond any model's; "
                               f"it is damaged or not this model's file: {AGAIN}.")

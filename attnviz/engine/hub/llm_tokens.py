@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from attnviz.engine.checkpoints.folder import AGAIN, read_bytes, read_object
+from attnviz.engine.checkpoints.folder import AGAIN, parse_json, read_bytes, read_object
 from attnviz.engine.errors import CheckpointError, InputError
 from attnviz.engine.text.tokenize import WORD_START
 
@@ -27,13 +27,18 @@ MAX_PROMPT_CHARS = 1_000_000
 
 
 def read_tokenizer(folder: Path, vocab: int) -> Any:
-    """``tokenizer.json`` as a ``tokenizers.Tokenizer``: a BPE or Unigram model whose ids fit the embedding's
-    ``vocab`` rows (CheckpointError naming the file otherwise)."""
+    """``tokenizer.json`` as a ``tokenizers.Tokenizer`` (``parse_tokenizer``)."""
     path = folder / "tokenizer.json"
     if not path.exists():
         raise CheckpointError(f"{folder} lacks tokenizer.json, which attnviz reads an LLM's text with; download the "
                               "whole folder.")
-    data = read_object(path) if path.stat().st_size <= MAX_TOKENIZER_BYTES else None
+    return parse_tokenizer(path, read_bytes(path, MAX_TOKENIZER_BYTES), vocab)
+
+
+def parse_tokenizer(path: Path | str, raw: bytes, vocab: int) -> Any:
+    """The tokenizer ``raw`` holds (read from ``path``): a BPE or Unigram model whose ids fit the embedding's
+    ``vocab`` rows, its JSON checked as every folder file's is (CheckpointError naming ``path`` otherwise)."""
+    data = parse_json(path, raw) if len(raw) <= MAX_TOKENIZER_BYTES else None
     if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
         raise CheckpointError(f"{path} is not a tokenizers file (a JSON object with a model, at most "
                               f"{MAX_TOKENIZER_BYTES // 2**20} MB); {AGAIN}.")
@@ -44,7 +49,7 @@ def read_tokenizer(folder: Path, vocab: int) -> Any:
     from tokenizers import Tokenizer  # Rust, no torch: only when a folder is read
 
     try:
-        tokenizer = Tokenizer.from_str(read_bytes(path, MAX_TOKENIZER_BYTES).decode("utf-8"))
+        tokenizer = Tokenizer.from_str(raw.decode("utf-8"))
     except Exception as exc:  # tokenizers raises its own Exception with the parser's text
         raise CheckpointError(f"{path} cannot be read by the tokenizers library ({str(exc)[:120]}); "
                               f"{AGAIN}.") from None
@@ -121,7 +126,7 @@ def _environment() -> Any:
     return env
 
 
-def compile_template(path: Path, source: str) -> Any:
+def compile_template(path: Path | str, source: str) -> Any:
     """The template, compiled (CheckpointError naming ``path`` when it is not valid jinja)."""
     from jinja2 import TemplateError
 

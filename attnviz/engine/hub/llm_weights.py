@@ -12,25 +12,41 @@ Translator's, over a network that reads the prompt's last token as its first inp
 from __future__ import annotations
 
 import dataclasses
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import torch
 from torch import Tensor
 
 from attnviz.engine.checkpoints.assign import build_loaded
+from attnviz.engine.checkpoints.header import TOKENIZER_PREFIX, read_header
+from attnviz.engine.checkpoints.mapped import map_tensors
+from attnviz.engine.checkpoints.store import check_finite
 from attnviz.engine.checkpoints.weights import read_weights
-from attnviz.engine.errors import InputError
+from attnviz.engine.config import ModelConfig
+from attnviz.engine.errors import CheckpointError, ConfigError, InputError
 from attnviz.engine.hub.llm_files import read_folder
 from attnviz.engine.hub.llm_prompt import DEFAULT_PROMPT, Prompt, build_prompt, check_prompt
-from attnviz.engine.hub.llm_tokens import compile_template, read_tokenizer, special_tokens, token_labels
+from attnviz.engine.hub.llm_tokens import (
+    compile_template,
+    parse_tokenizer,
+    read_tokenizer,
+    special_tokens,
+    token_labels,
+)
+from attnviz.engine.kinds import check
 from attnviz.engine.models.causal_lm import SPECIALS
+from attnviz.engine.models.llm_arch import LLMArch
 from attnviz.engine.models.protocol import IncrementalModel
 from attnviz.engine.search.greedy import DecodeInput
 from attnviz.engine.text.tokenize import LANGUAGE_NAMES, TokenizerSpec
 from attnviz.engine.text.vocab import SPECIALS as SPECIAL_TOKENS
 from attnviz.engine.text.vocab import Vocab
-from attnviz.engine.translator import Translator
+from attnviz.engine.translator import Translator, check_index
+
+TOKENIZER_TENSOR = f"{TOKENIZER_PREFIX}llm"  # tokenizer.json's bytes in a converted LLM's checkpoint
 
 
 class LLMVocab(Vocab):
@@ -47,6 +63,7 @@ class PromptTranslator:
 
     tokenizer: Any
     template: Any
+    template_source: str | None
     specials: dict[str, str]
     prompt_template: str
     src_spec: TokenizerSpec
@@ -117,20 +134,27 @@ class PromptTranslator:
         ids = [self.tgt_vocab.id(t) - SPECIALS for t in tokens if self.tgt_vocab.id(t) >= SPECIALS]
         return str(self.tokenizer.decode(ids, skip_special_tokens=True))
 
-    def checkpoint_parts(self, **extra: Any) -> Any:
-        raise InputError("An LLM folder is opened in place; converting it to one attnviz file is not supported yet. "
-                         "Open the folder itself (attnviz translate -m FOLDER, or File > Open folder).")
+    def checkpoint_parts(self, **extra: Any) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+        """The Translator's parts plus what a prompt needs: ``tokenizer.json`` as a uint8 tensor, the chat
+        template's source, the special tokens' text and the instruction."""
+        state, meta = Translator.checkpoint_parts(self, **extra)  # type: ignore[arg-type]  # mixed into one
+        raw = self.tokenizer.to_str().encode("utf-8")
+        state[TOKENIZER_TENSOR] = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
+        meta.update(chat_template=self.template_source, special_tokens=self.specials, prompt=self.prompt_template)
+        return state, meta
 
 
 class LLMTranslator(PromptTranslator, Translator):
     """A ``Translator`` over a decoder-only LLM folder."""
 
-    def __init__(self, model: IncrementalModel, tokenizer: Any, template: Any, specials: dict[str, str],
-                 meta: dict[str, Any], src: str = "de", tgt: str = "en"):
+    def __init__(self, model: IncrementalModel, tokenizer: Any, template_source: str | None,
+                 specials: dict[str, str], meta: dict[str, Any], where: Path | str = "the model"):
         vocab = LLMVocab(token_labels(tokenizer, model.cfg.tgt_vocab_size - SPECIALS))
-        super().__init__(model, vocab, vocab, TokenizerSpec(src, mode="whitespace", lowercase=False),
-                         TokenizerSpec(tgt, mode="whitespace", lowercase=False), meta)
-        self.tokenizer, self.template, self.specials = tokenizer, template, specials
+        super().__init__(model, vocab, vocab, TokenizerSpec("de", mode="whitespace", lowercase=False),
+                         TokenizerSpec("en", mode="whitespace", lowercase=False), meta)
+        self.tokenizer, self.specials = tokenizer, specials
+        self.template_source = template_source
+        self.template = None if template_source is None else compile_template(where, template_source)
         self.set_prompt(meta.get("prompt"))
 
 
@@ -139,11 +163,35 @@ def load_llm(folder: str | Path, dtype: str = "float32") -> LLMTranslator:
     folder = Path(folder)
     parts = read_folder(folder)
     tokenizer = read_tokenizer(folder, parts.arch.vocab)
-    template = None if parts.template is None else compile_template(folder / "chat_template", parts.template)
     weights: dict[str, Tensor] = {}
     for plan in parts.plans:
         weights |= read_weights(plan)
     model = build_loaded(folder, parts.cfg, weights, dtype)
     meta = {"name": folder.resolve().name, "path": str(folder), "imported_from": f"{parts.model_type} folder",
             "generation": parts.generation}
-    return LLMTranslator(model, tokenizer, template, special_tokens(folder), meta)
+    return LLMTranslator(model, tokenizer, parts.template, special_tokens(folder), meta, folder / "chat_template")
+
+
+def load_llm_checkpoint(path: str | os.PathLike[str], dtype: str = "float32") -> LLMTranslator:
+    """An LLM saved as one attnviz checkpoint (``attnviz convert``): its header and tensors checked as any
+    checkpoint's, its stored tokenizer as a folder's ``tokenizer.json``, its template compiled in the sandbox."""
+    path = Path(path)
+    meta, index = read_header(path)
+    try:
+        cfg = check(ModelConfig.from_dict(meta.get("model")))  # type: ignore[arg-type]  # checked as a dict there
+    except (ConfigError, TypeError) as exc:
+        raise CheckpointError(f"{path}: its model settings are invalid: {exc}") from None
+    check_index(path, cfg, index)
+    tensors = map_tensors(path, index, "a checkpoint file; choose a .safetensors file")
+    stored = tensors.pop(TOKENIZER_TENSOR, None)
+    if stored is None:
+        raise CheckpointError(f"{path} is an LLM checkpoint without its tokenizer; convert the folder again.")
+    tokenizer = parse_tokenizer(f"{path} (its tokenizer)", bytes(stored.numpy()), LLMArch.from_dict(cfg.arch).vocab)
+    template, specials = meta.get("chat_template"), meta.get("special_tokens") or {}
+    if not (template is None or isinstance(template, str)) or not (
+            isinstance(specials, dict) and all(isinstance(v, str) for v in specials.values())):
+        raise CheckpointError(f"{path}: its chat template or special tokens are damaged; convert the folder again.")
+    check_finite(path, tensors)
+    model = build_loaded(path, cfg, tensors, dtype)
+    meta["path"] = str(path)
+    return LLMTranslator(model, tokenizer, template, specials, meta, path)

@@ -73,7 +73,8 @@ class LLMArch:
         need(self.sliding_window >= 0 and min(self.attn_softcap, self.final_softcap, self.query_scale) >= 0,
              "sliding_window, softcaps and query_scale must not be negative")
         need(all(0 <= i < self.vocab for i in self.end_ids), f"end ids {list(self.end_ids)} must be below {self.vocab}")
-        need(self.offset in (0, 4), f"arch.offset must be 4 (a folder's vocabulary) or 0 (attnviz's), not {self.offset}")
+        need(self.offset in (0, 4), f"arch.offset must be 4 (a folder's vocabulary) or 0 (attnviz's), not "
+             f"{self.offset}")
 
     def check_layers(self, layers: int, heads: int) -> None:
         """The switches agree with the layer and head counts of the ``ModelConfig`` they sit in."""
