@@ -28,3 +28,25 @@ def test_prompt_is_refused_where_it_cannot_apply(tmp_path, capsys):
     folder = make_llm_folder(tmp_path, "qwen2")
     assert main(["translate", "-m", str(folder), "--prompt", "no field", "Der Hund."]) != 0
     assert "must hold {text} exactly once" in capsys.readouterr().err
+
+
+def test_a_folders_sampling_is_its_default_seeded_and_said(tmp_path, capsys):
+    import json
+
+    from attnviz.engine.config import DecodeConfig
+    from attnviz.engine.loading import load_translator
+
+    folder = make_llm_folder(tmp_path, "qwen2")
+    generation = json.loads((folder / "generation_config.json").read_text())
+    generation.update(do_sample=True, temperature=0.7, top_p=0.8, max_new_tokens=6)
+    (folder / "generation_config.json").write_text(json.dumps(generation))
+    assert main(["info", str(folder)]) == 0
+    out = capsys.readouterr().out
+    assert "sampled at temperature 0.7 (seed 0)" in out and "top_p 0.8" in out
+    runs = []
+    for _ in range(2):
+        assert main(["translate", "-m", str(folder), "Der Hund läuft."]) == 0
+        runs.append(capsys.readouterr().out)
+    expected = load_translator(folder, "float32").translate("Der Hund läuft.", DecodeConfig(temperature=0.7,
+                                                                                            max_len=6)).text
+    assert runs[0] == runs[1] == expected + "\n"

@@ -79,7 +79,9 @@ def translate_lines(translator, lines: list[Line], decode, capture: bool = False
             except InputError as exc:
                 line.error = str(exc)
     limit = step_limit(translator.model, decode.max_len)
-    if capture or n_best:
+    if decode.temperature > 0 and decode.beam == 1:  # sampled (an LLM folder's own decoding): each line seeded
+        ended = [_sample_line(translator, line, decode) for line in todo]
+    elif capture or n_best:
         ended = [_search_line(translator, line, decode, n_best) for line in todo]
     else:
         ended = []
@@ -89,6 +91,16 @@ def translate_lines(translator, lines: list[Line], decode, capture: bool = False
     for line, done in zip(todo, ended, strict=True):
         if not done:
             line.warnings = [*line.warnings, limit_warning(limit, "--max-len")]
+
+
+def _sample_line(translator, line: Line, decode) -> bool:
+    """One line sampled step by step at ``decode.temperature`` from a generator seeded with ``decode.seed`` (the
+    same line gives the same output). Returns whether it ended with ``<eos>``."""
+    answer = translator.translate(line.text, decode)
+    line.translation = answer
+    line.tokens = [t for t in answer.tokens if t != EOS]
+    line.output = answer.text
+    return bool(answer.tokens) and answer.tokens[-1] == EOS
 
 
 def _search_line(translator, line: Line, decode, n_best: int) -> bool:

@@ -123,7 +123,9 @@ class ModelCard:
 
 def describe_decoding(decode: DecodeConfig) -> str:
     """A search's settings in a few words: "beam 4, length penalty 1.0, at most 511 tokens, ..."."""
-    parts = [f"beam {decode.beam}" if decode.beam > 1 else "greedy"]
+    parts = [f"beam {decode.beam}" if decode.beam > 1 else
+             f"sampled at temperature {decode.temperature:g} (seed {decode.seed})" if decode.temperature > 0
+             else "greedy"]
     if decode.beam > 1:
         rule = "length ** penalty" if decode.length_rule == "power" else "GNMT"
         parts.append(f"length penalty {decode.length_penalty:g} ({rule})")

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from attnviz.engine.checkpoints.folder import AGAIN, WeightPlan, read_bytes, read_object
+from attnviz.engine.checkpoints.folder import AGAIN, WeightPlan, check_number, read_bytes, read_object
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.hub.families import holds
@@ -160,16 +160,24 @@ def read_folder(folder: Path) -> LLMFolder:
 
 
 def replace_length(folder: Path, generation: dict[str, Any]) -> dict[str, Any]:
-    """An LLM's ``max_length`` counts the prompt too: the answer's limit is ``max_new_tokens`` when given, else
-    ``DEFAULT_NEW_TOKENS`` (said in the notes)."""
+    """What differs for an LLM's generation config: ``max_length`` counts the prompt, so the answer's limit is
+    ``max_new_tokens`` when given, else ``DEFAULT_NEW_TOKENS`` (said in the notes); ``do_sample`` samples at its
+    ``temperature`` (attnviz's seed 0 unless asked), its top-k / top-p cut-offs said not applied."""
     path = folder / "generation_config.json"
     settings = read_object(path) if path.exists() else {}
     new = settings.get("max_new_tokens")
-    notes = list(generation.get("notes", []))
+    notes = [n for n in generation.get("notes", []) if not n.startswith("do_sample")]
+    fields: dict[str, Any] = {}
     if not isinstance(new, int):
         new = DEFAULT_NEW_TOKENS
         notes.append(f"max_length counts the prompt; answers stop after {DEFAULT_NEW_TOKENS} tokens (--max-len)")
-    return generation | {"max_len": new, "notes": notes}
+    if settings.get("do_sample") is True:
+        temperature = settings.get("temperature", 1.0)
+        check_number(path, "temperature", temperature, 1e-3, 1000.0, whole=False)
+        fields["temperature"] = float(temperature)
+        notes += [f"{name} {settings[name]!r:.20}" for name, neutral in (("top_k", 0), ("top_p", 1.0))
+                  if settings.get(name) not in (None, neutral)]
+    return generation | fields | {"max_len": new, "notes": notes}
 
 
 def plan_with(plan: WeightPlan, **changes: Any) -> WeightPlan:
