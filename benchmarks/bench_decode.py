@@ -24,6 +24,12 @@ than real translation, whose outputs average about 13 tokens.
 
     python benchmarks/bench_decode.py [--model CKPT] [--tokens 30] [--repeats 7] [--threads 2]
     python benchmarks/bench_decode.py --large nllb --repeats 3   # check free memory first: it needs ~3.5 GB
+    python benchmarks/bench_decode.py --large qwen2.5-0.5b --tokens 20 --repeats 3 --threads 1
+
+``--large qwen2.5-0.5b``, ``llama-3.2-1b`` or ``gemma-3-1b`` measures a decoder-only LLM of that shape (random
+weights, written once by transformers into a cache folder) against transformers (eager, ``output_attentions``):
+time to the first token, milliseconds per later token and each process's peak RSS, and their ratios
+(``benchmarks/llm_large.py``).
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ import time
 from pathlib import Path
 
 import torch
+from llm_large import SHAPES, large_llm_figures  # benchmarks/ is the script's own folder, first on sys.path
 
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.heads import HeadRef
@@ -146,9 +153,17 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--no-marian", action="store_true", help="skip the MarianMT-sized measurement")
     parser.add_argument("--explore", type=int, default=20, help="sentences for the beam / head-toggle figures")
-    parser.add_argument("--large", choices=sorted(LARGE), help="measure only this wider model (and its peak memory)")
+    parser.add_argument("--large", choices=sorted(LARGE) + sorted(SHAPES),
+                        help="measure only this wider model (and its peak memory); a decoder-only LLM shape is "
+                             "measured against transformers (eager, every attention map), each in its own process")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
+                        help="an LLM shape's precision on both sides")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    if args.large in SHAPES:
+        figures = large_llm_figures(args.large, args.tokens, args.repeats, args.threads, args.dtype)
+        print(json.dumps({"threads": args.threads, **figures}, indent=2))
+        return
     if args.large:
         print(json.dumps({"threads": args.threads, **large_figures(args.large, args.tokens, args.repeats)}, indent=2))
         return

@@ -31,6 +31,15 @@ def test_decode_benchmark_reports_cached_and_beam_figures():
     assert report["steps_cached_ms_median"] > 0 and report["beam5_tree_nodes_first5"][0] >= 5
 
 
+def test_decode_benchmark_measures_an_llm_shape_against_transformers(tmp_path, monkeypatch):
+    pytest.importorskip("transformers")
+    monkeypatch.setenv("ATTNVIZ_BENCH_CACHE", str(tmp_path))
+    report = bench("bench_decode", "--large", "tiny", "--tokens", "4", "--repeats", "1", "--threads", "1")
+    ours, theirs = report["attnviz"], report["transformers_eager_output_attentions"]
+    assert ours["tokens"] == theirs["tokens"] and ours["prompt_tokens"] == theirs["prompt_tokens"] > 10
+    assert all(value > 0 for value in report["attnviz_over_transformers"].values())
+
+
 def test_probe_overhead_benchmark_pairs_two_versions_of_the_code():
     root = str(BENCHMARKS.parent)  # this checkout against itself: both versions load and decode side by side
     report = bench("bench_probe_overhead", "--before", root, "--repeats", "2", "--tokens", "3", "--no-marian")
