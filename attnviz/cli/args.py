@@ -126,8 +126,9 @@ def dtype_choice(text: str) -> str:
 def add_dtype(p: argparse.ArgumentParser, default: str | None = AUTO) -> None:
     """``--dtype``: the precision the model runs at (the app's File > Precision setting)."""
     p.add_argument("--dtype", type=dtype_choice, default=default, metavar="{" + ",".join(DTYPE_CHOICES) + "}",
-                   help="precision the model runs at: auto (float32 on the CPU), float32, or float16/bfloat16 (half "
-                        "the memory; a model too large for the free memory is refused with the figures)")
+                   help="precision the model runs at: auto (float32 on the CPU; a decoder-only LLM at its stored "
+                        "precision), float32, or float16/bfloat16 (half the memory; a model too large for the free "
+                        "memory is refused with the figures)")
 
 
 def check_model(path: str | None) -> None:

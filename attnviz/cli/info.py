@@ -83,7 +83,8 @@ def _format_checks(inspection: Inspection) -> str:
 
 
 def _runs_as(card: ModelCard, dtype: str) -> str:
-    return resolve_dtype(dtype, card.dtype if card.dtype in DTYPES else "float32")
+    return resolve_dtype(dtype, card.dtype if card.dtype in DTYPES else "float32",
+                         keep_stored=card.kind.stored_precision)
 
 
 def cmd_info(args: argparse.Namespace) -> int:

@@ -24,7 +24,7 @@ from attnviz.engine.checkpoints.memory import AUTO, DTYPES, check_fits, resolve_
 from attnviz.engine.config import DEFAULT_KIND
 from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.hub import FolderPlan, format_of
-from attnviz.engine.kinds import get_kind
+from attnviz.engine.kinds import ModelKind, get_kind
 
 if TYPE_CHECKING:
     from attnviz.engine.translator import Translator
@@ -69,16 +69,18 @@ def load_translator(path: str | os.PathLike[str], dtype: str = AUTO) -> Translat
         from attnviz.engine.translator import load_checkpoint  # torch: only when a model is loaded
 
         meta, index = read_header(path)
-        run = resolve_dtype(dtype, meta["dtype"] if meta.get("dtype") in DTYPES else "float32")
+        kind = _kind(meta)
+        run = resolve_dtype(dtype, meta["dtype"] if meta.get("dtype") in DTYPES else "float32",
+                            keep_stored=kind is not None and kind.stored_precision)
         check_fits(path, stored_parameters(index), run)
-        if _reads_prompt(meta):  # a converted LLM folder: its tokenizer and template travel in the file
+        if kind is not None and kind.reads_prompt:  # a converted LLM folder: tokenizer and template are inside
             from attnviz.engine.hub.llm_weights import load_llm_checkpoint
 
             return load_llm_checkpoint(path, run)
         return load_checkpoint(path, run)
     folder = Path(path)
     plan, _, _ = _folder_plan(folder)
-    run = resolve_dtype(dtype, plan.card.dtype)
+    run = resolve_dtype(dtype, plan.card.dtype, keep_stored=plan.card.kind.stored_precision)
     check_fits(folder, plan.card.parameters, run)
     translator = format_of(folder).load(folder, run)
     _check_loaded(folder, plan.card, translator)
@@ -86,13 +88,13 @@ def load_translator(path: str | os.PathLike[str], dtype: str = AUTO) -> Translat
     return translator
 
 
-def _reads_prompt(meta: dict) -> bool:
-    """Whether a checkpoint's model is of a kind that reads a prompt (a converted LLM folder)."""
+def _kind(meta: dict) -> ModelKind | None:
+    """A checkpoint's model kind, or None when its metadata names none the registry knows (the loader says why)."""
     model = meta.get("model")
     try:
-        return isinstance(model, dict) and get_kind(str(model.get("kind", DEFAULT_KIND))).reads_prompt
-    except ConfigError:  # an unknown kind: the checkpoint loader says so
-        return False
+        return get_kind(str(model.get("kind", DEFAULT_KIND))) if isinstance(model, dict) else None
+    except ConfigError:
+        return None
 
 
 def _check_loaded(folder: Path, card: ModelCard, translator: Translator) -> None:

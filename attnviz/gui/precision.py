@@ -15,7 +15,8 @@ from PySide6.QtWidgets import QMenu
 from attnviz.engine.checkpoints.memory import AUTO, DTYPE_CHOICES
 
 KEY = "models/dtype"
-LABELS = {AUTO: "&Automatic (float32 on the CPU)", "float32": "float&32", "float16": "float1&6 (half the memory)",
+LABELS = {AUTO: "&Automatic (float32 on the CPU; an LLM as stored)", "float32": "float&32",
+          "float16": "float1&6 (half the memory)",
           "bfloat16": "&bfloat16 (half the memory)"}
 
 

@@ -138,3 +138,13 @@ def test_a_converted_llm_without_its_tokenizer_is_refused(base, tmp_path):
 
     save_file(tensors, str(out), metadata={"attnviz": _json.dumps(meta)})
     refused(out, "an LLM checkpoint without its tokenizer")
+
+
+def test_a_bf16_folder_runs_in_bf16_unless_float32_is_asked(tmp_path):
+    from attnviz.engine.config import DecodeConfig
+
+    folder = make_llm_folder(tmp_path, "llama", dtype="bfloat16")
+    assert inspect_model(folder).card.dtype == "bfloat16"
+    kept, widened = load_translator(folder), load_translator(folder, "float32")
+    assert (kept.dtype, widened.dtype) == ("bfloat16", "float32")
+    assert kept.translate("Ein Hund.", DecodeConfig(max_len=3)).tokens  # bf16 runs on the CPU

@@ -22,7 +22,7 @@ def _action(window, text: str):
 
 def test_the_precision_menu_offers_every_dtype_with_the_remembered_one_checked(window):
     texts = [a.text().replace("&", "") for a in _menu(window).actions()]
-    assert texts == ["Automatic (float32 on the CPU)", "float32", "float16 (half the memory)",
+    assert texts == ["Automatic (float32 on the CPU; an LLM as stored)", "float32", "float16 (half the memory)",
                      "bfloat16 (half the memory)"]
     assert [a.isChecked() for a in _menu(window).actions()] == [True, False, False, False]
     assert precision(window.settings) == "auto"

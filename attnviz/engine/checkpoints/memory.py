@@ -2,7 +2,8 @@
 
 A model's weights are stored at one floating dtype (a safetensors index says which, per tensor) and run at the one
 the user asks for (``--dtype``, the app's Precision setting): ``auto`` is float32 on the CPU, where half precision
-saves memory but not time, and the stored dtype on an accelerator. What a model needs is its parameter count (from
+saves memory but not time, and the stored dtype on an accelerator (and for a kind whose ``stored_precision`` says so,
+a decoder-only LLM, everywhere). What a model needs is its parameter count (from
 its config and weights' index, no tensor read) times the bytes of that dtype; ``check_fits`` refuses a model larger
 than the memory the system says is available (``/proc/meminfo``'s MemAvailable; where there is none, nothing is
 refused), with the numbers and the cheaper precision to try. ``MEMINFO`` is the file read, so a test can give its
@@ -49,14 +50,15 @@ def _prod(shape: list[Any]) -> int:
     return total
 
 
-def resolve_dtype(choice: str, stored: str, device: str = "cpu") -> str:
+def resolve_dtype(choice: str, stored: str, device: str = "cpu", keep_stored: bool = False) -> str:
     """The dtype a model runs at: ``choice`` itself, or for ``auto`` float32 on the CPU (half precision is slower
-    there) and the stored half precision on an accelerator."""
+    there) and the stored half precision on an accelerator; with ``keep_stored`` (an LLM, whose bf16 weights would
+    take twice the memory in float32) the stored precision everywhere."""
     if choice not in DTYPE_CHOICES:
         raise InputError(f"unknown dtype {choice!r}: choose one of {', '.join(DTYPE_CHOICES)}")
     if choice != AUTO:
         return choice
-    return stored if device != "cpu" and stored in ("float16", "bfloat16") else "float32"
+    return stored if (device != "cpu" or keep_stored) and stored in ("float16", "bfloat16") else "float32"
 
 
 def model_bytes(parameters: int, dtype: str) -> int:

@@ -77,4 +77,5 @@ LLM = register(ModelKind(
     example_settings=dict(d_model=32, enc_layers=0, dec_layers=2, heads=4, ff_dim=64, dropout=0.0, norm="pre",
                           max_positions=64, activation="swish", arch=EXAMPLE_ARCH),
     reads_prompt=True,
+    stored_precision=True,
 ))

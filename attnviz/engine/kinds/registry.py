@@ -57,6 +57,9 @@ class ModelKind:
     # <sos> is an encoder-decoder's), so the source it attends to is one token shorter than the one it reads; and
     # its decoder and cross rows are the two parts of one softmax, which sum to 1 together, not each
     reads_prompt: bool = False
+    # ``--dtype auto`` runs its weights at their stored precision on the CPU too (an LLM's bf16 weights would take
+    # twice the memory in float32); else auto means float32 on the CPU, where half precision is slower
+    stored_precision: bool = False
 
     def expected_shapes(self, cfg: ModelConfig, src_len: int, tgt_len: int) -> dict[str, tuple[int, ...]]:
         """The shape of each full attention tensor of one translation (what the self-test and tests check)."""
