@@ -152,7 +152,7 @@ def test_languages_are_named_by_iso_code_or_tag_and_guessed_when_not(family):
     ({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"]}, "a T5-family encoder-decoder"),
     ({"model_type": "t5", "architectures": ["T5ForConditionalGeneration"], "_name_or_path": "google/madlad400-3b-mt"},
      "MADLAD-400"),
-    ({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}, "a decoder-only language model (LLaMA)"),
+    ({"model_type": "falcon", "architectures": ["FalconForCausalLM"]}, "a decoder-only language model (Falcon)"),
     ({"model_type": "gpt2"}, "a decoder-only language model (GPT-2)"),
     ({"model_type": "someday_lm", "architectures": ["SomedayForCausalLM"]},
      "a decoder-only language model (someday_lm)"),

@@ -131,6 +131,19 @@ def _ids(path: Path, value: Any, name: str, vocab: int) -> tuple[int, ...]:
     return tuple(dict.fromkeys(values))
 
 
+def _gemma(path: Path, config: dict[str, Any], head_dim: int) -> dict[str, Any]:
+    """The Gemma-like switches: the query scale and Gemma 2's softcaps."""
+    scalar = _get(path, config, "query_pre_attn_scalar", head_dim)
+    check_number(path, "query_pre_attn_scalar", scalar, 1e-6, 1e9, whole=False)
+    found = {"query_scale": float(scalar)}
+    for ours, theirs in (("attn_softcap", "attn_logit_softcapping"), ("final_softcap", "final_logit_softcapping")):
+        cap = config.get(theirs)
+        if cap is not None:
+            check_number(path, theirs, cap, 1e-6, 1e9, whole=False)
+            found[ours] = float(cap)
+    return found
+
+
 def model_config(path: Path, config: dict[str, Any], end_ids: Any) -> ModelConfig:
     """The ``ModelConfig`` of a Llama- or Gemma-like ``config.json`` (read from ``path``), ending at ``end_ids``
     (the generation config's ``eos_token_id``, else the config's); CheckpointError naming the field otherwise."""
@@ -176,14 +189,7 @@ def model_config(path: Path, config: dict[str, Any], end_ids: Any) -> ModelConfi
         if config.get("pad_token_id") is not None else -1,
         **_rope(path, config, model_type))
     if gemma:
-        scalar = _get(path, config, "query_pre_attn_scalar", head_dim)
-        check_number(path, "query_pre_attn_scalar", scalar, 1e-6, 1e9, whole=False)
-        arch["query_scale"] = float(scalar)
-        for ours, theirs in (("attn_softcap", "attn_logit_softcapping"), ("final_softcap", "final_logit_softcapping")):
-            cap = config.get(theirs)
-            if cap is not None:
-                check_number(path, theirs, cap, 1e-6, 1e9, whole=False)
-                arch[ours] = float(cap)
+        arch |= _gemma(path, config, head_dim)
     try:
         return check(ModelConfig(vocab + 4, vocab + 4, kind=LLM.name, d_model=settings["d_model"], enc_layers=0,
                                  dec_layers=layers, heads=heads, ff_dim=settings["ff_dim"], dropout=0.0,

@@ -46,7 +46,7 @@ from attnviz.engine.text.vocab import SPECIALS as SPECIAL_TOKENS
 from attnviz.engine.text.vocab import Vocab
 from attnviz.engine.translator import Translator, check_index
 
-TOKENIZER_TENSOR = f"{TOKENIZER_PREFIX}llm"  # tokenizer.json's bytes in a converted LLM's checkpoint
+TOKENIZER_TENSOR = f"{TOKENIZER_PREFIX}json"  # tokenizer.json's bytes in a converted LLM's checkpoint
 
 
 class LLMVocab(Vocab):
