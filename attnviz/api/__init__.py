@@ -17,7 +17,8 @@ table fits; pandas is optional) and draws itself in Jupyter with the same drawin
 Layers and heads count from 0 here, as Python does; the app and the command line number them from 1 (and so does
 ``heads_off``, which reads the command line's ``--mask-heads`` text). This package wraps the engine
 (``attnviz.engine``) without repeating it: ``Model.translator`` and each result's engine object are there for
-what it does not wrap. Importing it loads neither torch nor Qt; torch comes with the first model loaded.
+what it does not wrap. Bad input is refused with an ``InputError`` (a ``ValueError``) and a bad model file with a
+``CheckpointError``, each saying what was wrong and what to do (both are ``AttnvizError``). Importing it loads neither torch nor Qt; torch comes with the first model loaded.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from attnviz.api.maps import AttentionMap, AttributionMap, Heatmap
 from attnviz.api.model import Model, bundled, load
 from attnviz.api.results import TranslationResult
 from attnviz.api.tables import HeadStatistics, WordAlignment
+from attnviz.engine.errors import AttnvizError, CheckpointError, InputError
 
-__all__ = ["AttentionMap", "AttributionMap", "HeadStatistics", "Heatmap", "Model", "TranslationResult",
-           "WordAlignment", "bundled", "load"]
+__all__ = ["AttentionMap", "AttributionMap", "AttnvizError", "CheckpointError", "HeadStatistics", "Heatmap",
+           "InputError", "Model", "TranslationResult", "WordAlignment", "bundled", "load"]
