@@ -6,7 +6,7 @@ table fits; pandas is optional) and draws itself in Jupyter with the same drawin
 
     model = attnviz.load("de-en-multi30k")                  # a bundled model, a .safetensors file or a model folder
     result = model.translate("Ein Hund läuft über die Wiese.")
-    result.text                                             # 'a dog runs across the meadow .'
+    result.text                                             # 'A dog runs through the grassy field.'
     result.attention("cross", layer=-1)                     # AttentionMap: the last layer, mean of heads
     result.attention("encoder", layer=0, head=3).to_numpy() # [S, S], every row sums to 1
     result.attribute("alti-plus")                           # AttributionMap: output tokens x (source, prefix)
@@ -18,7 +18,8 @@ Layers and heads count from 0 here, as Python does; the app and the command line
 ``heads_off``, which reads the command line's ``--mask-heads`` text). This package wraps the engine
 (``attnviz.engine``) without repeating it: ``Model.translator`` and each result's engine object are there for
 what it does not wrap. Bad input is refused with an ``InputError`` (a ``ValueError``) and a bad model file with a
-``CheckpointError``, each saying what was wrong and what to do (both are ``AttnvizError``). Importing it loads neither torch nor Qt; torch comes with the first model loaded.
+``CheckpointError``, each saying what was wrong and what to do (both are ``AttnvizError``). Importing it loads
+neither torch nor Qt; torch comes with the first model loaded.
 """
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import html
+import importlib
 import io
 from collections.abc import Sequence
 from typing import Any
@@ -19,7 +20,7 @@ import numpy as np
 def require_pandas() -> Any:
     """The pandas module, or an ImportError saying how to get it (pandas is optional for attnviz)."""
     try:
-        import pandas
+        pandas = importlib.import_module("pandas")
     except ImportError:
         raise ImportError("to_pandas() needs pandas, which attnviz does not install by itself: pip install pandas "
                           "(or use to_numpy(), which needs nothing more)") from None

@@ -29,11 +29,11 @@ AXES = {"encoder": ("source tokens (queries)", "source tokens (keys)"),
 Event = TypeVar("Event")
 
 
-def last_event(events: Iterable[Event]) -> Event:
-    """The result of an engine generator: its last event (the ones before it report progress)."""
+def last_event(events: Iterable[object], kind: type[Event]) -> Event:
+    """The result of an engine generator: its last event, a ``kind`` (the ones before it report progress)."""
     last = deque(events, maxlen=1)
-    if not last:
-        raise RuntimeError("the computation ended without a result")  # only a stopped generator ends empty
+    if not last or not isinstance(last[0], kind):  # only a stopped generator ends without its result
+        raise RuntimeError(f"the computation ended without its {kind.__name__}")
     return last[0]
 
 
@@ -98,14 +98,15 @@ class TranslationResult:
         lists those the model allows). ``settings`` are ``AttributionSettings`` fields (``foil``, ``steps``,
         ``baseline``, ``aggregate``, ``target``, ``corrupt``); a method refuses those it does not read. Layered
         methods give one map per layer: ``layer`` picks it (from 0; None: the last)."""
-        from attnviz.engine.attribution.base import AttributionSettings, attribution_steps
+        from attnviz.engine.attribution.base import Attribution, AttributionSettings, attribution_steps
 
         try:
             chosen = AttributionSettings(**settings)
         except TypeError:
             raise InputError(f"unknown attribution setting in {sorted(settings)}; the settings are aggregate, "
                              "steps, baseline, target, foil, corrupt") from None
-        result = last_event(attribution_steps(self.translator, method, self.src_tokens, self.tokens, chosen))
+        result = last_event(attribution_steps(self.translator, method, self.src_tokens, self.tokens, chosen),
+                            Attribution)
         at = index(layer, result.layers, "layer")
         return attribution_map(result, at, f"{result.method}, layer {at} (from 0): {self.source}")
 
@@ -116,7 +117,7 @@ class TranslationResult:
         each read as the model tokenises it. ``layer`` and ``head`` from 0 (both None: every layer and head
         averaged); ``shift`` reads the step after each word (Chen et al. 2020); ``threshold`` links every source
         word with at least that weight instead of the row's largest."""
-        from attnviz.engine.analysis.alignment import align_steps  # torch: imported when aligning
+        from attnviz.engine.analysis.alignment import AlignmentReady, align_steps  # torch: imported when aligning
 
         if (layer is None) != (head is None):
             raise InputError("give both layer and head (from 0) for one head, or neither for every head averaged")
@@ -125,7 +126,7 @@ class TranslationResult:
         if not words or not source:
             raise InputError("nothing to align: the source and the translation need at least one word each")
         ready = last_event(align_steps(self.translator, [source], [words], layer=layer, head=head, shift=shift,
-                                       threshold=threshold))
+                                       threshold=threshold), AlignmentReady)
         links = sorted(tuple(int(x) for x in pair.split("-")) for pair in ready.alignments[0].split())
         return WordAlignment(tuple(source), tuple(words), tuple((i, j) for i, j in links), ready.chosen,
                              dict(ready.settings))
