@@ -152,3 +152,30 @@ def test_to_pandas_without_pandas_says_how_to_get_it(result, monkeypatch):
     with pytest.raises(ImportError, match="to_pandas\\(\\) needs pandas.*pip install pandas"):
         result.attention().to_pandas()
     assert result.attention().to_numpy().shape[0] == len(result.tokens)  # numpy needs nothing more
+
+
+def test_results_describe_and_save_themselves(model, result, tmp_path):
+    assert "de-en-multi30k" in model._repr_html_() or model.name in model._repr_html_()
+    page = result._repr_html_()
+    assert "Ein Hund läuft über die Wiese." in page and "<table>" in page and result.tokens[1] in page
+    frame = result.to_pandas()
+    assert list(frame["token"]) == list(result.tokens) and frame["probability"].between(0, 1).all()
+    result.attention("decoder", 0).save(str(tmp_path / "decoder.svg"))
+    assert (tmp_path / "decoder.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+
+
+def test_an_imported_multilingual_folder_in_the_chosen_language(tmp_path):
+    """A tiny random NLLB-shaped folder (tests/folder_samples.py): the target tag leads the output, the attention
+    covers the subword pieces and the alignment the sentence's words."""
+    from tests.folder_samples import write_fairseq_folder
+
+    folder = write_fairseq_folder(tmp_path / "nllb", "nllb")
+    model = attnviz.load(folder)
+    result = model.translate("ein hund läuft", tgt_lang="fra_Latn", max_len=6)
+    assert result.tokens[0] == "fra_Latn" and result.src_tokens[0] == "deu_Latn"
+    assert any("deu_Latn" in warning for warning in result.warnings)  # the source language was guessed, and said
+    cross = result.attention("cross", head=0)
+    assert cross.matrix.shape == (len(result.tokens), len(result.src_tokens))
+    np.testing.assert_allclose(cross.to_numpy().sum(1), 1.0, atol=1e-5)
+    found = result.align(target="le chien court")
+    assert found.source_words == ("ein", "hund", "läuft") and found.to_numpy().shape == (3, 3)

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
+import nbclient
+import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK = ROOT / "docs" / "notebooks" / "tour.ipynb"
 
 
 def test_the_tour_notebook_runs_top_to_bottom():
-    nbformat = pytest.importorskip("nbformat", reason="the test extra installs nbformat and nbclient")
-    nbclient = pytest.importorskip("nbclient", reason="the test extra installs nbformat and nbclient")
     notebook = nbformat.read(NOTEBOOK, as_version=4)
     nbclient.NotebookClient(notebook, timeout=120, kernel_name="python3",
                             resources={"metadata": {"path": str(ROOT)}}).execute()

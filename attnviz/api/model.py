@@ -72,7 +72,7 @@ class Model:
         """Translate one sentence, greedily or by beam search of width ``beam``, keeping every attention map of the
         chosen translation. ``heads_off`` switches heads off as ``--mask-heads`` does ("cross:3.*,enc:2.1": kind,
         layer and head counted from 1 as the app shows them); ``src_lang``/``tgt_lang`` choose a multilingual
-        model's languages ("de", "fra_Latn")."""
+        model's languages ("de", "fra_Latn"; kept for the next sentences, as in the app)."""
         if not isinstance(text, str) or not text.strip():
             raise InputError("translate needs a sentence: give a non-empty string")
         if not self.translator.has_source:

@@ -69,6 +69,11 @@ class TranslationResult:
         return self.translation.tokens
 
     @property
+    def warnings(self) -> tuple[str, ...]:
+        """What the engine said about this sentence: words it dropped or read as unknown, a guessed language."""
+        return self.translation.warnings
+
+    @property
     def kinds(self) -> tuple[str, ...]:
         """The attention kinds this model has ("encoder", "decoder", "cross")."""
         return tuple(self.translation.attention)
