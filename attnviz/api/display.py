@@ -32,13 +32,10 @@ def heatmap_png(matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str], ro
                 value: str = "attention weight", dpi: int = 100) -> bytes:
     """``matrix`` [R, C] drawn as the app exports a view (fixed 0..1 scale, or the diverging one when ``signed``),
     as PNG bytes."""
-    from matplotlib.figure import Figure
+    from attnviz.plots.heatmap import heatmap_figure
 
-    from attnviz.plots.heatmap import draw_heatmap
-
-    size = (max(5.0, 1.6 + 0.32 * len(cols)), max(4.0, 1.8 + 0.3 * len(rows)))
-    fig = Figure(figsize=size, dpi=dpi)
-    draw_heatmap(fig, matrix, rows, cols, row_axis, col_axis, title, masked=masked, signed=signed, value=value)
+    fig = heatmap_figure(matrix, rows, cols, row_axis, col_axis, title, masked=masked, signed=signed, value=value,
+                         dpi=dpi)
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", bbox_inches="tight", pad_inches=0.15)
     return buffer.getvalue()
