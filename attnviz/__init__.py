@@ -1,22 +1,43 @@
 """attnviz: watch a translation model decode, and see every layer and head of its attention.
 
-The small public API lives here and imports nothing heavy until it is used::
+The public API for notebooks and scripts is ``attnviz.load`` (see ``attnviz.api``); it imports nothing heavy until a
+model is loaded::
 
-    from attnviz import load_translator
-    tr = load_translator("models/de-en-multi30k.safetensors")
-    t = tr.translate("Ein Mann fährt Fahrrad.")
+    import attnviz
+    model = attnviz.load("de-en-multi30k")       # a bundled model, a .safetensors checkpoint or a model folder
+    result = model.translate("Ein Mann fährt Fahrrad.")
+    result.attention("cross", layer=-1)          # shows itself in Jupyter
+
+``load_translator`` gives the engine's ``Translator`` itself (step and beam events, probe points).
 """
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from attnviz._version import __version__
 
-__all__ = ["__version__", "load_translator"]
+__all__ = ["__version__", "bundled", "load", "load_translator"]
 
 if TYPE_CHECKING:
+    from attnviz.api import Model
     from attnviz.engine.translator import Translator
+
+
+def load(name: str | os.PathLike[str], dtype: str = "auto") -> Model:
+    """Open a model for the notebook API: a bundled model by name (``bundled()`` lists them), a ``.safetensors``
+    checkpoint or an imported model's folder; see ``attnviz.api.load``."""
+    from attnviz.api import load as _load
+
+    return _load(name, dtype)
+
+
+def bundled() -> tuple[str, ...]:
+    """The names of the bundled models ``load`` accepts, the default one first."""
+    from attnviz.api import bundled as _bundled
+
+    return _bundled()
 
 
 def load_translator(path, dtype: str = "auto") -> Translator:

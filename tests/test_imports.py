@@ -40,3 +40,11 @@ def test_describing_a_model_needs_no_torch():
         "[read_card(p) for p in sorted(models_dir().glob('*.safetensors'))]")
     assert "attnviz.engine.hub.registry" in loaded and "attnviz.engine.kinds.registry" in loaded
     assert "torch" not in loaded
+
+
+def test_notebook_api_imports_without_torch_qt_or_drawing():
+    """``import attnviz.api`` (and ``attnviz.load``'s module) load no torch, Qt, matplotlib or pandas: those come
+    with the first model loaded, map drawn or table made."""
+    loaded = modules_after_import("import attnviz, attnviz.api; attnviz.api.bundled()")
+    assert not {m for m in loaded if m.split(".")[0] in ("torch", "PySide6", "matplotlib", "pandas", "spacy")}
+    assert "attnviz.api.model" in loaded

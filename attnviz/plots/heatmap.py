@@ -57,11 +57,20 @@ def draw_heatmap(fig: Figure, matrix: np.ndarray, rows: Sequence[str], cols: Seq
     fig.tight_layout()
 
 
+def heatmap_figure(matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str], row_axis: str, col_axis: str,
+                   title: str = "", highlight_row: int | None = None, per_map: bool = False,
+                   masked: np.ndarray | None = None, signed: bool = False, value: str = "attention weight",
+                   dpi: int = 150) -> Figure:
+    """A figure sized to the map's labels with the map drawn on it (exports, and the notebook API's pictures)."""
+    size = (max(5.0, 1.6 + 0.32 * len(cols)), max(4.0, 1.8 + 0.3 * len(rows)))
+    fig = Figure(figsize=size, dpi=dpi)
+    draw_heatmap(fig, matrix, rows, cols, row_axis, col_axis, title, highlight_row, per_map, masked, signed, value)
+    return fig
+
+
 def save_heatmap(path: str, matrix: np.ndarray, rows: Sequence[str], cols: Sequence[str], row_axis: str,
                  col_axis: str, title: str = "", highlight_row: int | None = None, per_map: bool = False,
                  masked: np.ndarray | None = None, signed: bool = False, value: str = "attention weight") -> None:
     """Write the map to ``path``; the format follows the suffix (.png, .svg, .pdf)."""
-    size = (max(5.0, 1.6 + 0.32 * len(cols)), max(4.0, 1.8 + 0.3 * len(rows)))
-    fig = Figure(figsize=size, dpi=150)
-    draw_heatmap(fig, matrix, rows, cols, row_axis, col_axis, title, highlight_row, per_map, masked, signed, value)
+    fig = heatmap_figure(matrix, rows, cols, row_axis, col_axis, title, highlight_row, per_map, masked, signed, value)
     fig.savefig(path, bbox_inches="tight", pad_inches=0.15)  # the file holds everything drawn, title included
