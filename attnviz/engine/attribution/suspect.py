@@ -71,10 +71,12 @@ def attention_components(cross: np.ndarray, src_tokens: Sequence[str]) -> dict[s
 
 def repeats(tokens: Sequence[str]) -> int:
     """The most copies in a row of any sequence of 1 to ``LONGEST_REPEATED`` tokens (1: nothing repeats; 0: no
-    tokens). "a man a man a man ." -> 3; "a dog and a cat" -> 1."""
+    tokens); runs of ``<unk>`` alone are not counted. "a man a man a man ." -> 3; "a dog and a cat" -> 1."""
     best = 1 if tokens else 0
     for n in range(1, LONGEST_REPEATED + 1):
         for start in range(len(tokens) - 2 * n + 1):
+            if all(t == UNK for t in tokens[start:start + n]):
+                continue  # unknown words in a row are the <unk> share's to flag
             copies = 1
             while tuple(tokens[start + copies * n:start + (copies + 1) * n]) == tuple(tokens[start:start + n]):
                 copies += 1

@@ -51,9 +51,10 @@ def calibration_pairs(own: Sequence, references: Sequence, longest: int) -> list
     return out
 
 
-def calibration_steps(translator, sources: Sequence[str], references: Sequence[str], *, corpus: str,
-                      stop: threading.Event | None = None) -> Iterator[AttributionProgress | Calibration]:
-    """Progress (decoding, then scoring the pairs), then the ``Calibration``; nothing more once ``stop`` is set."""
+def scored_pairs(translator, sources: Sequence[str], references: Sequence[str],
+                 stop: threading.Event | None = None) -> Iterator[AttributionProgress | list[tuple[str, dict]]]:
+    """Progress (decoding, then scoring the pairs), then every pair's (kind, components); nothing more once
+    ``stop`` is set."""
     from attnviz.engine.analysis.corpus import Example, encode_corpus
     from attnviz.engine.attribution.mixing.suspect_batch import batch_components, decoded
     from attnviz.engine.attribution.suspect_corpus import has_alti
@@ -75,14 +76,24 @@ def calibration_steps(translator, sources: Sequence[str], references: Sequence[s
     refs = encode_corpus(translator, sources, references)
     pairs = calibration_pairs(own, refs, translator.model.max_target_len - 2)
     examples = [Example(own[i].src, tgt) for _, i, tgt in pairs]
-    rows: list[tuple[str, dict[str, float]]] = [("", {})] * len(pairs)
+    rows: list[tuple[str, dict]] = [("", {})] * len(pairs)
     for done, (index, _, found) in enumerate(batch_components(translator, examples, has_alti(translator)), 1):
         rows[index] = (pairs[index][0], found)
         if done % 32 == 0 or done == len(pairs):
             if stop is not None and stop.is_set():
                 return
             yield AttributionProgress(done, len(pairs), "scoring", "pairs")
-    yield fit(rows, f"{corpus}, {n} sentences", str(translator.metadata.get("name", "")))
+    yield rows
+
+
+def calibration_steps(translator, sources: Sequence[str], references: Sequence[str], *, corpus: str,
+                      stop: threading.Event | None = None) -> Iterator[AttributionProgress | Calibration]:
+    """The progress of ``scored_pairs``, then the ``Calibration`` fitted to them."""
+    for event in scored_pairs(translator, sources, references, stop):
+        if isinstance(event, AttributionProgress):
+            yield event
+        else:
+            yield fit(event, f"{corpus}, {len(sources)} sentences", str(translator.metadata.get("name", "")))
 
 
 def calibration_job(translator, split: str | None, src: str | None, ref: str | None, limit: int,

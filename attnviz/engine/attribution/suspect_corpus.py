@@ -73,10 +73,10 @@ def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] 
                 return
             yield AttributionProgress(done, n, "scoring", "sentences")
     calibration, where = calibration_of(translator)
-    notes = (where,) if calibration is None and where != "not calibrated" else ()
+    notes: tuple[str, ...] = (where,) if calibration is None and where != "not calibrated" else ()  # unusable one
     notes += () if with_alti else (f"ALTI+ is not defined for a {translator.kind.title}: the ranking leaves its "
                                    "source share out",)
-    yield SuspectRanking.of(rows, corpus, notes, calibration)
+    yield SuspectRanking.of(rows, corpus, notes, calibration, where)
 
 
 def suspect_job(translator, corpus: tuple[str | None, str | None, str | None], limit: int,

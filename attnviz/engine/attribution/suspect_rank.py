@@ -62,10 +62,11 @@ class SuspectRanking:
     how: str = UNCALIBRATED
     notes: tuple[str, ...] = field(default=())
     calibration: Calibration | None = None
+    where: str = "not calibrated"  # where the calibration comes from, or why there is none
 
     @staticmethod
     def of(rows: Sequence[SuspectRow], corpus: str, notes: tuple[str, ...] = (),
-           calibration: Calibration | None = None) -> SuspectRanking:
+           calibration: Calibration | None = None, where: str = "not calibrated") -> SuspectRanking:
         if calibration is None:
             scores = percentiles(-np.array([r.components.get(FALLBACK, math.nan) for r in rows], dtype=np.float64))
         else:
@@ -76,7 +77,7 @@ class SuspectRanking:
             ranked.append(SuspectRow(row.line, row.source, row.output, row.components, float(score), row.reference,
                                      verdict.text(), verdict.suspect))
         ranked.sort(key=lambda r: (not r.flagged, -r.combined if math.isfinite(r.combined) else math.inf, r.line))
-        return SuspectRanking(tuple(ranked), corpus, how(calibration), notes, calibration)
+        return SuspectRanking(tuple(ranked), corpus, how(calibration), notes, calibration, where)
 
     def records(self) -> list[dict]:
         """Plain rows (JSON, CSV): rank, line, combined, verdict, every component, source, output, reference."""
