@@ -68,7 +68,8 @@ def test_a_fit_where_the_separation_is_known_keeps_a_human_reference_unflagged()
     assert fits["mean_logprob"].auroc == 1.0 and fits["mean_logprob"].weight == 1.0
     assert 0.35 < fits["wass_to_unif"].auroc < 0.65 and fits["wass_to_unif"].weight == 0.0
     assert fits["sink_mass"].auroc == 0.0 and "never voted" in fits["sink_mass"].note
-    assert math.isnan(fits["alti_source_share"].auroc) and fits["alti_source_share"].note == "not defined for this model"
+    assert math.isnan(fits["alti_source_share"].auroc)
+    assert fits["alti_source_share"].note == "not defined for this model"
     assert calibration.rule == "mean_logprob" and calibration.auroc == 1.0
     assert -3.0 < calibration.components["mean_logprob"].line < -2.3  # 5% of each good kind's pairs past it
     assert calibration.flagged["human reference"] <= 0.05 and calibration.flagged["other sentence"] == 1.0
