@@ -23,7 +23,7 @@ from attnviz.engine.checkpoints.store import load_tensors
 from attnviz.engine.errors import InputError
 from attnviz.engine.loading import load_translator
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID
-from tests.helpers import toy_pair
+from tests.helpers import make_toy_lm, toy_pair
 
 
 def test_auroc_against_a_hand_computed_case():
@@ -192,4 +192,12 @@ def test_the_calibrate_command_keeps_it_and_prints_each_auroc(trained_translator
     assert data["kept_in"] is None and set(data["components"]) >= {"mean_logprob", "wass_to_unif"}
     assert main(["calibrate", "-m", str(path), "--src", str(tmp_path / "src.txt")]) == 2
     assert "give --src and --ref" in capsys.readouterr().err
+
+
+def test_a_language_model_is_refused_before_any_corpus_is_read(tmp_path, capsys):
+    lm = tmp_path / "lm.safetensors"
+    make_toy_lm().save(lm, name="letters")
+    assert main(["calibrate", "-m", str(lm), "--split", "test", "--data-dir", str(tmp_path / "nowhere")]) == 2
+    assert capsys.readouterr().err == ("attnviz: error: The suspect score reads a translation's source; a language "
+                                       "model has none to calibrate.\n")
 

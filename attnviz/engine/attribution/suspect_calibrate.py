@@ -21,6 +21,7 @@ from attnviz.engine.errors import InputError
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID
 
 COPIES = 3  # the repetition pair says the first half of the translation this many times
+NO_SOURCE = "The suspect score reads a translation's source; a language model has none to calibrate."
 
 
 def _body(tgt: Sequence[int]) -> tuple[int, ...]:
@@ -60,7 +61,7 @@ def scored_pairs(translator, sources: Sequence[str], references: Sequence[str],
     from attnviz.engine.attribution.suspect_corpus import has_alti
 
     if not translator.has_source:
-        raise InputError("The suspect score reads a translation's source; a language model has none to calibrate.")
+        raise InputError(NO_SOURCE)
     if len(references) != len(sources):
         raise InputError(f"Calibrating needs a human reference for every sentence: {len(sources)} sentences, "
                          f"{len(references)} references.")
@@ -103,6 +104,8 @@ def calibration_job(translator, split: str | None, src: str | None, ref: str | N
     calibrated (``calibration_steps``)."""
     from attnviz.engine.analysis.run import corpus_pairs
 
+    if not translator.has_source:
+        raise InputError(NO_SOURCE)
     if bool(src) != bool(ref):
         raise InputError("Calibrating needs the source file and its references together: give --src and --ref.")
     sources, references = corpus_pairs(translator, split or "val", src, ref, limit, data_dir)
