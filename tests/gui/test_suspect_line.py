@@ -35,7 +35,7 @@ def test_the_line_shows_the_engines_components_for_the_sentence(qtbot, loaded):
     tip = suspect.label.toolTip()
     for words in ("Guerreiro et al. 2023", "Berard et al. 2019", "Ferrando et al. 2022", "Dale et al. 2023",
                   "Low is suspect", "High is suspect", "Not calibrated (not calibrated): the verdict reads "
-                  "log-prob / token alone, suspect below -2.5", "Run `attnviz calibrate -m MODEL`"):
+                  "log-prob / token alone, suspect below -3.5", "Run `attnviz calibrate -m MODEL`"):
         assert words in tip
 
 
