@@ -17,7 +17,7 @@ from attnviz.engine.attribution.suspect import component_values, repeats
 from attnviz.engine.attribution.suspect_calibrate import calibration_steps, wrong_pairs
 from attnviz.engine.attribution.suspect_fit import auroc, fit
 from attnviz.engine.attribution.suspect_rank import SuspectRanking, SuspectRow
-from attnviz.engine.attribution.suspect_rule import FALLBACK_LINE, Calibration, judge
+from attnviz.engine.attribution.suspect_rule import FALLBACK_LINE, Calibration, describe, judge
 from attnviz.engine.attribution.suspect_store import calibration_of, sidecar_path, store_calibration
 from attnviz.engine.checkpoints.store import load_tensors
 from attnviz.engine.errors import InputError
@@ -79,6 +79,10 @@ def test_a_fit_where_the_separation_is_known_keeps_a_human_reference_unflagged()
     assert not verdict.suspect and verdict.text().startswith("no sign of a hallucination (calibrated score")
     wrong = judge(reference | {"mean_logprob": -4.0}, calibration)
     assert wrong.suspect and "log-prob / token -4.00 below" in wrong.text()
+    told = describe(calibration)
+    assert "log-prob / token: AUROC 1.000 (other sentence 1.00, half replaced 1.00, repetition 1.00): decides alone" \
+        in "\n".join(told)
+    assert any(t.startswith("sink mass: AUROC 0.000 (") and "shown, never voted" in t for t in told)
     stored = json.loads(json.dumps(calibration.to_dict(), allow_nan=False))  # NaN is kept as null
     assert Calibration.from_dict(stored).to_dict() == calibration.to_dict()
 
@@ -201,3 +205,14 @@ def test_a_language_model_is_refused_before_any_corpus_is_read(tmp_path, capsys)
     assert capsys.readouterr().err == ("attnviz: error: The suspect score reads a translation's source; a language "
                                        "model has none to calibrate.\n")
 
+
+
+def test_the_bundled_de_en_model_carries_a_calibration_made_for_its_weights():
+    from attnviz.paths import models_dir
+
+    translator = load_translator(models_dir() / "de-en-multi30k.safetensors")
+    calibration, where = calibration_of(translator)
+    assert where == "kept beside the model in de-en-multi30k.suspect.json"
+    assert calibration is not None and calibration.corpus == "val split, 1014 sentences"
+    assert calibration.components["mean_logprob"].auroc > 0.95 and calibration.pairs["human reference"] == 1014
+    assert calibration.flagged["human reference"] <= 0.05 + 1e-9

@@ -20,7 +20,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from attnviz.engine.attribution.suspect import COMPONENTS, DIRECTION, percentiles
+from attnviz.engine.attribution.suspect import COMPONENTS, DIRECTION, LABELS, percentiles
 from attnviz.engine.attribution.suspect_rule import (
     BAD_KINDS,
     FALLBACK,
@@ -125,7 +125,7 @@ def fit(rows: Sequence[tuple[str, Mapping[str, float]]], corpus: str, model: str
     voting = sorted((n for n, f in fits.items() if f.weight > 0), key=lambda n: -fits[n].auroc)
     if not voting:
         alone = _with_rule(fits, FALLBACK, found, kinds, **about)
-        note = f"no component reached AUROC {MIN_AUROC}: the verdict reads {FALLBACK} alone"
+        note = f"no component reached AUROC {MIN_AUROC}: the verdict reads {LABELS[FALLBACK]} alone"
         return replace(alone, notes=(note,))
     weighted = _with_rule(fits, "weighted", found, kinds, **about)
     best = _with_rule(fits, voting[0], found, kinds, **about)
@@ -133,6 +133,6 @@ def fit(rows: Sequence[tuple[str, Mapping[str, float]]], corpus: str, model: str
         return weighted
     if len(voting) == 1:
         return best
-    note = (f"the weighted score (AUROC {weighted.auroc:.3f}) did not beat {voting[0]} alone ({best.auroc:.3f}) on "
-            f"these pairs: the verdict reads {voting[0]} alone")
+    note = (f"The weighted score (AUROC {weighted.auroc:.3f}) did not beat {LABELS[voting[0]]} alone "
+            f"({best.auroc:.3f}) on these pairs: the verdict reads {LABELS[voting[0]]} alone.")
     return replace(best, notes=(note,))

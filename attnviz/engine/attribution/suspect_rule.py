@@ -28,7 +28,7 @@ FALSE_ALARM = 0.05  # the share of each kind of good held-out pair a line lets p
 UNK_LINE = 0.3  # an output this much <unk> is flagged, calibrated or not
 REPEAT_LINE = 3  # copies in a row of a 1- to 16-token sequence that flag an output ("a man a man a man")
 FALLBACK = "mean_logprob"
-FALLBACK_LINE = -3.5  # log-prob per token for a model never calibrated (near the bundled de-en model's calibrated -3.69)
+FALLBACK_LINE = -3.5  # log-prob per token, for a model never calibrated (the bundled de-en model's line: -3.69)
 GOOD_KINDS = ("own translation", "human reference")
 BAD_KINDS = ("other sentence", "half replaced", "repetition")
 
@@ -199,7 +199,16 @@ def describe(calibration: Calibration | None, where: str = "") -> list[str]:
     for name, fit in calibration.components.items():
         kinds = ", ".join(f"{kind} {value:.2f}" for kind, value in fit.by_kind.items() if math.isfinite(value))
         auroc = f"AUROC {fit.auroc:.3f} ({kinds})" if math.isfinite(fit.auroc) else "AUROC not measured"
-        alone = "; decides alone" if calibration.rule == name else ""
-        lines.append(f"{LABELS[name]}: {auroc}: {fit.note}{alone}; line {fit.line:.3g}.")
+        lines.append(f"{LABELS[name]}: {auroc}: {_role(calibration, name)}; line {fit.line:.3g}.")
     rates = ", ".join(f"{kind} {share:.1%}" for kind, share in calibration.flagged.items())
     return [*lines, f"Flagged there: {rates}.", *calibration.notes, flags]
+
+
+def _role(calibration: Calibration, name: str) -> str:
+    """What a component does in the verdict: decides alone, votes, or why it does not."""
+    fit = calibration.components[name]
+    if calibration.rule == name:
+        return "decides alone"
+    if calibration.rule != "weighted" and fit.weight > 0:
+        return f"would vote with weight {fit.weight:.2f}, but {LABELS[calibration.rule]} alone separated better"
+    return fit.note
