@@ -216,3 +216,17 @@ def test_the_bundled_de_en_model_carries_a_calibration_made_for_its_weights():
     assert calibration is not None and calibration.corpus == "val split, 1014 sentences"
     assert calibration.components["mean_logprob"].auroc > 0.95 and calibration.pairs["human reference"] == 1014
     assert calibration.flagged["human reference"] <= 0.05 + 1e-9
+
+
+def test_every_bundled_translation_model_carries_a_calibration_for_its_weights():
+    from attnviz.paths import models_dir
+
+    sides = sorted(models_dir().glob("*.suspect.json"))
+    assert [s.name for s in sides] == ["de-en-lstm-multi30k.suspect.json", "de-en-multi30k.suspect.json",
+                                       "en-de-multi30k.suspect.json", "fr-en-multi30k.suspect.json",
+                                       "fr-en-tatoeba-small.suspect.json"]
+    for side in sides:
+        calibration, where = calibration_of(load_translator(side.with_name(side.name.replace(".suspect.json",
+                                                                                             ".safetensors"))))
+        assert calibration is not None and where == f"kept beside the model in {side.name}", where
+        assert calibration.components["mean_logprob"].auroc > 0.9, side.name

@@ -199,7 +199,8 @@ def describe(calibration: Calibration | None, where: str = "") -> list[str]:
     for name, fit in calibration.components.items():
         kinds = ", ".join(f"{kind} {value:.2f}" for kind, value in fit.by_kind.items() if math.isfinite(value))
         auroc = f"AUROC {fit.auroc:.3f} ({kinds})" if math.isfinite(fit.auroc) else "AUROC not measured"
-        lines.append(f"{LABELS[name]}: {auroc}: {_role(calibration, name)}; line {fit.line:.3g}.")
+        line = f"; line {fit.line:.3g}" if math.isfinite(fit.line) else ""
+        lines.append(f"{LABELS[name]}: {auroc}: {_role(calibration, name)}{line}.")
     rates = ", ".join(f"{kind} {share:.1%}" for kind, share in calibration.flagged.items())
     return [*lines, f"Flagged there: {rates}.", *calibration.notes, flags]
 
