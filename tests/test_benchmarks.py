@@ -108,3 +108,13 @@ def test_peers_benchmark_measures_every_figure_at_toy_size(tmp_path):
     assert all(opening[key] > 0 and key in report["targets"] for key in opening)
     floor = report["step_vs_floor"]
     assert floor["floor_same_tokens"] and floor["ratio"] > 0  # the floor decodes what attnviz decodes
+
+
+@pytest.mark.data
+def test_suspect_calibration_benchmark_reports_each_components_auroc(data_dir):
+    report = bench("bench_suspect_calibration", "--limit", "16", "--test-limit", "12", data=True)
+    assert report["pairs"]["own translation"] == 16 and report["test_pairs"] >= 2 * 12
+    assert set(report["auroc"]) >= {"mean_logprob", "attn_ign_src", "sink_mass", "wass_to_unif", "alti_source_share"}
+    assert all(0 <= v <= 1 for v in report["auroc"].values()) and report["rule"] in (*report["auroc"], "weighted")
+    assert "never voted" in report["votes"]["sink_mass"] and "stored" not in report
+    assert set(report["flagged_test_calibrated"]) == set(report["pairs"])

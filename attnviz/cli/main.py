@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from attnviz._version import __version__
-from attnviz.cli import analysis, attribute, convert, data, evaluate, info, train, translate
+from attnviz.cli import analysis, attribute, calibrate, convert, data, evaluate, info, train, translate
 from attnviz.cli.args import add_dtype, check_model
 from attnviz.engine.errors import AttnvizError, InputError
 
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     convert.add_command(sub)
     analysis.add_commands(sub)
     attribute.add_command(sub)
+    calibrate.add_command(sub)
     return parser
 
 

@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 
 def add_commands(sub) -> None:
-    p = sub.add_parser("translate", help="translate sentences with a checkpoint",
+    p = sub.add_parser("translate", help="translate sentences with a checkpoint or a model folder (MarianMT, NLLB, "
+                                         "Llama/Qwen/Gemma LLMs)",
                        description="Translate the SENTENCEs, or one sentence per line of standard input. Every input "
                                    "line gives one output line; a line that cannot be translated gives an empty line "
                                    "(or {\"line\": N, \"error\": ...} with --json) and a warning on stderr.",

@@ -1,7 +1,7 @@
 """The suspect-translation score (engine.attribution.suspect, suspect_corpus): each component on constructed
 attention (uniform cross-attention is at Wasserstein 0 from uniform; all mass on <eos> ignores every source word),
-the rank-average combination, and the corpus ranking as events with a stop check, its batched figures equal to the
-one-sentence path."""
+the percentile ranks, and the corpus ranking as events with a stop check, its batched figures equal to the
+one-sentence path (the calibrated verdict: test_suspect_calibration)."""
 
 from __future__ import annotations
 
@@ -11,16 +11,9 @@ import numpy as np
 import pytest
 
 from attnviz.engine.attribution.base import AttributionProgress
-from attnviz.engine.attribution.suspect import (
-    COMPONENTS,
-    SuspectRanking,
-    SuspectRow,
-    attention_components,
-    combine,
-    component_values,
-    percentiles,
-)
+from attnviz.engine.attribution.suspect import COMPONENTS, attention_components, component_values, percentiles
 from attnviz.engine.attribution.suspect_corpus import suspect_sentence, suspect_steps
+from attnviz.engine.attribution.suspect_rank import SuspectRanking
 from attnviz.engine.errors import InputError
 from tests.helpers import SRC_WORDS, make_toy_lm, make_toy_translator
 
@@ -53,18 +46,9 @@ def test_components_and_their_directions():
     assert np.isnan(component_values(logp, np.full((2, 5), 0.2), SRC)["alti_source_share"])
 
 
-def test_percentiles_share_tied_ranks_and_combine_averages_them():
+def test_percentiles_share_tied_ranks():
     np.testing.assert_allclose(percentiles(np.array([3.0, 1.0, 2.0, 2.0, np.nan])), [1, 0, 0.5, 0.5, np.nan])
-    good = dict(mean_logprob=-0.1, attn_ign_src=0.0, sink_mass=0.1, wass_to_unif=0.1, alti_source_share=0.9,
-                seq_logprob=-1.0)
-    bad = dict(mean_logprob=-2.0, attn_ign_src=0.8, sink_mass=0.9, wass_to_unif=0.7, alti_source_share=0.3,
-               seq_logprob=-0.5)
-    mixed = good | {"attn_ign_src": 0.9, "alti_source_share": float("nan")}  # ranked on the components it has
-    # suspicion percentiles: good (.25, 0, .25, .25, 0), bad (1, .5, 1, 1, 1), mixed (.25, 1, .25, .25, -)
-    np.testing.assert_allclose(combine([good, bad, mixed]), [0.15, 0.9, 0.4375])
-    ranking = SuspectRanking.of([SuspectRow(1, "a", "A", good), SuspectRow(2, "b", "B", bad)], "test")
-    assert [r.line for r in ranking.rows] == [2, 1]
-    assert ranking.records()[0]["rank"] == 1 and ranking.records()[0]["combined"] == 1.0
+    np.testing.assert_allclose(percentiles(np.array([7.0])), [0.5])
 
 
 def test_the_corpus_ranking_matches_one_sentence_at_a_time_and_stops():
@@ -74,8 +58,8 @@ def test_the_corpus_ranking_matches_one_sentence_at_a_time_and_stops():
     assert isinstance(events[0], AttributionProgress) and events[0].phase == "decoding"
     ranking = events[-1]
     assert isinstance(ranking, SuspectRanking) and len(ranking.rows) == len(sources)
-    combined = [r.combined for r in ranking.rows]
-    assert combined == sorted(combined, reverse=True)
+    combined = [r.combined for r in ranking.rows if not r.flagged]  # flagged rows first, then by score
+    assert combined == sorted(combined, reverse=True) and ranking.how.startswith("not calibrated")
     for row in ranking.rows:
         translation, alone = suspect_sentence(translator, row.source)
         assert row.output == translation.text

@@ -1,13 +1,19 @@
-"""The suspect-translation score of the sentence shown in the Translate tab (issue 27): once the translation
-finishes, the line under the translated text shows the engine's components for that translation (ALTI+'s source
-share from a teacher-forced pass on its output) and a verdict; the tooltip names each component's direction."""
+"""The suspect-translation score of the sentence shown in the Translate tab (issues 27 and 38): once the
+translation finishes, the line under the translated text shows the engine's components for that translation (ALTI+'s
+source share from a teacher-forced pass on its output) and the verdict, calibrated where the model was; the tooltip
+names each component's direction and the AUROC it reached on the model, or says the model is not calibrated."""
 
 import math
+import random
 
 from attnviz.engine.attribution.suspect import LABELS
+from attnviz.engine.attribution.suspect_calibrate import calibration_steps
 from attnviz.engine.attribution.suspect_corpus import translation_components
-from attnviz.gui.translate.suspect_line import SHOWN, line, verdict
+from attnviz.engine.attribution.suspect_rule import judge
+from attnviz.engine.attribution.suspect_store import store_calibration
+from attnviz.gui.translate.suspect_line import SHOWN, line
 from tests.gui.conftest import translate
+from tests.helpers import toy_pair
 
 
 def test_the_line_shows_the_engines_components_for_the_sentence(qtbot, loaded):
@@ -23,17 +29,37 @@ def test_the_line_shows_the_engines_components_for_the_sentence(qtbot, loaded):
     assert text == line(expected)
     for name in SHOWN:
         assert f"{LABELS[name]} {expected[name]:.3f}" in text
-    assert text.endswith(verdict(expected))
+    assert text.endswith(judge(expected, None).text())
+    assert text.endswith("(not calibrated: log-prob / token alone)") or "(not calibrated)" in text
     assert suspect.label.isVisible()
     tip = suspect.label.toolTip()
     for words in ("Guerreiro et al. 2023", "Berard et al. 2019", "Ferrando et al. 2022", "Dale et al. 2023",
-                  "Low is suspect", "High is suspect"):
+                  "Low is suspect", "High is suspect", "Not calibrated (not calibrated): the verdict reads "
+                  "log-prob / token alone, suspect below -3.5", "Run `attnviz calibrate -m MODEL`"):
         assert words in tip
 
 
-def test_the_verdict_names_the_components_past_their_line():
-    found = {"seq_logprob": -3.0, "mean_logprob": -0.5, "attn_ign_src": 0.0, "wass_to_unif": 0.1,
-             "alti_source_share": 0.6, "sink_mass": 0.1}
-    assert verdict(found) == "no sign of a hallucination"
-    assert verdict(found | {"attn_ign_src": 0.75, "alti_source_share": 0.2}) == "suspect: Attn-ign-SRC, ALTI+ source"
-    assert "ALTI+" not in line(found | {"alti_source_share": math.nan})  # absent where not defined
+def test_a_calibrated_model_gives_its_aurocs_in_the_tooltip_and_its_rule_in_the_line(qtbot, window,
+                                                                                    trained_translator, tmp_path):
+    rng = random.Random(5)
+    pairs = [toy_pair(rng) for _ in range(24)]
+    sources, references = [" ".join(s) for s, _ in pairs], [" ".join(t) for _, t in pairs]
+    calibration = list(calibration_steps(trained_translator, sources, references, corpus="toy"))[-1]
+    path = tmp_path / "calibrated.safetensors"
+    trained_translator.save(path, name="toy")
+    store_calibration(path, calibration)
+    window.load_model(str(path))
+    qtbot.waitUntil(lambda: window.translator is not None, timeout=20000)
+    tab = translate(qtbot, window, "q1 q2 q3 q1")
+    suspect = tab.quantity.suspect
+    qtbot.waitUntil(lambda: suspect.found is not None, timeout=20000)
+    tip = suspect.label.toolTip()
+    assert "Calibrated on toy, 24 sentences" in tip and "kept in the checkpoint" in tip
+    for name, fit in calibration.components.items():
+        if math.isfinite(fit.auroc):
+            assert f"{LABELS[name]}: AUROC {fit.auroc:.3f} (" in tip, name
+    assert "sink mass: AUROC" in tip and "shown, never voted" in tip
+    assert suspect.label.text() == line(suspect.found, calibration)
+    assert suspect.label.text().endswith(judge(suspect.found, calibration).text())
+    assert "calibrated score" in suspect.label.text()
+    assert "not calibrated" not in suspect.label.text()

@@ -11,8 +11,9 @@ import math
 import pytest
 from PySide6.QtCore import Qt
 
-from attnviz.engine.attribution.suspect import COMPONENTS, SuspectRanking
+from attnviz.engine.attribution.suspect import COMPONENTS
 from attnviz.engine.attribution.suspect_corpus import suspect_steps
+from attnviz.engine.attribution.suspect_rank import SuspectRanking
 from attnviz.gui.widgets import copy_rows
 
 
@@ -28,11 +29,11 @@ def test_rank_fills_the_table_most_suspect_first(qtbot, loaded, suspect_corpus, 
     expected = [e for e in suspect_steps(trained_translator, sources) if isinstance(e, SuspectRanking)][0]
     model = panel.table.model()
     titles = [model.headerData(c, Qt.Orientation.Horizontal) for c in range(model.columnCount())]
-    assert titles[:3] == ["#", "line", "combined"] and titles[-3:] == ["source", "output", "reference"]
+    assert titles[:4] == ["#", "line", "combined", "verdict"] and titles[-3:] == ["source", "output", "reference"]
     assert {"Attn-ign-SRC", "Wass-to-Unif", "ALTI+ source", "log-prob / token", "sink mass", "log-prob"} <= set(titles)
     assert model.rowCount() == 5
-    combined = [panel.model.records[r]["combined"] for r in range(5)]
-    assert combined == sorted(combined, reverse=True)
+    combined = [r["combined"] for r in panel.model.records if not r["verdict"].startswith("suspect")]
+    assert combined == sorted(combined, reverse=True)  # flagged rows first, then the rest by score
     for row, want in zip(panel.model.records, expected.records(), strict=True):
         assert row["line"] == want["line"] and row["output"] == want["output"]
         for name in COMPONENTS:
@@ -40,7 +41,8 @@ def test_rank_fills_the_table_most_suspect_first(qtbot, loaded, suspect_corpus, 
     first = model.index(0, titles.index("Wass-to-Unif"))
     assert model.data(first) == f"{panel.model.records[0]['wass_to_unif']:.6g}"
     assert model.data(first, Qt.ItemDataRole.ToolTipRole) == repr(panel.model.records[0]["wass_to_unif"])
-    assert "suspicion percentiles" in panel.summary.text() and "percentile" in panel.summary.toolTip()
+    assert "not calibrated: combined = the suspicion percentile of log-prob per token" in panel.summary.text()
+    assert "Not calibrated (not calibrated): the verdict reads log-prob / token alone" in panel.summary.toolTip()
     top = panel.model.records[0]
     assert f"line {top['line']}" in panel.detail.text() and top["output"] in panel.detail.text()  # row 0 selected
     text = copy_rows(panel.table, everything=True).splitlines()
@@ -53,6 +55,7 @@ def test_rank_fills_the_table_most_suspect_first(qtbot, loaded, suspect_corpus, 
     panel.save_file(str(tmp_path / "r.json"))
     data = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))
     assert data["rows"][0]["combined"] == panel.model.records[0]["combined"] and "percentile" in data["how"]
+    assert data["calibration"] is None and data["rows"][0]["verdict"] == panel.model.records[0]["verdict"]
     assert not any(isinstance(v, float) and math.isnan(v) for r in data["rows"] for v in r.values())
     with qtbot.waitSignal(tab.open_sentence, timeout=2000) as opened:
         panel.table.doubleClicked.emit(panel.proxy.index(0, 0))

@@ -17,15 +17,18 @@ Components of one translation (cross-attention: the last layer, heads averaged, 
 - ``alti_source_share`` (Dale et al. 2023, "Detecting and mitigating hallucinations in machine translation"): the
   ALTI+ share of the source, averaged over output tokens. Low: suspect. Absent for models ALTI+ is not defined for.
 
-Combined (``combine``): for each ranked component, each sentence's percentile of suspicion in the corpus (average
-ranks for ties, 0 least and 1 most suspect); the combined score is the mean of a sentence's percentiles over the
-components it has. ``seq_logprob`` is shown but not ranked (it grows with length). Names: S source, T target.
+- ``unk_share``: the share of output tokens (``<eos>`` not counted) that are ``<unk>``; ``repeats``: the most copies
+  in a row of any 1- to 16-token sequence of the output ("a man a man a man": 3). Not voted: each flags an output
+  past its own line (``suspect_rule``), with the reason.
+
+How the components make a verdict and a ranking is ``suspect_rule``'s: weighted by the separation each reached on
+the model's own held-out data (``suspect_calibrate``), or, for a model never calibrated, log-prob per token alone,
+said so. ``seq_logprob`` and ``sink_mass`` are shown, never voted. Names: S source, T target.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -35,15 +38,16 @@ from attnviz.engine.events import Translation
 from attnviz.engine.text.tokenize import WORD_START
 
 IGNORED = 0.2  # Attn-ign-SRC's threshold on a source word's total incoming attention (Berard et al. 2019)
-# component -> +1 when a higher value is more suspect, -1 when a lower one is; 0: shown, not ranked
+# component -> +1 when a higher value is more suspect, -1 when a lower one is (the direction the literature gives;
+# a calibration measures whether it holds on a model); 0: a count shown and flagged past a line, never ranked
 DIRECTION = {"mean_logprob": -1, "attn_ign_src": 1, "sink_mass": 1, "wass_to_unif": 1, "alti_source_share": -1,
-             "seq_logprob": 0}
+             "seq_logprob": -1, "unk_share": 1, "repeats": 1}
 COMPONENTS = tuple(DIRECTION)
 LABELS = {"mean_logprob": "log-prob / token", "attn_ign_src": "Attn-ign-SRC", "sink_mass": "sink mass",
-          "wass_to_unif": "Wass-to-Unif", "alti_source_share": "ALTI+ source", "seq_logprob": "log-prob"}
-HOW = ("combined = mean over the ranked components of each sentence's suspicion percentile in the corpus (0 least, "
-       "1 most suspect; ties share their average rank): low log-prob per token, high Attn-ign-SRC, high sink mass, "
-       "high Wass-to-Unif, low ALTI+ source share. The sequence log-prob is shown, not ranked (it grows with length)")
+          "wass_to_unif": "Wass-to-Unif", "alti_source_share": "ALTI+ source", "seq_logprob": "log-prob",
+          "unk_share": "<unk> share", "repeats": "repeats"}
+UNK = "<unk>"
+LONGEST_REPEATED = 16  # the longest token sequence whose copies in a row ``repeats`` counts (half a sentence)
 
 
 def _words(src_tokens: Sequence[str]) -> np.ndarray:
@@ -65,12 +69,39 @@ def attention_components(cross: np.ndarray, src_tokens: Sequence[str]) -> dict[s
             "wass_to_unif": float(0.5 * np.abs(mass - 1.0 / s).sum())}
 
 
+def repeats(tokens: Sequence[str]) -> int:
+    """The most copies in a row of any sequence of 1 to ``LONGEST_REPEATED`` tokens (1: nothing repeats; 0: no
+    tokens); runs of ``<unk>`` alone are not counted. "a man a man a man ." -> 3; "a dog and a cat" -> 1."""
+    best = 1 if tokens else 0
+    for n in range(1, LONGEST_REPEATED + 1):
+        for start in range(len(tokens) - 2 * n + 1):
+            if all(t == UNK for t in tokens[start:start + n]):
+                continue  # unknown words in a row are the <unk> share's to flag
+            copies = 1
+            while tuple(tokens[start + copies * n:start + (copies + 1) * n]) == tuple(tokens[start:start + n]):
+                copies += 1
+            best = max(best, copies)
+    return best
+
+
+def output_components(tgt_tokens: Sequence[str]) -> dict[str, float]:
+    """``unk_share`` and ``repeats`` of the output tokens (a closing ``<eos>`` not counted); NaN for no tokens."""
+    words = list(tgt_tokens[:-1] if tgt_tokens and tgt_tokens[-1] == "<eos>" else tgt_tokens)
+    if not words:
+        return {"unk_share": float("nan"), "repeats": float("nan")}
+    return {"unk_share": sum(t == UNK for t in words) / len(words), "repeats": float(repeats(words))}
+
+
 def component_values(logp: np.ndarray, cross: np.ndarray, src_tokens: Sequence[str],
-                     alti_share: np.ndarray | None = None) -> dict[str, float]:
+                     alti_share: np.ndarray | None = None, tgt_tokens: Sequence[str] | None = None
+                     ) -> dict[str, float]:
     """Every component from the log-probabilities of the T chosen tokens [T], one layer's head-averaged
-    cross-attention [T, S] and the ALTI+ source share per output token [T] (None: not computed, NaN)."""
+    cross-attention [T, S], the ALTI+ source share per output token [T] (None: not computed, NaN) and the T output
+    tokens (None: ``unk_share`` and ``repeats`` NaN)."""
     out = {"seq_logprob": float(logp.sum()), "mean_logprob": float(logp.mean()) if logp.size else float("nan")}
     out |= attention_components(cross, src_tokens)
+    out |= output_components(tgt_tokens) if tgt_tokens is not None else {"unk_share": float("nan"),
+                                                                          "repeats": float("nan")}
     out["alti_source_share"] = float(np.mean(alti_share)) if alti_share is not None else float("nan")
     return {name: out[name] for name in COMPONENTS}
 
@@ -83,7 +114,7 @@ def components(translation: Translation, alti_share: np.ndarray | None = None, l
                          "have: load a translation model.")
     logp = np.log(np.clip(np.asarray(translation.probabilities, dtype=np.float64), 1e-300, None))
     cross = translation.attention["cross"][layer].astype(np.float64).mean(0)
-    return component_values(logp, cross, translation.src_tokens, alti_share)
+    return component_values(logp, cross, translation.src_tokens, alti_share, translation.tokens)
 
 
 def percentiles(values: np.ndarray) -> np.ndarray:
@@ -101,49 +132,3 @@ def percentiles(values: np.ndarray) -> np.ndarray:
     ranks = sums[inverse] / np.bincount(inverse)[inverse]
     out[ok] = ranks / (v.size - 1) if v.size > 1 else 0.5
     return out
-
-
-def combine(rows: Sequence[Mapping[str, float]]) -> np.ndarray:
-    """[N] combined suspicion of N sentences' components (see the module's docstring)."""
-    if not rows:
-        return np.zeros(0)
-    ranked = [name for name, sign in DIRECTION.items() if sign]
-    table = np.array([[row.get(name, np.nan) for name in ranked] for row in rows], dtype=np.float64)
-    per = np.stack([percentiles(DIRECTION[name] * table[:, i]) for i, name in enumerate(ranked)], axis=1)
-    counts = np.isfinite(per).sum(1)
-    return np.divide(np.nansum(per, axis=1), counts, out=np.full(len(rows), np.nan), where=counts > 0)
-
-
-@dataclass(frozen=True)
-class SuspectRow:
-    """One sentence of a ranked corpus."""
-
-    line: int  # 1-based position in the corpus
-    source: str
-    output: str
-    components: Mapping[str, float]
-    combined: float = float("nan")
-    reference: str | None = None
-
-
-@dataclass(frozen=True)
-class SuspectRanking:
-    """A corpus ranked by the combined score, most suspect first, every component kept."""
-
-    rows: tuple[SuspectRow, ...]
-    corpus: str  # what was ranked ("test split", a file's name)
-    how: str = HOW
-    notes: tuple[str, ...] = field(default=())
-
-    @staticmethod
-    def of(rows: Sequence[SuspectRow], corpus: str, notes: tuple[str, ...] = ()) -> SuspectRanking:
-        scores = combine([r.components for r in rows])
-        ranked = [SuspectRow(r.line, r.source, r.output, r.components, float(c), r.reference)
-                  for r, c in zip(rows, scores, strict=True)]
-        ranked.sort(key=lambda r: (-r.combined if np.isfinite(r.combined) else np.inf, r.line))
-        return SuspectRanking(tuple(ranked), corpus, HOW, notes)
-
-    def records(self) -> list[dict]:
-        """Plain rows (JSON, CSV): rank, line, combined, every component, source, output, reference."""
-        return [{"rank": i, "line": r.line, "combined": r.combined, **dict(r.components), "source": r.source,
-                 "output": r.output, "reference": r.reference} for i, r in enumerate(self.rows, 1)]

@@ -2,7 +2,8 @@
 events with a stop check between sentences: what the Analysis tab's worker runs and the CLI or scripts can drive.
 
 Each sentence is translated greedily (every attention row kept), its ALTI+ source share computed on the output
-(where the model's kind has ALTI+), and its components read (``suspect.components``). The corpus is read as the
+(where the model's kind has ALTI+), and its components read (``suspect.components``); the ranking reads the model's
+calibration where it has one (``suspect_store``), and says when it has none. The corpus is read as the
 other analysis jobs read theirs (``analysis.jobs.read_corpus``: a split of the model's corpus, or text files).
 Torch loads only when a job runs.
 """
@@ -13,12 +14,14 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from attnviz.engine.attribution.base import AttributionProgress, get_method
-from attnviz.engine.attribution.suspect import SuspectRanking, SuspectRow, components
+from attnviz.engine.attribution.suspect import components
+from attnviz.engine.attribution.suspect_rank import SuspectRanking, SuspectRow
+from attnviz.engine.attribution.suspect_store import calibration_of
 from attnviz.engine.errors import InputError
 from attnviz.engine.events import Translation
 
 
-def _has_alti(translator) -> bool:
+def has_alti(translator) -> bool:
     """Whether ALTI+ is defined for the model's kind (asked through the registry, which lists the methods in their
     modules' order)."""
     return get_method("alti-plus").defined_for(translator.kind)
@@ -38,7 +41,7 @@ def translation_components(translator, translation: Translation) -> dict[str, fl
     from attnviz.engine.attribution.mixing.methods import sentence_alti
 
     share = None
-    if _has_alti(translator) and translation.tokens:
+    if has_alti(translator) and translation.tokens:
         share = sentence_alti(translator, translation.src_tokens, translation.tokens).source_share
     return components(translation, share)
 
@@ -60,7 +63,7 @@ def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] 
             yield AttributionProgress(item, n, "decoding", "sentences")
         else:
             examples = item
-    with_alti = _has_alti(translator)
+    with_alti = has_alti(translator)
     rows = []
     for done, (i, output, found) in enumerate(batch_components(translator, examples, with_alti), 1):
         rows.append(SuspectRow(i + 1, sources[i], output, found,
@@ -69,9 +72,11 @@ def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] 
             if stop is not None and stop.is_set():
                 return
             yield AttributionProgress(done, n, "scoring", "sentences")
-    notes = () if with_alti else (f"ALTI+ is not defined for a {translator.kind.title}: the ranking leaves its "
-                                  "source share out",)
-    yield SuspectRanking.of(rows, corpus, notes)
+    calibration, where = calibration_of(translator)
+    notes: tuple[str, ...] = (where,) if calibration is None and where != "not calibrated" else ()  # unusable one
+    notes += () if with_alti else (f"ALTI+ is not defined for a {translator.kind.title}: the ranking leaves its "
+                                   "source share out",)
+    yield SuspectRanking.of(rows, corpus, notes, calibration, where)
 
 
 def suspect_job(translator, corpus: tuple[str | None, str | None, str | None], limit: int,

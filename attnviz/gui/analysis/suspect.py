@@ -1,5 +1,6 @@
 """The Analysis tab's suspect-translations page: the corpus chosen above ranked by the suspect-translation score
-(``engine.attribution.suspect``), most suspect first, every component a column beside the combined score, computed
+(``engine.attribution.suspect``), flagged and most suspect first, the verdict and every component a column beside the
+combined score (calibrated on the model's held-out data where it was, else log-prob per token alone, said), computed
 in the background (progress, Cancel), copyable (Ctrl+C, Copy all) and exported as CSV or JSON. Double-clicking a
 row opens its source sentence in the Translate tab. The engine does the work; this page asks and shows.
 """
@@ -28,16 +29,24 @@ from PySide6.QtWidgets import (
 )
 
 from attnviz.engine.attribution.base import AttributionProgress
-from attnviz.engine.attribution.suspect import COMPONENTS, HOW, LABELS, SuspectRanking
+from attnviz.engine.attribution.suspect import COMPONENTS, LABELS
+from attnviz.engine.attribution.suspect_rank import SuspectRanking
+from attnviz.engine.attribution.suspect_rule import describe
 from attnviz.gui.data_folder import missing_data_hint
 from attnviz.gui.widgets import NO_PARENT, ModelIndex, add_labelled, copyable, named
 from attnviz.gui.worker import JobFailure, Worker
 
-COLUMNS = ("rank", "line", "combined", *COMPONENTS, "source", "output", "reference")
-TITLES = {"rank": "#", "line": "line", "combined": "combined", **LABELS, "source": "source", "output": "output",
-          "reference": "reference"}
-TEXT_COLUMNS = ("source", "output", "reference")
+COLUMNS = ("rank", "line", "combined", "verdict", *COMPONENTS, "source", "output", "reference")
+TITLES = {"rank": "#", "line": "line", "combined": "combined", "verdict": "verdict", **LABELS, "source": "source",
+          "output": "output", "reference": "reference"}
+TEXT_COLUMNS = ("verdict", "source", "output", "reference")
 FILTERS = "CSV table (*.csv);;JSON (*.json)"
+
+
+SOURCES = ("Attn-ign-SRC: the share of source words (not <sos>, <eos> or language tags) whose total cross-attention "
+           "is under 0.2. Sink mass: cross-attention on <sos>, <eos>, punctuation and language tags. Wass-to-Unif: "
+           "total variation (Wasserstein, 0/1 cost) of the source attention mass from uniform. ALTI+ source: the "
+           "share of each output token that comes from the source, averaged.")
 
 
 def cell_text(value: Any) -> str:
@@ -114,11 +123,6 @@ class SuspectPanel(QWidget):
         self.summary = named(QLabel(), "suspectSummary", "How the suspect score is made")
         self.summary.setWordWrap(True)
         self.summary.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.summary.setToolTip(f"{HOW}.\nAttn-ign-SRC: the share of source words (not <sos>, <eos> or language "
-                                "tags) whose total cross-attention is under 0.2. Sink mass: cross-attention on <sos>, "
-                                "<eos>, punctuation and language tags. Wass-to-Unif: total variation (Wasserstein, "
-                                "0/1 cost) of the source attention mass from uniform. ALTI+ source: the share of "
-                                "each output token that comes from the source, averaged.")
         self.model = SuspectTableModel(self)
         self.proxy = QSortFilterProxyModel(self)  # sorts the view; the model keeps the ranking's order
         self.proxy.setSourceModel(self.model)
@@ -160,14 +164,17 @@ class SuspectPanel(QWidget):
         self.worker.failed.connect(self._on_failed)
         self.worker.finished.connect(self._on_finished)
 
-    @staticmethod
-    def _explain(ranking: SuspectRanking | None = None) -> str:
-        what = (f"<b>{len(ranking.rows)} sentences of the {escape(ranking.corpus)}</b>, most suspect first. "
-                if ranking is not None else "Ranks the corpus chosen above by signs of hallucination. ")
-        notes = "".join(f" {escape(n)}." for n in ranking.notes) if ranking is not None else ""
-        return (f"{what}Greedy translations; combined = the mean of a sentence's suspicion percentiles over the "
-                "components (low log-prob per token, high Attn-ign-SRC, sink mass and Wass-to-Unif, low ALTI+ source "
-                f"share; the last cross-attention layer, heads averaged). Hover here for the details.{notes}")
+    def _explain(self, ranking: SuspectRanking | None = None) -> str:
+        """The summary above the table; its tooltip gives what each component reached on the model."""
+        calibration = ranking.calibration if ranking is not None else None
+        where = ranking.where if ranking is not None else "rank to read the model's calibration"
+        self.summary.setToolTip(f"{SOURCES}\n" + "\n".join(describe(calibration, where)))
+        if ranking is None:
+            return ("Ranks the corpus chosen above by signs of hallucination (greedy translations; the last "
+                    "cross-attention layer, heads averaged). Hover here for the details.")
+        notes = "".join(f" {escape(n)}." for n in ranking.notes)
+        return (f"<b>{len(ranking.rows)} sentences of the {escape(ranking.corpus)}</b>: {escape(ranking.how)}. "
+                f"Hover here for each component's AUROC.{notes}")
 
     def set_translator(self, translator) -> None:
         self.worker.cancel()
@@ -260,8 +267,10 @@ class SuspectPanel(QWidget):
         try:
             if Path(path).suffix.lower() == ".json":
                 model = self.translator.metadata.get("path") if self.translator is not None else None
+                calibration = self.ranking.calibration
                 data = {"model": model, "corpus": self.ranking.corpus, "how": self.ranking.how,
-                        "notes": list(self.ranking.notes), "rows": records}
+                        "notes": list(self.ranking.notes), "calibration": calibration and calibration.to_dict(),
+                        "rows": records}
                 text = json.dumps(_without_nan(data), indent=1, ensure_ascii=False)
                 Path(path).write_text(text + "\n", encoding="utf-8")
             else:

@@ -1,11 +1,13 @@
 """The suspect-translation score of the sentence shown in the Translate tab: once a translation finishes, its
-components (``engine.attribution.suspect``: sequence log-probability and per token, Attn-ign-SRC, Wass-to-Unif,
-the ALTI+ source share where the model's kind has ALTI+) and a verdict, on one selectable line under the translated
-text; the tooltip says what each component is, where it comes from and which direction is suspicious.
+components (``engine.attribution.suspect``: sequence log-probability and per token, Attn-ign-SRC, sink mass,
+Wass-to-Unif, the ALTI+ source share where the model's kind has ALTI+) and a verdict, on one selectable line under the
+translated text; the tooltip says what each component is, where it comes from, which direction is suspicious and
+the AUROC it reached on this model's held-out data.
 
-The components are computed in a worker (the ALTI+ part is one teacher-forced pass on the output), beside the
-tab's other jobs on the model (see ``gui.worker``). The verdict is per sentence, so it cannot rank as
-the Analysis tab does over a corpus: it counts the components past a rule-of-thumb line (``SIGNS``) and says which.
+The verdict is ``suspect_rule.judge``'s: the model's calibration when it has one (``suspect_store``), else log-prob
+per token alone, said so; an output mostly ``<unk>`` or repeating itself is flagged with that reason. The components
+are computed in a worker (the ALTI+ part is one teacher-forced pass on the output), beside the tab's other jobs on
+the model (see ``gui.worker``).
 """
 
 from __future__ import annotations
@@ -18,44 +20,37 @@ from PySide6.QtCore import QObject, Qt, Slot
 from PySide6.QtWidgets import QLabel
 
 from attnviz.engine.attribution.suspect import LABELS
+from attnviz.engine.attribution.suspect_rule import Calibration, describe, judge
+from attnviz.engine.attribution.suspect_store import calibration_of
 from attnviz.engine.events import Translation
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown
 from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.widgets import named
 from attnviz.gui.worker import JobFailure, Worker
 
-SHOWN = ("seq_logprob", "mean_logprob", "attn_ign_src", "wass_to_unif", "alti_source_share")
-# component -> (direction, line): a sign when direction * value > direction * line. Rules of thumb for one
-# sentence, not calibrated: a geometric-mean token probability under 0.14, half the source words ignored, the
-# source attention mass half-way from uniform to one token, under a third of the prediction from the source
-SIGNS = {"mean_logprob": (-1, -2.0), "attn_ign_src": (1, 0.5), "wass_to_unif": (1, 0.5),
-         "alti_source_share": (-1, 1 / 3)}
-TIP = ("Suspect-translation score of this sentence (signs of a hallucination; the Analysis tab ranks a corpus):\n"
-       "log-prob: sum of log p(chosen) over the output tokens, <eos> included (Seq-Logprob, Guerreiro et al. 2023); "
-       "per token: the same divided by the length. Low is suspect (below -2.0 per token counts as a sign).\n"
-       "Attn-ign-SRC: share of source words whose total incoming cross-attention (last layer, heads averaged) is "
-       "below 0.2 (Berard et al. 2019; Guerreiro et al. 2023). High is suspect (above 0.5).\n"
-       "Wass-to-Unif: Wasserstein distance (0/1 cost) of the source attention mass from uniform (Guerreiro et al. "
-       "2023, optimal transport). High is suspect (above 0.5).\n"
-       "ALTI+ source: the share of each output token's prediction that comes from the source, averaged (ALTI+, "
-       "Ferrando et al. 2022; used for hallucinations by Dale et al. 2023). Low is suspect (below 1/3); "
-       "absent where ALTI+ is not defined.\n"
-       "The verdict counts the signs; its lines are rules of thumb for a single sentence, not calibrated.")
+SHOWN = ("seq_logprob", "mean_logprob", "attn_ign_src", "sink_mass", "wass_to_unif", "alti_source_share")
+WHAT = ("Suspect-translation score of this sentence (signs of a hallucination; the Analysis tab ranks a corpus):\n"
+        "log-prob: sum of log p(chosen) over the output tokens, <eos> included (Seq-Logprob, Guerreiro et al. 2023); "
+        "per token: the same divided by the length. Low is suspect.\n"
+        "Attn-ign-SRC: share of source words whose total incoming cross-attention (last layer, heads averaged) is "
+        "below 0.2 (Berard et al. 2019; Guerreiro et al. 2023). High is suspect.\n"
+        "Sink mass: cross-attention on <sos>, <eos>, punctuation and language tags. Shown, never voted.\n"
+        "Wass-to-Unif: Wasserstein distance (0/1 cost) of the source attention mass from uniform (Guerreiro et al. "
+        "2023, optimal transport). High is suspect.\n"
+        "ALTI+ source: the share of each output token's prediction that comes from the source, averaged (ALTI+, "
+        "Ferrando et al. 2022; used for hallucinations by Dale et al. 2023). Low is suspect; absent where ALTI+ is "
+        "not defined.\n")
 
 
-def verdict(found: dict[str, float]) -> str:
-    """"no sign of a hallucination" or "suspect: " and the components past their line."""
-    signs = [name for name, (way, line) in SIGNS.items()
-             if math.isfinite(found.get(name, math.nan)) and way * found[name] > way * line]
-    if not signs:
-        return "no sign of a hallucination"
-    return "suspect: " + ", ".join(LABELS[name] for name in signs)
+def tip(calibration: Calibration | None, where: str = "") -> str:
+    """The tooltip: what each component is, then what the verdict rests on for this model (its AUROCs)."""
+    return WHAT + "\n".join(describe(calibration, where))
 
 
-def line(found: dict[str, float]) -> str:
+def line(found: dict[str, float], calibration: Calibration | None = None) -> str:
     """The components and the verdict as one line of text (what is shown and copied)."""
     parts = [f"{LABELS[name]} {found[name]:.3f}" for name in SHOWN if math.isfinite(found.get(name, math.nan))]
-    return f"Suspect score: {'; '.join(parts)} \u2014 {verdict(found)}"
+    return f"Suspect score: {'; '.join(parts)} \u2014 {judge(found, calibration).text()}"
 
 
 class SuspectJob:
@@ -77,8 +72,9 @@ class SuspectLine(QObject):
         super().__init__(parent)
         self.document, self.translator = document, None
         self.found: dict[str, float] | None = None
+        self.calibration: Calibration | None = None
         self._key: Hashable = None  # the translation the line (or its job) belongs to
-        self.label = named(QLabel(), "suspectLine", "Suspect-translation score", TIP)
+        self.label = named(QLabel(), "suspectLine", "Suspect-translation score", tip(None))
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
         self.label.setWordWrap(True)
         self.label.hide()
@@ -89,6 +85,8 @@ class SuspectLine(QObject):
 
     def set_translator(self, translator) -> None:
         self.translator = translator
+        self.calibration, where = calibration_of(translator) if translator is not None else (None, "")
+        self.label.setToolTip(tip(self.calibration, where))
         self._forget()
 
     def _forget(self) -> None:
@@ -120,7 +118,7 @@ class SuspectLine(QObject):
     @Slot(object)
     def _on_worker_produced(self, found: dict[str, float]) -> None:
         self.found = found
-        self.label.setText(line(found))
+        self.label.setText(line(found, self.calibration))
 
     @Slot(object)
     def _on_worker_failed(self, failure: JobFailure) -> None:

@@ -67,5 +67,6 @@ def batch_components(translator, examples: Sequence[Example], with_alti: bool
             share = alti_maps(cap, (s, t), b, per).source_share if cap is not None else None
             tokens = translator.tgt_vocab.decode(examples[i].tgt)
             labels = [translator.src_vocab.token(j) for j in examples[i].src]
-            found = component_values(logp[b, :t].double().cpu().numpy(), cross[b, :t, :s], labels, share)
+            found = component_values(logp[b, :t].double().cpu().numpy(), cross[b, :t, :s], labels, share,
+                                     tokens)
             yield i, translator.detokenize(tokens), found
