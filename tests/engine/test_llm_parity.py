@@ -125,3 +125,17 @@ def test_a_sharded_folder_is_read_as_one(tmp_path):
     sharded = load_translator(folder, "float32")
     assert sharded.translate(SENTENCE, DecodeConfig(max_len=6)).tokens == \
         single.translate(SENTENCE, DecodeConfig(max_len=6)).tokens
+
+
+def test_a_head_off_in_any_view_is_off_for_the_whole_pass(pair):
+    from attnviz.engine.heads import HeadRef
+
+    _, ours, _, _ = pair
+    decode = DecodeConfig(max_len=4)
+    off = [DecodeConfig(max_len=4, heads_off=(HeadRef(kind, 1, 2),)) for kind in ("cross", "decoder", "encoder")]
+    runs = [ours.translate(SENTENCE, d) for d in off]
+    for run in runs:
+        assert np.all(run.attention["cross"][1, 2] == 0) and np.all(run.attention["decoder"][1, 2] == 0)
+        assert np.all(run.attention["encoder"][1, 2] == 0)
+        np.testing.assert_array_equal(run.attention["cross"], runs[0].attention["cross"])
+    assert not np.all(ours.translate(SENTENCE, decode).attention["cross"][1, 2] == 0)

@@ -4,8 +4,8 @@
 Its network is ``engine.models.causal_lm.CausalLM``; its switches (grouped-query attention, RoPE, norms, sliding
 windows, softcaps) are an ``LLMArch`` in ``ModelConfig.arch``. One attention per layer is seen three ways: over the
 prompt while it is read (``encoder``: prompt self-attention), from each output step over the prompt (``cross``)
-and over the output so far (``decoder``); the three are the same heads, so heads are switched off as
-``decoder:L.H`` and are off for the whole pass.
+and over the output so far (``decoder``); the three are the same heads, so a head switched off in any of
+the three (``cross:L.H`` is ``decoder:L.H``) is off for the whole pass.
 """
 
 from __future__ import annotations
@@ -78,4 +78,5 @@ LLM = register(ModelKind(
                           max_positions=64, activation="swish", arch=EXAMPLE_ARCH),
     reads_prompt=True,
     stored_precision=True,
+    same_heads={"cross": "decoder", "encoder": "decoder"},
 ))

@@ -60,6 +60,9 @@ class ModelKind:
     # ``--dtype auto`` runs its weights at their stored precision on the CPU too (an LLM's bf16 weights would take
     # twice the memory in float32); else auto means float32 on the CPU, where half precision is slower
     stored_precision: bool = False
+    # attention kinds that are views of another's heads (a decoder-only LLM's cross and encoder kinds are its one
+    # attention seen from the output and over the prompt): switching such a head off switches off the one it views
+    same_heads: Mapping[str, str] = field(default_factory=dict)
 
     def expected_shapes(self, cfg: ModelConfig, src_len: int, tgt_len: int) -> dict[str, tuple[int, ...]]:
         """The shape of each full attention tensor of one translation (what the self-test and tests check)."""
