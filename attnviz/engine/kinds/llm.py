@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.events import AttentionKind
 from attnviz.engine.kinds.registry import Layout, ModelKind, register
 from attnviz.engine.models.llm_arch import LLMArch
 
@@ -79,4 +80,9 @@ LLM = register(ModelKind(
     reads_prompt=True,
     stored_precision=True,
     same_heads={"cross": "decoder", "encoder": "decoder"},
+    views={"cross": AttentionKind("cross", "Output → prompt", "output step (query)", "prompt token (key)"),
+           "decoder": AttentionKind("decoder", "Output → own output", "output step (query)",
+                                    "decoder input (key)", causal=True),
+           "encoder": AttentionKind("encoder", "Prompt self-attention", "prompt token (query)", "prompt token (key)",
+                                    causal=True)},
 ))

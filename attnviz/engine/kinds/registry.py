@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from attnviz.engine.config import ModelConfig, TrainConfig
 from attnviz.engine.errors import ConfigError
+from attnviz.engine.events import ATTENTION_KINDS, AttentionKind
 from attnviz.engine.plugins import Registry
 
 if TYPE_CHECKING:  # the network's type only: nothing here imports torch
@@ -63,6 +64,13 @@ class ModelKind:
     # attention kinds that are views of another's heads (a decoder-only LLM's cross and encoder kinds are its one
     # attention seen from the output and over the prompt): switching such a head off switches off the one it views
     same_heads: Mapping[str, str] = field(default_factory=dict)
+    # how its views name an attention kind when ``ATTENTION_KINDS``'s words do not fit it (an LLM's "cross" is its
+    # output attending over the prompt)
+    views: Mapping[str, AttentionKind] = field(default_factory=dict)
+
+    def view(self, kind: str) -> AttentionKind:
+        """What the views call ``kind`` for this model kind: its own words, else ``ATTENTION_KINDS``'s."""
+        return self.views.get(kind) or ATTENTION_KINDS[kind]
 
     def expected_shapes(self, cfg: ModelConfig, src_len: int, tgt_len: int) -> dict[str, tuple[int, ...]]:
         """The shape of each full attention tensor of one translation (what the self-test and tests check)."""

@@ -146,19 +146,21 @@ class CausalLM(IncrementalModel):
             seen |= torch.eye(seen.size(1), dtype=torch.bool, device=seen.device)
         return None if bool(seen.all()) else seen[:, None]
 
-    def _rope(self, layer: LLMLayer, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
-        local = layer.sliding and bool(self.arch.rope_local_theta)
+    def _rope(self, sliding: bool, positions: Tensor, dtype: torch.dtype) -> tuple[Tensor, Tensor]:
+        """cos and sin of ``positions`` for a full or a sliding layer (Gemma 3's sliding layers have a base of their
+        own)."""
+        local = sliding and bool(self.arch.rope_local_theta)
         return rotations(self.inv_freq_local if local else self.inv_freq, positions, dtype)
 
     def _run(self, x: Tensor, positions: Tensor, caches: list[LayerCache], at: int, k_pos: Tensor, k_ok: Tensor,
              need_weights: bool, plan, diagonal: bool = False) -> tuple[Tensor, list[Tensor]]:
         """Every layer over ``x`` [B, T, D] at ``positions`` [B, T], writing keys at slot ``at`` of each cache."""
         weights = []
-        masks = {sliding: self._mask(sliding, positions, k_pos, k_ok, diagonal)
-                 for sliding in {layer.sliding for layer in self.decoder_layers()}}
+        slides = {layer.sliding for layer in self.decoder_layers()}
+        masks = {sliding: self._mask(sliding, positions, k_pos, k_ok, diagonal) for sliding in slides}
+        ropes = {sliding: self._rope(sliding, positions, x.dtype) for sliding in slides}
         for layer, cache in zip(self.decoder_layers(), caches, strict=True):
-            x, w = layer(x, self._rope(layer, positions, x.dtype), cache, at, masks[layer.sliding], need_weights,
-                         plan)
+            x, w = layer(x, ropes[layer.sliding], cache, at, masks[layer.sliding], need_weights, plan)
             if w is not None:
                 weights.append(w)
         return x, weights
