@@ -12,6 +12,11 @@ def test_sinks_are_specials_punctuation_and_language_tags():
     assert not any(is_sink(t) for t in ("dog", "\u2581dog", "<unk>", "U.S.", "de", "a_b"))
 
 
+def test_an_llm_prompts_template_markers_and_line_breaks_are_sinks():
+    assert all(is_sink(t) for t in ("<|im_start|>", "<bos>", "<start_of_turn>", "<|eot_id|>", "\n", "\n\n"))
+    assert not any(is_sink(t) for t in ("\u2581", "<unk>", "<Hund", "a<b>c", "\u2581user"))
+
+
 def test_without_sinks_drops_the_columns_and_renormalises_every_row():
     maps = np.array([[[0.5, 0.2, 0.3], [0.0, 0.0, 1.0]], [[-0.2, 0.6, 0.2], [0.1, 0.1, 0.8]]])  # [2, 2, 3]
     out = without_sinks(maps, sink_columns(["<sos>", "dog", "cat"]))

@@ -1,5 +1,5 @@
 """Attention sinks: the tokens heads park weight on when no content key is relevant (``<sos>``, ``<eos>``,
-punctuation, language tags), and maps with those columns hidden and every row renormalised.
+punctuation, language tags; in an LLM's prompt also the chat template's markers and line breaks), and maps with those columns hidden and every row renormalised.
 
 Why heads put weight there: softmax rows must sum to 1, so a head with nothing to attend to at a step dumps its
 mass on a token that is always present and carries little content; the value vectors of such tokens are small, so
@@ -9,6 +9,7 @@ weight is shared out. Torch-free: the GUI imports it at start-up. Names: R rows 
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Sequence
 
@@ -16,11 +17,13 @@ import numpy as np
 
 from attnviz.engine.analysis.names import is_language_tag
 from attnviz.engine.text.tokenize import WORD_START
-from attnviz.engine.text.vocab import EOS, SOS
+from attnviz.engine.text.vocab import EOS, SOS, UNK
 
-WHY = ("Heads park weight on <sos>, <eos>, punctuation and language tags when no content token is relevant (a "
-       "softmax row must sum to 1); those tokens carry little, so hiding them and renormalising shows how the rest "
-       "is shared.")
+WHY = ("Heads park weight on <sos>, <eos>, punctuation, language tags and (in an LLM's prompt) the chat template's "
+       "markers and line breaks when no content token is relevant (a softmax row must sum to 1); those tokens carry "
+       "little, so hiding them and renormalising shows how the rest is shared.")
+# a chat template's marker (<bos>, <|im_start|>, <start_of_turn>, <|eot_id|>); <unk> stands for content, not a sink
+_MARKER = re.compile(r"<\|?[A-Za-z_][\w.-]*\|?>")
 
 
 def is_punctuation(token: str) -> bool:
@@ -28,8 +31,10 @@ def is_punctuation(token: str) -> bool:
 
 
 def is_sink(token: str) -> bool:
-    """``<sos>``, ``<eos>``, a language tag, or punctuation (a SentencePiece word-start mark aside)."""
-    return token in (SOS, EOS) or is_language_tag(token) or is_punctuation(token.lstrip(WORD_START))
+    """``<sos>``, ``<eos>``, a language tag, punctuation (a SentencePiece word-start mark aside), a chat template's
+    marker or a token of white space only (an LLM prompt's line breaks)."""
+    return (token in (SOS, EOS) or is_language_tag(token) or is_punctuation(token.lstrip(WORD_START))
+            or (token != UNK and bool(_MARKER.fullmatch(token))) or (bool(token) and token.isspace()))
 
 
 def sink_columns(tokens: Sequence[str]) -> np.ndarray:
