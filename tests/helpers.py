@@ -24,6 +24,12 @@ def toy_pair(rng: random.Random) -> tuple[list[str], list[str]]:
     return [SRC_WORDS[i] for i in idx], [TGT_WORDS[i] for i in reversed(idx)]
 
 
+def capture_atol(kind: str) -> float:
+    """How closely two captures of the same maps agree at the precision ``kind`` keeps them (float16: a rounding
+    step apart at most)."""
+    return 2e-3 if get_kind(kind).capture_dtype == "float16" else 1e-5
+
+
 def example_config(kind: str, src_vocab_size: int, tgt_vocab_size: int, **overrides) -> ModelConfig:
     """A small model of ``kind`` as its registry entry describes one, with ``overrides`` (checked by the kind)."""
     settings = dict(get_kind(kind).example_settings) | overrides

@@ -73,7 +73,8 @@ def load_translator(path: str | os.PathLike[str], dtype: str = AUTO) -> Translat
         run = resolve_dtype(dtype, meta["dtype"] if meta.get("dtype") in DTYPES else "float32",
                             keep_stored=kind is not None and kind.stored_precision)
         check_fits(path, stored_parameters(index), run)
-        if kind is not None and kind.reads_prompt:  # a converted LLM folder: tokenizer and template are inside
+        if kind is not None and kind.reads_prompt and "prompt" in meta:  # a converted LLM folder: its tokenizer,
+            # template and instruction are inside (an LLM built over attnviz's own vocabulary loads as any model)
             from attnviz.engine.hub.llm_weights import load_llm_checkpoint
 
             return load_llm_checkpoint(path, run)

@@ -22,7 +22,7 @@ from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel, S
 from attnviz.engine.text.tokenize import TokenizerSpec
 from attnviz.engine.text.vocab import PAD_ID, Vocab
 from attnviz.engine.translator import Translator, build_model
-from tests.helpers import SRC_WORDS, example_config
+from tests.helpers import SRC_WORDS, capture_atol, example_config
 
 KINDS = [k.name for k in all_kinds()]
 TEXT = "q1 q2 q3 q4"
@@ -68,7 +68,7 @@ def test_cached_steps_equal_recomputation(kind):
         for rows_a, rows_b in ((a.self_attention, b.self_attention), (a.cross_attention, b.cross_attention)):
             assert (rows_a is None) == (rows_b is None)
             if rows_a is not None:
-                np.testing.assert_allclose(rows_a, rows_b, atol=1e-5)
+                np.testing.assert_allclose(rows_a, rows_b, atol=capture_atol(kind))
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -83,10 +83,12 @@ def test_decoding_yields_exactly_the_kinds_attention_as_distributions(kind):
     for name, maps in t.attention.items():
         assert maps.shape == expected[name]
         if entry.reads_prompt and name in ("cross", "decoder"):  # the two parts of one softmax
-            np.testing.assert_allclose(maps.sum(-1) + t.attention[{"cross": "decoder"}.get(name, "cross")].sum(-1),
-                                       1.0, atol=1e-5)
+            other = t.attention[{"cross": "decoder"}.get(name, "cross")]
+            np.testing.assert_allclose(maps.sum(-1, dtype=np.float64) + other.sum(-1, dtype=np.float64), 1.0,
+                                       atol=capture_atol(kind) * 4)
         else:
-            np.testing.assert_allclose(maps.sum(-1), 1.0, atol=1e-5)  # every query row is a distribution
+            # every query row is a distribution
+            np.testing.assert_allclose(maps.sum(-1, dtype=np.float64), 1.0, atol=capture_atol(kind) * 4)
         if name == "decoder":  # and a decoder row never looks ahead
             assert np.all(np.triu(maps, k=1) == 0)
 

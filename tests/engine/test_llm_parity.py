@@ -79,9 +79,11 @@ def test_cached_steps_equal_the_full_pass(pair):
     full = [e for e in ours.steps(SENTENCE, decode, recompute=True) if isinstance(e, DecodeStep)]
     assert [s.token_id for s in cached] == [s.token_id for s in full] and len(cached) >= 2
     for a, b in zip(cached, full, strict=True):
-        np.testing.assert_allclose(a.cross_attention, b.cross_attention, atol=1e-5)
-        np.testing.assert_allclose(a.self_attention, b.self_attention, atol=1e-5)
-        np.testing.assert_allclose(a.cross_attention.sum(-1) + a.self_attention.sum(-1), 1.0, atol=1e-5)
+        assert a.cross_attention.dtype == np.float16  # an LLM's maps are kept at half the memory
+        np.testing.assert_allclose(a.cross_attention, b.cross_attention, atol=2e-3)
+        np.testing.assert_allclose(a.self_attention, b.self_attention, atol=2e-3)
+        total = a.cross_attention.sum(-1, dtype=np.float64) + a.self_attention.sum(-1, dtype=np.float64)
+        np.testing.assert_allclose(total, 1.0, atol=5e-3)
 
 
 def _generated(reference, tokenizer, ids: list[int], beams: int) -> list[int]:

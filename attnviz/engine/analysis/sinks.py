@@ -1,5 +1,6 @@
 """Attention sinks: the tokens heads park weight on when no content key is relevant (``<sos>``, ``<eos>``,
-punctuation, language tags; in an LLM's prompt also the chat template's markers and line breaks), and maps with those columns hidden and every row renormalised.
+punctuation, language tags; in an LLM's prompt also the chat template's markers and line breaks), and maps with
+those columns hidden and every row renormalised.
 
 Why heads put weight there: softmax rows must sum to 1, so a head with nothing to attend to at a step dumps its
 mass on a token that is always present and carries little content; the value vectors of such tokens are small, so

@@ -79,6 +79,7 @@ LLM = register(ModelKind(
                           max_positions=64, activation="swish", arch=EXAMPLE_ARCH),
     reads_prompt=True,
     stored_precision=True,
+    capture_dtype="float16",
     same_heads={"cross": "decoder", "encoder": "decoder"},
     views={"cross": AttentionKind("cross", "Output → prompt", "output step (query)", "prompt token (key)"),
            "decoder": AttentionKind("decoder", "Output → own output", "output step (query)",

@@ -67,6 +67,9 @@ class ModelKind:
     # how its views name an attention kind when ``ATTENTION_KINDS``'s words do not fit it (an LLM's "cross" is its
     # output attending over the prompt)
     views: Mapping[str, AttentionKind] = field(default_factory=dict)
+    # the precision its captured maps are kept at in the events ("float16" for an LLM: half the memory, about three
+    # significant digits)
+    capture_dtype: str = "float32"
 
     def view(self, kind: str) -> AttentionKind:
         """What the views call ``kind`` for this model kind: its own words, else ``ATTENTION_KINDS``'s."""

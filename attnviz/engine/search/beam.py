@@ -20,6 +20,7 @@ from torch import Tensor
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import BeamDone, BeamNode, BeamStep, DecodeStep, EncoderPass
 from attnviz.engine.models.protocol import SearchModel
+from attnviz.engine.search.capture import capture_dtype, encoder_maps, on_host
 from attnviz.engine.search.greedy import DecodeInput, device_of, forcing, step_limit
 from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.search.rules import (
@@ -123,12 +124,11 @@ class _Expansion(NamedTuple):
     cross_rows: np.ndarray | None  # [L, H, S]
 
 
-def _expansions(logp: Tensor, self_rows, cross_rows, vocab: Vocab, k: int) -> list[_Expansion]:
+def _expansions(logp: Tensor, self_rows, cross_rows, vocab: Vocab, k: int, kept: torch.dtype) -> list[_Expansion]:
     probs = logp.exp()
     top_p, top_i = probs.topk(min(k, probs.size(-1)), dim=-1)
     entropy = -(probs * logp).nan_to_num().sum(-1)
-    self_np = None if self_rows is None else self_rows.float().cpu().numpy()
-    cross_np = None if cross_rows is None else cross_rows.float().cpu().numpy()
+    self_np, cross_np = on_host(self_rows, kept), on_host(cross_rows, kept)
     return [_Expansion(tuple((vocab.token(i), p) for p, i in zip(top_p[r].tolist(), top_i[r].tolist())),
                        float(entropy[r]), None if self_np is None else self_np[r],
                        None if cross_np is None else cross_np[r]) for r in range(logp.size(0))]
@@ -148,8 +148,9 @@ def beam_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab,
     with gates():
         enc = model.encode(torch.tensor([list(source.src_ids)], dtype=torch.long, device=device), need_weights=True)
         cache = model.start(enc)
-    yield EncoderPass(tuple(source.src_tokens), torch.stack(enc.attention, 1)[0].cpu().numpy().copy()
-                      if enc.attention else None, tuple(source.warnings), tuple(source.roles))
+    precision = capture_dtype(model)
+    yield EncoderPass(tuple(source.src_tokens), encoder_maps(enc.attention, precision), tuple(source.warnings),
+                      tuple(source.roles))
     live: Sequence[BeamNode | None] = [None]  # the hypotheses the cache rows hold; None: the root
     scores, tokens = torch.zeros(1), torch.tensor([SOS_ID], device=device)
     finished: list[tuple[float, BeamNode]] = []  # (normalised score, hypothesis)
@@ -159,7 +160,7 @@ def beam_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab,
         with gates():
             logits, self_rows, cross_rows = model.step(tokens, cache, True)
         logp = log_probs(logits, decode).cpu()  # [n, V]
-        expansions = _expansions(logp, self_rows, cross_rows, tgt_vocab, decode.topk)
+        expansions = _expansions(logp, self_rows, cross_rows, tgt_vocab, decode.topk, precision)
         if t < len(forced):
             split = Pruned([], [], [])
             taken = 0.0 if decode.configured else float(logp[0, forced[t]])  # as ``forcing`` scores it

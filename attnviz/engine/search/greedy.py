@@ -13,13 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
-import numpy as np
 import torch
 from torch import Tensor
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.models.protocol import Encoded, SearchModel
+from attnviz.engine.search.capture import capture_dtype, encoder_maps, on_host
 from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.search.limit import capped_limit
 from attnviz.engine.search.rules import constrain, forced_token, log_probs
@@ -74,10 +74,6 @@ def forcing(logits: Tensor, t: int, forced: Sequence[int], zero: bool = False) -
     return kept
 
 
-def _numpy_or_none(rows: Tensor | None) -> np.ndarray | None:
-    return None if rows is None else rows[0].float().cpu().numpy().copy()
-
-
 def _choose(logp: Tensor, temperature: float, generator: torch.Generator | None) -> int:
     """Greedy (``temperature`` 0) or a draw from softmax(logp / temperature), the same as from the logits."""
     if temperature <= 0:
@@ -103,8 +99,9 @@ def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, deco
         enc = model.encode(torch.tensor([src_ids], dtype=torch.long, device=device), need_weights=True)
         cache = model.start(enc)
     # L x [1,H,S,S] -> [L,H,S,S]
-    enc_attn = torch.stack(enc.attention, 1)[0].cpu().numpy().copy() if enc.attention else None
-    yield EncoderPass(tuple(source.src_tokens), enc_attn, tuple(source.warnings), tuple(source.roles))
+    kept = capture_dtype(model)
+    yield EncoderPass(tuple(source.src_tokens), encoder_maps(enc.attention, kept), tuple(source.warnings),
+                      tuple(source.roles))
     prefix, k, limit = [SOS_ID], min(decode.topk, len(tgt_vocab)), step_limit(model, decode.max_len)
     for t in range(limit):
         with gates():
@@ -128,8 +125,8 @@ def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, deco
             probability=float(probs[token_id]),
             topk=tuple((tgt_vocab.token(int(i)), float(p)) for p, i in zip(top_p, top_i)),
             entropy=float(-(probs * logp).nan_to_num().sum()),
-            self_attention=_numpy_or_none(self_rows),
-            cross_attention=_numpy_or_none(cross_rows),
+            self_attention=None if self_rows is None else on_host(self_rows[0], kept),
+            cross_attention=None if cross_rows is None else on_host(cross_rows[0], kept),
             src_len=enc.mask.size(-1),  # the source positions attended to
             forced=is_forced,
         )
