@@ -141,3 +141,17 @@ def test_a_head_off_in_any_view_is_off_for_the_whole_pass(pair):
         assert np.all(run.attention["encoder"][1, 2] == 0)
         np.testing.assert_array_equal(run.attention["cross"], runs[0].attention["cross"])
     assert not np.all(ours.translate(SENTENCE, decode).attention["cross"][1, 2] == 0)
+
+
+def test_cells_outside_a_sliding_window_are_zero_and_said_so(tmp_path):
+    from attnviz.engine.models.llm_arch import LLMArch
+
+    ours = load_translator(make_llm_folder(tmp_path, "mistral"), "float32")  # every layer slides, window 6
+    t = ours.translate(SENTENCE, DecodeConfig(max_len=8))
+    arch, s = LLMArch.from_dict(ours.config.arch), len(t.src_tokens)
+    for kind, maps in t.attention.items():
+        outside = arch.outside_window(kind, 0, s, *maps.shape[2:])
+        assert outside is not None and outside.any() and not outside.all()
+        assert np.all(maps[:, :, outside] == 0)  # zero by construction, in every layer and head
+        seen = np.tril(np.ones(maps.shape[2:], dtype=bool)) if kind != "cross" else True  # not a future cell
+        assert np.all(maps[:, :, ~outside & seen] > 0)  # everything the window keeps has a weight

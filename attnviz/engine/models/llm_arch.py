@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 from attnviz.engine.errors import ConfigError
 
 FAMILIES = ("llama", "gemma")  # Llama-like: 2 RMSNorms per layer, w * x; Gemma-like: 4, (1 + w) * x, x * sqrt(D)
@@ -88,6 +90,17 @@ class LLMArch:
         if not self.sliding_window:
             return False
         return not self.layer_types or self.layer_types[layer] == "sliding_attention"
+
+    def outside_window(self, kind: str, layer: int, src_len: int, rows: int, cols: int) -> np.ndarray | None:
+        """[rows, cols] True at the cells of one sentence's ``kind`` map (``encoder``: the prompt over itself,
+        ``cross``: output steps over the prompt, ``decoder``: over the output) that ``layer``'s sliding window
+        leaves out: zero by construction, not weights the model chose. None when the layer sees everything. The
+        prompt read has ``src_len`` tokens at positions 0..; the first output step's query is at ``src_len``."""
+        if not self.sliding(layer):
+            return None
+        q = np.arange(rows)[:, None] + (0 if kind == "encoder" else src_len)
+        k = np.arange(cols)[None, :] + (src_len if kind == "decoder" else 0)
+        return (q - k >= self.sliding_window) & (k <= q)
 
     @property
     def scale(self) -> float:
