@@ -22,6 +22,7 @@ from attnviz.cli.args import add_model, int_range, output_file
 from attnviz.cli.progress import run_analysis
 from attnviz.engine.attribution.base import AGGREGATIONS, BASELINES, MAX_STEPS
 from attnviz.engine.errors import InputError
+from attnviz.engine.text.tokenize import visible_token
 
 if TYPE_CHECKING:
     from attnviz.engine.attribution.base import Attribution
@@ -173,7 +174,7 @@ def _json_arrays(result) -> dict[str, Any]:
 def _top(values: np.ndarray, labels, n: int) -> str:
     """The ``n`` entries largest in magnitude, as ``label +value``."""
     order = np.argsort(-np.abs(values), kind="stable")[:n]
-    return "  ".join(f"{labels[i]} {values[i]:+.4f}" for i in order) or "-"
+    return "  ".join(f"{visible_token(labels[i])} {values[i]:+.4f}" for i in order) or "-"
 
 
 def _print_attribution(result, top: int) -> None:
@@ -185,7 +186,7 @@ def _print_attribution(result, top: int) -> None:
                                                          if "gradient_at" in settings else ""))
     if result.layered:
         print(f"layers: {result.layers}; shown: after the last layer")
-    print("source: " + " ".join(result.src_tokens))
+    print("source: " + " ".join(map(visible_token, result.src_tokens)))
     print("per output token: f, the source's share of |attribution|, the largest contributors")
     for note in result.notes:
         print(f"note: {note}")
@@ -195,7 +196,7 @@ def _print_attribution(result, top: int) -> None:
         score = "" if scores is None else f" f {scores[t]:+.4f}"
         src = f" | source: {_top(result.source[-1, t], result.src_tokens, top)}" if result.src_tokens else ""
         prefix = _top(result.prefix[-1, t, : t + 1], result.decoder_inputs, top)
-        print(f"{t + 1:>3} {token}{score} share {share[t]:.2f}{src} | prefix: {prefix}")
+        print(f"{t + 1:>3} {visible_token(token)}{score} share {share[t]:.2f}{src} | prefix: {prefix}")
 
 
 def _print_lens(lens, top: int) -> None:

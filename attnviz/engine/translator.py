@@ -201,6 +201,11 @@ class Translator:
         prefix, warnings = self.prepare_prefix(text)
         return DecodeInput((), (), tuple(prefix if forced is None else forced), warnings)
 
+    def source_ids(self, src_tokens: Sequence[str]) -> list[int]:
+        """What the model reads for a source shown as ``src_tokens`` (an attribution's teacher-forced source): their
+        ids (a prompt-reading LLM adds the prompt's last token, its first decoder input)."""
+        return self.src_vocab.encode(src_tokens)
+
     def target_ids(self, text: str) -> list[int]:
         """Target-side text (a typed forced prefix) as vocabulary ids; raises ``InputError`` naming the words the
         vocabulary lacks, since forcing ``<unk>`` would not be what was typed."""

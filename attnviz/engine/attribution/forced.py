@@ -50,7 +50,7 @@ def forced_ids(translator, src_tokens: Sequence[str], tokens: Sequence[str]) -> 
     if len(tokens) > model.max_target_len:
         raise InputError(f"The translation has {len(tokens)} tokens but the model produces at most "
                          f"{model.max_target_len}.")
-    src = torch.tensor(translator.src_vocab.encode(src_tokens), dtype=torch.long)
+    src = torch.tensor(translator.source_ids(src_tokens), dtype=torch.long)
     tgt_in = torch.tensor(translator.tgt_vocab.encode([SOS, *tokens[:-1]]), dtype=torch.long)
     tgt_out = torch.tensor(translator.tgt_vocab.encode(tokens), dtype=torch.long)
     return Forced(src, tgt_in, tgt_out)

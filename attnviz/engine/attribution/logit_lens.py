@@ -31,7 +31,7 @@ MAX_TOP = 50
 
 def lens_not_defined(kind) -> str | None:
     """Why the logit lens is not defined for a kind (None where it is)."""
-    if kind.value_vectors:  # its layers are the Transformer's, each adding to one residual stream
+    if kind.value_vectors or kind.layer_readout:  # its layers each add to one residual stream
         return None
     return ("its decoder layers run fused inside one LSTM and reach the output only through the attention layer, so "
             "no layer's state can be read through the output projection on its own")

@@ -21,8 +21,15 @@ WHY_NOT = ("its attention is one Luong layer whose context vector enters a non-l
            "value vectors to zero")
 
 
+# a decoder-only LLM's blocks are RMSNorm + grouped-query attention; their decomposition (ALTI-Logit) is not written
+WHY_NOT_LLM = ("its RMSNorm blocks are not decomposed yet (these analyses read a LayerNorm block's output projection "
+               "and norm); saliency, gradient x input, integrated gradients and the logit lens are defined for it")
+
+
 def _not_defined(kind: ModelKind) -> str | None:
-    return None if kind.value_vectors else WHY_NOT
+    if kind.value_vectors:
+        return None
+    return WHY_NOT_LLM if kind.reads_prompt else WHY_NOT
 
 
 def _alti(translator: Translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...],

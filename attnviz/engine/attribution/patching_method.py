@@ -20,6 +20,9 @@ if TYPE_CHECKING:
 def _not_defined(kind: ModelKind) -> str | None:
     if not kind.has_source:
         return "a language model reads no source to corrupt; patching compares a clean and a corrupted source"
+    if not kind.value_vectors and kind.reads_prompt:
+        return ("its prompt's layers cannot yet be run one at a time between a clean and a corrupted prompt; "
+                "saliency, gradient x input, integrated gradients and the logit lens are defined for it")
     if not kind.value_vectors:
         return ("its layers run fused inside one LSTM, so no layer's output at one position, nor one attention "
                 "head's output, can be taken from one run into another")

@@ -126,6 +126,11 @@ class PromptTranslator:
         model: IncrementalModel = self.model  # type: ignore[attr-defined]  # the Translator's
         return model.max_source_len - 1
 
+    def source_ids(self, src_tokens: Sequence[str]) -> list[int]:
+        """The prompt shown as ``src_tokens`` and its last token, kept back from the shown source as the first
+        decoder input: the instruction's end, the same whatever the sentence (``check_prompt``)."""
+        return [self.tgt_vocab.id(t) for t in src_tokens] + [self.prompt("x").ids[-1] + SPECIALS]
+
     def target_ids(self, text: str) -> list[int]:
         ids = self.tokenizer.encode(text, add_special_tokens=False).ids
         return [i + SPECIALS for i in ids]

@@ -5,7 +5,8 @@ Its network is ``engine.models.causal_lm.CausalLM``; its switches (grouped-query
 windows, softcaps) are an ``LLMArch`` in ``ModelConfig.arch``. One attention per layer is seen three ways: over the
 prompt while it is read (``encoder``: prompt self-attention), from each output step over the prompt (``cross``)
 and over the output so far (``decoder``); the three are the same heads, so a head switched off in any of
-the three (``cross:L.H`` is ``decoder:L.H``) is off for the whole pass.
+the three is off in the prompt's pass and every step. Its probe points are named by the pass, as an
+encoder-decoder's: the prompt's ``embed.src`` and ``enc.{l}.*``, the steps' ``embed.tgt`` and ``dec.{l}.*``.
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ LLM = register(ModelKind(
     reads_prompt=True,
     stored_precision=True,
     capture_dtype="float16",
-    same_heads={"cross": "decoder", "encoder": "decoder"},
+    layer_readout=True,
+    same_heads={kind: ("encoder", "decoder") for kind in ("cross", "decoder", "encoder")},
     views={"cross": AttentionKind("cross", "Output → prompt", "output step (query)", "prompt token (key)"),
            "decoder": AttentionKind("decoder", "Output → own output", "output step (query)",
                                     "decoder input (key)", causal=True),

@@ -61,9 +61,13 @@ class ModelKind:
     # ``--dtype auto`` runs its weights at their stored precision on the CPU too (an LLM's bf16 weights would take
     # twice the memory in float32); else auto means float32 on the CPU, where half precision is slower
     stored_precision: bool = False
-    # attention kinds that are views of another's heads (a decoder-only LLM's cross and encoder kinds are its one
-    # attention seen from the output and over the prompt): switching such a head off switches off the one it views
-    same_heads: Mapping[str, str] = field(default_factory=dict)
+    # each decoder layer's output can be read through what follows the last layer (``read_out``: the logit lens);
+    # kinds with ``value_vectors`` can too
+    layer_readout: bool = False
+    # the attention kinds whose probe points carry a kind's heads, when they are not its own (a decoder-only LLM's
+    # one attention runs in the prompt's pass, named as an encoder's, and in the output steps, as a decoder's; its
+    # cross kind is a view of the steps): a head switched off in any view is off in every pass
+    same_heads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     # how its views name an attention kind when ``ATTENTION_KINDS``'s words do not fit it (an LLM's "cross" is its
     # output attending over the prompt)
     views: Mapping[str, AttentionKind] = field(default_factory=dict)

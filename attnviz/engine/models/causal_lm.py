@@ -108,11 +108,16 @@ class CausalLM(IncrementalModel):
         self.inv_freq_local = inverse_frequencies(self.arch, local=True)
 
     def _probe_names(self) -> list[str]:
-        layers = []
-        for i in range(self.cfg.dec_layers):
-            names = LayerNames.of(f"dec.{i}")
-            layers += [names.input, *BlockNames.of(f"dec.{i}.self"), names.ff, names.out]
-        return ["embed.src", "embed.tgt", *layers, "dec.final_norm", "logits"]
+        """The prompt's pass names its points as an encoder's (``embed.src``, ``enc.{l}.*``), the output steps' as a
+        decoder's (``embed.tgt``, ``dec.{l}.*``): the same layers, read or changed in the pass asked."""
+        def layers(side: str, block: str) -> list[str]:
+            found = []
+            for i in range(self.cfg.dec_layers):
+                names = LayerNames.of(f"{side}.{i}")
+                found += [names.input, *BlockNames.of(f"{side}.{i}.{block}"), names.ff, names.out]
+            return found
+
+        return ["embed.src", *layers("enc", "attn"), "embed.tgt", *layers("dec", "self"), "dec.final_norm", "logits"]
 
     def decoder_layers(self) -> list[LLMLayer]:
         return cast("list[LLMLayer]", list(self.model.layers))
@@ -153,14 +158,16 @@ class CausalLM(IncrementalModel):
         return rotations(self.inv_freq_local if local else self.inv_freq, positions, dtype)
 
     def _run(self, x: Tensor, positions: Tensor, caches: list[LayerCache], at: int, k_pos: Tensor, k_ok: Tensor,
-             need_weights: bool, plan, diagonal: bool = False) -> tuple[Tensor, list[Tensor]]:
-        """Every layer over ``x`` [B, T, D] at ``positions`` [B, T], writing keys at slot ``at`` of each cache."""
+             need_weights: bool, plan, prompt: bool = False) -> tuple[Tensor, list[Tensor]]:
+        """Every layer over ``x`` [B, T, D] at ``positions`` [B, T], writing keys at slot ``at`` of each cache; the
+        ``prompt``'s prefill (its probe points named as an encoder's, each slot seeing itself: see ``_mask``) or
+        output steps."""
         weights = []
         slides = {layer.sliding for layer in self.decoder_layers()}
-        masks = {sliding: self._mask(sliding, positions, k_pos, k_ok, diagonal) for sliding in slides}
+        masks = {sliding: self._mask(sliding, positions, k_pos, k_ok, prompt) for sliding in slides}
         ropes = {sliding: self._rope(sliding, positions, x.dtype) for sliding in slides}
         for layer, cache in zip(self.decoder_layers(), caches, strict=True):
-            x, w = layer(x, ropes[layer.sliding], cache, at, masks[layer.sliding], need_weights, plan)
+            x, w = layer(x, ropes[layer.sliding], cache, at, masks[layer.sliding], need_weights, plan, prompt)
             if w is not None:
                 weights.append(w)
         return x, weights
@@ -182,7 +189,7 @@ class CausalLM(IncrementalModel):
         plan = self.probes.plan()
         x = self._embed(self.folder_ids(src[:, :width]), "embed.src", plan)
         caches = [LayerCache(None, None) for _ in self.model.layers]
-        x, weights = self._run(x, positions, caches, 0, positions, key_ok, need_weights, plan, diagonal=True)
+        x, weights = self._run(x, positions, caches, 0, positions, key_ok, need_weights, plan, prompt=True)
         mask = key_ok[:, None, None, :]
         keys = [c.self_k for c in caches if c.self_k is not None]
         values = [c.self_v for c in caches if c.self_v is not None]

@@ -40,10 +40,10 @@ class GroupedAttention(nn.Module):
     """Self-attention with ``kv_heads`` key/value heads, each read by ``heads // kv_heads`` query heads (GQA), RoPE on
     queries and keys (the ``q`` and ``k`` probe points hold them rotated), optional q/k RMSNorm and score softcap."""
 
-    def __init__(self, cfg: ModelConfig, arch: LLMArch, names: BlockNames):
+    def __init__(self, cfg: ModelConfig, arch: LLMArch):
         super().__init__()
         d, dh, self.heads, self.kv_heads = cfg.d_model, arch.head_dim, cfg.heads, arch.kv_heads
-        self.names, self.scale, self.softcap = names, arch.scale, arch.attn_softcap
+        self.scale, self.softcap = arch.scale, arch.attn_softcap
         self.q_proj = nn.Linear(d, self.heads * dh, bias=arch.qkv_bias)
         self.k_proj = nn.Linear(d, self.kv_heads * dh, bias=arch.qkv_bias)
         self.v_proj = nn.Linear(d, self.kv_heads * dh, bias=arch.qkv_bias)
@@ -57,15 +57,14 @@ class GroupedAttention(nn.Module):
         return x.view(b, t, heads, -1).transpose(1, 2)  # [B, T, heads * dh] -> [B, heads, T, dh]
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], cache: LayerCache, at: int, mask: Tensor | None,
-                need_weights: bool, plan: Plan | None) -> tuple[Tensor, Tensor | None]:
+                need_weights: bool, plan: Plan | None, names: BlockNames) -> tuple[Tensor, Tensor | None]:
         """Queries of ``x`` [B, T, D] against the cache's keys and this call's, written at slot ``at``; ``mask`` [B, 1,
-        T, K] True where a key may be seen (None: every one). Output [B, T, D] and, when computed, weights [B, H, T,
-        K] (float32 at half precision)."""
+        T, K] True where a key may be seen (None: every one); the values pass the probe points ``names``. Output
+        [B, T, D] and, when computed, weights [B, H, T, K] (float32 at half precision)."""
         q, k, v = (self._split(self.q_proj(x), self.heads), self._split(self.k_proj(x), self.kv_heads),
                    self._split(self.v_proj(x), self.kv_heads))
         if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        names = self.names
         q, k = tap(plan, names.q, rotate(q, *rope)), tap(plan, names.k, rotate(k, *rope))
         k, v = cache.extend(k, tap(plan, names.v, v), at)  # [B, G, K, dh]
         scales = None
@@ -120,14 +119,17 @@ class GatedFeedForward(nn.Module):
 
 class LLMLayer(nn.Module):
     """One decoder layer: ``x + attn(norm(x))`` then ``+ mlp(norm(.))`` (Llama), with each block's output normed
-    again before it is added (Gemma). Probe points ``dec.{l}.in``, ``dec.{l}.self.*`` (``resid`` after the attention
-    is added), ``dec.{l}.ff.out`` (what the feed-forward adds) and ``dec.{l}.out``."""
+    again before it is added (Gemma). Its probe points are named by the pass, as an encoder-decoder's: reading the
+    prompt, ``enc.{l}.in``, ``enc.{l}.attn.*``, ``enc.{l}.ff.out``, ``enc.{l}.out``; the output steps, ``dec.{l}.in``,
+    ``dec.{l}.self.*``, ``dec.{l}.ff.out``, ``dec.{l}.out`` (``resid`` after the attention is added, ``ff.out`` what
+    the feed-forward adds)."""
 
     def __init__(self, cfg: ModelConfig, arch: LLMArch, layer: int):
         super().__init__()
         gemma = arch.family == "gemma"
-        self.names, self.block = LayerNames.of(f"dec.{layer}"), BlockNames.of(f"dec.{layer}.self")
-        self.self_attn = GroupedAttention(cfg, arch, self.block)
+        self.names = {"prompt": (LayerNames.of(f"enc.{layer}"), BlockNames.of(f"enc.{layer}.attn")),
+                      "output": (LayerNames.of(f"dec.{layer}"), BlockNames.of(f"dec.{layer}.self"))}
+        self.self_attn = GroupedAttention(cfg, arch)
         self.mlp = GatedFeedForward(cfg, arch.mlp_bias)
         self.input_layernorm = RMSNorm(cfg.d_model, cfg.ln_eps, gemma)
         self.post_attention_layernorm = RMSNorm(cfg.d_model, cfg.ln_eps, gemma)  # Llama's: before the feed-forward
@@ -137,14 +139,15 @@ class LLMLayer(nn.Module):
         self.gemma, self.sliding = gemma, arch.sliding(layer)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], cache: LayerCache, at: int, mask: Tensor | None,
-                need_weights: bool, plan: Plan | None) -> tuple[Tensor, Tensor | None]:
-        x = tap(plan, self.names.input, x)
-        out, weights = self.self_attn(self.input_layernorm(x), rope, cache, at, mask, need_weights, plan)
+                need_weights: bool, plan: Plan | None, prompt: bool) -> tuple[Tensor, Tensor | None]:
+        names, block = self.names["prompt" if prompt else "output"]
+        x = tap(plan, names.input, x)
+        out, weights = self.self_attn(self.input_layernorm(x), rope, cache, at, mask, need_weights, plan, block)
         if self.gemma:
             out = self.post_attention_layernorm(out)
-        x = tap(plan, self.block.resid, x + out)
+        x = tap(plan, block.resid, x + out)
         if self.gemma:
             ff = self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(x)))
         else:
             ff = self.mlp(self.post_attention_layernorm(x))
-        return tap(plan, self.names.out, x + tap(plan, self.names.ff, ff)), weights
+        return tap(plan, names.out, x + tap(plan, names.ff, ff)), weights

@@ -32,7 +32,8 @@ def heads_off(model: SearchModel, refs: Iterable[HeadRef], rescale: bool = False
     kind = kind_of(model.cfg)
     layout = kind.layout(model.cfg)
     check_heads(refs, layout)
-    refs = tuple(sorted({HeadRef(kind.same_heads.get(r.kind, r.kind), r.layer, r.head) for r in refs}))
+    refs = tuple(sorted({HeadRef(carrier, r.layer, r.head) for r in refs
+                         for carrier in kind.same_heads.get(r.kind, (r.kind,))}))
     offered = set(probe_names(model))
     missing = sorted({ref.kind for ref in refs if attention_point(ref.kind, ref.layer, "weights") not in offered})
     if missing:
