@@ -50,3 +50,16 @@ def test_a_folders_sampling_is_its_default_seeded_and_said(tmp_path, capsys):
     expected = load_translator(folder, "float32").translate("Der Hund läuft.", DecodeConfig(temperature=0.7,
                                                                                             max_len=6)).text
     assert runs[0] == runs[1] == expected + "\n"
+
+
+def test_evaluate_reads_references_with_the_llms_tokenizer_and_align_says_what_it_cannot(tmp_path, capsys):
+    folder = make_llm_folder(tmp_path, "llama")
+    src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
+    src.write_text("Der Hund läuft.\nEine Katze.\n")
+    ref.write_text("The dog runs.\nA cat.\n")
+    assert main(["evaluate", "-m", str(folder), "--src", str(src), "--ref", str(ref), "--max-len", "4"]) == 0
+    out = capsys.readouterr().out
+    loss = float(out.split("loss ")[1].split()[0])
+    assert 0 < loss < 20  # every reference token is one the model can produce: no <unk> at an impossible logit
+    assert main(["align", "-m", str(folder), "--src", str(src), "--tgt", str(ref)]) != 0
+    assert "aligning its sentence's span is not written yet" in capsys.readouterr().err

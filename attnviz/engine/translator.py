@@ -201,6 +201,11 @@ class Translator:
         prefix, warnings = self.prepare_prefix(text)
         return DecodeInput((), (), tuple(prefix if forced is None else forced), warnings)
 
+    def reference_tokens(self, text: str) -> list[str]:
+        """A target-side text (a reference, a foil) as the model's output tokens: the target tokenizer's (an LLM's
+        own tokenizer's)."""
+        return self.tgt_spec.tokenize(text)
+
     def source_ids(self, src_tokens: Sequence[str]) -> list[int]:
         """What the model reads for a source shown as ``src_tokens`` (an attribution's teacher-forced source): their
         ids (a prompt-reading LLM adds the prompt's last token, its first decoder input)."""

@@ -217,6 +217,11 @@ def align_steps(translator, sources: Sequence[str | Sequence[str]], targets: Seq
     ``layer``/``head`` (and ``reverse_layer``/``reverse_head``, the same by default) count from 0."""
     if symmetrise not in SYMMETRISATIONS:
         raise InputError(f"symmetrisation must be one of {', '.join(SYMMETRISATIONS)}, not {symmetrise!r}")
+    for model in (translator, reverse):
+        if model is not None and model.kind.reads_prompt:
+            raise InputError(f"Word alignment reads a model's attention from its words to the source's words; a "
+                             f"{model.kind.title} reads a whole prompt, and aligning its sentence's span is not "
+                             "written yet. Its maps (attnviz translate --attention, the app) show the span.")
     _check_head(translator, layer, head)
     if reverse is not None:
         reverse_layer, reverse_head = (layer, head) if reverse_layer is None and reverse_head is None \

@@ -66,7 +66,7 @@ def encode_corpus(translator, sources: Sequence[str], targets: Sequence[str] | N
             src = ()
         tgt: tuple[int, ...] = ()
         if targets is not None:
-            words = translator.tgt_spec.tokenize(targets[number - 1])[: limit - 1]
+            words = translator.reference_tokens(targets[number - 1])[: limit - 1]
             tgt = tuple(translator.tgt_vocab.encode(words, add_sos_eos=True))
         examples.append(Example(src, tgt))
     return examples

@@ -83,7 +83,7 @@ def _forced_pair(translator, src: str, ref: str) -> tuple[list[int], list[int], 
     """Source ids, the target ids fed and predicted ([<sos>, lead..., ref..., <eos>]), and how many lead ids (a
     multilingual model's target tag) come first: they are given, not scored."""
     prepared = translator.prepare(src)
-    ref_ids = translator.tgt_vocab.encode(translator.tgt_spec.tokenize(ref))[:translator.model.max_target_len - 2]
+    ref_ids = translator.tgt_vocab.encode(translator.reference_tokens(ref))[:translator.model.max_target_len - 2]
     return list(prepared.src_ids), [SOS_ID, *prepared.forced, *ref_ids, EOS_ID], len(prepared.forced)
 
 

@@ -62,7 +62,7 @@ def foil_id(translator, text: str) -> int:
     vocab = translator.tgt_vocab
     if text in vocab and text != PAD:
         return vocab.id(text)
-    pieces = translator.tgt_spec.tokenize(text)
+    pieces = translator.reference_tokens(text)
     if len(pieces) == 1 and pieces[0] in vocab:
         return vocab.id(pieces[0])
     if len(pieces) > 1:

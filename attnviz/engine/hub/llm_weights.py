@@ -131,6 +131,9 @@ class PromptTranslator:
         decoder input: the instruction's end, the same whatever the sentence (``check_prompt``)."""
         return [self.tgt_vocab.id(t) for t in src_tokens] + [self.prompt("x").ids[-1] + SPECIALS]
 
+    def reference_tokens(self, text: str) -> list[str]:
+        return [self.tgt_vocab.token(i + SPECIALS) for i in self.tokenizer.encode(text, add_special_tokens=False).ids]
+
     def target_ids(self, text: str) -> list[int]:
         ids = self.tokenizer.encode(text, add_special_tokens=False).ids
         return [i + SPECIALS for i in ids]

@@ -38,7 +38,7 @@ def evaluate_pairs(translator: Translator, pairs: Sequence[Pair], decode: Decode
     report["sacrebleu"], report["sacrebleu_signature"] = sacrebleu_detok(hyp_text, refs_raw)
     report["chrf"], report["chrf_signature"] = chrf(hyp_text, refs_raw)
     limit = translator.config.max_positions - 2
-    encoded = [(translator.prepare_source(s)[1], translator.tgt_vocab.encode(translator.tgt_spec.tokenize(r)[:limit],
+    encoded = [(translator.prepare_source(s)[1], translator.tgt_vocab.encode(translator.reference_tokens(r)[:limit],
                                                                              True)) for s, r in pairs]
     with heads_off(translator.model, decode.heads_off, decode.rescale_heads):  # the same model the search used
         stats = teacher_forced_stats(translator.model, eval_batches(encoded), device_of(translator.model))
@@ -51,7 +51,7 @@ def _language_model_report(translator: Translator, texts: Sequence[str], source:
     start = time.perf_counter()
     limit = translator.config.max_positions - 2
     encoded: list[tuple[list[int], list[int]]] = [
-        ([], translator.tgt_vocab.encode(translator.tgt_spec.tokenize(t)[:limit], True)) for t in texts]
+        ([], translator.tgt_vocab.encode(translator.reference_tokens(t)[:limit], True)) for t in texts]
     stats = teacher_forced_stats(translator.model, eval_batches(encoded), device_of(translator.model))
     return {"source": source, "sentences": len(texts), "seconds": round(time.perf_counter() - start, 2),
             "decode": "teacher forced", "loss": stats.loss, "ppl": stats.ppl, "accuracy": stats.accuracy,
