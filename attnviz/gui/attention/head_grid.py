@@ -63,6 +63,7 @@ class HeadGrid(QWidget):
         self.first_layer, self.page_layers = 0, 0  # the layers shown: all of them unless their tiles are too small
         self.lines = 1  # lines of tiles a layer takes: more when one line of its heads would be too small
         self._page_arrows: dict[int, QRect] = {}  # -1 / +1 -> the arrow that pages back / on
+        self.kv_heads = 0  # grouped-query attention: key/value heads, each shared by heads // kv_heads query heads
 
     def set_maps(self, maps: np.ndarray | None, per_map: bool = False, current: tuple[int, int] | None = None,
                  marked: tuple[int, int] | None = None, off: set[tuple[int, int]] | None = None,
@@ -218,6 +219,7 @@ class HeadGrid(QWidget):
             painter.setPen(text)
             all_off = all((layer, h) in self.off for h in range(self.shape()[1]))
             painter.drawText(label, Qt.AlignmentFlag.AlignCenter, f"L{layer + 1}" + ("\u00d7" if all_off else ""))
+        self._draw_groups(painter)
         for (layer, h), tile in self._tiles.items():
             painter.drawImage(tile, self._images[layer][h])
             if (layer, h) in self.off:
@@ -232,6 +234,23 @@ class HeadGrid(QWidget):
                 painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Highlight), 2, Qt.PenStyle.DashLine))
                 painter.drawRect(tile.adjusted(-2, -2, 2, 2))
 
+    def _draw_groups(self, painter: QPainter) -> None:
+        """A line between neighbouring heads of different key/value groups (grouped-query attention)."""
+        if self.group_of(0) is None:
+            return
+        painter.save()
+        painter.setPen(QPen(self.palette().color(QPalette.ColorRole.Mid), 1))
+        for (layer, h), tile in self._tiles.items():
+            before = self._tiles.get((layer, h - 1))
+            if h and before is not None and self.group_of(h) != self.group_of(h - 1):
+                if self.transposed and before.bottom() < tile.top():
+                    y = (before.bottom() + tile.top()) // 2
+                    painter.drawLine(tile.left() - 2, y, tile.right() + 2, y)
+                elif not self.transposed and before.right() < tile.left():
+                    x = (before.right() + tile.left()) // 2
+                    painter.drawLine(x, tile.top() - 2, x, tile.bottom() + 2)
+        painter.restore()
+
     @staticmethod
     def _draw_off(painter: QPainter, tile: QRect) -> None:
         """A switched-off head: hatched grey over its (all-zero) map and a cross, so it cannot pass for a map."""
@@ -245,10 +264,27 @@ class HeadGrid(QWidget):
 
     # -- reading and input -------------------------------------------------------------------------------------------
 
+    def set_groups(self, kv_heads: int) -> None:
+        """The model's key/value heads (0 or the head count: no grouped-query attention): each group's heads are
+        named together and set apart by a line."""
+        self.kv_heads = kv_heads
+        self.update()
+
+    def group_of(self, head: int) -> tuple[int, int, int] | None:
+        """(group, its first head, its last head), 0-based, of a query head that shares its keys and values."""
+        heads = self.shape()[1]
+        if not self.kv_heads or self.kv_heads >= heads or heads % self.kv_heads:
+            return None
+        size = heads // self.kv_heads
+        return head // size, head // size * size, head // size * size + size - 1
+
     def describe(self, layer: int, head: int) -> str:
         state = ", switched off" if (layer, head) in self.off else ""
         aligned = " (trained to align words: guided alignment)" if self._marked == (layer, head) else ""
-        return f"Layer {layer + 1}, head {head + 1}{state}{aligned}"
+        group = self.group_of(head)
+        shared = "" if group is None else (f", key/value group {group[0] + 1} of {self.kv_heads} (shared by heads "
+                                           f"{group[1] + 1}-{group[2] + 1})")
+        return f"Layer {layer + 1}, head {head + 1}{shared}{state}{aligned}"
 
     def accessible_value(self) -> str:
         layers, heads = self.shape()

@@ -34,6 +34,8 @@ class HeatmapData:
     per_map: bool = False
     masked: np.ndarray | None = None  # [R, C] True where the query may not look (future keys): not a zero weight
     signed: bool = False  # a diverging scale centred on zero (differences, BLEU lost)
+    # [R, C] True where a sliding-window layer cannot look (keys farther back than its window): zero by construction
+    outside: np.ndarray | None = None
 
 
 class HeatmapView(QWidget):
@@ -191,16 +193,19 @@ class HeatmapView(QWidget):
         painter.setFont(base)
 
     def _draw_masked(self, painter: QPainter, cells: QRect, d: HeatmapData, g: Geometry) -> None:
-        """Cells a causal query may not see: grey with a hatch, so they do not read as a weight of zero."""
-        if d.masked is None or not d.masked.any():
-            return
-        painter.save()
-        painter.setPen(Qt.PenStyle.NoPen)
-        for brush in (QColor(150, 150, 150), QBrush(QColor(110, 110, 110), Qt.BrushStyle.BDiagPattern)):
-            painter.setBrush(brush)
-            for i, j in zip(*np.nonzero(d.masked)):
-                painter.drawRect(QRectF(cells.left() + j * g.cell_w, cells.top() + i * g.cell_h, g.cell_w, g.cell_h))
-        painter.restore()
+        """Cells a causal query may not see: grey with a hatch, so they do not read as a weight of zero; cells a
+        sliding window leaves out: grey with the other diagonal."""
+        for mask, pattern in ((d.masked, Qt.BrushStyle.BDiagPattern), (d.outside, Qt.BrushStyle.FDiagPattern)):
+            if mask is None or not mask.any():
+                continue
+            painter.save()
+            painter.setPen(Qt.PenStyle.NoPen)
+            for brush in (QColor(150, 150, 150), QBrush(QColor(110, 110, 110), pattern)):
+                painter.setBrush(brush)
+                for i, j in zip(*np.nonzero(mask)):
+                    painter.drawRect(QRectF(cells.left() + j * g.cell_w, cells.top() + i * g.cell_h, g.cell_w,
+                                            g.cell_h))
+            painter.restore()
 
     def _draw_outlines(self, painter: QPainter, cells: QRect, d: HeatmapData, g: Geometry) -> None:
         r = d.matrix.shape[0]
@@ -286,6 +291,8 @@ class HeatmapView(QWidget):
         r, c = d.matrix.shape
         if d.masked is not None and d.masked[row, col]:
             weight = "masked (a future position this query may not see)"
+        elif d.outside is not None and d.outside[row, col]:
+            weight = "outside the layer's sliding window (zero by construction, not ignored by choice)"
         else:
             weight = f"weight {d.matrix[row, col]:.4f}"
         return f"row {row + 1} of {r} {d.rows[row]!r}, column {col + 1} of {c} {d.cols[col]!r}: {weight}"
