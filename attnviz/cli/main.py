@@ -21,7 +21,7 @@ from attnviz.engine.errors import AttnvizError, InputError
 
 def _add_gui(sub) -> None:
     p = sub.add_parser("gui", help="open the desktop app (the default when no command is given)")
-    p.add_argument("checkpoint", nargs="?", help="checkpoint to open instead of the default model")
+    p.add_argument("checkpoint", nargs="?", help="checkpoint or model folder to open instead of the default model")
     add_dtype(p, default=None)  # none given: the app's remembered File > Precision
     p.set_defaults(func=cmd_gui)
 
