@@ -38,10 +38,16 @@ def read_tokenizer(folder: Path, vocab: int) -> Any:
 def parse_tokenizer(path: Path | str, raw: bytes, vocab: int) -> Any:
     """The tokenizer ``raw`` holds (read from ``path``): a BPE or Unigram model whose ids fit the embedding's
     ``vocab`` rows, its JSON checked as every folder file's is (CheckpointError naming ``path`` otherwise)."""
-    data = parse_json(path, raw) if len(raw) <= MAX_TOKENIZER_BYTES else None
-    if not isinstance(data, dict) or not isinstance(data.get("model"), dict):
-        raise CheckpointError(f"{path} is not a tokenizers file (a JSON object with a model, at most "
-                              f"{MAX_TOKENIZER_BYTES // 2**20} MB); {AGAIN}.")
+    if len(raw) > MAX_TOKENIZER_BYTES:
+        raise CheckpointError(f"{path} is larger than {MAX_TOKENIZER_BYTES // 2**20} MB, far beyond any model's "
+                              f"tokenizer; {AGAIN}.")
+    data = parse_json(path, raw)
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{path} holds a {type(data).__name__}, not a JSON object: it is not a tokenizers "
+                              f"file; {AGAIN}.")
+    if not isinstance(data.get("model"), dict):
+        raise CheckpointError(f"{path} has no model (a JSON object under 'model'): it is not a tokenizers file; "
+                              f"{AGAIN}.")
     kind = data["model"].get("type") or ("BPE" if "merges" in data["model"] else None)
     if kind not in MODELS:
         raise CheckpointError(f"{path}: its model is {kind!r:.40}, but attnviz reads {' and '.join(MODELS)} "
