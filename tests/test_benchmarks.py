@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.timeout(900)  # each benchmark runs in a subprocess given up to 300 s
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
