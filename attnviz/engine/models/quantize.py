@@ -59,8 +59,9 @@ def _check_quantisable(model: nn.Module) -> None:
             w = module.weight.detach()
             span = w.amax(dim=1) - w.amin(dim=1) if w.numel() else w.new_zeros(1)
             if not bool(torch.isfinite(span).all()):
-                raise InputError(f"--int8 cannot quantise {name}: its weights reach {float(w.abs().max()):.3g}, a range "
-                                 "no int8 scale can hold (overflowing or damaged weights). Check the model's weights")
+                largest = float(w.abs().max())
+                raise InputError(f"--int8 cannot quantise {name}: its weights reach {largest:.3g}, a range no int8 "
+                                 "scale can hold (overflowing or damaged weights). Check the model's weights")
 
 
 def is_int8(model: nn.Module) -> bool:
