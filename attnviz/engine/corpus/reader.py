@@ -61,7 +61,8 @@ def check_line(path: str | os.PathLike, number: int, text: str) -> None:
 
 
 def read_lines(path: str | os.PathLike) -> list[str]:
-    """All lines of a UTF-8 text file, gzipped or plain, without their line endings."""
+    """All lines of a UTF-8 text file, gzipped or plain, without their line endings (nor a byte order mark at its
+    start, which editors on Windows write and which is no part of the first line's text)."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file.")
@@ -71,7 +72,7 @@ def read_lines(path: str | os.PathLike) -> list[str]:
         with opener(path, "rb") as f:
             for number, raw in enumerate(f, 1):
                 try:
-                    lines.append(raw.decode("utf-8").rstrip("\r\n"))
+                    lines.append(raw.decode("utf-8-sig" if number == 1 else "utf-8").rstrip("\r\n"))
                 except UnicodeDecodeError:
                     raise DataError(f"{path}, line {number}: not valid UTF-8 text.") from None
                 check_line(path, number, lines[-1])
