@@ -12,16 +12,16 @@ logit lens, which is not a source/prefix map.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from attnviz.cli.args import add_model, int_range, output_file
+from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
 from attnviz.engine.attribution.base import AGGREGATIONS, BASELINES, MAX_STEPS
-from attnviz.engine.errors import InputError
+from attnviz.engine.errors import InputError, quoted
 from attnviz.engine.text.tokenize import visible_token
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def _check_method(name: str) -> None:
     from attnviz.engine.attribution.base import method_names
 
     if name != LENS and name not in method_names():
-        raise InputError(f"--method: unknown method {name!r}; choose one of {', '.join((*method_names(), LENS))}")
+        raise InputError(f"--method: unknown method {quoted(name)}; choose one of {', '.join((*method_names(), LENS))}")
 
 
 def cmd_attribute(args: argparse.Namespace) -> int:
@@ -150,7 +150,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     if args.out:
         save_attribution(args.out, result, info, sentence)
     if args.json:
-        print(json.dumps(sidecar(result, info, sentence) | _json_arrays(result), ensure_ascii=False))
+        print(json_text(sidecar(result, info, sentence) | _json_arrays(result), ensure_ascii=False))
     elif args.method == LENS:
         _print_lens(result, args.top)
     else:

@@ -126,7 +126,7 @@ def _search_line(translator, line: Line, decode, n_best: int) -> bool:
 def write_lines(lines: list[Line], as_json: bool, n_best: int = 0) -> int:
     """Print one line per input line (warnings on stderr), or with ``n_best`` one line per hypothesis (LINE, RANK,
     normalised score, summed log-probability, text; tab-separated); returns how many lines failed."""
-    import json
+    from attnviz.cli.jsonout import json_text
 
     failed = 0
     for line in lines:
@@ -137,9 +137,9 @@ def write_lines(lines: list[Line], as_json: bool, n_best: int = 0) -> int:
         if line.error is not None:
             failed += 1
             print(f"warning: line {line.number}: not translated: {line.error}", file=sys.stderr)
-            print(json.dumps({"line": line.number, "error": line.error}, ensure_ascii=False) if as_json else "")
+            print(json_text({"line": line.number, "error": line.error}, ensure_ascii=False) if as_json else "")
         elif as_json:
-            print(json.dumps({"line": line.number, "source": line.text, "src_tokens": line.src_tokens,
+            print(json_text({"line": line.number, "source": line.text, "src_tokens": line.src_tokens,
                               "tokens": line.tokens, "text": line.output, "warnings": line.warnings,
                               **({"n_best": line.n_best} if n_best else {})}, ensure_ascii=False))
         elif n_best and line.n_best:

@@ -26,7 +26,7 @@ from attnviz.engine.checkpoints.mapped import map_tensors
 from attnviz.engine.checkpoints.store import check_against_index, check_finite, model_shapes, save_tensors
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.corpus.batching import pad_batch
-from attnviz.engine.errors import CheckpointError, ConfigError, InputError, NotTextError
+from attnviz.engine.errors import CheckpointError, ConfigError, InputError, NotTextError, cut
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, Translation, assemble
 from attnviz.engine.kinds import ModelKind, check, kind_of
 from attnviz.engine.models.protocol import IncrementalModel, count_parameters, stored_state
@@ -212,8 +212,8 @@ class Translator:
         tokens = self.tgt_spec.tokenize(_text(text, "target prefix"))
         unknown = sorted({t for t in tokens if t not in self.tgt_vocab})
         if unknown:
-            raise InputError(f"Not in the model's output vocabulary: {', '.join(unknown[:8])}. Choose words the "
-                             "model knows (its top-k lists show some).")
+            raise InputError(f"Not in the model's output vocabulary: {', '.join(cut(t) for t in unknown[:8])}. Choose "
+                             "words the model knows (its top-k lists show some).")
         return self.tgt_vocab.encode(tokens)
 
     def detokenize(self, tokens: Sequence[str]) -> str:

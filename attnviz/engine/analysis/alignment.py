@@ -136,10 +136,15 @@ def _check_head(translator, layer: int | None, head: int | None, flags: str = "-
     if "cross" not in translator.kind.attention_kinds:
         raise ConfigError("this model has no cross-attention to align with")
     lay, heads = translator.kind.layout(translator.config)["cross"]
-    if (layer is None) != (head is None) or (layer is not None and head is not None
-                                              and not (0 <= layer < lay and 0 <= head < heads)):
-        first, second = flags.split("/")
+    first, second = flags.split("/")
+    if (layer is None) != (head is None):
         raise InputError(f"give both {first} (1..{lay}) and {second} (1..{heads}), or neither for the average")
+    if layer is not None and not 0 <= layer < lay:
+        raise InputError(f"{first} {layer + 1} is out of range: this model has {lay} cross-attention layer"
+                         f"{'s' if lay != 1 else ''} (1..{lay})")
+    if head is not None and not 0 <= head < heads:
+        raise InputError(f"{second} {head + 1} is out of range: this model has {heads} cross-attention head"
+                         f"{'s' if heads != 1 else ''} per layer (1..{heads})")
 
 
 UNKNOWN_LANGUAGE = "und"  # ISO 639's "undetermined": a folder that names no language matches any
