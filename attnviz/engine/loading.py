@@ -21,6 +21,7 @@ from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata, check
 from attnviz.engine.checkpoints.folder import check_weight_file
 from attnviz.engine.checkpoints.header import read_header, read_index, require_path
 from attnviz.engine.checkpoints.memory import AUTO, DTYPES, check_fits, resolve_dtype, stored_dtype
+from attnviz.engine.checkpoints.parts import checkpoint_parts
 from attnviz.engine.config import DEFAULT_KIND
 from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.hub import FolderPlan, format_of
@@ -127,10 +128,12 @@ def inspect_model(path: str | os.PathLike[str]) -> Inspection:
     from attnviz.engine.translator import check_index  # torch: the model on the meta device
 
     meta, index = read_header(path)
+    checkpoint_parts(path, meta, index)  # every metadata check translate makes (vocabularies, tokenizers, tags)
     card = card_from_metadata(meta, stored_parameters(index), str(path))
     check_index(path, card.config, index)
-    return Inspection(card, (f"{path.name}: header, tensors against the model config: names, shapes, offsets, "
-                             "model size on the meta device",))
+    return Inspection(card, (f"{path.name}: header, metadata (settings, vocabularies, tokenizers, language tags), "
+                             "tensors against the model config: names, shapes, offsets, model size on the meta "
+                             "device",))
 
 
 def check_model(path: str | os.PathLike[str], dtype: str = AUTO) -> Inspection:
