@@ -124,7 +124,7 @@ def inspect_model(path: str | os.PathLike[str]) -> Inspection:
     path = Path(path)
     if path.is_dir():  # torch-free: the format's plan names every tensor and shape
         plan, checked, notes = _folder_plan(path, size=False)
-        return Inspection(plan.card, tuple(checked), tuple(notes), (NOT_CHECKED, NOT_CHECKED_SIZE))
+        return Inspection(plan.card, tuple(checked), tuple(notes), (NOT_CHECKED, NOT_CHECKED_SIZE, *plan.unchecked))
     from attnviz.engine.translator import check_index  # torch: the model on the meta device
 
     meta, index = read_header(path)
@@ -140,5 +140,6 @@ def check_model(path: str | os.PathLike[str], dtype: str = AUTO) -> Inspection:
     """``inspect_model`` and then every weight read and checked (finite), as loading at ``dtype`` does."""
     inspection = inspect_model(path)
     load_translator(path, dtype)
+    unverifiable = tuple(n for n in inspection.not_checked if n not in (NOT_CHECKED, NOT_CHECKED_SIZE))
     return Inspection(inspection.card, (*inspection.checked, "model size on the meta device, values: every weight "
-                                        "read, all finite"), inspection.notes, ())
+                                        "read, all finite"), inspection.notes, unverifiable)
