@@ -1,6 +1,8 @@
-"""Option values that were echoed whole, written raw or misnamed (issue 38): a 5,000-character --method (or foil,
-or corrupted sentence) is cut in its message; --json escapes U+2028, U+2029 and U+0085, which line readers split
-on; --layer 99 --head 1 says the layer is out of range instead of "give both"."""
+"""Option values that were echoed whole, written raw or misnamed, and cuts nobody was told of (issue 38): a
+5,000-character --method (or foil, or corrupted sentence) is cut in its message; --json escapes U+2028, U+2029 and
+U+0085, which line readers split on; --layer 99 --head 1 says the layer is out of range instead of "give both"; a
+folder without max_length (transformers' default 20, the end token forced at the last step) says every time a
+translation stops at that limit."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ import pytest
 
 from attnviz.cli.jsonout import json_text
 from attnviz.cli.main import main
+from tests.folder_samples import write_marian_folder
 from tests.helpers import make_toy_translator
 
 LONG = "x" * 5000
@@ -68,3 +71,16 @@ def test_a_layer_out_of_range_is_said_as_such(model, tmp_path, capsys):
                               "layer (1..4)\n")
     assert main(["align", "-m", model, "--text", str(pairs), "--layer", "1"]) == 2
     assert "give both --layer (1..2) and --head (1..4)" in _error(capsys)
+
+
+@pytest.mark.parametrize("extra", [[], ["--n-best", "2"], ["--beam", "1"]])
+def test_a_folder_without_max_length_says_each_translation_stopped_at_the_limit(extra, tmp_path, capsys):
+    folder = write_marian_folder(tmp_path / "opus-mt-de-en")  # random weights: never chooses its end
+    settings = json.loads((folder / "generation_config.json").read_text())
+    del settings["max_length"]
+    (folder / "generation_config.json").write_text(json.dumps(settings))
+    main(["translate", "-m", str(folder), *extra, "haus hund katze mann frau kind spielt"])
+    err = capsys.readouterr().err
+    assert "at most 19 tokens" in err and "forced end token" in err
+    assert ("warning: line 1: the translation reached the limit of 19 tokens, where the model's settings force the "
+            "end token, and may be cut there (raise --max-len to let it finish)\n") in err
