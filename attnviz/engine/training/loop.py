@@ -46,6 +46,7 @@ from attnviz.engine.training.distributed import Ranks, join, peer_failure
 from attnviz.engine.training.divergence import DivergenceWatch
 from attnviz.engine.training.presets import Recipe
 from attnviz.engine.training.resume_point import SaveError
+from attnviz.engine.training.runs import RESUME_AT
 from attnviz.engine.training.schedule import learning_rate, warmup_warning
 from attnviz.engine.training.trainer import Trainer
 from attnviz.engine.training.views_file import step_row
@@ -221,7 +222,7 @@ def _evaluate_and_save(run: Trainer, elapsed: float, next_epoch: int, next_index
     score = run.score(result.record)
     if run.best_score is None or score > run.best_score:
         run.best_score = score
-        yield run.save(run.paths.best, "best")
+        yield run.save(run.paths.best, "best", {RESUME_AT: [next_epoch, next_index]})  # resumable if all else is lost
     yield run.save_resume_point(next_epoch, next_index)
 
 
