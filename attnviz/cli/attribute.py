@@ -140,6 +140,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     settings = None if args.method == LENS else _settings(args)  # refused before the model is read
     sentence = _sentence(args)
     translator = load_translator(args.model)
+    translator.refuse_beyond_positions(sentence, "an attribution" if args.method != LENS else "a logit lens")
     src_tokens, tokens = _forced(translator, sentence, args.target)
     result: Attribution | LogitLens
     if args.method == LENS:

@@ -182,6 +182,17 @@ class Translator:
             ids.insert(at, self.src_vocab.id(tag))
         return labels, ids, warnings
 
+    def refuse_beyond_positions(self, text: str, why: str) -> None:
+        """Refuse (InputError, with the limit) a text longer than the model reads at once, where cutting it, as a
+        translation does with a warning, would answer for another text (``why`` says what was asked)."""
+        source = self.has_source
+        tokens = _read_text(self.src_spec if source else self.tgt_spec, _text(text, "sentence"))[0]
+        limit = self.model.max_source_len - 2 if source else self.model.max_target_len - 1
+        if len(tokens) > limit:
+            raise InputError(f"The sentence has {len(tokens):,} tokens but the model reads at most {limit:,} (its "
+                             f"positions); {why} of the first {limit:,} would not be one of the sentence given. "
+                             f"Shorten it to at most {limit:,} tokens.")
+
     def prepare_prefix(self, text: str) -> tuple[list[int], list[str]]:
         """A language model's prefix (possibly empty) as target ids, and warnings."""
         tokens, hidden = _read_text(self.tgt_spec, _text(text, "prefix"))
