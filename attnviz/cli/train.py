@@ -129,6 +129,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             code = 130 if isinstance(event, ev.TrainStopped) else 1
             break
     events.close()  # leaves the process group, if any
+    if stop.is_set() and code == 0:  # stopped before the first step (while the data was prepared): still a stop
+        code = 130
     if world_size() > 1:
         exit_worker(code)
     return code

@@ -7,6 +7,7 @@ turns this work into events.
 from __future__ import annotations
 
 import gc
+import threading
 from pathlib import Path
 
 import torch
@@ -37,7 +38,8 @@ class Trainer:
     """One run's mutable state: its data, model, optimizer and history, how it resumes, saves and evaluates;
     ``engine.training.loop.train`` drives it and turns its work into events."""
 
-    def __init__(self, recipe: Recipe, out, data_dir, resume: bool, ranks: Ranks, device: torch.device):
+    def __init__(self, recipe: Recipe, out, data_dir, resume: bool, ranks: Ranks, device: torch.device,
+                 stop: threading.Event | None = None):
         # resuming from any file of a run (its .last or .state too) continues that run and writes its own files
         self.recipe, self.cfg, self.dist, self.device = recipe, recipe.train, ranks, device
         self.paths = RunPaths(run_checkpoint(out) if resume else Path(out))
@@ -56,11 +58,12 @@ class Trainer:
         self.best_score: float | None = None
         self.last_good: str | None = None
         self.last_saved_step = -1
+        self.stop = stop  # read while the data is prepared (PreparationStopped)
         if resume:
             self._resume(data_dir)
         else:
             torch.manual_seed(self.cfg.seed)  # the same initial weights on every rank
-            self.data = prepare(recipe, data_dir)
+            self.data = prepare(recipe, data_dir, stop=stop)
             cfg = recipe.model_config(len(self.data.src_vocab), len(self.data.tgt_vocab))
             self.model = build_model(cfg).to(self.device)
             self.opt = _optimizer(self.model, self.cfg)
@@ -86,7 +89,7 @@ class Trainer:
         last = load_checkpoint(self.paths.last)
         self.model = last.model.to(self.device)
         self.data = prepare(self.recipe, data_dir, (last.src_vocab, last.tgt_vocab), last.config.max_positions,
-                            (last.src_spec, last.tgt_spec))
+                            (last.src_spec, last.tgt_spec), self.stop)
         self.opt = _optimizer(self.model, self.cfg)
         meta = load_state(self.paths.state, self.opt, param_names(self.model))
         if meta["step"] != last.metadata.get("step"):
@@ -108,7 +111,7 @@ class Trainer:
         saved = load_checkpoint(path)
         self.model = saved.model.to(self.device)
         self.data = prepare(self.recipe, data_dir, (saved.src_vocab, saved.tgt_vocab), saved.config.max_positions,
-                            (saved.src_spec, saved.tgt_spec))
+                            (saved.src_spec, saved.tgt_spec), self.stop)
         self.opt = _optimizer(self.model, self.cfg)
         meta = saved.metadata
         self.step, (self.epoch, self.batch_index) = meta["step"], meta[RESUME_AT]
