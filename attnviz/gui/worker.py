@@ -24,6 +24,7 @@ loads a new model rather than converting the one in use.
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 import traceback
@@ -232,6 +233,20 @@ def live_workers(root: QObject) -> list[Worker]:
         if top is root or top is worker:
             found.append(worker)
     return found
+
+
+EXIT_WAIT_S = 10.0  # at interpreter exit, how long jobs still computing get to notice their stop flags
+
+
+@atexit.register
+def _join_stuck_at_exit() -> None:
+    """When Python exits as usual after the window closed (a script, a test harness: ``run_gui`` leaves through
+    ``os._exit`` instead), a job that was still inside one long computation (a batched backward pass of integrated
+    gradients) would be torn down mid-computation, which aborts the process (SIGABRT): give such jobs a bounded
+    time to reach their next stop check. A job blocked in a system call is waited for no longer than that."""
+    deadline = time.monotonic() + EXIT_WAIT_S
+    for thread, _ in list(STUCK):
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def any_stuck() -> bool:
