@@ -228,8 +228,8 @@ def live_workers(root: QObject) -> list[Worker]:
         if not isValid(worker):
             continue
         top: QObject = worker
-        while top.parent() is not None:
-            top = top.parent()
+        while (parent := top.parent()) is not None:
+            top = parent
         if top is root or top is worker:
             found.append(worker)
     return found
