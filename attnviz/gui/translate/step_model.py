@@ -16,7 +16,7 @@ from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.widgets import NO_PARENT, ModelIndex
 
 COLUMNS = ("Step", "Token", "Probability", "Entropy (nats)", "Runner-up")
-AT_LIMIT = " (length limit)"  # after the last token of a translation stopped at the length limit
+AT_LIMIT = " (cut)"  # after the last token of a translation stopped at the length limit (its tooltip says which)
 FORCED_RUNNER = "none: forced"
 SHARE = "Source share"
 
