@@ -52,3 +52,17 @@ def test_a_run_stopped_while_preparing_ends_with_one_note_and_saves_nothing(tmp_
     assert not list(tmp_path.glob("run*"))  # nothing trained, nothing saved
     assert STOPPED_PREPARING == ("Stopped while the data was being prepared: nothing was trained, and nothing was "
                                  "saved.")
+
+
+def test_reading_a_large_corpus_stops_within_a_stretch_of_lines(tmp_path):
+    from attnviz.engine.corpus import reader
+
+    path = tmp_path / "big.txt"
+    path.write_text("".join(f"line {i}\n" for i in range(10 * reader.STOP_EVERY_LINES)), encoding="utf-8")
+    assert len(reader.read_lines(path, threading.Event())) == 10 * reader.STOP_EVERY_LINES
+    stop = threading.Event()
+    stop.set()
+    with pytest.raises(PreparationStopped):
+        reader.read_lines(path, stop)  # at line STOP_EVERY_LINES, not after the whole file
+    with pytest.raises(PreparationStopped):
+        reader.read_tsv(path, 0, 0, stop=stop)

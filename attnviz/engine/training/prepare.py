@@ -4,7 +4,8 @@
 resumed run's), cuts sentences to the model's positions and checks that the corpus kept enough pairs. A run's
 stop event is read between every ``CHECK_EVERY`` sentences tokenized (the long part: spaCy reads tens of thousands
 of pairs), so stopping a run, or closing the app, while its data is prepared ends it within a fraction of a second
-(``PreparationStopped``) instead of after the whole corpus.
+(``PreparationStopped``) instead of after the whole corpus; reading the files looks at it every
+``corpus.reader.STOP_EVERY_LINES`` lines.
 """
 
 from __future__ import annotations
@@ -13,16 +14,12 @@ import threading
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from attnviz.engine.corpus.reader import Pair, check_prepared, load_splits, resolve_data_dir
+from attnviz.engine.corpus.reader import Pair, PreparationStopped, check_prepared, load_splits, resolve_data_dir
 from attnviz.engine.text.tokenize import TokenizerSpec
 from attnviz.engine.text.vocab import SPECIALS, Vocab
 from attnviz.engine.training.presets import Recipe
 
 CHECK_EVERY = 64  # sentences tokenized between two looks at the stop event
-
-
-class PreparationStopped(Exception):  # noqa: N818 (a stop asked for, not an error)
-    """The run was asked to stop while its data was being prepared: nothing was trained or saved."""
 
 
 def _check(stop: threading.Event | None) -> None:
@@ -59,8 +56,7 @@ def prepare(recipe: Recipe, data_dir=None, vocabs: tuple[Vocab, Vocab] | None = 
 
     A SentencePiece side learns its model from the training split's texts, and its vocabulary is every piece of
     that model (byte pieces included), so the trained model reads any input without ``<unk>``."""
-    splits = load_splits(recipe.corpus, resolve_data_dir(data_dir))
-    _check(stop)  # asked to stop while the files were read
+    splits = load_splits(recipe.corpus, resolve_data_dir(data_dir), stop)
     src_spec, tgt_spec = specs or (recipe.src_tokenizer.trained([s for s, _ in splits.train]),
                                    recipe.tgt_tokenizer.trained([t for _, t in splits.train]))
     train_tok = [(src_spec.tokenize(s), tgt_spec.tokenize(t)) for s, t in _until_stopped(splits.train, stop)]
