@@ -214,7 +214,7 @@ def load_split(spec: CorpusSpec, data_dir: str | os.PathLike, split: str) -> lis
     name = spec.test_split if split == "test" else split
     paths = [_multi30k_file(data_dir, name, spec.src_lang), _multi30k_file(data_dir, name, spec.tgt_lang)]
     _require_files(data_dir, paths, download_name(spec))
-    pairs = read_parallel(*paths)[0]
+    pairs = read_parallel(paths[0], paths[1])[0]
     return pairs[: spec.limit] if spec.limit else pairs
 
 
@@ -241,7 +241,8 @@ def _load_all(spec: CorpusSpec, data_dir: Path, stop: threading.Event | None) ->
     if spec.kind == "files":
         read = {}
         for split, paths in spec.paths.items():
-            read[split] = read_parallel(*paths, stop=stop) if len(paths) == 2 else read_tsv(paths[0], stop=stop)
+            read[split] = (read_parallel(paths[0], paths[1], stop) if len(paths) == 2
+                           else read_tsv(paths[0], stop=stop))
         if "train" not in read or "val" not in read:
             raise DataError("custom data needs at least a train and a val split (source and target files each)")
         return Splits(read["train"][0], read["val"][0], read.get("test", ([], 0))[0], sum(d for _, d in read.values()))
