@@ -69,6 +69,8 @@ def test_closing_stops_every_worker_running_and_asks_nothing(qtbot, loaded, monk
     monkeypatch.setattr(QMessageBox, "warning", no_modal)
     tab = translate(qtbot, loaded, " ".join(f"q{i % 10 + 1}" for i in range(40)))
     tab.quantity.choose("integrated-gradients")  # the real job: a batched pass at a time
+    menus = {m.title(): m for m in (a.menu() for a in tab.quantity.bar.settings_menu.actions()) if m is not None}
+    max(menus["Integration steps"].actions(), key=lambda a: int(a.text())).trigger()  # the most: still running
     analysis = loaded.analysis_tab
     analysis.set_files(*suspect_corpus)
     analysis.importance.compute()  # head importance, for real
