@@ -339,7 +339,8 @@ class MainWindow(ViewExports, QMainWindow):
         return True
 
     def closeEvent(self, event) -> None:  # noqa: N802
-        if self.train_tab.is_running() and not self._stop_training_to_close(self._user_closes(event)):
+        user = self._user_closes(event)  # read once, so a File > Quit is not taken for the next close's too
+        if self.train_tab.is_running() and not self._stop_training_to_close(user):
             event.ignore()
             return
         self.settings.setValue("window/geometry", self.saveGeometry())
