@@ -140,7 +140,8 @@ def test_closing_while_training_stops_and_saves(qtbot, window, tab, tmp_path, mo
     qtbot.waitUntil(lambda: len(tab.curves.raw_loss.xs) >= 3, timeout=60000)
     monkeypatch.setattr(main_window, "NO_USER_PLATFORMS", frozenset())  # as on a screen, where a person answers
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.No)
-    window.quit_by_user()
+    quit_action = next(a for m in window.menuBar().actions() for a in m.menu().actions() if a.text() == "&Quit")
+    quit_action.trigger()  # File > Quit: a person asked, so a person is asked
     assert window.isVisible() and tab.is_running()  # "No" keeps training
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
     window.quit_by_user()
