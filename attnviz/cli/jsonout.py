@@ -14,5 +14,5 @@ _TABLE = str.maketrans(LINE_BREAKS)
 
 
 def json_text(value: Any, **options: Any) -> str:
-    """``json_text(value, **options)`` with no character a line reader splits on."""
+    """``json.dumps(value, **options)`` with no character a line reader splits on."""
     return json.dumps(value, **options).translate(_TABLE)

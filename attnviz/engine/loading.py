@@ -74,7 +74,7 @@ def load_translator(path: str | os.PathLike[str], dtype: str = AUTO) -> Translat
         run = resolve_dtype(dtype, meta["dtype"] if meta.get("dtype") in DTYPES else "float32",
                             keep_stored=kind is not None and kind.stored_precision)
         check_fits(path, stored_parameters(index), run)
-        if kind is not None and kind.reads_prompt and "prompt" in meta:  # a converted LLM folder: its tokenizer,
+        if _converted_llm(meta):  # a converted LLM folder: its tokenizer,
             # template and instruction are inside (an LLM built over attnviz's own vocabulary loads as any model)
             from attnviz.engine.hub.llm_weights import load_llm_checkpoint
 
@@ -88,6 +88,12 @@ def load_translator(path: str | os.PathLike[str], dtype: str = AUTO) -> Translat
     _check_loaded(folder, plan.card, translator)
     translator.metadata["dtype"] = plan.card.dtype  # what the card says the weights are stored as
     return translator
+
+
+def _converted_llm(meta: dict) -> bool:
+    """Whether a checkpoint is a converted LLM folder, read by ``hub.llm_weights`` rather than ``load_checkpoint``."""
+    kind = _kind(meta)
+    return kind is not None and kind.reads_prompt and "prompt" in meta
 
 
 def _kind(meta: dict) -> ModelKind | None:
@@ -128,7 +134,8 @@ def inspect_model(path: str | os.PathLike[str]) -> Inspection:
     from attnviz.engine.translator import check_index  # torch: the model on the meta device
 
     meta, index = read_header(path)
-    checkpoint_parts(path, meta, index)  # every metadata check translate makes (vocabularies, tokenizers, tags)
+    if not _converted_llm(meta):  # every metadata check translate makes (vocabularies, tokenizers, tags)
+        checkpoint_parts(path, meta, index)
     card = card_from_metadata(meta, stored_parameters(index), str(path))
     check_index(path, card.config, index)
     return Inspection(card, (f"{path.name}: header, metadata (settings, vocabularies, tokenizers, language tags), "

@@ -14,6 +14,8 @@ from attnviz.engine.errors import CheckpointError
 from attnviz.engine.loading import inspect_model, load_translator
 from tests.folder_samples import SAMPLES
 
+# The encoder-decoder families (the decoder-only LLM folders, read by a format of their own that came later, are
+# not covered by these checks yet).
 TITLES = {"hf-marian": "MarianMT", "hf-m2m100": "NLLB-200", "hf-m2m100/m2m100": "M2M100", "hf-mbart": "mBART-50"}
 
 
@@ -26,7 +28,7 @@ def _folder(tmp_path, family: str, **changes):
     return folder
 
 
-@pytest.mark.parametrize("family", sorted(SAMPLES))
+@pytest.mark.parametrize("family", sorted(TITLES))
 def test_a_head_count_that_head_dim_contradicts_is_refused(family, tmp_path):
     folder = _folder(tmp_path, family, encoder_attention_heads=8, decoder_attention_heads=8, head_dim=8)
     with pytest.raises(CheckpointError) as err:
@@ -49,7 +51,7 @@ def test_an_activation_the_family_never_uses_is_refused(family, activation, tmp_
     assert "the weights cannot tell which is right" in err and err.count("\n") == 1
 
 
-@pytest.mark.parametrize("family", sorted(SAMPLES))
+@pytest.mark.parametrize("family", sorted(TITLES))
 def test_info_lists_what_the_weights_cannot_confirm(family, tmp_path, capsys):
     folder = _folder(tmp_path, family, encoder_attention_heads=8, decoder_attention_heads=8)  # 4 -> 8: same shapes
     assert load_translator(folder).config.heads == 8  # nothing can tell: loaded, but not silently

@@ -56,7 +56,8 @@ def test_an_integer_weight_in_a_checkpoint_file_is_one_line(toy_file, dtype, cap
 @pytest.mark.parametrize("family", sorted(SAMPLES))
 def test_an_integer_weight_in_any_folder_family_is_one_line(family, tmp_path, capsys):
     folder = SAMPLES[family](tmp_path / family.replace("/", "-"))
-    _rewrite(folder / "model.safetensors", lambda name, t: t.to(torch.int64) if name.endswith("fc1.weight") else t)
+    ffn = ("fc1.weight", "mlp.up_proj.weight")  # the first feed-forward weight, as each family names it
+    _rewrite(folder / "model.safetensors", lambda name, t: t.to(torch.int64) if name.endswith(ffn) else t)
     with pytest.raises(CheckpointError, match=r"\.weight is stored as int64, but it is a weight and must be "
                                               r"floating point") as err:
         load_translator(folder)
