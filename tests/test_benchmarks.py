@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.timeout(900)  # each benchmark runs in a subprocess given up to 300 s
+
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
 
@@ -118,3 +120,10 @@ def test_suspect_calibration_benchmark_reports_each_components_auroc(data_dir):
     assert all(0 <= v <= 1 for v in report["auroc"].values()) and report["rule"] in (*report["auroc"], "weighted")
     assert "never voted" in report["votes"]["sink_mass"] and "stored" not in report
     assert set(report["flagged_test_calibrated"]) == set(report["pairs"])
+
+
+def test_stop_benchmark_stops_a_run_while_its_data_is_prepared():
+    report = bench("bench_stop", "--pairs", "3000", "--repeats", "1", "--after", "0.05")
+    assert report["corpus"] == "synthetic 3,000 (whitespace)" and report["repeats"] == 1
+    assert report["events"] in (["TrainNote"], ["TrainStarted", "CheckpointSaved", "TrainStopped"])  # a fast machine
+    assert report["ended_after_stop_s_median"] >= 0

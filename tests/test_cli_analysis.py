@@ -54,7 +54,7 @@ def test_align_pharaoh_and_aer(files, capsys):
     assert report["chosen"] == "layer 1 head 2" and report["numbering"] == "1-based"
     assert main([*base, "--average"]) == 2
     assert main([*base[:-4], "--layer", "3", "--head", "1"]) == 2  # layers count from 1 here too
-    assert "--layer (1..2) and --head (1..4)" in capsys.readouterr().err
+    assert "--layer 3 is out of range: this model has 2 cross-attention layers (1..2)" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main([*base[:-4], "--layer", "0", "--head", "1"])
     assert "must be from 1" in capsys.readouterr().err

@@ -51,6 +51,7 @@ def test_train_refuses_bad_settings_before_starting(tmp_path):
 
 
 @pytest.mark.data
+@pytest.mark.timeout(1200)  # three CLI runs, each given up to 300 s
 def test_train_then_resume_then_evaluate(tmp_path, data_dir):
     ckpt = str(tmp_path / "m.safetensors")
     common = ["--set", "corpus.limit=200", "--set", "model.d_model=32", "--set", "model.ff_dim=64",

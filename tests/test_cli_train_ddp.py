@@ -36,6 +36,8 @@ from attnviz.engine.training.prepare import prepare
 from attnviz.engine.training.presets import get_preset
 from attnviz.engine.translator import build_model
 
+pytestmark = pytest.mark.timeout(600)  # several launches of two processes, each given up to 120 s
+
 SETTINGS = {"corpus.kind": "files", "src_tokenizer.mode": "whitespace", "tgt_tokenizer.mode": "whitespace",
             "model.d_model": "32", "model.ff_dim": "64", "model.heads": "4", "model.enc_layers": "1",
             "model.dec_layers": "1", "model.dropout": "0", "train.batch_size": "8", "train.lr": "1e-3",

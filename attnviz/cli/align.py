@@ -9,10 +9,10 @@ to stderr, or everything, with what reproduces it, as one JSON object with ``--j
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from attnviz.cli.args import HEAD_NUMBER, PROBABILITY, add_limit, add_model, check_model
+from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
 from attnviz.engine.errors import InputError
 
@@ -99,7 +99,7 @@ def cmd_align(args: argparse.Namespace) -> int:
     card = {"model": args.model, "reverse_model": args.reverse_model,
             "direction": f"{translator.src_spec.lang}->{translator.tgt_spec.lang}", **gold_set.to_json()}
     if args.json:
-        print(json.dumps({**card, **result.to_json()}))
+        print(json_text({**card, **result.to_json()}))
         return 0
     for line in result.alignments:
         print(line)

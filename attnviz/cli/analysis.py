@@ -8,10 +8,10 @@ stdout. The corpus flags of ``heads`` are defined in ``cli.args``.
 from __future__ import annotations
 
 import argparse
-import json
 
 from attnviz.cli import align
 from attnviz.cli.args import add_corpus, add_model
+from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
 from attnviz.engine.errors import InputError
 from attnviz.engine.heads import NUMBERING, numbered
@@ -67,13 +67,13 @@ def cmd_heads(args: argparse.Namespace) -> int:
     if other is not None:
         diff = compare_stats(stats, _stats(other, args))
         if args.json:
-            print(json.dumps({"a": args.model, "b": args.compare, "difference": "b - a", "numbering": NUMBERING,
+            print(json_text({"a": args.model, "b": args.compare, "difference": "b - a", "numbering": NUMBERING,
                               "heads": [numbered(row) for row in diff]}))
         else:
             _print_table(diff)  # never empty: load_comparable refuses models that share no kind
         return 0
     if args.json:
-        print(json.dumps(stats.to_json()))
+        print(json_text(stats.to_json()))
     else:
         _print_table(stats.table())
     return 0

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from attnviz.engine.checkpoints.header import require_path
 from attnviz.engine.checkpoints.memory import AUTO, DTYPE_CHOICES
-from attnviz.engine.errors import CheckpointError, InputError
+from attnviz.engine.errors import CheckpointError, InputError, quoted
 
 if TYPE_CHECKING:
     from attnviz.engine.config import DecodeConfig
@@ -48,16 +48,16 @@ class Number:
     def __call__(self, text: str) -> Any:
         if self.kind is int:
             if not _WHOLE.fullmatch(text):
-                raise argparse.ArgumentTypeError(f"expected a whole number, not {_shown(text)}")
+                raise argparse.ArgumentTypeError(f"expected a whole number, not {quoted(text)}")
             value: float = int(text)
         else:
             try:
                 value = float(text)
             except ValueError:
-                raise argparse.ArgumentTypeError(f"expected a number, not {_shown(text)}") from None
+                raise argparse.ArgumentTypeError(f"expected a number, not {quoted(text)}") from None
         if not (math.isfinite(value) and (self.low is None or value >= self.low)
                 and (self.high is None or value <= self.high)):
-            shown = f"{value:,}" if self.kind is int else _shown(text)
+            shown = f"{value:,}" if self.kind is int else quoted(text)
             raise argparse.ArgumentTypeError(f"must be {'' if self.kind is int else 'a number '}{self.bounds()}, "
                                              f"not {shown}")
         return value
@@ -70,10 +70,6 @@ class Number:
             return f"at least {form.format(self.low)}" if self.low is not None else f"at most {form.format(self.high)}"
         return f"from {form.format(self.low)} to {form.format(self.high)}"
 
-
-def _shown(text: str) -> str:
-    """A value as a message quotes it: a 5,000-digit number is cut, so that the error stays one readable line."""
-    return repr(text if len(text) <= 40 else text[:20] + "..." + text[-8:])
 
 
 def int_range(low: int | None, high: int | None) -> Number:
@@ -119,7 +115,7 @@ def add_model(p: argparse.ArgumentParser, help: str | None = None) -> None:
 def dtype_choice(text: str) -> str:
     """An argparse type: a precision a model can run at (``engine.checkpoints.memory.DTYPE_CHOICES``)."""
     if text not in DTYPE_CHOICES:
-        raise argparse.ArgumentTypeError(f"expected one of {', '.join(DTYPE_CHOICES)}, not {_shown(text)}")
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(DTYPE_CHOICES)}, not {quoted(text)}")
     return text
 
 

@@ -12,16 +12,16 @@ logit lens, which is not a source/prefix map.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from attnviz.cli.args import add_model, int_range, output_file
+from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
 from attnviz.engine.attribution.base import AGGREGATIONS, BASELINES, MAX_STEPS
-from attnviz.engine.errors import InputError
+from attnviz.engine.errors import InputError, quoted
 from attnviz.engine.text.tokenize import visible_token
 
 if TYPE_CHECKING:
@@ -120,7 +120,7 @@ def _check_method(name: str) -> None:
     from attnviz.engine.attribution.base import method_names
 
     if name != LENS and name not in method_names():
-        raise InputError(f"--method: unknown method {name!r}; choose one of {', '.join((*method_names(), LENS))}")
+        raise InputError(f"--method: unknown method {quoted(name)}; choose one of {', '.join((*method_names(), LENS))}")
 
 
 def cmd_attribute(args: argparse.Namespace) -> int:
@@ -140,6 +140,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     settings = None if args.method == LENS else _settings(args)  # refused before the model is read
     sentence = _sentence(args)
     translator = load_translator(args.model)
+    translator.refuse_beyond_positions(sentence, "an attribution" if args.method != LENS else "a logit lens")
     src_tokens, tokens = _forced(translator, sentence, args.target)
     result: Attribution | LogitLens
     if args.method == LENS:
@@ -150,7 +151,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     if args.out:
         save_attribution(args.out, result, info, sentence)
     if args.json:
-        print(json.dumps(sidecar(result, info, sentence) | _json_arrays(result), ensure_ascii=False))
+        print(json_text(sidecar(result, info, sentence) | _json_arrays(result), ensure_ascii=False))
     elif args.method == LENS:
         _print_lens(result, args.top)
     else:

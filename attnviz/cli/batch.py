@@ -78,19 +78,20 @@ def translate_lines(translator, lines: list[Line], decode, capture: bool = False
                 todo.append(line)
             except InputError as exc:
                 line.error = str(exc)
-    limit = step_limit(translator.model, decode.max_len)
+    limit, forced_end = step_limit(translator.model, decode.max_len), decode.forced_eos >= 0
     if decode.temperature > 0 and decode.beam == 1:  # sampled (an LLM folder's own decoding): each line seeded
         ended = [_sample_line(translator, line, decode) for line in todo]
     elif capture or n_best:
-        ended = [_search_line(translator, line, decode, n_best) for line in todo]
+        ended = [_search_line(translator, line, limit, decode, n_best) for line in todo]
     else:
         ended = []
         for line, toks in zip(todo, translator.translate_batch_tokens([x.text for x in todo], decode), strict=True):
             line.tokens, line.output = toks, translator.detokenize(toks)
-            ended.append(len(toks) < limit)  # a search that stops before its step limit stopped at <eos>
+            # a search that stops before its step limit chose <eos>; an <eos> forced at the last step was not chosen
+            ended.append(len(toks) < limit - (1 if forced_end else 0))
     for line, done in zip(todo, ended, strict=True):
         if not done:
-            line.warnings = [*line.warnings, limit_warning(limit, "--max-len")]
+            line.warnings = [*line.warnings, limit_warning(limit, "--max-len", forced_end)]
 
 
 def _sample_line(translator, line: Line, decode) -> bool:
@@ -103,9 +104,10 @@ def _sample_line(translator, line: Line, decode) -> bool:
     return bool(answer.tokens) and answer.tokens[-1] == EOS
 
 
-def _search_line(translator, line: Line, decode, n_best: int) -> bool:
+def _search_line(translator, line: Line, limit: int, decode, n_best: int) -> bool:
     """One line searched as events into a ``SearchTree``: its chosen translation with every attention map and its
-    n-best list. Returns whether the chosen hypothesis ended with ``<eos>``."""
+    n-best list. Returns whether the chosen hypothesis ended by choosing ``<eos>`` before the step ``limit``."""
+    from attnviz.engine.search.limit import reached_limit
     from attnviz.engine.search.tree import SearchTree
 
     tree = SearchTree.from_events(translator.beam_steps(line.text, decode))
@@ -113,7 +115,8 @@ def _search_line(translator, line: Line, decode, n_best: int) -> bool:
     if answer is None:  # nothing finished (cannot happen with a finite step limit): an empty translation
         return False
     line.translation = answer
-    ended = bool(answer.tokens) and answer.tokens[-1] == EOS
+    ended = bool(answer.tokens) and answer.tokens[-1] == EOS and not reached_limit(answer.tokens, limit,
+                                                                                    decode.forced_eos >= 0)
     line.tokens = [t for t in answer.tokens if t != EOS]
     line.output = answer.text
     for node in tree.n_best(n_best):
@@ -126,7 +129,7 @@ def _search_line(translator, line: Line, decode, n_best: int) -> bool:
 def write_lines(lines: list[Line], as_json: bool, n_best: int = 0) -> int:
     """Print one line per input line (warnings on stderr), or with ``n_best`` one line per hypothesis (LINE, RANK,
     normalised score, summed log-probability, text; tab-separated); returns how many lines failed."""
-    import json
+    from attnviz.cli.jsonout import json_text
 
     failed = 0
     for line in lines:
@@ -137,9 +140,9 @@ def write_lines(lines: list[Line], as_json: bool, n_best: int = 0) -> int:
         if line.error is not None:
             failed += 1
             print(f"warning: line {line.number}: not translated: {line.error}", file=sys.stderr)
-            print(json.dumps({"line": line.number, "error": line.error}, ensure_ascii=False) if as_json else "")
+            print(json_text({"line": line.number, "error": line.error}, ensure_ascii=False) if as_json else "")
         elif as_json:
-            print(json.dumps({"line": line.number, "source": line.text, "src_tokens": line.src_tokens,
+            print(json_text({"line": line.number, "source": line.text, "src_tokens": line.src_tokens,
                               "tokens": line.tokens, "text": line.output, "warnings": line.warnings,
                               **({"n_best": line.n_best} if n_best else {})}, ensure_ascii=False))
         elif n_best and line.n_best:

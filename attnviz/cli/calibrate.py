@@ -7,10 +7,10 @@ each component to stdout.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from attnviz.cli.args import add_corpus, add_dtype, add_model
+from attnviz.cli.jsonout import json_text
 
 
 def add_command(sub) -> None:
@@ -46,8 +46,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
     if where is not None:
         print(f"calibration kept in {where}", file=sys.stderr)
     if args.json:
-        print(json.dumps({"model": args.model, "kept_in": where and str(where), **calibration.to_dict()},
-                         ensure_ascii=False))
+        print(json_text({"model": args.model, "kept_in": where and str(where), **calibration.to_dict()},
+                        ensure_ascii=False))
         return 0
     for line in describe(calibration, f"kept in {where}" if where else "not kept (--no-store)"):
         print(line)

@@ -10,7 +10,6 @@ different output); it takes ``evaluate``'s corpus flags because it measures what
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
 from attnviz.cli.args import (
@@ -27,6 +26,7 @@ from attnviz.cli.args import (
     int_range,
     output_file,
 )
+from attnviz.cli.jsonout import json_text
 from attnviz.engine.analysis.names import IMPORTANCE_SPLIT
 from attnviz.engine.errors import ConfigError, InputError
 
@@ -107,7 +107,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     if args.int8:
         report["precision"] = "int8 linear layers (dynamic quantisation)"
     if args.json:
-        print(json.dumps(report, ensure_ascii=False))
+        print(json_text(report, ensure_ascii=False))
         return 0
     print(f"{report['sentences']} sentences ({report['source']}), {report['decode']}, {report['seconds']:.1f} s"
           + (", int8" if args.int8 else ""))
@@ -163,10 +163,10 @@ def _saved_or_printed(args: argparse.Namespace, result: dict, what: str) -> bool
 
     data = {"model": args.model, **result}
     if args.out:
-        Path(args.out).write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+        Path(args.out).write_text(json_text(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
         print(f"{what} saved to {args.out}", file=sys.stderr)
     if args.json:
-        print(json.dumps(data, ensure_ascii=False))
+        print(json_text(data, ensure_ascii=False))
     return bool(args.json)
 
 

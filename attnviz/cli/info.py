@@ -12,11 +12,11 @@ its own module rather than part of ``convert`` or ``translate``: it decodes noth
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from attnviz.cli.args import add_dtype
+from attnviz.cli.jsonout import json_text
 from attnviz.engine.checkpoints.memory import DTYPES, memory_by_dtype, resolve_dtype, size_text
 
 if TYPE_CHECKING:
@@ -96,7 +96,7 @@ def cmd_info(args: argparse.Namespace) -> int:
                   "not_checked": list(inspection.not_checked)}
         precision = {"runs_as": _runs_as(inspection.card, args.dtype),
                      "memory_bytes": memory_by_dtype(inspection.card.parameters)}
-        print(json.dumps(inspection.card.to_info() | precision | {"checks": checks}, indent=2, ensure_ascii=False))
+        print(json_text(inspection.card.to_info() | precision | {"checks": checks}, indent=2, ensure_ascii=False))
     else:
         print(_format_info(inspection.card, args.dtype) + "\n" + _format_checks(inspection))
     return 0

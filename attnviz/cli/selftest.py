@@ -7,11 +7,12 @@ probability distributions, prints one JSON line and returns 0; any failure retur
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tempfile
 import time
+
+from attnviz.cli.jsonout import json_text
 
 SENTENCE = "Zwei Hunde spielen im Schnee."
 
@@ -80,7 +81,7 @@ def run_self_test() -> int:
     except Exception as exc:  # the point of a self-test is to report what broke, whatever it is
         report["error"] = f"{type(exc).__name__}: {exc}"
     report["seconds"] = round(time.perf_counter() - started, 2)
-    print(json.dumps(report, ensure_ascii=False), flush=True)
+    print(json_text(report, ensure_ascii=False), flush=True)
     if not report["ok"]:
         print(f"attnviz: self-test failed: {report['error']}", file=sys.stderr)
         return 1

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import os
 import signal
 import sys
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, assert_never
 
 from attnviz.cli.args import BEAM, FINITE_NUMBER, WHOLE_NUMBER, add_data_dir, int_range
+from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import ProgressLine, bar
 from attnviz.engine.config import TrainConfig
 from attnviz.engine.errors import ConfigError, InputError
@@ -129,6 +129,8 @@ def cmd_train(args: argparse.Namespace) -> int:
             code = 130 if isinstance(event, ev.TrainStopped) else 1
             break
     events.close()  # leaves the process group, if any
+    if stop.is_set() and code == 0:  # stopped before the first step (while the data was prepared): still a stop
+        code = 130
     if world_size() > 1:
         exit_worker(code)
     return code
@@ -269,7 +271,7 @@ def cmd_release(args: argparse.Namespace) -> int:
     from attnviz.engine.training.release import release
 
     metrics = release(args.checkpoint, args.out, args.name, args.beam, args.half, args.data_dir)
-    print(json.dumps(metrics, indent=2, ensure_ascii=False))
+    print(json_text(metrics, indent=2, ensure_ascii=False))
     return 0
 
 
@@ -277,7 +279,7 @@ def cmd_presets(args: argparse.Namespace) -> int:
     from attnviz.engine.training.presets import PRESETS
 
     if args.json:
-        print(json.dumps({name: r.to_dict() for name, r in PRESETS.items()}, indent=2))
+        print(json_text({name: r.to_dict() for name, r in PRESETS.items()}, indent=2))
         return 0
     for name, recipe in PRESETS.items():
         print(f"{name}\n    {recipe.description}")

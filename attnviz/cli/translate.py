@@ -7,7 +7,6 @@ see ``cli.batch``) and ``generate`` (a language model continuing a prefix).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -28,6 +27,7 @@ from attnviz.cli.args import (
     head_settings,
     int_range,
 )
+from attnviz.cli.jsonout import json_text
 from attnviz.engine.errors import InputError
 from attnviz.paths import default_model_path
 
@@ -188,7 +188,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         print(f"attention of {len(outputs)} sequence(s) saved to {args.attention}", file=sys.stderr)
     for t in outputs:
         if args.json:
-            print(json.dumps({"prefix": args.prefix, "tokens": list(t.words), "text": t.text,
+            print(json_text({"prefix": args.prefix, "tokens": list(t.words), "text": t.text,
                               "probabilities": [round(p, 6) for p in t.probabilities],
                               "ended": bool(t.tokens) and t.tokens[-1] == "<eos>"}, ensure_ascii=False))
         else:

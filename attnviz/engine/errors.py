@@ -8,6 +8,16 @@ and the GUI its buttons.
 from __future__ import annotations
 
 
+def cut(text: str) -> str:
+    """A value as a message shows it: a 5,000-character one is cut, so that the error stays one readable line."""
+    return text if len(text) <= 40 else text[:20] + "..." + text[-8:]
+
+
+def quoted(text: str) -> str:
+    """``cut(text)`` in quotes, as a message quotes a value given."""
+    return repr(cut(text))
+
+
 class AttnvizError(Exception):
     """Base class of every error a user can cause; the CLI prints it, the GUI shows it in a dialog."""
 

@@ -21,6 +21,7 @@ from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata, check
 from attnviz.engine.checkpoints.folder import check_weight_file
 from attnviz.engine.checkpoints.header import read_header, read_index, require_path
 from attnviz.engine.checkpoints.memory import AUTO, DTYPES, check_fits, resolve_dtype, stored_dtype
+from attnviz.engine.checkpoints.parts import checkpoint_parts
 from attnviz.engine.config import DEFAULT_KIND
 from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.hub import FolderPlan, format_of
@@ -73,7 +74,7 @@ def load_translator(path: str | os.PathLike[str], dtype: str = AUTO) -> Translat
         run = resolve_dtype(dtype, meta["dtype"] if meta.get("dtype") in DTYPES else "float32",
                             keep_stored=kind is not None and kind.stored_precision)
         check_fits(path, stored_parameters(index), run)
-        if kind is not None and kind.reads_prompt and "prompt" in meta:  # a converted LLM folder: its tokenizer,
+        if _converted_llm(meta):  # a converted LLM folder: its tokenizer,
             # template and instruction are inside (an LLM built over attnviz's own vocabulary loads as any model)
             from attnviz.engine.hub.llm_weights import load_llm_checkpoint
 
@@ -87,6 +88,12 @@ def load_translator(path: str | os.PathLike[str], dtype: str = AUTO) -> Translat
     _check_loaded(folder, plan.card, translator)
     translator.metadata["dtype"] = plan.card.dtype  # what the card says the weights are stored as
     return translator
+
+
+def _converted_llm(meta: dict) -> bool:
+    """Whether a checkpoint is a converted LLM folder, read by ``hub.llm_weights`` rather than ``load_checkpoint``."""
+    kind = _kind(meta)
+    return kind is not None and kind.reads_prompt and "prompt" in meta
 
 
 def _kind(meta: dict) -> ModelKind | None:
@@ -123,19 +130,23 @@ def inspect_model(path: str | os.PathLike[str]) -> Inspection:
     path = Path(path)
     if path.is_dir():  # torch-free: the format's plan names every tensor and shape
         plan, checked, notes = _folder_plan(path, size=False)
-        return Inspection(plan.card, tuple(checked), tuple(notes), (NOT_CHECKED, NOT_CHECKED_SIZE))
+        return Inspection(plan.card, tuple(checked), tuple(notes), (NOT_CHECKED, NOT_CHECKED_SIZE, *plan.unchecked))
     from attnviz.engine.translator import check_index  # torch: the model on the meta device
 
     meta, index = read_header(path)
+    if not _converted_llm(meta):  # every metadata check translate makes (vocabularies, tokenizers, tags)
+        checkpoint_parts(path, meta, index)
     card = card_from_metadata(meta, stored_parameters(index), str(path))
     check_index(path, card.config, index)
-    return Inspection(card, (f"{path.name}: header, tensors against the model config: names, shapes, offsets, "
-                             "model size on the meta device",))
+    return Inspection(card, (f"{path.name}: header, metadata (settings, vocabularies, tokenizers, language tags), "
+                             "tensors against the model config: names, shapes, offsets, model size on the meta "
+                             "device",))
 
 
 def check_model(path: str | os.PathLike[str], dtype: str = AUTO) -> Inspection:
     """``inspect_model`` and then every weight read and checked (finite), as loading at ``dtype`` does."""
     inspection = inspect_model(path)
     load_translator(path, dtype)
+    unverifiable = tuple(n for n in inspection.not_checked if n not in (NOT_CHECKED, NOT_CHECKED_SIZE))
     return Inspection(inspection.card, (*inspection.checked, "model size on the meta device, values: every weight "
-                                        "read, all finite"), inspection.notes, ())
+                                        "read, all finite"), inspection.notes, unverifiable)

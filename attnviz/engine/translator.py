@@ -23,12 +23,13 @@ from attnviz.engine.checkpoints.assign import build_loaded
 from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata
 from attnviz.engine.checkpoints.header import TOKENIZER_PREFIX, read_header
 from attnviz.engine.checkpoints.mapped import map_tensors
+from attnviz.engine.checkpoints.parts import checked_languages, checkpoint_parts
 from attnviz.engine.checkpoints.store import check_against_index, check_finite, model_shapes, save_tensors
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.corpus.batching import pad_batch
-from attnviz.engine.errors import CheckpointError, ConfigError, InputError, NotTextError
+from attnviz.engine.errors import InputError, NotTextError, cut
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, Translation, assemble
-from attnviz.engine.kinds import ModelKind, check, kind_of
+from attnviz.engine.kinds import ModelKind, kind_of
 from attnviz.engine.models.protocol import IncrementalModel, count_parameters, stored_state
 from attnviz.engine.search.beam import beam_batch, beam_steps
 from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch
@@ -181,6 +182,17 @@ class Translator:
             ids.insert(at, self.src_vocab.id(tag))
         return labels, ids, warnings
 
+    def refuse_beyond_positions(self, text: str, why: str) -> None:
+        """Refuse (InputError, with the limit) a text longer than the model reads at once, where cutting it, as a
+        translation does with a warning, would answer for another text (``why`` says what was asked)."""
+        source = self.has_source
+        tokens = _read_text(self.src_spec if source else self.tgt_spec, _text(text, "sentence"))[0]
+        limit = self.model.max_source_len - 2 if source else self.model.max_target_len - 1
+        if len(tokens) > limit:
+            raise InputError(f"The sentence has {len(tokens):,} tokens but the model reads at most {limit:,} (its "
+                             f"positions); {why} of the first {limit:,} would not be one of the sentence given. "
+                             f"Shorten it to at most {limit:,} tokens.")
+
     def prepare_prefix(self, text: str) -> tuple[list[int], list[str]]:
         """A language model's prefix (possibly empty) as target ids, and warnings."""
         tokens, hidden = _read_text(self.tgt_spec, _text(text, "prefix"))
@@ -217,8 +229,8 @@ class Translator:
         tokens = self.tgt_spec.tokenize(_text(text, "target prefix"))
         unknown = sorted({t for t in tokens if t not in self.tgt_vocab})
         if unknown:
-            raise InputError(f"Not in the model's output vocabulary: {', '.join(unknown[:8])}. Choose words the "
-                             "model knows (its top-k lists show some).")
+            raise InputError(f"Not in the model's output vocabulary: {', '.join(cut(t) for t in unknown[:8])}. Choose "
+                             "words the model knows (its top-k lists show some).")
         return self.tgt_vocab.encode(tokens)
 
     def detokenize(self, tokens: Sequence[str]) -> str:
@@ -303,15 +315,6 @@ class Translator:
         return state, meta
 
 
-def checked_languages(data: Any, vocab: Vocab) -> Languages:
-    """A model's stored language tags (``Languages.from_dict``), each an entry of its vocabulary (ConfigError)."""
-    languages = Languages.from_dict(data)
-    missing = [tag for tag in languages.tags if tag not in vocab]
-    if missing:
-        raise ConfigError(f"language tag {missing[0][:40]!r} is not in the model's vocabulary")
-    return languages
-
-
 def tokenizer_tensors(src: TokenizerSpec, tgt: TokenizerSpec) -> dict[str, torch.Tensor]:
     """The SentencePiece models of both sides as uint8 tensors, so one checkpoint file holds everything."""
     return {f"{TOKENIZER_PREFIX}{side}": torch.frombuffer(bytearray(spec.model_proto), dtype=torch.uint8)
@@ -334,38 +337,21 @@ def check_values(path: str | os.PathLike[str], translator: Translator, advice: s
     check_finite(path, stored_state(translator.model), advice)
 
 
-def _from_meta(path: str, meta: dict[str, Any], key: str, parse):
-    if key not in meta:
-        what = "vocabulary" if key.endswith("vocab") else "setting"
-        raise CheckpointError(f"{path}: the checkpoint has no {key} ({what}); it cannot translate without it. "
-                              "Re-save it with attnviz, or train a new model.")
-    try:
-        return parse(meta[key])
-    except (ConfigError, TypeError, ValueError) as exc:
-        raise CheckpointError(f"{path}: its {key} is invalid: {exc}") from None
-
-
 def load_checkpoint(path: str | os.PathLike[str], dtype: str = "float32") -> Translator:
     """Load a checkpoint file into a ready ``Translator`` running at ``dtype`` (its weights mapped, not copied, at
     their stored dtype: ``engine.checkpoints.assign``); raises ``CheckpointError`` with a clear message."""
     path = str(path)
     meta, index = read_header(path)
-    cfg = _from_meta(path, meta, "model", lambda d: check(ModelConfig.from_dict(d)))
-    src_vocab = _from_meta(path, meta, "src_vocab", Vocab.from_list)
-    tgt_vocab = _from_meta(path, meta, "tgt_vocab", Vocab.from_list)
-    if (len(src_vocab), len(tgt_vocab)) != (cfg.src_vocab_size, cfg.tgt_vocab_size):
-        raise CheckpointError(f"{path}: vocabulary sizes {len(src_vocab)}/{len(tgt_vocab)} do not match the model "
-                              f"config {cfg.src_vocab_size}/{cfg.tgt_vocab_size}; the file is inconsistent.")
-    if "languages" in meta:  # a multilingual model's tags, checked here so that a bad entry names the file
-        _from_meta(path, meta, "languages", lambda d: checked_languages(d, tgt_vocab))
+    parts = checkpoint_parts(path, meta, index)  # the metadata checked as info checks it
+    cfg = parts.config
     # shapes are compared on a meta-device model first, so a size bomb is refused before anything is allocated
     check_index(path, cfg, index)
     tensors = map_tensors(Path(path), index, "a checkpoint file; choose a .safetensors file")
     protos = {side: bytes(tensors.pop(f"{TOKENIZER_PREFIX}{side}").numpy()) for side in ("src", "tgt")
               if f"{TOKENIZER_PREFIX}{side}" in tensors}
-    src_spec = _from_meta(path, meta, "src_tokenizer", lambda d: TokenizerSpec.from_dict(d, protos.get("src", b"")))
-    tgt_spec = _from_meta(path, meta, "tgt_tokenizer", lambda d: TokenizerSpec.from_dict(d, protos.get("tgt", b"")))
+    src_spec, tgt_spec = (dataclasses.replace(spec, model_proto=protos.get(side, b""))
+                          for side, spec in (("src", parts.src_spec), ("tgt", parts.tgt_spec)))
     check_finite(path, tensors)
     model = build_loaded(path, cfg, tensors, dtype)
     meta["path"] = path
-    return Translator(model, src_vocab, tgt_vocab, src_spec, tgt_spec, meta)
+    return Translator(model, parts.src_vocab, parts.tgt_vocab, src_spec, tgt_spec, meta)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 
 from PySide6.QtCore import QSettings, QTimer
@@ -49,6 +50,18 @@ def initial_model(window: MainWindow, checkpoint: str | None) -> str | None:
     return last if last and Path(last).exists() else default_model_path()
 
 
+def close_on_signals(window: MainWindow) -> QTimer:
+    """SIGINT (Ctrl+C in the terminal) and SIGTERM close ``window`` through its close path (jobs stopped, a running
+    training saved, nothing asked since nobody is there to answer). Python runs signal handlers only between its own
+    bytecodes, so a timer (a child of the window) lets it run a little while Qt's event loop waits."""
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: QTimer.singleShot(0, window.close))
+    wake = QTimer(window)
+    wake.timeout.connect(lambda: None)
+    wake.start(200)
+    return wake
+
+
 def run_gui(checkpoint: str | None = None, dtype: str | None = None) -> int:
     """The app, opening ``checkpoint`` (else the last or the bundled model); ``dtype`` sets the remembered
     precision (File > Precision)."""
@@ -58,6 +71,7 @@ def run_gui(checkpoint: str | None = None, dtype: str | None = None) -> int:
         settings.setValue(PRECISION_KEY, dtype)
     window = MainWindow(settings)
     window.show()
+    close_on_signals(window)
     path = initial_model(window, checkpoint)
     if path:
         QTimer.singleShot(0, lambda: window.load_model(path))

@@ -7,6 +7,7 @@ the window keeps the model it had.
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from PySide6.QtCore import QRect, QSettings, QSize, Qt, Slot
@@ -25,10 +26,11 @@ from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train.tab import TrainTab
 from attnviz.gui.translate.tab import TranslateTab
 from attnviz.gui.widgets import copyable, stored
-from attnviz.gui.worker import JobFailure, Worker, wait_all
+from attnviz.gui.worker import JobFailure, Worker, live_workers, wait_all
 
 OPEN_OTHER = "__open__"
 MAX_RECENT = 8
+NO_USER_PLATFORMS = frozenset({"offscreen", "minimal"})  # no screen, so nobody to answer a question
 CLOSE_WAIT_MS = 700  # closing ends within 2 s whatever a job does (issue 30), with margin on a busy machine
 
 
@@ -60,6 +62,7 @@ class MainWindow(ViewExports, QMainWindow):
         self.settings = settings or QSettings()
         self.translator = None
         self.loader = Worker(self)
+        self._quit_asked = False  # File > Quit was chosen: the close that follows comes from a person
         self.loading_path: str | None = None
         self.translate_tab = TranslateTab()
         self.tabs = QTabWidget()
@@ -142,7 +145,7 @@ class MainWindow(ViewExports, QMainWindow):
         self._action(file_menu, "Export attention pa&nel as PNG...",
                      lambda: self.export_picture(self.translate_tab.attention, "panel"))
         file_menu.addSeparator()
-        self._action(file_menu, "&Quit", self.close, QKeySequence.StandardKey.Quit)
+        self._action(file_menu, "&Quit", self.quit_by_user, QKeySequence.StandardKey.Quit)
         self._action(file_menu, "&Copy translation", tab.translation_text.copy, "Ctrl+Shift+C",
                      "Copy the finished translation as text")
         play = self.menuBar().addMenu("Pla&yback")  # Alt+P is the Train tab's Pause
@@ -304,28 +307,49 @@ class MainWindow(ViewExports, QMainWindow):
         QMessageBox.about(self, "About attnviz", f"<b>attnviz {__version__}</b><p>See what attention does inside a "
                           "translation model: every layer, every head, every step.</p>")
 
-    def closeEvent(self, event) -> None:  # noqa: N802
-        if self.train_tab.is_running():
-            answer = QMessageBox.question(
+    def quit_by_user(self) -> None:
+        """File > Quit: a close a person asked for, so a running training may be asked about."""
+        self._quit_asked = True
+        self.close()
+
+    def _user_closes(self, event) -> bool:
+        """Whether a person closes the window and can answer a question: a click or File > Quit on a real screen.
+        A close from code (a test, a quit from a signal) or on a platform without a screen has nobody to ask."""
+        asked, self._quit_asked = self._quit_asked, False
+        return (asked or event.spontaneous()) and QGuiApplication.platformName() not in NO_USER_PLATFORMS
+
+    def _stop_training_to_close(self, user: bool) -> bool:
+        """Stop a running training before closing, saving a checkpoint; whether the window may close. A person is
+        asked first; without one the run is stopped and saved without a question that nobody could answer."""
+        if user and QMessageBox.question(
                 self, "Training is running", "A model is still training. Stop it and quit? A checkpoint is saved "
                 "first, so the run can be resumed later.",
-                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No, QMessageBox.StandardButton.No)
-            if answer != QMessageBox.StandardButton.Yes:
-                event.ignore()
-                return
-            self.statusBar().showMessage("Stopping training and saving a checkpoint...")
-            if not self.train_tab.stop_and_wait():
-                QMessageBox.warning(self, "Training did not stop", "Training did not stop in time; the last saved "
-                                    "checkpoint is intact. The window stays open.")
-                event.ignore()
-                return
+                QMessageBox.StandardButton.Yes | QMessageBox.StandardButton.No,
+                QMessageBox.StandardButton.No) != QMessageBox.StandardButton.Yes:
+            return False
+        self.statusBar().showMessage("Stopping training and saving a checkpoint...")
+        if self.train_tab.stop_and_wait():
+            return True
+        if user:
+            QMessageBox.warning(self, "Training did not stop", "Training did not stop in time; the last saved "
+                                "checkpoint is intact. The window stays open.")
+            return False
+        print("attnviz: training did not stop in time; closing anyway, the last saved checkpoint is intact.",
+              file=sys.stderr)
+        return True
+
+    def closeEvent(self, event) -> None:  # noqa: N802
+        user = self._user_closes(event)  # read once, so a File > Quit is not taken for the next close's too
+        if self.train_tab.is_running() and not self._stop_training_to_close(user):
+            event.ignore()
+            return
         self.settings.setValue("window/geometry", self.saveGeometry())
         self.translate_tab.save_settings(self.settings)
         self.train_tab.save_settings(self.settings)
         self.data_folder.save(self.settings)
         self.settings.sync()  # written now: a job that never ends makes run_gui leave without teardown
-        # One shared wait for every job to notice its stop flag; one that does not (a load from a stalled disk) is
-        # left running where it cannot abort the process (see gui.worker), so closing never waits longer.
-        wait_all((self.loader, self.translate_tab.worker, *self.translate_tab.quantity.workers(),
-                  self.train_tab.downloader, self.analysis_tab.worker, self.analysis_tab.view_worker), CLOSE_WAIT_MS)
+        # One shared wait for every job (each worker registers itself when made) to notice its stop flag; one that
+        # does not (a load from a stalled disk) is left running where it cannot abort the process (see gui.worker),
+        # so closing never waits longer.
+        wait_all(live_workers(self), CLOSE_WAIT_MS)
         super().closeEvent(event)

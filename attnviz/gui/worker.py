@@ -24,14 +24,17 @@ loads a new model rather than converting the one in use.
 
 from __future__ import annotations
 
+import atexit
 import threading
 import time
 import traceback
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, Signal, Slot
+from shiboken6 import isValid
 
 from attnviz.engine.errors import AttnvizError
 
@@ -39,6 +42,10 @@ from attnviz.engine.errors import AttnvizError
 # must not be freed in the job's thread (a QObject's destructor belongs to the GUI thread). ``run_gui`` ends the
 # process without teardown while any is still running.
 STUCK: list[tuple[threading.Thread, QObject]] = []
+
+# Every worker that exists, registered by its constructor: closing the window stops them all (``live_workers``), so
+# a worker added to any tab later is stopped without a list to keep up to date.
+_LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
 
 OUT_OF_MEMORY = "Out of memory. Close other programs or use a smaller model or batch."
 
@@ -137,6 +144,7 @@ class Worker(QObject):
         self._stop = threading.Event()
         self._resume = threading.Event()
         self._resume.set()
+        _LIVE.add(self)
 
     def is_running(self) -> bool:
         return self._thread is not None and self._thread.is_alive()
@@ -210,6 +218,35 @@ def wait_all(workers: Iterable[Worker], msecs: int) -> bool:
         worker.cancel()
     deadline = time.monotonic() + msecs / 1000
     return all([worker.wait(max(0, round((deadline - time.monotonic()) * 1000))) for worker in workers])
+
+
+def live_workers(root: QObject) -> list[Worker]:
+    """Every worker that exists now under ``root`` (its parents lead there) or under no window at all (a worker
+    made without a parent): what closing ``root`` stops. Workers of another top-level object are left alone."""
+    found = []
+    for worker in list(_LIVE):
+        if not isValid(worker):
+            continue
+        top: QObject = worker
+        while (parent := top.parent()) is not None:
+            top = parent
+        if top is root or top is worker:
+            found.append(worker)
+    return found
+
+
+EXIT_WAIT_S = 10.0  # at interpreter exit, how long jobs still computing get to notice their stop flags
+
+
+@atexit.register
+def _join_stuck_at_exit() -> None:
+    """When Python exits as usual after the window closed (a script, a test harness: ``run_gui`` leaves through
+    ``os._exit`` instead), a job that was still inside one long computation (a batched backward pass of integrated
+    gradients) would be torn down mid-computation, which aborts the process (SIGABRT): give such jobs a bounded
+    time to reach their next stop check. A job blocked in a system call is waited for no longer than that."""
+    deadline = time.monotonic() + EXIT_WAIT_S
+    for thread, _ in list(STUCK):
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 def any_stuck() -> bool:

@@ -76,15 +76,23 @@ def test_a_kill_at_any_point_of_any_save_leaves_a_run_that_resumes_to_the_same_m
         monkeypatch.undo()
         try:
             resumed = list(train(recipe, out, None, resume=True))
-        except CheckpointError as exc:  # killed inside the very first save: nothing to resume, and it says so
+        except CheckpointError as exc:  # killed before a first checkpoint was whole: nothing to resume, it says so
             assert "nothing of this run was saved yet" in str(exc)
             outcomes.add("nothing saved")
             resumed = list(train(recipe, out, None))
         outcomes.update("repaired" for e in resumed if isinstance(e, TrainNote) and "rebuilt" in e.message)
+        fresh = [e for e in resumed if isinstance(e, TrainNote) and "was never saved" in e.message]
         assert isinstance(resumed[-1], TrainFinished), (k, resumed[-1])
-        assert same_weights(weights(out.with_suffix(".last.safetensors")), final), k
+        if fresh:  # the first save sequence cut after the best file: resumed from it, the optimizer started afresh
+            outcomes.add("from the best file")
+            assert fresh[0].message == ("the training state of this run was never saved (its first save was cut "
+                                        "short); resumed from r.safetensors at step 2, with the optimizer started "
+                                        "afresh")
+            assert read_header(out.with_suffix(".last.safetensors"))[0]["step"] == 6
+        else:
+            assert same_weights(weights(out.with_suffix(".last.safetensors")), final), k
         assert not [p.name for p in out.parent.iterdir() if p.name.endswith(".tmp")], k
-    assert outcomes == {"nothing saved", "repaired"}  # both kinds of cut were hit, and both recovered
+    assert outcomes == {"nothing saved", "from the best file", "repaired"}  # every kind of cut, each recovered
 
 
 KILL_INSIDE_SAVE = """
@@ -264,3 +272,42 @@ def test_a_full_disk_after_the_state_was_saved_names_the_state_and_resumes_from_
     events = list(train(recipe, tmp_path / "f.state.safetensors", None, resume=True))
     assert any(isinstance(e, TrainNote) and "was missing" in e.message for e in events)
     assert isinstance(events[-1], TrainFinished)
+
+
+@pytest.mark.parametrize("kill_at", [2, 3])  # the first save sequence: best, then the views, then the state
+def test_a_sigkill_inside_the_first_save_sequence_resumes_from_the_best_file(tmp_path, kill_at):
+    from attnviz.engine.training.runs import read_run_state
+
+    recipe = small_recipe(tmp_path)
+    out = tmp_path / "f.safetensors"
+    proc = subprocess.run([sys.executable, "-c", KILL_INSIDE_SAVE, json.dumps(recipe.to_dict()), str(out),
+                           str(kill_at)], capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert read_header(out)[0]["step"] == 2 and not (tmp_path / "f.state.safetensors").exists()
+    assert [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]  # what the kill left
+    assert read_run_state(out).recipe.to_dict() == recipe.to_dict()  # what the app's Resume reads
+    events = list(train(recipe, out, None, resume=True))
+    notes = [e.message for e in events if isinstance(e, TrainNote)]
+    assert any("left behind by a save that was cut short" in n for n in notes)
+    assert any(n.startswith("the training state of this run was never saved") for n in notes)
+    assert isinstance(events[-1], TrainFinished)
+    assert [e.step for e in events if isinstance(e, TrainStep)][0] == 3  # went on after step 2
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_resuming_a_run_with_nothing_saved_says_so_and_cleans_the_temporary(tmp_path):
+    from attnviz.engine.training.runs import read_run_state
+
+    recipe = small_recipe(tmp_path)
+    out = tmp_path / "n.safetensors"
+    proc = subprocess.run([sys.executable, "-c", KILL_INSIDE_SAVE, json.dumps(recipe.to_dict()), str(out), "1"],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == -signal.SIGKILL and not out.exists()
+    left = [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+    assert left
+    with pytest.raises(CheckpointError) as err:
+        read_run_state(out)
+    assert str(err.value) == (f"cannot resume {out}: its training-state file {tmp_path / 'n.state.safetensors'} does "
+                              "not exist (nothing of the run was saved yet, or this file is not part of a run); "
+                              f"removed {', '.join(left)}, left behind by a save that was cut short.")
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]

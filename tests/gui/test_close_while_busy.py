@@ -103,3 +103,54 @@ def test_a_stuck_job_is_left_running_not_waited_for(qtbot):
         thread.join(5)
     assert not worker_module.any_stuck()
     worker_module.STUCK.clear()
+
+
+# Integrated gradients running when the window closes, and Python then shutting down as usual: the job's thread must
+# have ended (its stop flag is read between batched passes), not be torn down mid-backward (SIGABRT, issue 38).
+CLOSE_DURING_GRADIENTS = """
+import atexit, sys, threading
+# registered before attnviz's own hook, so it runs after it (last in, first out): what Python's teardown meets
+atexit.register(lambda: print("jobs alive at teardown:", [t.name for t in threading.enumerate()
+                                                          if t.name.startswith("attnviz-job")], flush=True))
+from PySide6.QtCore import QSettings, QTimer
+from attnviz.gui.app import make_app
+from attnviz.gui.main_window import MainWindow
+qt = make_app()
+window = MainWindow(QSettings(sys.argv[2], QSettings.Format.IniFormat))
+window.show()
+tab = window.translate_tab
+
+def when(test, then):
+    QTimer.singleShot(20, lambda: then() if test() else when(test, then))
+
+def attribute():
+    tab.playback.instant_check.setChecked(True)
+    tab.source_edit.setText(" ".join(f"q{i % 10 + 1}" for i in range(20)))
+    tab.translate()
+    when(lambda: tab.document.finished, gradients)
+
+def gradients():
+    tab.quantity.choose("integrated-gradients")  # its thread has just started: close at once, mid-computation
+    if tab.quantity.worker.is_running():
+        close()
+
+def close():
+    print("gradients running", flush=True)
+    window.close()
+
+window.load_model(sys.argv[1])
+when(lambda: window.translator is not None, attribute)
+qt.exec()
+print("event loop ended", flush=True)
+"""
+
+
+def test_closing_while_integrated_gradients_run_exits_cleanly(tmp_path, toy_checkpoint):
+    env = dict(os.environ, QT_QPA_PLATFORM="offscreen", XDG_CONFIG_HOME=str(tmp_path / "config"),
+               PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    result = subprocess.run([sys.executable, "-c", CLOSE_DURING_GRADIENTS, toy_checkpoint, str(tmp_path / "s.ini")],
+                            env=env, capture_output=True, text=True, timeout=HANG)
+    assert "gradients running" in result.stdout and "event loop ended" in result.stdout, result.stderr
+    assert "jobs alive at teardown: []" in result.stdout, result.stdout
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr and "terminate" not in result.stderr

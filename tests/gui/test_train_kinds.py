@@ -5,6 +5,8 @@ import pytest
 
 from tests.gui.test_train_tab import set_settings
 
+pytestmark = pytest.mark.timeout(600)  # whole trainings, each waited on for up to 180 s
+
 
 def prepare(window, data_dir, tmp_path, preset: str, settings: dict[str, str]):
     tab = window.train_tab

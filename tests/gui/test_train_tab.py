@@ -74,6 +74,7 @@ def test_pause_stops_steps_and_resume_continues(qtbot, tab):
     assert len(tab.curves.raw_loss.xs) + len(tab.run.pending) <= paused_at + 1
     tab.toggle_pause()
     qtbot.waitUntil(lambda: len(tab.curves.raw_loss.xs) > paused_at + 3, timeout=30000)
+    assert tab.stop_and_wait(30000)  # every test that trains stops its run, within a bound
 
 
 def test_stop_saves_a_checkpoint_that_translate_loads_and_resume_continues(qtbot, window, tab, tmp_path):
@@ -95,6 +96,7 @@ def test_stop_saves_a_checkpoint_that_translate_loads_and_resume_continues(qtbot
     qtbot.waitUntil(lambda: len(tab.curves.raw_loss.xs) > stopped_step, timeout=60000)
     xs = tab.curves.raw_loss.xs  # the stopped run's steps come back, then the new ones follow on
     assert xs[:stopped_step + 1] == list(range(1, stopped_step + 2))
+    assert tab.stop_and_wait(30000)
 
 
 def test_bad_hyperparameters_are_refused_before_training(qtbot, tab):
@@ -131,15 +133,54 @@ def test_missing_data_names_the_download(qtbot, tab, tmp_path):
 
 
 def test_closing_while_training_stops_and_saves(qtbot, window, tab, tmp_path, monkeypatch):
+    import attnviz.gui.main_window as main_window
+
     set_settings(tab.form, {"train.epochs": "50"})
     tab.start()
     qtbot.waitUntil(lambda: len(tab.curves.raw_loss.xs) >= 3, timeout=60000)
+    monkeypatch.setattr(main_window, "NO_USER_PLATFORMS", frozenset())  # as on a screen, where a person answers
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.No)
-    window.close()
+    quit_action = next(a for m in window.menuBar().actions() for a in m.menu().actions() if a.text() == "&Quit")
+    quit_action.trigger()  # File > Quit: a person asked, so a person is asked
     assert window.isVisible() and tab.is_running()  # "No" keeps training
     monkeypatch.setattr(QMessageBox, "question", lambda *a, **k: QMessageBox.StandardButton.Yes)
-    window.close()
+    window.quit_by_user()
     assert not tab.is_running() and not window.isVisible()
+    assert load_translator(tmp_path / "run.last.safetensors").metadata["step"] >= 3
+
+
+def test_a_close_nobody_can_answer_stops_and_saves_without_asking(qtbot, window, tab, tmp_path, monkeypatch):
+    def no_modal(*args, **kwargs):
+        raise AssertionError("a modal question while nobody can answer")
+
+    set_settings(tab.form, {"train.epochs": "50"})
+    tab.start()
+    qtbot.waitUntil(lambda: len(tab.curves.raw_loss.xs) >= 3, timeout=60000)
+    monkeypatch.setattr(QMessageBox, "question", no_modal)
+    monkeypatch.setattr(QMessageBox, "warning", no_modal)
+    window.quit_by_user()  # on the offscreen platform: no screen, nobody to ask
+    assert not tab.is_running() and not window.isVisible()
+    assert load_translator(tmp_path / "run.last.safetensors").metadata["step"] >= 3
+
+
+def test_sigterm_closes_the_window_through_its_close_path(qtbot, window, tab, tmp_path):
+    import os
+    import signal
+
+    from attnviz.gui.app import close_on_signals
+
+    kept = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        close_on_signals(window)
+        set_settings(tab.form, {"train.epochs": "50"})
+        tab.start()
+        qtbot.waitUntil(lambda: len(tab.curves.raw_loss.xs) >= 3, timeout=60000)
+        os.kill(os.getpid(), signal.SIGTERM)  # a quit from a signal: nobody to answer, training saved
+        qtbot.waitUntil(lambda: not window.isVisible(), timeout=30000)
+    finally:
+        for sig, handler in kept.items():
+            signal.signal(sig, handler)
+    assert not tab.is_running()
     assert load_translator(tmp_path / "run.last.safetensors").metadata["step"] >= 3
 
 

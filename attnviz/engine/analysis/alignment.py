@@ -112,6 +112,16 @@ class _Pass:
     counts: dict[tuple[str, str], Counts] = field(default_factory=dict)  # (variant, heads|layers|all)
 
 
+def _within_positions(number: int, side: str, words: WordTokens, limit: int) -> WordTokens:
+    """``words`` when the model can read all its tokens; a pair longer than the model's positions is refused (its
+    words past them could not be aligned, and its word-by-word maps grow with the square of its length)."""
+    if len(words.tokens) > limit:
+        raise InputError(f"sentence {number}: the {side} is {len(words.tokens):,} tokens long ({words.n_words:,} "
+                         f"words), more than the {limit:,} this model reads at once (its positions); split the pair "
+                         "into shorter ones, or leave it out")
+    return words
+
+
 def _examples(translator, sources, targets, report: TokenReport | None) -> list[tuple[Example, WordTokens,
                                                                                        WordTokens, int]]:
     """Each pair as ids, with its token -> word maps and the column of its first source token."""
@@ -119,8 +129,10 @@ def _examples(translator, sources, targets, report: TokenReport | None) -> list[
     offset = 1 if translator.kind.source_bos else 0
     out = []
     for number, (src_words, tgt_words) in enumerate(zip(sources, targets, strict=True), 1):
-        src = tokenize_words(translator.src_spec, src_words).cut(translator.model.max_source_len - 2)
-        tgt = tokenize_words(translator.tgt_spec, tgt_words).cut(translator.model.max_target_len - 2)
+        src = _within_positions(number, "source", tokenize_words(translator.src_spec, src_words),
+                                translator.model.max_source_len - 2)
+        tgt = _within_positions(number, "target", tokenize_words(translator.tgt_spec, tgt_words),
+                                translator.model.max_target_len - 2)
         if report is not None:
             report.add(number, "source", src_words, src, translator.src_spec, src_vocab)
             report.add(number, "target", tgt_words, tgt, translator.tgt_spec, tgt_vocab)
@@ -136,10 +148,15 @@ def _check_head(translator, layer: int | None, head: int | None, flags: str = "-
     if "cross" not in translator.kind.attention_kinds:
         raise ConfigError("this model has no cross-attention to align with")
     lay, heads = translator.kind.layout(translator.config)["cross"]
-    if (layer is None) != (head is None) or (layer is not None and head is not None
-                                              and not (0 <= layer < lay and 0 <= head < heads)):
-        first, second = flags.split("/")
+    first, second = flags.split("/")
+    if (layer is None) != (head is None):
         raise InputError(f"give both {first} (1..{lay}) and {second} (1..{heads}), or neither for the average")
+    if layer is not None and not 0 <= layer < lay:
+        raise InputError(f"{first} {layer + 1} is out of range: this model has {lay} cross-attention layer"
+                         f"{'s' if lay != 1 else ''} (1..{lay})")
+    if head is not None and not 0 <= head < heads:
+        raise InputError(f"{second} {head + 1} is out of range: this model has {heads} cross-attention head"
+                         f"{'s' if heads != 1 else ''} per layer (1..{heads})")
 
 
 UNKNOWN_LANGUAGE = "und"  # ISO 639's "undetermined": a folder that names no language matches any

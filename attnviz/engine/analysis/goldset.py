@@ -262,6 +262,10 @@ def with_gold(pairs: list[tuple[tuple[str, ...], tuple[str, ...]]], gold: str | 
     if gold is None:
         return GoldSet(sources, targets, files=files, reverse=reverse, sentence_ids=keys is not None)
     found = _read_gold(gold, keys, len(pairs), " and ".join(files.values()))
+    if not any(found.links):
+        why = f"only {found.null_links} links to NULL" if found.null_links else "every line is empty"
+        raise InputError(f"{gold}: the gold set has no links ({why}), so there is nothing to score alignments "
+                         "against; give the gold file that holds the links")
     oriented = [[(b, a, s) for a, b, s in line] for line in found.links] if reverse else found.links
     offset, how = _decide_indexing(gold, oriented, pairs, one_based, found.fmt)  # detection counts each side
     sure, possible = _gold_links(gold, found, pairs, offset, reverse, how)

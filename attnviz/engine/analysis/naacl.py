@@ -28,8 +28,9 @@ def is_link_line(line: str) -> bool:
 
 
 def sentence_key(raw: str) -> str:
-    """A sentence id as the gold file and the text name it: ``0001`` and ``1`` are the same sentence."""
-    return str(int(raw)) if raw.isdigit() else raw
+    """A sentence id as the gold file and the text name it: ``0001`` and ``1`` are the same sentence. Only ASCII
+    digits are a number (``²`` and ``٣`` pass ``isdigit`` but are no sentence number: they stay a name)."""
+    return str(int(raw)) if raw.isascii() and raw.isdigit() else raw
 
 
 def _shown(line: str) -> str:

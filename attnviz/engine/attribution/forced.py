@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor
 
-from attnviz.engine.errors import InputError
+from attnviz.engine.errors import InputError, cut, quoted
 from attnviz.engine.models.probes import capture, edit
 from attnviz.engine.text.tokenize import visible_token
 from attnviz.engine.text.vocab import PAD, PAD_ID, SOS, SOS_ID
@@ -41,7 +41,8 @@ def forced_ids(translator, src_tokens: Sequence[str], tokens: Sequence[str]) -> 
     translating); an output token it lacks is refused, since the model could not have produced it."""
     unknown = sorted({t for t in tokens if t not in translator.tgt_vocab})
     if unknown:
-        raise InputError(f"Not in the model's output vocabulary: {', '.join(visible_token(t) for t in unknown[:8])}. "
+        listed = ", ".join(cut(visible_token(t)) for t in unknown[:8])
+        raise InputError(f"Not in the model's output vocabulary: {listed}. "
                          "Attribute a translation the model can produce (its own, or words its top-k lists show).")
     model = translator.model
     if len(src_tokens) > model.max_source_len:
@@ -66,11 +67,11 @@ def foil_id(translator, text: str) -> int:
     if len(pieces) == 1 and pieces[0] in vocab:
         return vocab.id(pieces[0])
     if len(pieces) > 1:
-        shown = ", ".join(visible_token(p) for p in pieces)
-        raise InputError(f"The foil {text!r} is {len(pieces)} tokens for this model ({shown}); a foil is one output "
-                         "token: give one of them.")
-    raise InputError(f"The foil {text!r} is not in the model's output vocabulary; choose one output token it knows "
-                     "(its top-k lists show some).")
+        shown = ", ".join(visible_token(p) for p in pieces[:6]) + (", ..." if len(pieces) > 6 else "")
+        raise InputError(f"The foil {quoted(text)} is {len(pieces)} tokens for this model ({shown}); a foil is one "
+                         "output token: give one of them.")
+    raise InputError(f"The foil {quoted(text)} is not in the model's output vocabulary; choose one output token it "
+                     "knows (its top-k lists show some).")
 
 
 def _sides(model) -> list[str]:

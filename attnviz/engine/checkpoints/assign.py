@@ -10,7 +10,8 @@ projection tied to it) are tied again to the one assigned tensor. Buffers no fil
 are computed by the module that owns them, through its ``compute_buffers()`` method; a parameter or buffer still on
 the meta device afterwards is a loader's fault, refused with its name. At half precision the network runs one
 token through encoder and decoder first, so an operation the CPU cannot run at that dtype is said at loading, not
-mid-translation.
+mid-translation; at every precision that token's output must be finite, so weights whose arithmetic overflows
+(finite, but scaled to 1e38) are refused at loading rather than translated into an empty or <unk> output.
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ def _matching(path: str | os.PathLike[str], expected: Mapping[str, Tensor], stat
             raise CheckpointError(f"{path}: {name} should have shape {list(meta.shape)} by the model's settings but "
                                   f"the weights give {got}.")
         if not tensor.is_floating_point():
+            if meta.is_floating_point():  # an integer or boolean tensor where a weight is expected
+                raise CheckpointError(f"{path}: {name} is stored as {str(tensor.dtype)[6:]}, but it is a weight and "
+                                      "must be floating point (float32, float16 or bfloat16); the file is not a "
+                                      "model's weights, or was written wrongly.")
             out[name] = tensor
             continue
         out[name] = tensor.to(dtype)
@@ -90,18 +95,23 @@ def build_loaded(path: str | os.PathLike[str], cfg: ModelConfig, state: Mapping[
         raise CheckpointError(f"{path}: {', '.join(left[:3])} were not loaded or computed (a fault in attnviz's "
                               "reader of this model); report it, with the model's files.")
     model.eval()
-    if dtype != "float32":
-        _probe(path, model, dtype)
+    _probe(path, model, dtype)
     return model
 
 
 def _probe(path: str | os.PathLike[str], model: IncrementalModel, dtype: str) -> None:
-    """Run one token through the network at ``dtype``: refuse with one line if the CPU cannot."""
+    """Run one token through the network at ``dtype``: refuse with one line if the CPU cannot, or if its output is
+    not a number (finite weights so large that the arithmetic overflows, such as weights scaled to 1e38)."""
     try:
         with torch.inference_mode():
             cache = model.start(model.encode(torch.tensor([[1, 2]]), need_weights=True))
-            model.step(torch.tensor([1]), cache, need_weights=True)
+            logits = model.step(torch.tensor([1]), cache, need_weights=True)[0]
     except (RuntimeError, NotImplementedError) as exc:
         reason = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
         raise CheckpointError(f"{path}: this {kind_of(model.cfg).title} cannot run at {dtype} on this machine "
                               f"({reason}); load it at float32 (--dtype float32).") from None
+    if not bool(torch.isfinite(logits).all()):
+        largest = max(float(p.detach().abs().max()) for p in model.parameters() if p.numel())
+        raise CheckpointError(f"{path}: the network's output overflows at {dtype} (inf or NaN for a one-token "
+                              f"input); its weights reach {largest:.3g}, too large to compute with. The weights "
+                              "are damaged or wrongly scaled.")

@@ -128,6 +128,33 @@ def check_fields(path: Path, settings: Mapping[str, Any], names: Mapping[str, st
         raise CheckpointError(f"{exc} Fix it in {path.name}, or {AGAIN}.") from None
 
 
+def unverifiable_settings(path: Path, config: Mapping[str, Any], settings: Mapping[str, Any], title: str,
+                          activations: Collection[str]) -> tuple[str, ...]:
+    """Check the settings of ``config`` (a folder's config.json) that its weights' shapes cannot confirm, as far as
+    anything can: the head count against ``head_dim`` when the file gives one (heads x head_dim = d_model), the
+    activation against the ones ``title`` models use (``activations``). Returns what stays unchecked, in words, for
+    ``attnviz info``'s "not checked": a head count that divides d_model, the activation, the embedding scale."""
+    heads, d_model, activation = settings["heads"], settings["d_model"], settings["activation"]
+    head_dim = config.get("head_dim")
+    if head_dim is not None:
+        if type(head_dim) is not int or head_dim * heads != d_model:
+            raise CheckpointError(f"{path}: field 'head_dim' is {head_dim!r:.40}, but {heads} heads of it must make "
+                                  f"d_model {d_model} (heads x head_dim); the config disagrees with itself. Fix it "
+                                  f"in {path.name}, or {AGAIN}.")
+    if activation not in activations:
+        raise CheckpointError(f"{path}: field 'activation_function' is {activation!r:.40}, but {title} models use "
+                              f"{' or '.join(map(repr, sorted(activations)))}; the weights cannot tell which is "
+                              f"right, and the wrong one translates badly without a word. Fix it in {path.name}, or "
+                              f"{AGAIN}.")
+    unchecked = [] if head_dim is not None else [
+        f"the number of attention heads ({path.name} says {heads}; the weights' shapes allow any count dividing "
+        f"d_model {d_model}, and config.json gives no head_dim to check it against)"]
+    unchecked.append(f"the activation ({activation!r}, one that {title} models use; the weights cannot confirm it)")
+    unchecked.append(f"the embedding scale (scale_embedding {settings.get('scale_embedding')}; the weights cannot "
+                     "confirm it)")
+    return tuple(unchecked)
+
+
 def check_ids(path: Path, ids: Mapping[str, Any], size: int) -> None:
     """Every token id (the file's field -> value) is a whole number naming a row of a ``size``-entry vocabulary."""
     for name, value in ids.items():

@@ -16,6 +16,7 @@ import gzip
 import os
 import random
 import sys
+import threading
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,13 @@ def resolve_data_dir(explicit: str | os.PathLike | None = None) -> Path:
     return Path(env) if env else default_data_dir()
 
 
+class PreparationStopped(Exception):  # noqa: N818 (a stop asked for, not an error)
+    """A training run was asked to stop while its data was being read or prepared: nothing was trained or saved."""
+
+
+STOP_EVERY_LINES = 1024  # lines read between two looks at a run's stop event
+
+
 def check_line(path: str | os.PathLike, number: int, text: str) -> None:
     """Refuse a line that is binary data rather than text."""
     if "\x00" in text:
@@ -60,8 +68,9 @@ def check_line(path: str | os.PathLike, number: int, text: str) -> None:
                         "this is binary data, not a text corpus.")
 
 
-def read_lines(path: str | os.PathLike) -> list[str]:
-    """All lines of a UTF-8 text file, gzipped or plain, without their line endings."""
+def read_lines(path: str | os.PathLike, stop: threading.Event | None = None) -> list[str]:
+    """All lines of a UTF-8 text file, gzipped or plain, without their line endings (nor a byte order mark at its
+    start, which editors on Windows write and which is no part of the first line's text)."""
     path = Path(path)
     if not path.exists():
         raise DataError(f"{path}: no such file.")
@@ -71,28 +80,32 @@ def read_lines(path: str | os.PathLike) -> list[str]:
         with opener(path, "rb") as f:
             for number, raw in enumerate(f, 1):
                 try:
-                    lines.append(raw.decode("utf-8").rstrip("\r\n"))
+                    lines.append(raw.decode("utf-8-sig" if number == 1 else "utf-8").rstrip("\r\n"))
                 except UnicodeDecodeError:
                     raise DataError(f"{path}, line {number}: not valid UTF-8 text.") from None
                 check_line(path, number, lines[-1])
+                if stop is not None and number % STOP_EVERY_LINES == 0 and stop.is_set():
+                    raise PreparationStopped
     except (OSError, EOFError) as exc:
         raise DataError(f"{path}: cannot be read ({exc}).") from None
     return lines
 
 
-def read_parallel(src_path: str | os.PathLike, tgt_path: str | os.PathLike) -> tuple[list[Pair], int]:
+def read_parallel(src_path: str | os.PathLike, tgt_path: str | os.PathLike,
+                  stop: threading.Event | None = None) -> tuple[list[Pair], int]:
     """Two line-aligned files -> (pairs, number of pairs dropped because a side was empty)."""
-    src, tgt = read_lines(src_path), read_lines(tgt_path)
+    src, tgt = read_lines(src_path, stop), read_lines(tgt_path, stop)
     if len(src) != len(tgt):
         raise DataError(f"{src_path} has {len(src)} lines but {tgt_path} has {len(tgt)}: line-aligned files must "
                         f"have the same number of lines (line {min(len(src), len(tgt)) + 1} has no partner).")
     return _drop_empty(zip(src, tgt))
 
 
-def read_tsv(path: str | os.PathLike, src_column: int = 0, tgt_column: int = 1) -> tuple[list[Pair], int]:
+def read_tsv(path: str | os.PathLike, src_column: int = 0, tgt_column: int = 1,
+             stop: threading.Event | None = None) -> tuple[list[Pair], int]:
     """A TSV of pairs (extra columns, such as Tatoeba's attribution, are ignored)."""
     pairs = []
-    for number, line in enumerate(read_lines(path), 1):
+    for number, line in enumerate(read_lines(path, stop), 1):
         if not line.strip():
             continue
         cols = line.split("\t")
@@ -181,9 +194,10 @@ def _multi30k_file(data_dir: Path, split: str, lang: str) -> Path:
     return data_dir / f"multi30k_{split}.{lang}.gz"
 
 
-def load_splits(spec: CorpusSpec, data_dir: str | os.PathLike) -> Splits:
-    """Read, filter and split a corpus; a missing file names every file expected and how to get them."""
-    splits = _load_all(spec, Path(data_dir))
+def load_splits(spec: CorpusSpec, data_dir: str | os.PathLike, stop: threading.Event | None = None) -> Splits:
+    """Read, filter and split a corpus; a missing file names every file expected and how to get them. A set
+    ``stop`` ends the reading within ``STOP_EVERY_LINES`` lines (``PreparationStopped``)."""
+    splits = _load_all(spec, Path(data_dir), stop)
     if spec.limit:
         splits.train, splits.val, splits.test = (s[: spec.limit] for s in (splits.train, splits.val, splits.test))
     return splits
@@ -200,21 +214,21 @@ def load_split(spec: CorpusSpec, data_dir: str | os.PathLike, split: str) -> lis
     name = spec.test_split if split == "test" else split
     paths = [_multi30k_file(data_dir, name, spec.src_lang), _multi30k_file(data_dir, name, spec.tgt_lang)]
     _require_files(data_dir, paths, download_name(spec))
-    pairs = read_parallel(*paths)[0]
+    pairs = read_parallel(paths[0], paths[1])[0]
     return pairs[: spec.limit] if spec.limit else pairs
 
 
-def _load_all(spec: CorpusSpec, data_dir: Path) -> Splits:
+def _load_all(spec: CorpusSpec, data_dir: Path, stop: threading.Event | None) -> Splits:
     if spec.kind == "multi30k":
         files = {s: (_multi30k_file(data_dir, s, spec.src_lang), _multi30k_file(data_dir, s, spec.tgt_lang))
                  for s in ("train", "val", spec.test_split)}
         _require_files(data_dir, [p for pair in files.values() for p in pair], download_name(spec))
-        read = {s: read_parallel(*paths) for s, paths in files.items()}
+        read = {s: read_parallel(*paths, stop=stop) for s, paths in files.items()}
         return Splits(read["train"][0], read["val"][0], read[spec.test_split][0], sum(d for _, d in read.values()))
     if spec.kind == "tatoeba":
         path = data_dir / spec.file
         _require_files(data_dir, [path], download_name(spec))
-        pairs, dropped = read_tsv(path)  # English first
+        pairs, dropped = read_tsv(path, stop=stop)  # English first
         pairs = [(other, eng) for eng, other in pairs if _keep_tatoeba(eng, other, spec)]
         if spec.src_lang == "en":
             pairs = [(eng, other) for other, eng in pairs]
@@ -222,12 +236,13 @@ def _load_all(spec: CorpusSpec, data_dir: Path) -> Splits:
     if spec.kind == "lines":
         path = data_dir / spec.file
         _require_files(data_dir, [path], download_name(spec))
-        lines = [clean_text(line) for line in read_lines(path)]
+        lines = [clean_text(line) for line in read_lines(path, stop)]
         return _random_split([("", line) for line in lines if line], spec, sum(1 for line in lines if not line))
     if spec.kind == "files":
         read = {}
         for split, paths in spec.paths.items():
-            read[split] = read_parallel(*paths) if len(paths) == 2 else read_tsv(paths[0])
+            read[split] = (read_parallel(paths[0], paths[1], stop) if len(paths) == 2
+                           else read_tsv(paths[0], stop=stop))
         if "train" not in read or "val" not in read:
             raise DataError("custom data needs at least a train and a val split (source and target files each)")
         return Splits(read["train"][0], read["val"][0], read.get("test", ([], 0))[0], sum(d for _, d in read.values()))

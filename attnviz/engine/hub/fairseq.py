@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnviz.engine.checkpoints.card import card_from_metadata
-from attnviz.engine.hub.fairseq_files import folder_parts, weight_plan
+from attnviz.engine.checkpoints.folder import unverifiable_settings
+from attnviz.engine.hub.fairseq_files import config_settings, folder_parts, weight_plan
 from attnviz.engine.hub.marian_files import model_type as read_model_type
 from attnviz.engine.hub.marian_files import weights_file
 from attnviz.engine.hub.registry import FolderFormat, FolderPlan
@@ -25,7 +26,10 @@ def fairseq_plan(folder: Path, model_type: str) -> FolderPlan:
     parts = folder_parts(folder, model_type)
     plan = weight_plan(parts, weights_file(folder))
     parameters = sum(math.prod(s) for s in plan.required.values()) + len(parts.names) * (parts.cfg.d_model + 1)
-    return FolderPlan(card_from_metadata(parts.metadata(), parameters, str(folder)), plan)
+    family = parts.family
+    unchecked = unverifiable_settings(folder / "config.json", parts.config, config_settings(parts.config, family),
+                                      family.title, (family.activation,))
+    return FolderPlan(card_from_metadata(parts.metadata(), parameters, str(folder)), plan, unchecked=unchecked)
 
 
 def fairseq_format(model_type: str, name: str, title: str) -> FolderFormat:

@@ -68,7 +68,7 @@ class Family:
     vocab_json: bool  # pieces' ids from vocab.json (M2M100) instead of SentencePiece id + 1
     positions: str  # attnviz's positions setting
     embed_norm: bool  # layernorm_embedding over token + position embeddings (mBART)
-    activation: str  # config.json's default activation_function
+    activation: str  # config.json's default activation_function, the only one the family's models use
 
 
 M2M100_TYPE, MBART_TYPE = "m2m_100", "mbart"  # config.json's model_type of each format's folders
@@ -114,7 +114,7 @@ def read_config(folder: Path, family: Family) -> dict[str, Any]:
                if own not in config and own not in ("activation_function", "scale_embedding", "tie_word_embeddings")]
     if missing:
         raise CheckpointError(f"{path} lacks {missing[0]!r}, which a {family.title} model needs; {AGAIN}.")
-    settings = _settings(config, family)
+    settings = config_settings(config, family)
     check_fields(path, settings, FIELDS)
     for name, twin in DECODER_TWINS.items():
         check_fields(path, {name: config[twin]}, {name: twin})
@@ -134,7 +134,7 @@ def read_config(folder: Path, family: Family) -> dict[str, Any]:
     return config
 
 
-def _settings(config: dict[str, Any], family: Family) -> dict[str, Any]:
+def config_settings(config: dict[str, Any], family: Family) -> dict[str, Any]:
     defaults = {"activation_function": family.activation, "scale_embedding": False, "tie_word_embeddings": True}
     return {name: config.get(own, defaults.get(own)) for name, own in FIELDS.items()}
 
@@ -255,7 +255,7 @@ def fairseq_generation(folder: Path, order: list[int], size: int) -> dict[str, A
 def model_config(path: Path, config: dict[str, Any], family: Family, size: int) -> ModelConfig:
     """attnviz's config of the network ``config`` (checked by ``read_config``) describes: pre-LN layers with a
     final LayerNorm after each stack, one embedding table for both sides."""
-    settings = _settings(config, family)
+    settings = config_settings(config, family)
     try:
         return check(ModelConfig(**settings, src_vocab_size=size, tgt_vocab_size=size, share_embeddings=True,
                                  kind=family.kind, dropout=0.0, positions=family.positions, norm="pre",

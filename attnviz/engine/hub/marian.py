@@ -14,11 +14,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnviz.engine.checkpoints.card import card_from_metadata
-from attnviz.engine.checkpoints.folder import read_json
+from attnviz.engine.checkpoints.folder import read_json, unverifiable_settings
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.hub.families import holds
 from attnviz.engine.hub.marian_files import (
+    ACTIVATIONS,
+    DEFAULTS,
     EMBEDDINGS,
+    FIELDS,
     MODEL_TYPE,
     folder_parts,
     model_type,
@@ -57,7 +60,9 @@ def marian_plan(folder: Path) -> FolderPlan:
     meta = {"name": folder.resolve().name, "model": parts.cfg.to_dict(), "src_vocab": parts.src_vocab.to_list(),
             "tgt_vocab": parts.tgt_vocab.to_list(), "src_tokenizer": parts.src_spec.to_dict(),
             "tgt_tokenizer": parts.tgt_spec.to_dict(), "generation": parts.generation}
-    return FolderPlan(card_from_metadata(meta, parameters, str(folder)), plan)
+    settings = {name: parts.config.get(own, DEFAULTS.get(own)) for name, own in FIELDS.items()}
+    unchecked = unverifiable_settings(folder / "config.json", parts.config, settings, "MarianMT", ACTIVATIONS)
+    return FolderPlan(card_from_metadata(meta, parameters, str(folder)), plan, unchecked=unchecked)
 
 
 def _load(folder: Path, dtype: str) -> Translator:

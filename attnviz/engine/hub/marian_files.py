@@ -61,6 +61,8 @@ FIELDS = {"d_model": "d_model", "enc_layers": "encoder_layers", "dec_layers": "d
           "activation": "activation_function", "scale_embedding": "scale_embedding",
           "share_embeddings": "share_encoder_decoder_embeddings", "tie_output": "tie_word_embeddings"}
 DECODER_TWINS = {"heads": "decoder_attention_heads", "ff_dim": "decoder_ffn_dim"}
+# The activations Marian folders use: OPUS-MT's swish (silu), tc-big's relu, transformers' default gelu.
+ACTIVATIONS = ("swish", "silu", "relu", "gelu")
 DEFAULTS = {"activation_function": "gelu", "scale_embedding": False, "share_encoder_decoder_embeddings": True,
             "tie_word_embeddings": True}
 

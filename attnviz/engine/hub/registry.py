@@ -45,6 +45,9 @@ class FolderPlan:
     card: ModelCard
     weights: WeightPlan
     more_weights: tuple[WeightPlan, ...] = ()  # the other shards of a sharded folder, each checked the same way
+    # settings that nothing in the folder can confirm (the head count when config.json gives no head_dim...), in
+    # words for attnviz info's "not checked"
+    unchecked: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

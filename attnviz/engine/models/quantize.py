@@ -41,6 +41,7 @@ def quantize_int8(model: nn.Module) -> nn.Module:
     if other:
         raise InputError(f"--int8 quantises float32 weights; this model is loaded in {', '.join(other)}. Load it in "
                          "float32 (drop --dtype) to use --int8")
+    _check_quantisable(model)
     torch.backends.quantized.engine = _engine()
     model.eval()
     with warnings.catch_warnings():  # torch 2.13 flags torch.ao.quantization (moving to torchao, not installed) and
@@ -48,6 +49,19 @@ def quantize_int8(model: nn.Module) -> nn.Module:
         warnings.simplefilter("ignore", DeprecationWarning)  # developers that would reach every user here
         torch.ao.quantization.quantize_dynamic(model, {nn.Linear: per_channel_dynamic_qconfig}, inplace=True)
     return model
+
+
+def _check_quantisable(model: nn.Module) -> None:
+    """Refuse, in one line, a linear layer whose weights int8 cannot represent: the quantiser divides each row's range
+    (max - min) into 255 steps, which is inf when the weights are finite but huge (scaled to 1e38) or not finite."""
+    for name, module in model.named_modules():
+        if isinstance(module, nn.Linear):
+            w = module.weight.detach()
+            span = w.amax(dim=1) - w.amin(dim=1) if w.numel() else w.new_zeros(1)
+            if not bool(torch.isfinite(span).all()):
+                largest = float(w.abs().max())
+                raise InputError(f"--int8 cannot quantise {name}: its weights reach {largest:.3g}, a range no int8 "
+                                 "scale can hold (overflowing or damaged weights). Check the model's weights")
 
 
 def is_int8(model: nn.Module) -> bool:

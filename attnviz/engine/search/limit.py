@@ -14,11 +14,16 @@ def capped_limit(max_len: int, max_target_len: int) -> int:
     return max(1, min(max_len, max_target_len))
 
 
-def reached_limit(tokens: Sequence[str], limit: int) -> bool:
-    """Whether a hypothesis of ``tokens`` (with its ``<eos>`` when it has one) was cut at the step ``limit``."""
-    return len(tokens) >= limit and tokens[-1] != EOS
+def reached_limit(tokens: Sequence[str], limit: int, forced_end: bool = False) -> bool:
+    """Whether a hypothesis of ``tokens`` (with its ``<eos>`` when it has one) stopped at the step ``limit`` rather
+    than by choosing ``<eos>``. With ``forced_end`` (a model's settings force the end token at the last step, as
+    imported folders' ``forced_eos_token_id`` does) an ``<eos>`` at the limit was put there, not chosen."""
+    return len(tokens) >= limit and (tokens[-1] != EOS or forced_end)
 
 
-def limit_warning(limit: int, setting: str) -> str:
-    """The warning for a translation cut at ``limit`` tokens; ``setting`` is how the user raises it here."""
+def limit_warning(limit: int, setting: str, forced_end: bool = False) -> str:
+    """The warning for a translation stopped at ``limit`` tokens; ``setting`` is how the user raises it here."""
+    if forced_end:
+        return (f"the translation reached the limit of {limit} tokens, where the model's settings force the end "
+                f"token, and may be cut there (raise {setting} to let it finish)")
     return f"the translation reached the limit of {limit} tokens and was cut there (raise {setting} to let it finish)"

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from torch import Tensor
 
 from attnviz.engine.config import DecodeConfig
+from attnviz.engine.errors import CheckpointError
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID
 
 NEG_INF = float("-inf")
@@ -29,6 +30,10 @@ def log_probs(logits: Tensor, decode: DecodeConfig) -> Tensor:
     attnviz renormalises over the rest. A configured search scores as transformers does: a log-softmax over the
     model's own vocabulary (an imported model's ``<sos>`` row repeats its decoder start token's, so it is left out),
     and ``<pad>`` banned after it, as its ``bad_words_ids`` ban it."""
+    if bool((logits.isnan() | (logits == float("inf"))).any()):
+        raise CheckpointError(f"the model's output is not a number (inf or NaN) at {str(logits.dtype)[6:]}: its "
+                              "weights or activations overflow the arithmetic (weights damaged or wrongly scaled); "
+                              "the translation cannot go on.")
     logits = logits.float().clone()
     logits[..., SOS_ID] = NEG_INF
     if not decode.configured:

@@ -44,8 +44,10 @@ from attnviz.engine.text.vocab import PAD_ID
 from attnviz.engine.training.clock import remaining_seconds
 from attnviz.engine.training.distributed import Ranks, join, peer_failure
 from attnviz.engine.training.divergence import DivergenceWatch
+from attnviz.engine.training.prepare import PreparationStopped
 from attnviz.engine.training.presets import Recipe
 from attnviz.engine.training.resume_point import SaveError
+from attnviz.engine.training.runs import RESUME_AT
 from attnviz.engine.training.schedule import learning_rate, warmup_warning
 from attnviz.engine.training.trainer import Trainer
 from attnviz.engine.training.views_file import step_row
@@ -57,6 +59,7 @@ from attnviz.engine.training.views_file import step_row
 TRAIN_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
+STOPPED_PREPARING = "Stopped while the data was being prepared: nothing was trained, and nothing was saved."
 Work = TypeVar("Work")  # what rank 0's work yields
 
 
@@ -70,11 +73,13 @@ def train(recipe: Recipe, out: str | os.PathLike, data_dir=None, resume: bool = 
     run, ranks = None, Ranks()
     try:
         ranks, device = join(recipe.train.device)
-        run = Trainer(recipe, out, data_dir, resume, ranks, device)
+        run = Trainer(recipe, out, data_dir, resume, ranks, device, stop)
         yield from (TrainNote(note) for note in run.notes)
         if resume:
             yield run.shown
         yield from _train(run, max_steps, stop)
+    except PreparationStopped:  # stopped before the first step: there is nothing to save
+        yield TrainNote(STOPPED_PREPARING)
     except SaveError as exc:
         yield TrainFailed(str(exc), run.last_good if run else None)
     except RuntimeError as exc:
@@ -221,7 +226,7 @@ def _evaluate_and_save(run: Trainer, elapsed: float, next_epoch: int, next_index
     score = run.score(result.record)
     if run.best_score is None or score > run.best_score:
         run.best_score = score
-        yield run.save(run.paths.best, "best")
+        yield run.save(run.paths.best, "best", {RESUME_AT: [next_epoch, next_index]})  # resumable if all else is lost
     yield run.save_resume_point(next_epoch, next_index)
 
 

@@ -6,16 +6,18 @@ RNG and the data position it holds the model's weights (tensors ``model.<name>``
 an atomic rename, so whatever moment a kill, a crash or a full disk strikes, the state file on disk is a whole,
 consistent resume point (the old one or the new one). On resume, ``restore_last`` rewrites ``.last`` from the
 state file when the two disagree (``.last`` older, or missing because the very first save was cut short) and says
-so; when no state file exists yet, nothing of the run was saved and the message says exactly that. Temporary
-files that a kill left behind (``.NAME.XXXX.tmp`` beside the run's files) are removed when the run starts or
-resumes. A save that fails (disk full, folder removed) raises ``SaveError``, which the training loop turns into a
-``TrainFailed`` naming the last good checkpoint; the files already on disk are never touched by a failed save.
+so. When no state file exists yet (a kill cut the very first save sequence short), the run resumes from the
+newest checkpoint that says where training stood (``runs.saved_checkpoint``: the best file is written first and
+carries ``resume_at``), its optimizer started afresh; with none, nothing of the run was saved and the message says
+exactly that. Temporary files that a kill left behind (``.NAME.XXXX.tmp`` beside the run's files) are removed
+when the run starts or resumes, or when resuming finds nothing to resume (``runs.remove_stale_temps``). A save
+that fails (disk full, folder removed) raises ``SaveError``, which the training loop turns into a ``TrainFailed``
+naming the last good checkpoint; the files already on disk are never touched by a failed save.
 """
 
 from __future__ import annotations
 
 import errno
-import re
 from pathlib import Path
 from typing import Any
 
@@ -45,26 +47,6 @@ def save_failed(path: Path, exc: OSError) -> SaveError:
 def weights_entries(weights: dict[str, Any]) -> dict[str, Any]:
     """The model weights as the state file stores them."""
     return {WEIGHT_PREFIX + k: v for k, v in weights.items()}
-
-
-def remove_stale_temps(paths: RunPaths) -> list[str]:
-    """Delete temporary files that a killed save of this run left behind; returns their names."""
-    folder = paths.best.parent
-    if not folder.is_dir():
-        return []
-    names = [p.name for p in (paths.best, paths.last, paths.state, paths.views)]
-    epoch = re.compile(re.escape(f".{paths.stem.name}.epoch") + r"\d+\.safetensors\..+\.tmp$")
-    removed = []
-    for entry in folder.iterdir():
-        n = entry.name
-        ours = any(n.startswith(f".{name}.") for name in names) or epoch.match(n)
-        if ours and n.endswith(".tmp") and entry.is_file():
-            try:
-                entry.unlink()
-            except OSError:
-                continue  # a read-only folder: the next save fails with its own clear message
-            removed.append(n)
-    return removed
 
 
 def restore_last(paths: RunPaths) -> str | None:

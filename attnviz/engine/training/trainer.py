@@ -7,6 +7,7 @@ turns this work into events.
 from __future__ import annotations
 
 import gc
+import threading
 from pathlib import Path
 
 import torch
@@ -21,8 +22,8 @@ from attnviz.engine.records import EvalRecord
 from attnviz.engine.training.distributed import Ranks
 from attnviz.engine.training.prepare import prepare
 from attnviz.engine.training.presets import Recipe
-from attnviz.engine.training.resume_point import SaveError, remove_stale_temps, restore_last, save_failed
-from attnviz.engine.training.runs import RunPaths, run_checkpoint
+from attnviz.engine.training.resume_point import SaveError, restore_last, save_failed
+from attnviz.engine.training.runs import RESUME_AT, RunPaths, remove_stale_temps, run_checkpoint, saved_checkpoint
 from attnviz.engine.training.state import load_state, param_names, save_state
 from attnviz.engine.training.views_file import restored_history, save_views, step_row
 from attnviz.engine.translator import Translator, build_model, load_checkpoint
@@ -37,7 +38,8 @@ class Trainer:
     """One run's mutable state: its data, model, optimizer and history, how it resumes, saves and evaluates;
     ``engine.training.loop.train`` drives it and turns its work into events."""
 
-    def __init__(self, recipe: Recipe, out, data_dir, resume: bool, ranks: Ranks, device: torch.device):
+    def __init__(self, recipe: Recipe, out, data_dir, resume: bool, ranks: Ranks, device: torch.device,
+                 stop: threading.Event | None = None):
         # resuming from any file of a run (its .last or .state too) continues that run and writes its own files
         self.recipe, self.cfg, self.dist, self.device = recipe, recipe.train, ranks, device
         self.paths = RunPaths(run_checkpoint(out) if resume else Path(out))
@@ -56,11 +58,12 @@ class Trainer:
         self.best_score: float | None = None
         self.last_good: str | None = None
         self.last_saved_step = -1
+        self.stop = stop  # read while the data is prepared (PreparationStopped)
         if resume:
             self._resume(data_dir)
         else:
             torch.manual_seed(self.cfg.seed)  # the same initial weights on every rank
-            self.data = prepare(recipe, data_dir)
+            self.data = prepare(recipe, data_dir, stop=stop)
             cfg = recipe.model_config(len(self.data.src_vocab), len(self.data.tgt_vocab))
             self.model = build_model(cfg).to(self.device)
             self.opt = _optimizer(self.model, self.cfg)
@@ -75,6 +78,10 @@ class Trainer:
         gc.freeze()
 
     def _resume(self, data_dir) -> None:
+        found = saved_checkpoint(self.paths) if not self.paths.state.exists() else None
+        if found is not None:
+            self._resume_from_checkpoint(found[0], data_dir)
+            return
         repaired = restore_last(self.paths) if self.dist.is_main else None
         if repaired:
             self.notes.append(repaired)
@@ -82,7 +89,7 @@ class Trainer:
         last = load_checkpoint(self.paths.last)
         self.model = last.model.to(self.device)
         self.data = prepare(self.recipe, data_dir, (last.src_vocab, last.tgt_vocab), last.config.max_positions,
-                            (last.src_spec, last.tgt_spec))
+                            (last.src_spec, last.tgt_spec), self.stop)
         self.opt = _optimizer(self.model, self.cfg)
         meta = load_state(self.paths.state, self.opt, param_names(self.model))
         if meta["step"] != last.metadata.get("step"):
@@ -97,6 +104,22 @@ class Trainer:
             self.notes.append(note)
         self.best_score = meta["best_score"]
         self.last_good, self.last_saved_step = str(self.paths.last), self.step
+
+    def _resume_from_checkpoint(self, path: Path, data_dir) -> None:
+        """Resume from a checkpoint alone (``runs.saved_checkpoint``): its weights, step, position and history; the
+        optimizer's moments and the random state were never saved, so they start afresh (said in a note)."""
+        saved = load_checkpoint(path)
+        self.model = saved.model.to(self.device)
+        self.data = prepare(self.recipe, data_dir, (saved.src_vocab, saved.tgt_vocab), saved.config.max_positions,
+                            (saved.src_spec, saved.tgt_spec), self.stop)
+        self.opt = _optimizer(self.model, self.cfg)
+        meta = saved.metadata
+        self.step, (self.epoch, self.batch_index) = meta["step"], meta[RESUME_AT]
+        self.history = [EvalRecord.from_dict(r) for r in meta.get("history", [])]
+        self.best_score = max((self.score(r) for r in self.history), default=None)
+        self.notes.append(f"the training state of this run was never saved (its first save was cut short); resumed "
+                          f"from {path.name} at step {self.step}, with the optimizer started afresh")
+        torch.manual_seed(self.cfg.seed + self.step)
 
     def batches(self, epoch: int) -> list[list[int]]:
         lengths = [(len(s), len(t)) for s, t in self.data.train]
@@ -123,7 +146,8 @@ class Trainer:
             return CheckpointSaved(self.last_good, "last", self.step)
         # the state file holds the weights and .last's metadata too, and is written first: it alone is a whole
         # resume point, and a cut between the two files is repaired on resume (see engine.training.resume_point)
-        weights, last_meta = self.translator.checkpoint_parts(**self.checkpoint_meta())
+        weights, last_meta = self.translator.checkpoint_parts(**self.checkpoint_meta(),
+                                                              **{RESUME_AT: [epoch, batch_index]})
         try:  # the views' history first: it is never behind the resume point (later entries are dropped on resume)
             save_views(self.paths.views, self.curve, self.evaluations)
             save_state(self.paths.state, self.opt, self.step, epoch, batch_index,
@@ -133,7 +157,7 @@ class Trainer:
         except OSError as exc:
             raise save_failed(Path(exc.filename or self.paths.state), exc) from None
         try:
-            saved = self.save(self.paths.last, "last")
+            saved = self.save(self.paths.last, "last", {RESUME_AT: [epoch, batch_index]})
         except SaveError as exc:  # the state file alone is a whole resume point: say so, and name it
             self.last_good = str(self.paths.state)
             raise SaveError(f"{exc} The training state of step {self.step} was saved, so resuming continues from "

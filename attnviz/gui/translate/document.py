@@ -189,11 +189,20 @@ class DecodeDocument:
         with ``<eos>`` (the length asked, capped by the model's ``max_target_len``), the warning the command line
         gives, naming ``setting`` (how the user raises the limit)."""
         found = list(self.encoder.warnings) if self.encoder is not None else []
-        if self.request is not None and self.finished:
-            limit = capped_limit(self.request.decode.max_len, max_target_len)
-            if reached_limit([s.token for s in self.steps], limit):
-                found.append(limit_warning(limit, setting))
+        limit = self.stopped_at_limit(max_target_len)
+        if limit is not None and self.request is not None:
+            found.append(limit_warning(limit, setting, self.request.decode.forced_eos >= 0))
         return found
+
+    def stopped_at_limit(self, max_target_len: int) -> int | None:
+        """The step limit at which the finished hypothesis shown stopped instead of choosing ``<eos>`` (the length
+        asked, capped by the model's ``max_target_len``; an end token the model's settings force there was not
+        chosen), or None."""
+        if self.request is None or not self.finished:
+            return None
+        limit = capped_limit(self.request.decode.max_len, max_target_len)
+        forced_end = self.request.decode.forced_eos >= 0
+        return limit if reached_limit([s.token for s in self.steps], limit, forced_end) else None
 
     # -- what is shown -----------------------------------------------------------------------------------------------
 

@@ -16,6 +16,7 @@ from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.widgets import NO_PARENT, ModelIndex
 
 COLUMNS = ("Step", "Token", "Probability", "Entropy (nats)", "Runner-up")
+AT_LIMIT = " (cut)"  # after the last token of a translation stopped at the length limit (its tooltip says which)
 FORCED_RUNNER = "none: forced"
 SHARE = "Source share"
 
@@ -39,6 +40,7 @@ class StepTableModel(QAbstractTableModel):
         self._rows = 0  # the rows views were told of: the document's list grows before this model hears of it
         self._shares: list[float] | None = None  # per step, the source share of the attribution shown
         self._share_name = ""
+        self._limit: int | None = None  # the length limit the hypothesis shown stopped at, if it did
         document.subscribe(self._on_document_changed)
 
     def _on_document_changed(self, change: DocumentChange) -> None:
@@ -48,6 +50,7 @@ class StepTableModel(QAbstractTableModel):
                 self._rows = row + 1
                 self.endInsertRows()
             case StepAdded() | Cleared() | Encoded() | PathShown():
+                self._limit = None  # said again (mark_limit) once the hypothesis shown is known to be finished
                 self.beginResetModel()
                 self._rows = len(self._document.steps)
                 self.endResetModel()
@@ -61,6 +64,17 @@ class StepTableModel(QAbstractTableModel):
         self._shares, self._share_name = shares, name
         self.endResetModel()
         return True
+
+    def mark_limit(self, limit: int | None) -> None:
+        """Mark the last row as where the translation stopped at the length ``limit`` (None: it chose its end)."""
+        if limit != self._limit:
+            self._limit = limit
+            if self._rows:
+                last = self._rows - 1
+                self.dataChanged.emit(self.index(last, 0), self.index(last, self.columnCount() - 1))
+
+    def _at_limit(self, row: int) -> bool:
+        return self._limit is not None and row == self._rows - 1
 
     def columns(self) -> tuple[str, ...]:
         return COLUMNS + ((SHARE,) if self._shares is not None else ())
@@ -90,13 +104,16 @@ class StepTableModel(QAbstractTableModel):
             runner = f"{visible_token(step.topk[1][0])} ({step.topk[1][1]:.3f})" if len(step.topk) > 1 else ""
             runner = FORCED_RUNNER if step.forced else runner  # nothing was chosen, so nothing ran up
             token = visible_token(step.token) + (" (forced)" if step.forced else "")  # given, not chosen by the model
+            token += AT_LIMIT if self._at_limit(index.row()) else ""
             share = self._shares[index.row()] if self._shares is not None and index.row() < len(self._shares) \
                 else None
             return (str(step.index + 1), token, f"{step.probability:.4f}", f"{step.entropy:.3f}",
                     runner, "" if share is None else f"{share:.0%}")[index.column()]
         if role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.AccessibleTextRole):
             # the whole row in words: columns may be too narrow, and a screen reader needs the column names
-            return describe_step(step)
+            cut = (f". The translation stopped here, at the length limit of {self._limit} tokens, not by choosing "
+                   "its end: raise Max length to let it finish") if self._at_limit(index.row()) else ""
+            return describe_step(step) + cut
         if role == Qt.ItemDataRole.TextAlignmentRole and index.column() in (0, 2, 3, 5):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None

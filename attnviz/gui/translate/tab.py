@@ -244,7 +244,10 @@ class TranslateTab(QWidget):
         if self.document.request is not None:
             self.document.finish()
             verb = "Generated" if self.generating else "Translated"
-            self.status.emit(f"{verb}: {len(self.document.steps)} tokens. Scrub or hover to explore.")
+            limit = self.document.stopped_at_limit(self.translator.model.max_target_len) if self.translator else None
+            after = (f" Stopped at the length limit of {limit} tokens: raise Max length to let it finish." if limit
+                     else " Scrub or hover to explore.")
+            self.status.emit(f"{verb}: {len(self.document.steps)} tokens.{after}")
 
     def _on_document_changed(self, change: DocumentChange) -> None:
         """The tab's own part of a change: the map's quantity and the step table's row for the step, the warnings,
@@ -265,6 +268,7 @@ class TranslateTab(QWidget):
         """The input's warnings and, once finished, whether the hypothesis shown was cut at Max length."""
         if self.translator is not None and self.document.finished:
             self.message.set_messages(self.document.warnings(self.translator.model.max_target_len, "Max length"))
+            self.step_model.mark_limit(self.document.stopped_at_limit(self.translator.model.max_target_len))
 
     # -- what the search explorer may ask (ExplorerHost) -------------------------------------------------------------
 

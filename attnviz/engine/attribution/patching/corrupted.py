@@ -17,7 +17,7 @@ from torch import Tensor
 
 from attnviz.engine.analysis.names import is_language_tag
 from attnviz.engine.attribution.corruption import DEFAULT, Corruption
-from attnviz.engine.errors import InputError
+from attnviz.engine.errors import InputError, cut
 from attnviz.engine.text.tokenize import visible_token
 from attnviz.engine.text.vocab import EOS, PAD, SOS, UNK
 
@@ -38,7 +38,7 @@ class CorruptedSource:
 
 def numbered(tokens: Sequence[str]) -> str:
     """``1 <sos>, 2 Ein, 3 Hund, ...`` for a message (the first ``SHOWN``)."""
-    listed = ", ".join(f"{i + 1} {visible_token(t)}" for i, t in enumerate(tokens[:SHOWN]))
+    listed = ", ".join(f"{i + 1} {cut(visible_token(t))}" for i, t in enumerate(tokens[:SHOWN]))
     return listed + (", ..." if len(tokens) > SHOWN else "")
 
 
