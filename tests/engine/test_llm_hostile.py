@@ -148,3 +148,11 @@ def test_a_bf16_folder_runs_in_bf16_unless_float32_is_asked(tmp_path):
     kept, widened = load_translator(folder), load_translator(folder, "float32")
     assert (kept.dtype, widened.dtype) == ("bfloat16", "float32")
     assert kept.translate("Ein Hund.", DecodeConfig(max_len=3)).tokens  # bf16 runs on the CPU
+
+
+def test_an_activation_the_family_never_uses_is_refused_and_the_rest_is_said(folder):
+    info = inspect_model(folder)
+    assert any("number of attention heads" in line for line in info.not_checked)
+    assert any("RoPE (base" in line for line in info.not_checked)
+    edit_json(folder / "config.json", lambda d: d.update(hidden_act="gelu_pytorch_tanh"))
+    refused(folder, "Llama-like models gate with SiLU")

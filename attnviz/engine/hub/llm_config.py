@@ -144,6 +144,18 @@ def _gemma(path: Path, config: dict[str, Any], head_dim: int) -> dict[str, Any]:
     return found
 
 
+def unchecked(config: dict[str, Any], cfg: ModelConfig) -> tuple[str, ...]:
+    """What the weights' shapes cannot confirm of an LLM's config.json, in words, for ``attnviz info``."""
+    arch = LLMArch.from_dict(cfg.arch)
+    found = [] if "head_dim" in config and config["head_dim"] is not None else [
+        f"the number of attention heads ({cfg.heads} query, {arch.kv_heads} key/value; with no head_dim in "
+        f"config.json the weights allow any count dividing the width)"]
+    found += [f"the activation ({cfg.activation}, the family's; the weights cannot confirm it)",
+              f"RoPE (base {arch.rope_theta:g}, {arch.rope_type}), the RMSNorm epsilon ({cfg.ln_eps:g}) and the "
+              f"sliding window ({arch.sliding_window or 'none'}): numbers the weights cannot confirm"]
+    return tuple(found)
+
+
 def model_config(path: Path, config: dict[str, Any], end_ids: Any) -> ModelConfig:
     """The ``ModelConfig`` of a Llama- or Gemma-like ``config.json`` (read from ``path``), ending at ``end_ids``
     (the generation config's ``eos_token_id``, else the config's); CheckpointError naming the field otherwise."""
@@ -165,9 +177,12 @@ def model_config(path: Path, config: dict[str, Any], end_ids: Any) -> ModelConfi
     eps = _get(path, config, "rms_norm_eps", 1e-6)
     check_number(path, "rms_norm_eps", eps, 1e-12, 0.1, whole=False)
     act_name = config.get("hidden_activation") or config.get("hidden_act") or ("gelu_pytorch_tanh" if gemma else "silu")
-    if act_name not in ACTIVATIONS:
-        raise CheckpointError(f"{path}: field 'hidden_act' is {act_name!r:.40}; attnviz computes "
-                              f"{', '.join(ACTIVATIONS)} for this family. Fix it, or {AGAIN}.")
+    if ACTIVATIONS.get(act_name) != ("gelu_new" if gemma else "swish"):  # the weights cannot tell: the family can
+        family = ("Gemma-like models gate with the tanh GELU (gelu_pytorch_tanh)" if gemma else
+                  "Llama-like models gate with SiLU (silu)")
+        raise CheckpointError(f"{path}: field 'hidden_act' is {act_name!r:.40}, but {family}; the weights cannot "
+                              f"tell which is right, and the wrong one translates badly without a word. Fix it, or "
+                              f"{AGAIN}.")
     flags = {name: config.get(name, False) for name in ("attention_bias", "mlp_bias", "tie_word_embeddings")}
     flags["tie_word_embeddings"] = config.get("tie_word_embeddings", gemma)
     for name, value in flags.items():
