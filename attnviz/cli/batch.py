@@ -80,7 +80,7 @@ def translate_lines(translator, lines: list[Line], decode, capture: bool = False
                 line.error = str(exc)
     limit, forced_end = step_limit(translator.model, decode.max_len), decode.forced_eos >= 0
     if decode.temperature > 0 and decode.beam == 1:  # sampled (an LLM folder's own decoding): each line seeded
-        ended = [_sample_line(translator, line, decode) for line in todo]
+        ended = [_sample_line(translator, line, limit, decode) for line in todo]
     elif capture or n_best:
         ended = [_search_line(translator, line, limit, decode, n_best) for line in todo]
     else:
@@ -94,14 +94,17 @@ def translate_lines(translator, lines: list[Line], decode, capture: bool = False
             line.warnings = [*line.warnings, limit_warning(limit, "--max-len", forced_end)]
 
 
-def _sample_line(translator, line: Line, decode) -> bool:
+def _sample_line(translator, line: Line, limit: int, decode) -> bool:
     """One line sampled step by step at ``decode.temperature`` from a generator seeded with ``decode.seed`` (the
-    same line gives the same output). Returns whether it ended with ``<eos>``."""
+    same line gives the same output). Returns whether it ended by choosing ``<eos>`` before the step ``limit``."""
+    from attnviz.engine.search.limit import reached_limit
+
     answer = translator.translate(line.text, decode)
     line.translation = answer
     line.tokens = [t for t in answer.tokens if t != EOS]
     line.output = answer.text
-    return bool(answer.tokens) and answer.tokens[-1] == EOS
+    return bool(answer.tokens) and answer.tokens[-1] == EOS and not reached_limit(answer.tokens, limit,
+                                                                                  decode.forced_eos >= 0)
 
 
 def _search_line(translator, line: Line, limit: int, decode, n_best: int) -> bool:
