@@ -1,24 +1,33 @@
 """The Translate tab laid out around its attention map, as a map-centred tool is: the map (with its selectors above
-and the playback bar under it) takes what the window has; a side column holds the token strips (scrolled) and under
-them the translated text with its Copy button (always in sight), the top-k chart at the height of its content, and
-the Steps / Search tree / Heads off pages; the head grid and the caption share a narrow column beside the map.
+and the playback bar under it) takes what the window has; a side column holds, top to bottom, the token strips with
+the translated text, its Copy button and the suspect verdict, the top-k chart, and the Steps / Search tree / Heads
+off / Logit lens pages; the head grid and the caption share a narrow column beside the map.
 
 Three splitters: the map against the side column, the map against the grid column (inside the attention panel),
 and the side column's three parts. Until the user moves one (or one is restored from the settings), every resize
 sizes them from the window: the side column about a quarter of the width, the grid column an eighth, within
-bounds, so a larger window gives its extra pixels to the map.
+bounds, so a larger window gives its extra pixels to the map. The side column's heights come from what each part
+needs (``Needs``): the strips and the verdict their content (up to half the column, then they scroll), the open
+page ``PAGE_ROWS`` rows, the chart its one-column height when that leaves the page its rows, else its two-column
+one. A height the user chose (or one restored from another screen) that leaves a part less than it needs is
+corrected on every resize, page change and new sentence, taking from the parts with room to spare.
 """
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSettings, Qt
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer
 from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
 from attnviz.gui.attention.panel import AttentionPanel
 
 SIDE_SHARE, SIDE_MIN, SIDE_MAX = 0.25, 300, 460  # the side column: share of the tab's width, bounds in px
 GRID_SHARE, GRID_MIN, GRID_MAX = 0.12, 140, 280  # the grid column beside the map
-TOKENS_SHARE = 0.35  # the token strips take at most this share of the side column's height (they scroll)
+STRIPS_SHARE = 0.5  # the strips, text and verdict take at most this share of the side column (the strips scroll)
+SPACING = 2  # px between the strips and the text under them
+PAGE_ROWS = 6  # rows (or tree rows) the open page shows without scrolling
 KEYS = {"main": "translate/layout/main", "side": "translate/layout/side", "attention": "translate/layout/attention"}
 
 
@@ -30,12 +39,52 @@ def grid_width(width: int) -> int:
     return int(min(max(GRID_SHARE * width, GRID_MIN), GRID_MAX))
 
 
-class TranslateLayout:
+@dataclass(frozen=True)
+class Needs:
+    """What the side column's parts need, in px: the strips with the text and verdict (their content), the chart in
+    one column and in two, the open page."""
+
+    strips: int
+    chart: int
+    chart_least: int
+    page: int
+
+    def floors(self, total: int) -> list[int]:
+        """The least each part keeps in a column ``total`` px high."""
+        return [min(self.strips, int(STRIPS_SHARE * total)), self.chart_least, self.page]
+
+
+def allocate(total: int, needs: Needs) -> list[int]:
+    """The side column's heights for ``total`` px: the strips their content (up to their share), the page its rows,
+    the chart one column if that leaves the page its rows, else what is left down to two columns; any px over to
+    the page."""
+    strips = min(needs.strips, int(STRIPS_SHARE * total))
+    rest = total - strips
+    chart = needs.chart if rest - needs.chart >= needs.page else max(needs.chart_least, rest - needs.page)
+    return [strips, chart, max(rest - chart, 1)]
+
+
+def correct(sizes: Sequence[int], needs: Needs) -> list[int]:
+    """``sizes`` (chosen by the user, or restored) with each part raised to its floor where the others can spare
+    it, each giving no more than its own excess over its floor (the page's rows first, then the strips)."""
+    sizes = list(sizes)
+    floors = needs.floors(sum(sizes))
+    for i in (2, 0, 1):
+        for j in sorted((j for j in range(len(sizes)) if j != i), key=lambda j: floors[j] - sizes[j]):
+            give = min(floors[i] - sizes[i], sizes[j] - floors[j])
+            if give > 0:
+                sizes[i] += give
+                sizes[j] -= give
+    return sizes
+
+
+class TranslateLayout(QObject):
     """The tab's splitters and the rule that sizes them; ``main`` goes into the tab's layout."""
 
     def __init__(self, attention: AttentionPanel, playback: QWidget, tokens: QScrollArea, text: QWidget,
-                 topk: QWidget, pages: QTabWidget):
-        self.attention, self.tokens, self.text, self.topk = attention, tokens, text, topk
+                 topk: QWidget, pages: QTabWidget, page_need: Callable[[], int]):
+        super().__init__(attention)
+        self.attention, self.tokens, self.text, self.topk, self.page_need = attention, tokens, text, topk, page_need
         map_box = QWidget()
         column = QVBoxLayout(map_box)
         column.setContentsMargins(0, 0, 0, 0)
@@ -43,12 +92,13 @@ class TranslateLayout:
         column.addWidget(playback)  # the timeline under the map it scrubs
         self.side = QSplitter(Qt.Orientation.Vertical)
         self.side.setObjectName("translateSideSplitter")
-        strips = QWidget()
-        strips_column = QVBoxLayout(strips)
+        self.strips = QWidget()
+        strips_column = QVBoxLayout(self.strips)
         strips_column.setContentsMargins(0, 0, 0, 0)
+        strips_column.setSpacing(SPACING)
         strips_column.addWidget(tokens, 1)
         strips_column.addWidget(text)
-        for widget in (strips, topk, pages):
+        for widget in (self.strips, topk, pages):
             self.side.addWidget(widget)
         self.side.setStretchFactor(2, 1)  # a taller window lengthens the pages, not the chart
         self.main = QSplitter(Qt.Orientation.Horizontal)
@@ -61,32 +111,52 @@ class TranslateLayout:
             splitter.setChildrenCollapsible(False)
             splitter.splitterMoved.connect(self._on_moved)
         self.automatic = True  # sized from the window until the user moves a splitter or one is restored
+        self._refit = QTimer(self)  # what a part needs changed (a strip's rows, the verdict, a page's caption)
+        self._refit.setSingleShot(True)
+        self._refit.setInterval(0)
+        self._refit.timeout.connect(self.fit_side)
+        watched = [tokens.widget(), text, topk, *(pages.widget(i) for i in range(pages.count()))]
+        for widget in (w for w in watched if w is not None):
+            widget.installEventFilter(self)
+        self.main.splitterMoved.connect(self._refit.start)  # a narrower column wraps the strips onto more rows
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
+        if event.type() == QEvent.Type.LayoutRequest:
+            self._refit.start()
+        return False
 
     def splitters(self) -> tuple[QSplitter, QSplitter, QSplitter]:
         return self.main, self.side, self.attention.splitter
 
     def fit(self, width: int, height: int) -> None:
-        """Size the splitters for a tab ``width`` x ``height`` (only while the user has not chosen sizes)."""
-        if not self.automatic:
-            return
-        side = side_width(width)
-        self.main.setSizes([max(width - side, 1), side])
-        grid = grid_width(width)
-        self.attention.splitter.setSizes([max(width - side - grid, 1), grid])
-        self.fit_side(height)
+        """Size the splitters for a tab ``width`` x ``height`` (the side column's heights from what its parts need;
+        the widths only while the user has not chosen them)."""
+        if self.automatic:
+            side = side_width(width)
+            self.main.setSizes([max(width - side, 1), side])
+            grid = grid_width(width)
+            self.attention.splitter.setSizes([max(width - side - grid, 1), grid])
+        self.fit_side()
 
-    def fit_side(self, height: int | None = None) -> None:
-        """The side column: the top-k chart at its content's height, the strips at theirs (up to a share), the
-        pages the rest."""
-        if not self.automatic:
-            return
-        total = height if height is not None else sum(self.side.sizes())
-        chart = self.topk.sizeHint().height()
+    def needs(self) -> Needs:
+        """What each part of the side column needs at its width now."""
         strips = self.tokens.widget()
-        wanted = strips.sizeHint().height() + 4 if strips is not None else 0
-        text = self.text.sizeHint().height() + 6  # the layout's spacing
-        tokens = min(wanted, int(TOKENS_SHARE * total)) + text
-        self.side.setSizes([tokens, chart, max(total - tokens - chart, 1)])
+        width = self.text.width() or self.strips.width()
+        text = self.text.heightForWidth(width) if self.text.hasHeightForWidth() else -1
+        content = strips.sizeHint().height() + 2 * self.tokens.frameWidth() if strips is not None else 0
+        wanted = content + SPACING + (text if text > 0 else self.text.sizeHint().height())
+        return Needs(wanted, self.topk.sizeHint().height(), self.topk.minimumSizeHint().height(), self.page_need())
+
+    def fit_side(self) -> None:
+        """The side column's heights: from the needs while automatic, else the user's corrected where a part lacks
+        what it needs."""
+        total = self.side.height() - self.side.handleWidth() * (self.side.count() - 1)
+        if total <= 0:
+            return
+        needs = self.needs()
+        sizes = allocate(total, needs) if self.automatic else correct(self.side.sizes(), needs)
+        if sizes != self.side.sizes():
+            self.side.setSizes(sizes)
 
     def _on_moved(self, pos: int, index: int) -> None:
         self.automatic = False
@@ -104,3 +174,4 @@ class TranslateLayout:
             state = settings.value(key)
             if state is not None and splitter.restoreState(state):
                 self.automatic = False
+

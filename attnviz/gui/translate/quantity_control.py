@@ -75,7 +75,7 @@ class QuantityControl(QObject):
         document, panel, topk_view = host.document, host.attention, host.topk_view
         self.status.connect(host.status)
         self.lens = LogitLensPage(host.document, self)  # what each decoder layer would predict at the step
-        host.search.side.addTab(self.lens.widget, "Logit lens")
+        host.search.add_page(self.lens.widget, "Logit lens", self.lens.need)
         self.suspect = SuspectLine(host.document, self)  # the sentence's suspect-translation score
         host.translation_text.add_line(self.suspect.label)
         model = self.step_table.model()

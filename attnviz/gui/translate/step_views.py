@@ -8,7 +8,7 @@ and head it shows, so the tab never relays between them.
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Slot
-from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 
 from attnviz.gui.attention.panel import AttentionPanel
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Encoded, Finished, PathShown, StepShown
@@ -26,12 +26,11 @@ class StepViews(QObject):
     def __init__(self, document: DecodeDocument, attention: AttentionPanel, parent: QObject | None = None):
         super().__init__(parent)
         self.document, self.attention = document, attention
-        self.source_title, self.output_title = QLabel("<b>Source</b>"), QLabel("<b>Translation</b>")
-        self.source_view = named(TokenStrip("Source tokens appear here"), "sourceView", "Source tokens",
+        self.source_view = named(TokenStrip("Source tokens appear here", "Source"), "sourceView", "Source tokens",
                                  "Source tokens as the model reads them; hover one to see which outputs attended to "
                                  "it. Shading is relative to the largest weight of the row shown (the darkest is "
                                  "not necessarily near 1).")
-        self.output_view = named(TokenStrip("The translation appears here, token by token"), "outputView",
+        self.output_view = named(TokenStrip("The translation appears here, token by token", "Translation"), "outputView",
                                  "Output tokens", "Output tokens; hover one to see its cross-attention on the source. "
                                  "Shading is relative to the largest weight.")
         self.translation_text = TranslationText()
@@ -41,24 +40,24 @@ class StepViews(QObject):
         self.attention.selection_changed.connect(self._on_attention_selection_changed)
 
     def tokens_box(self) -> QScrollArea:
-        """The source and output token strips, for the side column (scrolled; the translation's text under it)."""
+        """The source and output token strips (each titled in its first row), for the side column (scrolled when a
+        long sentence needs more rows than the column gives; the translation's text under it)."""
         box = QWidget()
         tokens = QVBoxLayout(box)
         tokens.setContentsMargins(0, 0, 0, 0)
-        for title, view in ((self.source_title, self.source_view), (self.output_title, self.output_view)):
-            tokens.addWidget(title)
-            tokens.addWidget(view)
+        tokens.setSpacing(2)
+        tokens.addWidget(self.source_view)
+        tokens.addWidget(self.output_view)
         tokens.addStretch(1)
         return scrolled(box, "tokensScroll")
 
     def show_mode(self, texts: ModeTexts, generating: bool) -> None:
         """The mode's words (translating or generating); a language model has no source strip."""
-        self.output_title.setText(texts.output_title)
+        self.output_view.set_title(texts.output_title)
         self.output_view.set_placeholder(texts.output_placeholder)
         self.translation_text.set_placeholder(texts.text_placeholder)
         self.topk_view.placeholder = texts.topk_placeholder
-        for widget in (self.source_title, self.source_view):
-            widget.setVisible(not generating)
+        self.source_view.setVisible(not generating)
 
     def on_document_changed(self, change: DocumentChange) -> None:
         match change:

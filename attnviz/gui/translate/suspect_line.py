@@ -48,9 +48,10 @@ def tip(calibration: Calibration | None, where: str = "") -> str:
 
 
 def line(found: dict[str, float], calibration: Calibration | None = None) -> str:
-    """The components and the verdict as one line of text (what is shown and copied)."""
+    """The verdict, then the components, as one text (what is shown and copied): the verdict leads, so that a
+    narrow column shows it on the first line."""
     parts = [f"{LABELS[name]} {found[name]:.3f}" for name in SHOWN if math.isfinite(found.get(name, math.nan))]
-    return f"Suspect score: {'; '.join(parts)} \u2014 {judge(found, calibration).text()}"
+    return f"Suspect score: {judge(found, calibration).text()} \u2014 {'; '.join(parts)}"
 
 
 class SuspectJob:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from PySide6.QtCore import QEvent, QRect, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QGuiApplication, QKeyEvent, QKeySequence, QMouseEvent, QPainter, QPalette, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QGuiApplication, QKeyEvent, QKeySequence, QMouseEvent, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 
 from attnviz.engine.text.tokenize import visible_token
@@ -16,6 +16,8 @@ from attnviz.gui.attention.colormap import color_at
 
 ALL = -2  # TokenStrip.selected() after Ctrl+A: every chip
 SHARE_BAR = 5  # px: the source-share bar under an output chip
+ROW_GAP = 1  # px between the top-k chart's rows
+CHIP_PAD, GAP = 4, 2  # px: a chip's height over a line of text; the space between chips and around them
 
 
 class TokenStrip(QWidget):
@@ -29,8 +31,9 @@ class TokenStrip(QWidget):
     hovered = Signal(int)
     clicked = Signal(int)
 
-    def __init__(self, placeholder: str, parent: QWidget | None = None):
+    def __init__(self, placeholder: str, title: str = "", parent: QWidget | None = None):
         super().__init__(parent)
+        self.title = title  # drawn in bold before the first chip, so the strip needs no line of its own
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
@@ -48,6 +51,20 @@ class TokenStrip(QWidget):
     def set_placeholder(self, text: str) -> None:
         self._placeholder = text
         self.update()
+
+    def set_title(self, text: str) -> None:
+        self.title = text
+        self.updateGeometry()
+        self.update()
+
+    def _title_width(self) -> int:
+        """The room the title takes before the first chip (0 without a title)."""
+        return self._bold().horizontalAdvance(self.title) + 2 * GAP if self.title else 0
+
+    def _bold(self) -> QFontMetrics:
+        font = QFont(self.font())
+        font.setBold(True)
+        return QFontMetrics(font)
 
     def set_tokens(self, tokens: Sequence[str], current: int = -1) -> None:
         kept = self._selected + 1  # the selected chip stays while it and the tokens before it do (playback)
@@ -116,20 +133,24 @@ class TokenStrip(QWidget):
             QGuiApplication.clipboard().setText(self.copy_text(everything))
 
     def _flow(self) -> list[QRect]:
-        metrics, x, y, rects = self.fontMetrics(), 4, 4, []
-        h, bar = metrics.height() + 8, SHARE_BAR + 2 if self._shares is not None else 0
+        """The chips' rectangles, wrapped at the strip's width after the title: compact (a line of text and a few
+        pixels), so a 15-token sentence takes three or four rows of a narrow side column."""
+        metrics, first = self.fontMetrics(), GAP + self._title_width()
+        x, y, rects = first, GAP, []
+        h, bar = metrics.height() + CHIP_PAD, SHARE_BAR + 2 if self._shares is not None else 0
         for tok in self._labels:
-            w = metrics.horizontalAdvance(tok) + 14
-            if x + w > self.width() - 4 and x > 4:
-                x, y = 4, y + h + 4 + bar
+            w = metrics.horizontalAdvance(tok) + 10
+            if x + w > self.width() - GAP and x > GAP and rects:
+                x, y = GAP, y + h + GAP + bar
             rects.append(QRect(x, y, w, h))
-            x += w + 4
+            x += w + GAP
         return rects
 
     def sizeHint(self) -> QSize:
         rects = self._flow()
         bar = SHARE_BAR + 2 if self._shares is not None else 0
-        return QSize(400, (rects[-1].bottom() + 6 + bar) if rects else self.fontMetrics().height() + 16)
+        line = self.fontMetrics().height() + CHIP_PAD + 2 * GAP
+        return QSize(400, (rects[-1].bottom() + GAP + 1 + bar) if rects else line)
 
     def minimumSizeHint(self) -> QSize:
         return QSize(100, self.sizeHint().height())
@@ -144,11 +165,14 @@ class TokenStrip(QWidget):
         if self.hasFocus():  # where the keyboard is: a frame around the strip
             painter.setPen(QPen(pal.color(QPalette.ColorRole.Highlight), 1, Qt.PenStyle.DashLine))
             painter.drawRect(self.rect().adjusted(0, 0, -1, -1))
+        self._rects = self._flow()
+        if self.title:
+            self._paint_title(painter)
         if not self._tokens:
             painter.setPen(pal.color(QPalette.ColorRole.PlaceholderText))
-            painter.drawText(self.rect().adjusted(6, 0, 0, 0), Qt.AlignmentFlag.AlignVCenter, self._placeholder)
+            painter.drawText(self.rect().adjusted(GAP + self._title_width(), 0, 0, 0), Qt.AlignmentFlag.AlignVCenter,
+                             self._placeholder)
             return
-        self._rects = self._flow()
         for i, (tok, rect) in enumerate(zip(self._labels, self._rects)):
             fill = pal.color(QPalette.ColorRole.AlternateBase)
             text = pal.color(QPalette.ColorRole.Text)
@@ -167,6 +191,17 @@ class TokenStrip(QWidget):
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, tok)
             if self._shares is not None and i < len(self._shares):
                 self._paint_share(painter, rect, self._shares[i])
+
+    def _paint_title(self, painter: QPainter) -> None:
+        font = QFont(self.font())
+        font.setBold(True)
+        painter.save()
+        painter.setFont(font)
+        painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+        line = self.fontMetrics().height() + CHIP_PAD
+        top = self._rects[0].top() if self._rects else (self.height() - line) // 2
+        painter.drawText(QRect(GAP, top, self._title_width(), line), Qt.AlignmentFlag.AlignVCenter, self.title)
+        painter.restore()
 
     def _paint_share(self, painter: QPainter, chip: QRect, share: float) -> None:
         """Under the chip: the source share in the map's bright colour, the target prefix's in grey."""
@@ -266,7 +301,7 @@ class TopKView(QWidget):
         self._chosen: tuple[str, float] | None = None
         self._forced = False  # the step's token was given, not chosen
         self.placeholder = "The likeliest next tokens appear here"
-        self.setMinimumSize(200, 120)
+        self.setMinimumWidth(200)
         self._rows: list[QRect] = []
 
     def set_candidates(self, items: Sequence[tuple[str, float]], entropy: float | None,
@@ -298,9 +333,29 @@ class TopKView(QWidget):
         return chosen + "Candidates: " + ", ".join(f"{visible_token(t)} {p:.3f}" for t, p in self._items)
 
     def sizeHint(self) -> QSize:
-        """As tall as its content: a line of title and a line per candidate (ten before the first step)."""
+        """As tall as its content in one column: a line of title and a line per candidate (ten before the first
+        step)."""
+        return QSize(260, self._height(1))
+
+    def minimumSizeHint(self) -> QSize:
+        """Two columns of candidates: what a short side column gives it, every candidate still shown."""
+        return QSize(200, self._height(2))
+
+    def _height(self, columns: int) -> int:
+        """A line of title and the rows of candidates in ``columns`` columns."""
         line = self.fontMetrics().height()
-        return QSize(260, line + 4 + max(len(self._items), 10) * (line + 2))
+        return line + 2 + -(-max(len(self._items), 10) // columns) * (line + (ROW_GAP if columns == 1 else 0))
+
+    def _title_lines(self, metrics) -> list[str]:
+        lines = [self._forced_line() if self._forced else f"Top {len(self._items)} candidates"]
+        if self._entropy is not None:
+            lines.append(f"entropy {self._entropy:.3f} nats")
+        if not self._forced and self._chosen is not None and not any(self._is_chosen(t) for t, _ in self._items):
+            drawn = visible_token(self._chosen[0])
+            lines.append(f"drawn: {drawn} ({self._chosen[1]:.4f}), not in the top {len(self._items)}")
+        if metrics.horizontalAdvance(" · ".join(lines)) <= self.width() - 8:
+            lines = [" · ".join(lines)]  # wide enough: one line leaves more room for the bars
+        return lines
 
     def paintEvent(self, event) -> None:  # noqa: N802
         painter = QPainter(self)
@@ -309,34 +364,40 @@ class TopKView(QWidget):
         if not self._items:
             painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self.placeholder)
             return
-        lines = [self._forced_line() if self._forced else f"Top {len(self._items)} candidates"]
-        if self._entropy is not None:
-            lines.append(f"entropy {self._entropy:.3f} nats")
-        if not self._forced and self._chosen is not None and not any(self._is_chosen(t) for t, _ in self._items):
-            drawn = visible_token(self._chosen[0])
-            lines.append(f"drawn: {drawn} ({self._chosen[1]:.4f}), not in the top {len(self._items)}")
         metrics = painter.fontMetrics()
-        if metrics.horizontalAdvance(" · ".join(lines)) <= self.width() - 8:
-            lines = [" · ".join(lines)]  # wide enough: one line leaves more room for the bars
-        line_h = metrics.height()
+        lines, line_h = self._title_lines(metrics), metrics.height()
         for n, text in enumerate(lines):  # a line each rather than one clipped line
             painter.drawText(QRect(4, n * line_h, self.width() - 8, line_h), Qt.AlignmentFlag.AlignLeft,
                              metrics.elidedText(text, Qt.TextElideMode.ElideRight, self.width() - 8))
-        top = len(lines) * line_h + 2
-        row_h = max(14, (self.height() - top - 2) // len(self._items))
-        label_w, value_w = 90, 56
-        bar_w = max(10, self.width() - label_w - value_w - 12)
-        self._rows = [QRect(0, top + i * row_h, self.width(), row_h) for i in range(len(self._items))]
-        for i, (tok, p) in enumerate(self._items):
-            y = top + i * row_h
-            painter.setPen(pal.color(QPalette.ColorRole.WindowText))
-            painter.drawText(QRect(4, y, label_w - 6, row_h),
-                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, visible_token(tok))
-            chosen = self._is_chosen(tok)
-            painter.fillRect(QRect(label_w, y + 2, int(bar_w * p), row_h - 4),
-                             pal.color(QPalette.ColorRole.Highlight) if chosen else color_at(0.35 + 0.5 * p))
-            painter.drawText(QRect(label_w + bar_w + 4, y, value_w, row_h), Qt.AlignmentFlag.AlignVCenter,
-                             f"{p:.3f}" + (" \u2190" if chosen else ""))  # an arrow marks the token taken
+        self._rows = self._cells(len(lines) * line_h + 2, line_h)
+        for rect, (tok, p) in zip(self._rows, self._items):
+            self._paint_bar(painter, rect, tok, p)
+
+    def _cells(self, top: int, line_h: int) -> list[QRect]:
+        """Each candidate's rectangle: one column while every row gets a line of text, else two side by side."""
+        n, room = len(self._items), self.height() - top
+        columns = 1 if room >= n * (line_h + ROW_GAP) else 2
+        per_column = -(-n // columns)
+        row_h = max(line_h, room // per_column)
+        width = self.width() // columns
+        return [QRect((i // per_column) * width, top + (i % per_column) * row_h, width, row_h) for i in range(n)]
+
+    def _paint_bar(self, painter: QPainter, cell: QRect, tok: str, p: float) -> None:
+        """A candidate in ``cell``: its token right-aligned, its bar, its probability (an arrow on the token taken)."""
+        pal, metrics = self.palette(), painter.fontMetrics()
+        value_w = metrics.horizontalAdvance("0.000 \u2190") + 4
+        widest = max(metrics.horizontalAdvance(visible_token(t)) for t, _ in self._items) + 10
+        label_w = min(90, widest, max(40, (cell.width() - value_w) // 2))  # the tokens whole where they fit
+        bar_w = max(10, cell.width() - label_w - value_w - 8)
+        x, y, row_h = cell.left(), cell.top(), cell.height()
+        painter.setPen(pal.color(QPalette.ColorRole.WindowText))
+        painter.drawText(QRect(x + 4, y, label_w - 6, row_h), Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+                         metrics.elidedText(visible_token(tok), Qt.TextElideMode.ElideMiddle, label_w - 6))
+        chosen = self._is_chosen(tok)
+        painter.fillRect(QRect(x + label_w, y + 2, int(bar_w * p), row_h - 3),
+                         pal.color(QPalette.ColorRole.Highlight) if chosen else color_at(0.35 + 0.5 * p))
+        painter.drawText(QRect(x + label_w + bar_w + 4, y, value_w, row_h), Qt.AlignmentFlag.AlignVCenter,
+                         f"{p:.3f}" + (" \u2190" if chosen else ""))  # an arrow marks the token taken
 
     def token_at(self, pos) -> str | None:
         return next((self._items[i][0] for i, r in enumerate(self._rows) if r.contains(pos) and i < len(self._items)),
