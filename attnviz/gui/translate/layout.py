@@ -28,7 +28,8 @@ GRID_SHARE, GRID_MIN, GRID_MAX = 0.12, 140, 280  # the grid column beside the ma
 STRIPS_SHARE = 0.5  # the strips, text and verdict take at most this share of the side column (the strips scroll)
 SPACING = 2  # px between the strips and the text under them
 PAGE_ROWS = 6  # rows (or tree rows) the open page shows without scrolling
-KEYS = {"main": "translate/layout/main", "side": "translate/layout/side", "attention": "translate/layout/attention"}
+KEYS = {"main": "translate/layout/main", "attention": "translate/layout/attention"}  # splitter states
+SIDE_KEY = "translate/layout/sideHeights"  # the strips' and the chart's heights the user chose, "175,217"
 
 
 def side_width(width: int) -> int:
@@ -111,6 +112,8 @@ class TranslateLayout(QObject):
             splitter.setChildrenCollapsible(False)
             splitter.splitterMoved.connect(self._on_moved)
         self.automatic = True  # sized from the window until the user moves a splitter or one is restored
+        self._chosen: list[int] | None = None  # the strips' and the chart's heights the user chose (or restored)
+        self.side.splitterMoved.connect(self._on_side_moved)
         self._refit = QTimer(self)  # what a part needs changed (a strip's rows, the verdict, a page's caption)
         self._refit.setSingleShot(True)
         self._refit.setInterval(0)
@@ -127,6 +130,11 @@ class TranslateLayout(QObject):
 
     def splitters(self) -> tuple[QSplitter, QSplitter, QSplitter]:
         return self.main, self.side, self.attention.splitter
+
+    def _stored(self) -> tuple[QSplitter, QSplitter]:
+        """The splitters whose states are kept as Qt saves them (the side column's heights are kept as numbers:
+        a state restored before the window is laid out comes back scaled to a column that is not there yet)."""
+        return self.main, self.attention.splitter
 
     def fit(self, width: int, height: int) -> None:
         """Size the splitters for a tab ``width`` x ``height`` (the side column's heights from what its parts need;
@@ -154,24 +162,36 @@ class TranslateLayout(QObject):
         if total <= 0:
             return
         needs = self.needs()
-        sizes = allocate(total, needs) if self.automatic else correct(self.side.sizes(), needs)
+        if self.automatic:
+            sizes = allocate(total, needs)
+        else:  # the page takes what the strips and the chart chosen leave
+            chosen = self._chosen
+            sizes = correct([*chosen, max(total - sum(chosen), 1)] if chosen else self.side.sizes(), needs)
         if sizes != self.side.sizes():
             self.side.setSizes(sizes)
 
     def _on_moved(self, pos: int, index: int) -> None:
         self.automatic = False
 
+    def _on_side_moved(self, pos: int, index: int) -> None:
+        self._chosen = self.side.sizes()[:2]
+
     def save(self, settings: QSettings) -> None:
         if self.automatic:  # nothing chosen: the next window sizes itself for its screen
-            for key in KEYS.values():
+            for key in (*KEYS.values(), SIDE_KEY):
                 settings.remove(key)
             return
-        for key, splitter in zip(KEYS.values(), self.splitters()):
+        for key, splitter in zip(KEYS.values(), self._stored()):
             settings.setValue(key, splitter.saveState())
+        settings.setValue(SIDE_KEY, ",".join(str(n) for n in self.side.sizes()[:2]))
 
     def restore(self, settings: QSettings) -> None:
-        for key, splitter in zip(KEYS.values(), self.splitters()):
+        for key, splitter in zip(KEYS.values(), self._stored()):
             state = settings.value(key)
             if state is not None and splitter.restoreState(state):
                 self.automatic = False
+        heights = str(settings.value(SIDE_KEY, "")).split(",")
+        if len(heights) == 2 and all(h.strip().isdigit() for h in heights):
+            self._chosen = [int(h) for h in heights]  # corrected, as any chosen height, once laid out
+            self.automatic = False
 
