@@ -66,8 +66,9 @@ def allocate(total: int, needs: Needs) -> list[int]:
 
 
 def correct(sizes: Sequence[int], needs: Needs) -> list[int]:
-    """``sizes`` (chosen by the user, or restored) with each part raised to its floor where the others can spare
-    it, each giving no more than its own excess over its floor (the page's rows first, then the strips)."""
+    """``sizes`` (chosen by the user, or restored; the last may be negative when the others were chosen on a taller
+    screen) with each part raised to its floor where the others can spare it, each giving no more than its own
+    excess over its floor, the one with the most to spare first (the page's rows first, then the strips)."""
     sizes = list(sizes)
     floors = needs.floors(sum(sizes))
     for i in (2, 0, 1):
@@ -76,7 +77,7 @@ def correct(sizes: Sequence[int], needs: Needs) -> list[int]:
             if give > 0:
                 sizes[i] += give
                 sizes[j] -= give
-    return sizes
+    return [max(size, 1) for size in sizes]
 
 
 class TranslateLayout(QObject):
@@ -166,7 +167,7 @@ class TranslateLayout(QObject):
             sizes = allocate(total, needs)
         else:  # the page takes what the strips and the chart chosen leave
             chosen = self._chosen
-            sizes = correct([*chosen, max(total - sum(chosen), 1)] if chosen else self.side.sizes(), needs)
+            sizes = correct([*chosen, total - sum(chosen)] if chosen else self.side.sizes(), needs)
         if sizes != self.side.sizes():
             self.side.setSizes(sizes)
 

@@ -1,0 +1,144 @@
+"""The Translate tab's right-hand column fits a laptop's screen (issue 40): at 1366x768 and 1024x700 (and on a large
+screen), after a 15-token sentence decoded with a beam of 5, the source and translation strips, the top-k chart and
+the suspect verdict are wholly in sight at once, while each page beside the step table (Steps, Search tree, Heads
+off, Logit lens) shows at least six rows (table rows, rows of the tree) without scrolling, and the map stays the
+largest view. A split the user chose that starves a part, or one restored from a larger screen, is corrected; the
+Quantity choice keeps its whole text when activation patching's Corrupt field shows beside it."""
+
+import os
+from pathlib import Path
+
+import pytest
+from PySide6.QtCore import QPoint, QRect
+
+from attnviz.gui.translate.beam_tree import PAD, ROW_H
+from attnviz.gui.translate.layout import PAGE_ROWS, Needs, allocate, correct
+from tests.gui.conftest import load, translate
+
+MODELS = Path(__file__).resolve().parents[2] / "models"
+SENTENCE = "Ein kleines Mädchen in einem rosa Kleid klettert eine Treppe zu einem Spielhaus hinauf ."  # 15 tokens
+SIZES = [(1366, 768), (1024, 700), (1920, 1080)]
+
+
+def in_sight(widget, window) -> bool:
+    """The whole widget is drawn (no scroll area or splitter clips any of it) and lies inside the window."""
+    whole = QRect(0, 0, widget.width(), widget.height())
+    placed = QRect(widget.mapTo(window, QPoint(0, 0)), widget.size())
+    return widget.isVisible() and widget.visibleRegion().boundingRect() == whole and window.rect().contains(placed)
+
+
+def rows_in_sight(table) -> int:
+    """How many of the table's rows are wholly inside its viewport."""
+    viewport = table.viewport().rect()
+    return sum(viewport.contains(table.visualRect(table.model().index(r, 0))) for r in range(table.model().rowCount()))
+
+
+def decoded(qtbot, window, size):
+    tab = load(qtbot, window, str(MODELS / "de-en-multi30k.safetensors"))
+    window.resize(*size)
+    qtbot.waitUntil(lambda: (window.width(), window.height()) == size, timeout=3000)
+    tab.sampling_combo.setCurrentIndex(2)  # a beam search: a tree of more than six rows
+    tab.sampling_row.beam_spin.setValue(5)
+    translate(qtbot, window, SENTENCE)
+    qtbot.waitUntil(lambda: tab.quantity.suspect.found is not None, timeout=30000)
+    assert len(tab.document.encoder.src_tokens) - 2 == 15  # <sos>, <eos> aside
+    return tab
+
+
+def settle(qtbot, tab, page):
+    tab.search.side.setCurrentWidget(page)
+    qtbot.waitUntil(lambda: page.isVisible() and tab.side_splitter.sizes()[2] >= tab.search.page_need() - 1,
+                    timeout=3000)
+    qtbot.wait(30)  # the deferred fit and the scroll areas' own layouts
+
+
+@pytest.mark.parametrize("size", SIZES)
+def test_strips_chart_verdict_and_six_rows_of_every_page_in_sight(qtbot, window, size):
+    tab = decoded(qtbot, window, size)
+    search, lens = tab.search, tab.quantity.lens
+    pages = {"Steps": tab.step_table, "Search tree": search.panel_scroll, "Heads off": search.heads_scroll,
+             "Logit lens": lens.widget}
+    assert [search.side.tabText(i).replace("&", "") for i in range(search.side.count())] == list(pages)
+    for name, page in pages.items():
+        settle(qtbot, tab, page)
+        for widget in (tab.source_view, tab.output_view, tab.topk_view, tab.quantity.suspect.label,
+                       tab.translation_text.edit, tab.translation_text.copy_button):
+            assert in_sight(widget, window), (size, name, widget.objectName(), tab.side_splitter.sizes())
+        verdict = tab.quantity.suspect.label.text()
+        assert verdict.startswith(("Suspect score: no sign of a hallucination \u2014", "Suspect score: suspect: "))
+        assert window.rect().contains(QRect(search.side.mapTo(window, QPoint(0, 0)), search.side.size())), name
+        if name == "Steps":
+            assert len(tab.document.steps) >= PAGE_ROWS and rows_in_sight(tab.step_table) >= PAGE_ROWS, (size, name)
+        elif name == "Search tree":
+            tree, scroll = search.panel.tree_view, search.panel.tree_scroll
+            rows = max(r for _, r in tree._pos.values()) + 1
+            assert rows >= PAGE_ROWS  # the beam's tree has the rows to show
+            assert scroll.viewport().height() >= PAGE_ROWS * ROW_H + PAD, (size, scroll.viewport().height())
+            assert not page.verticalScrollBar().isVisible(), size  # the page itself does not scroll
+            for widget in (scroll, search.panel.nbest, search.panel.token_edit, search.panel.prefix_button):
+                assert in_sight(widget, window), (size, widget.objectName())
+        elif name == "Heads off":
+            assert not page.verticalScrollBar().isVisible(), size
+        else:
+            qtbot.waitUntil(lambda: lens.lens is not None, timeout=30000)
+            table = lens.table
+            assert rows_in_sight(table) == table.rowCount() == lens.lens.layers  # every decoder layer (3)
+            room = table.viewport().height() // table.verticalHeader().defaultSectionSize()
+            assert room >= PAGE_ROWS, (size, room)  # and room for six, as a deeper model has
+        if os.environ.get("ATTNVIZ_SHOTS") and name in ("Steps", "Search tree"):
+            shot = "translate" if name == "Steps" else "translate-tree"
+            window.grab().save(os.path.join(os.environ["ATTNVIZ_SHOTS"], f"{shot}-{size[0]}x{size[1]}.png"))
+    heatmap, grid = tab.attention.heatmap, tab.attention.grid  # the map stays the largest view
+    cells, tile = heatmap.map_rect(), grid.tile_size()
+    assert cells.width() * cells.height() >= 0.2 * size[0] * size[1], (size, cells)
+    assert cells.width() * cells.height() >= 4 * tile.width() * tile.height()
+    assert heatmap.visibleRegion().boundingRect().contains(cells)
+
+
+def test_the_side_column_shares_its_height_by_need():
+    needs = Needs(strips=200, chart=166, chart_least=88, page=180)
+    assert allocate(600, needs) == [200, 166, 234]  # room for all: the chart in one column, the page the rest
+    assert allocate(500, needs) == [200, 120, 180]  # the chart gives way to the page's rows, down to two columns
+    assert allocate(420, needs) == [200, 88, 132]  # short of room: the page takes what is left
+    assert allocate(300, needs)[0] == 150  # the strips never take more than half: they scroll
+    # a choice that starves the page is corrected from the parts that can spare it, each down to its own need
+    assert correct([300, 200, 100], needs) == [300, 120, 180]  # the part with the most to spare gives first
+    assert correct([10, 10, 580], needs) == [200, 88, 312]  # the strips and the chart get theirs back
+    assert correct([250, 170, 180], needs) == [250, 170, 180]  # a choice that fits is kept
+    assert correct([400, 300, -100], needs) == [332, 88, 180]  # chosen on a taller screen: the page's rows back
+
+
+def test_a_split_from_a_large_screen_is_corrected_on_a_small_one(qtbot, window, settings):
+    from attnviz.gui.main_window import MainWindow
+
+    tab = decoded(qtbot, window, (1920, 1080))
+    side = tab.side_splitter
+    side.setSizes([40, 40, 10_000])  # the strips and the chart squeezed, as a user may on a tall screen
+    side.splitterMoved.emit(40, 1)
+    qtbot.waitUntil(lambda: side.sizes()[0] >= tab.layout_state.needs().strips, timeout=3000)  # corrected at once
+    side.setSizes([400, 300, 10_000])
+    side.splitterMoved.emit(400, 1)
+    tab.save_settings(settings)
+    again = MainWindow(settings)
+    qtbot.addWidget(again)
+    again.show()
+    other = decoded(qtbot, again, (1024, 700))
+    settle(qtbot, other, other.search.panel_scroll)
+    for widget in (other.source_view, other.output_view, other.topk_view, other.quantity.suspect.label):
+        assert in_sight(widget, again), widget.objectName()
+    assert other.side_splitter.sizes()[2] >= other.search.page_need() - 1  # the page has its rows again
+
+
+def test_the_quantity_choice_stays_whole_beside_the_corrupt_field(qtbot, window):
+    tab = load(qtbot, window, str(MODELS / "de-en-multi30k.safetensors"))
+    for size in ((1024, 700), (1366, 768)):
+        window.resize(*size)
+        qtbot.waitUntil(lambda: (window.width(), window.height()) == size, timeout=3000)
+        tab.quantity.choose("patching")
+        bar = tab.quantity.bar
+        qtbot.waitUntil(lambda: bar.corrupt_box.isVisible(), timeout=3000)
+        qtbot.wait(30)  # the selector rows are arranged again after the field shows
+        for combo in (bar.combo, tab.attention.scale_combo):
+            assert combo.width() >= combo.sizeHint().width(), (size, combo.objectName(), combo.width())
+            assert in_sight(combo, window), (size, combo.objectName())
+        assert in_sight(bar.corrupt_edit, window) and bar.corrupt_edit.width() >= 90
