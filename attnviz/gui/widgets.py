@@ -24,6 +24,7 @@ from PySide6.QtWidgets import (
 W = TypeVar("W", bound=QWidget)
 V = TypeVar("V", bool, int, float, str)
 ItemView = TypeVar("ItemView", bound=QAbstractItemView)
+Table = TypeVar("Table", bound=QTableView)
 
 ModelIndex: TypeAlias = QModelIndex | QPersistentModelIndex  # what Qt hands an item model's methods
 NO_PARENT = QModelIndex()  # a table's rows have no parent: the invalid index, made once as a shared default
@@ -39,7 +40,7 @@ def named(widget: W, name: str, accessible: str, tip: str = "") -> W:
     return widget
 
 
-def compact_rows(table: QTableView) -> QTableView:
+def compact_rows(table: Table) -> Table:
     """Rows a line of text and a few pixels high (the style's default is about twice a line): a side column's table
     shows twice the rows."""
     height = table.fontMetrics().height() + COMPACT_PAD

@@ -131,12 +131,12 @@ def test_a_split_from_a_large_screen_is_corrected_on_a_small_one(qtbot, window, 
 
 def test_the_quantity_choice_stays_whole_beside_the_corrupt_field(qtbot, window):
     tab = load(qtbot, window, str(MODELS / "de-en-multi30k.safetensors"))
+    bar = tab.quantity.bar
     for size in ((1024, 700), (1366, 768)):
         window.resize(*size)
-        qtbot.waitUntil(lambda: (window.width(), window.height()) == size, timeout=3000)
+        qtbot.waitUntil(lambda s=size: (window.width(), window.height()) == s, timeout=3000)
         tab.quantity.choose("patching")
-        bar = tab.quantity.bar
-        qtbot.waitUntil(lambda: bar.corrupt_box.isVisible(), timeout=3000)
+        qtbot.waitUntil(bar.corrupt_box.isVisible, timeout=3000)
         qtbot.wait(30)  # the selector rows are arranged again after the field shows
         for combo in (bar.combo, tab.attention.scale_combo):
             assert combo.width() >= combo.sizeHint().width(), (size, combo.objectName(), combo.width())

@@ -39,8 +39,8 @@ from attnviz.gui.translate.changes import (
 from attnviz.gui.translate.document import DecodeDocument, DecodeRequest
 from attnviz.gui.translate.head_toggles import HeadsOffPanel
 from attnviz.gui.translate.jobs import DecodeJob, FinalTokensJob
-from attnviz.gui.translate.search_panel import SearchPanel
 from attnviz.gui.translate.layout import PAGE_ROWS
+from attnviz.gui.translate.search_panel import SearchPanel
 from attnviz.gui.widgets import scrolled, table_height
 from attnviz.gui.worker import JobFailure, Worker
 

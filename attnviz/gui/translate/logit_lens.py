@@ -52,7 +52,7 @@ class LogitLensPage(QObject):
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
-        column = QVBoxLayout(self.widget)
+        self.column = column = QVBoxLayout(self.widget)
         column.setContentsMargins(2, 2, 2, 2)
         column.addWidget(self.caption)
         column.addWidget(self.table, 1)
@@ -64,10 +64,9 @@ class LogitLensPage(QObject):
 
     def need(self) -> int:
         """The page's height for its caption and ``PAGE_ROWS`` layers' rows."""
-        margins = self.widget.layout().contentsMargins()
+        margins = self.column.contentsMargins()
         caption = self.caption.heightForWidth(max(self.widget.width() - margins.left() - margins.right(), 100))
-        return caption + self.widget.layout().spacing() + table_height(self.table, PAGE_ROWS) + margins.top() \
-            + margins.bottom()
+        return caption + self.column.spacing() + table_height(self.table, PAGE_ROWS) + margins.top() + margins.bottom()
 
     def set_translator(self, translator) -> None:
         self.worker.cancel()

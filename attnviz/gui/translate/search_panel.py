@@ -82,6 +82,7 @@ class SearchPanel(QWidget):
         self.nbest.customContextMenuRequested.disconnect()  # copyable's menu, and "Why this and not ...?"
         self.nbest.customContextMenuRequested.connect(self._on_menu)
         self.foils: dict[int, str] = {}  # node id -> its token where it leaves the answer (the explorer's)
+        self.foil_now: str | None = None  # the foil of the contrast the map shows (the Quantity selector's)
         self.nbest.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.nbest.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.nbest.verticalHeader().hide()
@@ -201,6 +202,8 @@ class SearchPanel(QWidget):
         if node in self.foils:
             menu.addSeparator()
             why = menu.addAction(f"Why this and not {visible_token(self.foils[node])!r}?")
+            why.setCheckable(True)
+            why.setChecked(self.foils[node] == self.foil_now)
             why.triggered.connect(lambda checked=False, n=node: self.contrast.emit(n))
         return menu
 

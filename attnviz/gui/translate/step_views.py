@@ -15,7 +15,8 @@ from attnviz.gui.translate.changes import Cleared, DocumentChange, Encoded, Fini
 from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.translate.mode import ModeTexts
 from attnviz.gui.translate.text import TranslationText
-from attnviz.gui.translate.tokens import TokenStrip, TopKView
+from attnviz.gui.translate.tokens import TokenStrip
+from attnviz.gui.translate.topk import TopKView
 from attnviz.gui.widgets import named, scrolled
 
 
@@ -30,9 +31,9 @@ class StepViews(QObject):
                                  "Source tokens as the model reads them; hover one to see which outputs attended to "
                                  "it. Shading is relative to the largest weight of the row shown (the darkest is "
                                  "not necessarily near 1).")
-        self.output_view = named(TokenStrip("The translation appears here, token by token", "Translation"), "outputView",
-                                 "Output tokens", "Output tokens; hover one to see its cross-attention on the source. "
-                                 "Shading is relative to the largest weight.")
+        self.output_view = named(TokenStrip("The translation appears here, token by token", "Translation"),
+                                 "outputView", "Output tokens", "Output tokens; hover one to see its cross-attention "
+                                 "on the source. Shading is relative to the largest weight.")
         self.translation_text = TranslationText()
         self.topk_view = TopKView()
         self.output_view.hovered.connect(self._on_output_hovered)
