@@ -86,7 +86,7 @@ def test_strips_chart_verdict_and_six_rows_of_every_page_in_sight(qtbot, window,
             room = table.viewport().height() // table.verticalHeader().defaultSectionSize()
             assert room >= PAGE_ROWS, (size, room)  # and room for six, as a deeper model has
         if os.environ.get("ATTNVIZ_SHOTS") and name in ("Steps", "Search tree"):
-            shot = "translate" if name == "Steps" else "translate-tree"
+            shot = "column-beam" if name == "Steps" else "column-tree"
             window.grab().save(os.path.join(os.environ["ATTNVIZ_SHOTS"], f"{shot}-{size[0]}x{size[1]}.png"))
     heatmap, grid = tab.attention.heatmap, tab.attention.grid  # the map stays the largest view
     cells, tile = heatmap.map_rect(), grid.tile_size()
@@ -137,7 +137,8 @@ def test_the_quantity_choice_stays_whole_beside_the_corrupt_field(qtbot, window)
         qtbot.waitUntil(lambda s=size: (window.width(), window.height()) == s, timeout=3000)
         tab.quantity.choose("patching")
         qtbot.waitUntil(bar.corrupt_box.isVisible, timeout=3000)
-        qtbot.wait(30)  # the selector rows are arranged again after the field shows
+        # the selector rows are arranged again once the field has shown
+        qtbot.waitUntil(lambda: bar.combo.width() >= bar.combo.sizeHint().width(), timeout=3000)
         for combo in (bar.combo, tab.attention.scale_combo):
             assert combo.width() >= combo.sizeHint().width(), (size, combo.objectName(), combo.width())
             assert in_sight(combo, window), (size, combo.objectName())
