@@ -36,4 +36,5 @@ def test_selectors_and_the_translated_text_show_whole(qtbot, window, size):
     assert tab.translation_text.edit.text()  # the translation is there to copy
     if os.environ.get("ATTNVIZ_SHOTS"):
         qtbot.waitUntil(lambda: tab.quantity.suspect.found is not None, timeout=30000)  # the verdict in the shot
+        qtbot.wait(100)  # and the side column refitted to it
         window.grab().save(os.path.join(os.environ["ATTNVIZ_SHOTS"], f"translate-{size[0]}x{size[1]}.png"))

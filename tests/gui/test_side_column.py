@@ -98,7 +98,7 @@ def test_strips_chart_verdict_and_six_rows_of_every_page_in_sight(qtbot, window,
 def test_the_side_column_shares_its_height_by_need():
     needs = Needs(strips=200, chart=166, chart_least=88, page=180)
     assert allocate(600, needs) == [200, 166, 234]  # room for all: the chart in one column, the page the rest
-    assert allocate(500, needs) == [200, 120, 180]  # the chart gives way to the page's rows, down to two columns
+    assert allocate(500, needs) == [200, 88, 212]  # the chart gives way to the page's rows: two columns
     assert allocate(420, needs) == [200, 88, 132]  # short of room: the page takes what is left
     assert allocate(300, needs)[0] == 150  # the strips never take more than half: they scroll
     # a choice that starves the page is corrected from the parts that can spare it, each down to its own need

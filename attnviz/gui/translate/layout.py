@@ -9,8 +9,9 @@ sizes them from the window: the side column about a quarter of the width, the gr
 bounds, so a larger window gives its extra pixels to the map. The side column's heights come from what each part
 needs (``Needs``): the strips and the verdict their content (up to half the column, then they scroll), the open
 page ``PAGE_ROWS`` rows, the chart its one-column height when that leaves the page its rows, else its two-column
-one. A height the user chose (or one restored from another screen) that leaves a part less than it needs is
-corrected on every resize, page change and new sentence, taking from the parts with room to spare.
+one (the page gets the rest). Heights the user chose for the strips and the chart are kept (saved as numbers) and
+the page takes the rest; where that leaves a part less than it needs (a split chosen on a taller screen), they are
+corrected on every resize, page change and change of content, taking from the parts with room to spare.
 """
 
 from __future__ import annotations
@@ -56,12 +57,12 @@ class Needs:
 
 
 def allocate(total: int, needs: Needs) -> list[int]:
-    """The side column's heights for ``total`` px: the strips their content (up to their share), the page its rows,
-    the chart one column if that leaves the page its rows, else what is left down to two columns; any px over to
-    the page."""
+    """The side column's heights for ``total`` px: the strips their content (up to their share), the chart one
+    column if that leaves the page its rows, else two; the page the rest (its rows, and more rows when there is
+    room: a two-column chart taller than it needs would only space its bars out)."""
     strips = min(needs.strips, int(STRIPS_SHARE * total))
     rest = total - strips
-    chart = needs.chart if rest - needs.chart >= needs.page else max(needs.chart_least, rest - needs.page)
+    chart = needs.chart if rest - needs.chart >= needs.page else needs.chart_least
     return [strips, chart, max(rest - chart, 1)]
 
 
