@@ -21,6 +21,7 @@ def in_sight(widget) -> bool:
 
 
 @pytest.mark.parametrize("size", [(1024, 700), (1366, 768), (1920, 1080)])
+@pytest.mark.usefixtures("app_style")  # the app's stylesheet, as in the README's screenshots this test takes
 def test_selectors_and_the_translated_text_show_whole(qtbot, window, size):
     tab = load(qtbot, window, str(MODELS / "de-en-multi30k.safetensors"))
     window.resize(*size)

@@ -33,6 +33,9 @@ def rows_in_sight(table) -> int:
     return sum(viewport.contains(table.visualRect(table.model().index(r, 0))) for r in range(table.model().rowCount()))
 
 
+pytestmark = pytest.mark.usefixtures("app_style")  # as users see it: a taller entry row leaves the column less
+
+
 def decoded(qtbot, window, size):
     tab = load(qtbot, window, str(MODELS / "de-en-multi30k.safetensors"))
     window.resize(*size)
