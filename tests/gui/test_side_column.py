@@ -146,3 +146,14 @@ def test_the_quantity_choice_stays_whole_beside_the_corrupt_field(qtbot, window)
             assert combo.width() >= combo.sizeHint().width(), (size, combo.objectName(), combo.width())
             assert in_sight(combo, window), (size, combo.objectName())
         assert in_sight(bar.corrupt_edit, window) and bar.corrupt_edit.width() >= 90
+
+
+def test_scrubbing_back_keeps_the_column_still(qtbot, window):
+    tab = decoded(qtbot, window, (1366, 768))
+    qtbot.wait(30)
+    sizes, strip = tab.side_splitter.sizes(), tab.output_view.height()
+    for step in (0, 3, len(tab.document.steps) - 1):
+        tab.go_to(step)
+        qtbot.wait(30)  # a refit would land here
+        assert len(tab.output_view.tokens()) == step + 1  # the strip shows the tokens so far...
+        assert tab.side_splitter.sizes() == sizes and tab.output_view.height() == strip  # ...in the same room

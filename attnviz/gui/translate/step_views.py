@@ -82,7 +82,7 @@ class StepViews(QObject):
             return
         current = doc.current
         steps = doc.steps[: current + 1] if current >= 0 else []
-        self.output_view.set_tokens([s.token for s in steps], current)
+        self.output_view.set_tokens([s.token for s in steps], current, [s.token for s in doc.steps])
         step = steps[-1] if steps else None
         self.topk_view.set_candidates(step.topk if step else [], step.entropy if step else None,
                                       (step.token, step.probability) if step else None, bool(step and step.forced))

@@ -58,6 +58,7 @@ class TokenStrip(QWidget):
         self._current = -1
         self._rects: list[QRect] = []
         self._labels: list[str] = []
+        self._room: list[str] = []  # the labels the strip's height is for (``set_tokens``)
 
     def set_placeholder(self, text: str) -> None:
         self._placeholder = text
@@ -77,12 +78,15 @@ class TokenStrip(QWidget):
         font.setBold(True)
         return QFontMetrics(font)
 
-    def set_tokens(self, tokens: Sequence[str], current: int = -1) -> None:
+    def set_tokens(self, tokens: Sequence[str], current: int = -1, room: Sequence[str] = ()) -> None:
+        """Show ``tokens`` (``current`` marked); the strip keeps the height ``room`` needs (the whole translation
+        while playback or scrubbing shows a part of it), so the column under it does not move at every step."""
         kept = self._selected + 1  # the selected chip stays while it and the tokens before it do (playback)
         if list(tokens) != self._tokens and (kept <= 0 or list(tokens[:kept]) != self._tokens[:kept]):
             self._selected = -1
         self._tokens, self._current, self._weights = list(tokens), current, None
         self._labels = [visible_token(t) for t in self._tokens]  # a space drawn as a glyph, not as nothing
+        self._room = [visible_token(t) for t in room] if len(room) > len(tokens) else self._labels
         self.updateGeometry()
         self.update()
         announce(self)
@@ -143,13 +147,14 @@ class TokenStrip(QWidget):
         if self._tokens:
             QGuiApplication.clipboard().setText(self.copy_text(everything))
 
-    def _flow(self) -> list[QRect]:
-        """The chips' rectangles, wrapped at the strip's width after the title: compact (a line of text and a few
-        pixels), so a 15-token sentence takes three or four rows of a narrow side column."""
+    def _flow(self, labels: Sequence[str] | None = None) -> list[QRect]:
+        """The chips' rectangles (of ``labels``, the strip's own by default), wrapped at the strip's width after the
+        title: compact (a line of text and a few pixels), so a 15-token sentence takes three or four rows of a
+        narrow side column."""
         metrics, first = self.fontMetrics(), GAP + self._title_width()
         x, y, rects = first, GAP, list[QRect]()
         h, bar = metrics.height() + CHIP_PAD, SHARE_BAR + 2 if self._shares is not None else 0
-        for tok in self._labels:
+        for tok in self._labels if labels is None else labels:
             w = metrics.horizontalAdvance(tok) + 10
             if x + w > self.width() - GAP and x > GAP and rects:
                 x, y = GAP, y + h + GAP + bar
@@ -158,7 +163,7 @@ class TokenStrip(QWidget):
         return rects
 
     def sizeHint(self) -> QSize:
-        rects = self._flow()
+        rects = self._flow(self._room)
         bar = SHARE_BAR + 2 if self._shares is not None else 0
         line = self.fontMetrics().height() + CHIP_PAD + 2 * GAP
         return QSize(400, (rects[-1].bottom() + GAP + 1 + bar) if rects else line)
