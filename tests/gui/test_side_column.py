@@ -12,7 +12,7 @@ import pytest
 from PySide6.QtCore import QPoint, QRect
 
 from attnviz.gui.translate.beam_tree import PAD, ROW_H
-from attnviz.gui.translate.layout import PAGE_ROWS, Needs, allocate, correct
+from attnviz.gui.translate.layout import PAGE_ROWS, Needs, allocate, correct, narrowed
 from tests.gui.conftest import load, translate
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
@@ -109,6 +109,9 @@ def test_the_side_column_shares_its_height_by_need():
     assert correct([10, 10, 580], needs) == [200, 88, 312]  # the strips and the chart get theirs back
     assert correct([250, 170, 180], needs) == [250, 170, 180]  # a choice that fits is kept
     assert correct([400, 300, -100], needs) == [332, 88, 180]  # chosen on a taller screen: the page's rows back
+    assert narrowed(1920, 500, 250) == (500, 250)  # a choice that leaves the map its share stays
+    assert narrowed(1000, 900, 200) == (300, 140)  # the side column first, then the grid, to their own widths
+    assert narrowed(1366, 500, 163) == (424, 163)  # just what the map's share asks
 
 
 def test_a_split_from_a_large_screen_is_corrected_on_a_small_one(qtbot, window, settings):
@@ -157,3 +160,23 @@ def test_scrubbing_back_keeps_the_column_still(qtbot, window):
         qtbot.wait(30)  # a refit would land here
         assert len(tab.output_view.tokens()) == step + 1  # the strip shows the tokens so far...
         assert tab.side_splitter.sizes() == sizes and tab.output_view.height() == strip  # ...in the same room
+
+
+def test_columns_chosen_wide_on_a_large_screen_are_narrowed_on_a_small_one(qtbot, window, settings):
+    from attnviz.gui.main_window import MainWindow
+    from attnviz.gui.translate.layout import grid_width, side_width
+
+    tab = decoded(qtbot, window, (1920, 1080))
+    tab.splitter.setSizes([900, 1000])  # the side column dragged past the middle
+    tab.splitter.splitterMoved.emit(900, 1)
+    tab.save_settings(settings)
+    again = MainWindow(settings)
+    qtbot.addWidget(again)
+    again.show()
+    other = decoded(qtbot, again, (1024, 700))
+    width = other.width()
+    # at 1024 px the window's own widths already leave the map no more than its share: back to them
+    qtbot.waitUntil(lambda: other.splitter.sizes()[1] <= side_width(width), timeout=3000)
+    assert other.attention.splitter.sizes()[1] <= grid_width(width)
+    cells = other.attention.heatmap.map_rect()
+    assert cells.width() * cells.height() >= 0.2 * 1024 * 700, cells  # the map keeps its share

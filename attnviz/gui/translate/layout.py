@@ -26,11 +26,21 @@ from attnviz.gui.attention.panel import AttentionPanel
 
 SIDE_SHARE, SIDE_MIN, SIDE_MAX = 0.25, 300, 460  # the side column: share of the tab's width, bounds in px
 GRID_SHARE, GRID_MIN, GRID_MAX = 0.12, 140, 280  # the grid column beside the map
+MAP_SHARE = 0.57  # the least of the tab's width the map keeps when the user chose the columns' widths (at 1024 px,
+# what the window's own sizes leave it, a fifth of the window's area for its cells)
 STRIPS_SHARE = 0.5  # the strips, text and verdict take at most this share of the side column (the strips scroll)
 SPACING = 2  # px between the strips and the text under them
 PAGE_ROWS = 6  # rows (or tree rows) the open page shows without scrolling
-KEYS = {"main": "translate/layout/main", "attention": "translate/layout/attention"}  # splitter states
-SIDE_KEY = "translate/layout/sideHeights"  # the strips' and the chart's heights the user chose, "175,217"
+# what the user chose, kept as numbers (a splitter state restored before the window is laid out comes back scaled
+# to a column that is not there yet): the side and grid columns' widths, the strips' and the chart's heights
+WIDTHS_KEY, HEIGHTS_KEY = "translate/layout/widths", "translate/layout/sideHeights"  # "340,163", "175,217"
+OLD_KEYS = ("translate/layout/main", "translate/layout/side", "translate/layout/attention")  # splitter states
+
+
+def numbers(text: object) -> list[int] | None:
+    """Two whole numbers "a,b" read back from the settings, or None."""
+    parts = str(text or "").split(",")
+    return [int(p) for p in parts] if len(parts) == 2 and all(p.strip().isdigit() for p in parts) else None
 
 
 def side_width(width: int) -> int:
@@ -39,6 +49,18 @@ def side_width(width: int) -> int:
 
 def grid_width(width: int) -> int:
     return int(min(max(GRID_SHARE * width, GRID_MIN), GRID_MAX))
+
+
+def narrowed(width: int, side: int, grid: int) -> tuple[int, int]:
+    """The side and grid columns a user chose, narrowed (the side column first, each down to its width from the
+    window) until the map keeps ``MAP_SHARE`` of a tab ``width`` px wide, as the window's own sizes leave it."""
+    over = side + grid - int((1 - MAP_SHARE) * width)
+    if over > 0:
+        cut = min(over, max(side - side_width(width), 0))
+        side, over = side - cut, over - cut
+    if over > 0:
+        grid -= min(over, max(grid - grid_width(width), 0))
+    return side, grid
 
 
 @dataclass(frozen=True)
@@ -115,6 +137,7 @@ class TranslateLayout(QObject):
             splitter.splitterMoved.connect(self._on_moved)
         self.automatic = True  # sized from the window until the user moves a splitter or one is restored
         self._chosen: list[int] | None = None  # the strips' and the chart's heights the user chose (or restored)
+        self._widths: list[int] | None = None  # the side and grid columns' widths the user chose (or restored)
         self.side.splitterMoved.connect(self._on_side_moved)
         self._refit = QTimer(self)  # what a part needs changed (a strip's rows, the verdict, a page's caption)
         self._refit.setSingleShot(True)
@@ -133,19 +156,22 @@ class TranslateLayout(QObject):
     def splitters(self) -> tuple[QSplitter, QSplitter, QSplitter]:
         return self.main, self.side, self.attention.splitter
 
-    def _stored(self) -> tuple[QSplitter, QSplitter]:
-        """The splitters whose states are kept as Qt saves them (the side column's heights are kept as numbers:
-        a state restored before the window is laid out comes back scaled to a column that is not there yet)."""
-        return self.main, self.attention.splitter
-
     def fit(self, width: int, height: int) -> None:
-        """Size the splitters for a tab ``width`` x ``height`` (the side column's heights from what its parts need;
-        the widths only while the user has not chosen them)."""
+        """Size the splitters for a tab ``width`` x ``height``: the side column's heights from what its parts need;
+        the widths from the window while the user has not chosen them, else the chosen ones, narrowed where they
+        would leave the map less than its share (chosen on a wider screen)."""
         if self.automatic:
             side = side_width(width)
             self.main.setSizes([max(width - side, 1), side])
             grid = grid_width(width)
             self.attention.splitter.setSizes([max(width - side - grid, 1), grid])
+        else:
+            now = self.widths()
+            side, grid = narrowed(width, *(self._widths or now))
+            if [side, grid] != now:
+                main, maps = sum(self.main.sizes()) or width, sum(self.attention.splitter.sizes()) or width - side
+                self.main.setSizes([max(main - side, 1), side])
+                self.attention.splitter.setSizes([max(maps - grid, 1), grid])
         self.fit_side()
 
     def needs(self) -> Needs:
@@ -174,26 +200,28 @@ class TranslateLayout(QObject):
 
     def _on_moved(self, pos: int, index: int) -> None:
         self.automatic = False
+        self._widths = self.widths()
+
+    def widths(self) -> list[int]:
+        """The side column's and the grid column's widths now."""
+        return [self.main.sizes()[1], self.attention.splitter.sizes()[1]]
 
     def _on_side_moved(self, pos: int, index: int) -> None:
         self._chosen = self.side.sizes()[:2]
 
     def save(self, settings: QSettings) -> None:
+        for key in OLD_KEYS:
+            settings.remove(key)
         if self.automatic:  # nothing chosen: the next window sizes itself for its screen
-            for key in (*KEYS.values(), SIDE_KEY):
-                settings.remove(key)
+            settings.remove(WIDTHS_KEY)
+            settings.remove(HEIGHTS_KEY)
             return
-        for key, splitter in zip(KEYS.values(), self._stored()):
-            settings.setValue(key, splitter.saveState())
-        settings.setValue(SIDE_KEY, ",".join(str(n) for n in self.side.sizes()[:2]))
+        settings.setValue(WIDTHS_KEY, ",".join(str(n) for n in self.widths()))
+        settings.setValue(HEIGHTS_KEY, ",".join(str(n) for n in self.side.sizes()[:2]))
 
     def restore(self, settings: QSettings) -> None:
-        for key, splitter in zip(KEYS.values(), self._stored()):
-            state = settings.value(key)
-            if state is not None and splitter.restoreState(state):
-                self.automatic = False
-        heights = str(settings.value(SIDE_KEY, "")).split(",")
-        if len(heights) == 2 and all(h.strip().isdigit() for h in heights):
-            self._chosen = [int(h) for h in heights]  # corrected, as any chosen height, once laid out
+        """The widths and heights the user chose, applied (and corrected where they no longer fit) once the tab is
+        laid out."""
+        self._widths, self._chosen = numbers(settings.value(WIDTHS_KEY)), numbers(settings.value(HEIGHTS_KEY))
+        if self._widths is not None or self._chosen is not None:
             self.automatic = False
-
