@@ -47,6 +47,9 @@ def test_the_logit_lens_shows_in_the_map_with_each_layers_probability(qtbot, loa
     assert data.cols == tuple(f"L{n + 1}" for n in range(lens.layers))
     assert data.title.startswith("Logit lens \u00b7 p(chosen token) per decoder layer")
     assert tab.attention.kind_combo.currentText() == "p(chosen token) per decoder layer"
+    arrays, sidecar = tab.quantity.export_extra()  # exported as shown, its layout said
+    np.testing.assert_allclose(arrays["logit_lens_lens"][0, 0], lens.chosen_prob.T, rtol=1e-5, atol=1e-6)
+    assert sidecar["quantity"]["layout"].startswith("[1, 1, output tokens, decoder layers]")
 
 
 def test_a_foil_from_the_chart_shows_in_the_selector_and_its_title(qtbot, loaded):
@@ -63,6 +66,7 @@ def test_a_foil_from_the_chart_shows_in_the_selector_and_its_title(qtbot, loaded
     foils = settings_menu(bar)["Contrast with (foil)"]
     assert foils[repr(foil)].isChecked() and not foils["None (not contrastive)"].isChecked()
     assert tab.topk_view.foil_shown == foil and why_action(tab, foil).isChecked()
+    assert tab.search.panel.foil_now == foil  # the n-best list's menu checks the same foil
     tab.attention.heatmap.repaint()
     assert tab.attention.heatmap.data().title.startswith(f"Contrastive saliency vs {foil!r} (foil) \u00b7 ")
 

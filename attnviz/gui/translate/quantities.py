@@ -277,7 +277,9 @@ def export_fields(result: QuantityResult, sinks_hidden: bool) -> tuple[dict[str,
     if result.columns:
         arrays[f"{prefix}_columns"] = np.array(result.columns, dtype=str)
     layout = ("[layers, 1, output tokens, source tokens then decoder inputs]; the first `sources` columns are the "
-              "source" if ATTRIBUTION.key in result.maps else "[layers, heads, rows, columns] as the attention kinds")
+              "source" if ATTRIBUTION.key in result.maps else "[1, 1, output tokens, decoder layers]: p(chosen) as "
+              "each layer reads it" if LENS.key in result.maps else "[layers, heads, rows, columns] as the attention "
+              "kinds")
     meta = {"key": q.key, "label": q.label, "method": q.method or q.key, "description": q.description,
             "settings": {k: v for k, v in result.settings.items()}, "notes": list(result.notes),
             "arrays": sorted(arrays), "layout": layout, "sources": result.sources,
