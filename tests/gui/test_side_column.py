@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QPoint, QRect
 
+from attnviz.engine.attribution.suspect_rule import judge
+from attnviz.gui.translate.suspect_line import short_line
 from attnviz.gui.translate.beam_tree import PAD, ROW_H
 from attnviz.gui.translate.layout import PAGE_ROWS, Needs, allocate, correct, narrowed
 from tests.gui.conftest import load, translate
@@ -67,8 +69,16 @@ def test_strips_chart_verdict_and_six_rows_of_every_page_in_sight(qtbot, window,
         for widget in (tab.source_view, tab.output_view, tab.topk_view, tab.quantity.suspect.label,
                        tab.translation_text.edit, tab.translation_text.copy_button):
             assert in_sight(widget, window), (size, name, widget.objectName(), tab.side_splitter.sizes())
-        verdict = tab.quantity.suspect.label.text()
-        assert verdict.startswith(("Suspect score: no sign of a hallucination \u2014", "Suspect score: suspect: "))
+        suspect = tab.quantity.suspect
+        verdict = judge(suspect.found, suspect.calibration).text()
+        assert suspect.label.text().startswith(f"Suspect score: {verdict} \u2014 ")  # the verdict first
+        if suspect.compact:  # a short column: the verdict alone, the whole line in the tooltip
+            assert suspect.label.text() == short_line(suspect.found, suspect.calibration)
+            assert suspect.label.toolTip().startswith(suspect.text())
+        else:
+            assert suspect.label.text() == suspect.text()
+        if size != (1024, 700) or name == "Steps":
+            assert not suspect.compact, (size, name)  # the whole line wherever there is room for it
         assert window.rect().contains(QRect(search.side.mapTo(window, QPoint(0, 0)), search.side.size())), name
         if name == "Steps":
             assert len(tab.document.steps) >= PAGE_ROWS and rows_in_sight(tab.step_table) >= PAGE_ROWS, (size, name)

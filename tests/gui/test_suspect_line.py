@@ -60,6 +60,6 @@ def test_a_calibrated_model_gives_its_aurocs_in_the_tooltip_and_its_rule_in_the_
             assert f"{LABELS[name]}: AUROC {fit.auroc:.3f} (" in tip, name
     assert "sink mass: AUROC" in tip and "shown, never voted" in tip
     assert suspect.label.text() == line(suspect.found, calibration)
-    assert suspect.label.text().endswith(judge(suspect.found, calibration).text())
+    assert suspect.label.text().startswith(f"Suspect score: {judge(suspect.found, calibration).text()} \u2014 ")
     assert "calibrated score" in suspect.label.text()
     assert "not calibrated" not in suspect.label.text()

@@ -9,15 +9,19 @@ sizes them from the window: the side column about a quarter of the width, the gr
 bounds, so a larger window gives its extra pixels to the map. The side column's heights come from what each part
 needs (``Needs``): the strips and the verdict their content (up to half the column, then they scroll), the open
 page ``PAGE_ROWS`` rows, the chart its one-column height when that leaves the page its rows, else its two-column
-one (the page gets the rest). Heights the user chose for the strips and the chart are kept (saved as numbers) and
-the page takes the rest; where that leaves a part less than it needs (a split chosen on a taller screen), they are
-corrected on every resize, page change and change of content, taking from the parts with room to spare.
+one (the page gets the rest); if the page still lacks its rows, the suspect score under the text shows its verdict
+alone (the whole line in its tooltip). Heights the user chose for the strips and the chart are kept (saved as
+numbers) and the page takes the rest; where that leaves a part less than it needs (a split chosen on a taller
+screen), they are corrected on every resize, page change and change of content, taking from the parts with room to
+spare.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from PySide6.QtCore import QEvent, QObject, QSettings, Qt, QTimer
 from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QVBoxLayout, QWidget
@@ -61,6 +65,18 @@ def narrowed(width: int, side: int, grid: int) -> tuple[int, int]:
     if over > 0:
         grid -= min(over, max(grid - grid_width(width), 0))
     return side, grid
+
+
+class Shortening(Protocol):
+    """Lines under the translated text that can shorten to what matters most (the suspect score to its verdict)."""
+
+    compact: bool
+
+    def set_compact(self, compact: bool) -> None: ...
+
+    def extra_height(self, width: int) -> int:
+        """The px the full form takes beyond the short one at ``width``."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -107,9 +123,10 @@ class TranslateLayout(QObject):
     """The tab's splitters and the rule that sizes them; ``main`` goes into the tab's layout."""
 
     def __init__(self, attention: AttentionPanel, playback: QWidget, tokens: QScrollArea, text: QWidget,
-                 topk: QWidget, pages: QTabWidget, page_need: Callable[[], int]):
+                 topk: QWidget, pages: QTabWidget, page_need: Callable[[], int], lines: Shortening | None = None):
         super().__init__(attention)
         self.attention, self.tokens, self.text, self.topk, self.page_need = attention, tokens, text, topk, page_need
+        self.lines = lines
         map_box = QWidget()
         column = QVBoxLayout(map_box)
         column.setContentsMargins(0, 0, 0, 0)
@@ -185,18 +202,28 @@ class TranslateLayout(QObject):
 
     def fit_side(self) -> None:
         """The side column's heights: from the needs while automatic, else the user's corrected where a part lacks
-        what it needs."""
+        what it needs; when the open page would still lack its rows, the lines under the text (the suspect score)
+        shorten to their verdict."""
         total = self.side.height() - self.side.handleWidth() * (self.side.count() - 1)
         if total <= 0:
             return
-        needs = self.needs()
-        if self.automatic:
-            sizes = allocate(total, needs)
-        else:  # the page takes what the strips and the chart chosen leave
-            chosen = self._chosen
-            sizes = correct([*chosen, total - sum(chosen)] if chosen else self.side.sizes(), needs)
+        needs, lines = self.needs(), self.lines
+        extra = lines.extra_height(self.text.width() or self.strips.width()) if lines is not None else 0
+        full = dataclasses.replace(needs, strips=needs.strips + (extra if lines is not None and lines.compact else 0))
+        sizes = self._sizes(total, full)
+        short = extra > 0 and sizes[2] < needs.page
+        if short:
+            sizes = self._sizes(total, dataclasses.replace(full, strips=full.strips - extra))
+        if lines is not None:
+            lines.set_compact(short)
         if sizes != self.side.sizes():
             self.side.setSizes(sizes)
+
+    def _sizes(self, total: int, needs: Needs) -> list[int]:
+        if self.automatic:
+            return allocate(total, needs)
+        chosen = self._chosen  # the page takes what the strips and the chart chosen leave
+        return correct([*chosen, total - sum(chosen)] if chosen else self.side.sizes(), needs)
 
     def _on_moved(self, pos: int, index: int) -> None:
         self.automatic = False

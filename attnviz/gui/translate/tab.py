@@ -116,7 +116,7 @@ class TranslateTab(QWidget):
         entry.setStretch(1, 1)
         self.layout_state = TranslateLayout(self.attention, self.playback, self.step_views.tokens_box(),
                                             self.translation_text, self.topk_view, self.search.side,
-                                            self.search.page_need)
+                                            self.search.page_need, self.quantity.suspect)
         self.splitter, self.side_splitter = self.layout_state.main, self.layout_state.side
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
