@@ -51,10 +51,12 @@ def decoded(qtbot, window, size):
 
 
 def settle(qtbot, tab, page):
+    """Open ``page`` and let the column refit (deferred to the event loop, later still on a loaded machine)."""
     tab.search.side.setCurrentWidget(page)
-    qtbot.waitUntil(lambda: page.isVisible() and tab.side_splitter.sizes()[2] >= tab.search.page_need() - 1,
-                    timeout=3000)
-    qtbot.wait(30)  # the deferred fit and the scroll areas' own layouts
+    layout, strips = tab.layout_state, tab.layout_state.tokens.verticalScrollBar()
+    qtbot.waitUntil(lambda: page.isVisible() and not layout._refit.isActive() and strips.maximum() == 0
+                    and tab.side_splitter.sizes()[2] >= tab.search.page_need() - 1, timeout=5000)
+    qtbot.wait(30)  # the scroll areas' own layouts
 
 
 @pytest.mark.parametrize("size", SIZES)
