@@ -12,9 +12,9 @@ import pytest
 from PySide6.QtCore import QPoint, QRect
 
 from attnviz.engine.attribution.suspect_rule import judge
-from attnviz.gui.translate.suspect_line import short_line
 from attnviz.gui.translate.beam_tree import PAD, ROW_H
 from attnviz.gui.translate.layout import PAGE_ROWS, Needs, allocate, correct, narrowed
+from attnviz.gui.translate.suspect_line import short_line
 from tests.gui.conftest import load, translate
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
