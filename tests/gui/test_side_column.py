@@ -15,7 +15,7 @@ from attnviz.engine.attribution.suspect_rule import judge
 from attnviz.gui.translate.beam_tree import PAD, ROW_H
 from attnviz.gui.translate.layout import PAGE_ROWS, Needs, allocate, correct, narrowed
 from attnviz.gui.translate.suspect_line import short_line
-from tests.gui.conftest import load, translate
+from tests.gui.conftest import load, load_toy_lm, translate
 
 MODELS = Path(__file__).resolve().parents[2] / "models"
 SENTENCE = "Ein kleines Mädchen in einem rosa Kleid klettert eine Treppe zu einem Spielhaus hinauf ."  # 15 tokens
@@ -192,3 +192,14 @@ def test_columns_chosen_wide_on_a_large_screen_are_narrowed_on_a_small_one(qtbot
     assert other.attention.splitter.sizes()[1] <= grid_width(width)
     cells = other.attention.heatmap.map_rect()
     assert cells.width() * cells.height() >= 0.2 * 1024 * 700, cells  # the map keeps its share
+
+
+def test_a_language_models_column_gives_its_one_strip_no_more_than_it_needs(qtbot, window, tmp_path):
+    tab = load_toy_lm(qtbot, window, tmp_path, steps=20)
+    window.resize(1024, 700)
+    qtbot.waitUntil(lambda: (window.width(), window.height()) == (1024, 700), timeout=3000)
+    translate(qtbot, window, "ab")
+    layout = tab.layout_state
+    qtbot.waitUntil(lambda: not layout._refit.isActive(), timeout=3000)
+    assert not tab.source_view.isVisible() and in_sight(tab.output_view, window)
+    assert tab.side_splitter.sizes()[0] <= layout.needs().strips + 2  # no empty band under a one-row strip

@@ -139,6 +139,7 @@ class TranslateLayout(QObject):
         strips_column.setContentsMargins(0, 0, 0, 0)
         strips_column.setSpacing(SPACING)
         strips_column.addWidget(tokens, 1)
+        tokens.setMinimumHeight(tokens.fontMetrics().height() + 8)  # a row of chips: the needs size it, not Qt's hint
         strips_column.addWidget(text)
         for widget in (self.strips, topk, pages):
             self.side.addWidget(widget)
