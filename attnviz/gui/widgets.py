@@ -17,15 +17,18 @@ from PySide6.QtWidgets import (
     QLabel,
     QMenu,
     QScrollArea,
+    QTableView,
     QWidget,
 )
 
 W = TypeVar("W", bound=QWidget)
 V = TypeVar("V", bool, int, float, str)
 ItemView = TypeVar("ItemView", bound=QAbstractItemView)
+Table = TypeVar("Table", bound=QTableView)
 
 ModelIndex: TypeAlias = QModelIndex | QPersistentModelIndex  # what Qt hands an item model's methods
 NO_PARENT = QModelIndex()  # a table's rows have no parent: the invalid index, made once as a shared default
+COMPACT_PAD = 6  # px a compact table row adds to a line of text
 FILE_NAME_WIDTH = 160  # px a chosen file's name may take on a button; longer ones are cut in the middle
 
 
@@ -35,6 +38,21 @@ def named(widget: W, name: str, accessible: str, tip: str = "") -> W:
     widget.setAccessibleName(accessible)
     widget.setToolTip(tip or accessible)
     return widget
+
+
+def compact_rows(table: Table) -> Table:
+    """Rows a line of text and a few pixels high (the style's default is about twice a line): a side column's table
+    shows twice the rows."""
+    height = table.fontMetrics().height() + COMPACT_PAD
+    table.verticalHeader().setMinimumSectionSize(height)
+    table.verticalHeader().setDefaultSectionSize(height)
+    return table
+
+
+def table_height(table: QTableView, rows: int) -> int:
+    """The height ``table`` needs to show its header and ``rows`` compact rows without scrolling."""
+    header = 0 if table.horizontalHeader().isHidden() else table.horizontalHeader().sizeHint().height()
+    return header + rows * table.verticalHeader().defaultSectionSize() + 2 * table.frameWidth() + 2
 
 
 def scrolled(widget: QWidget, name: str = "") -> QScrollArea:

@@ -37,6 +37,17 @@ def window(qtbot, settings):
 
 
 @pytest.fixture()
+def app_style(qapp):
+    """The app's own stylesheet (a bold Translate button, a padded sentence field: a taller entry row), as the
+    window is shown to users; the tests' default is the bare platform style."""
+    from attnviz.gui.app import load_stylesheet
+
+    qapp.setStyleSheet(load_stylesheet())
+    yield
+    qapp.setStyleSheet("")
+
+
+@pytest.fixture()
 def suspect_corpus(tmp_path):
     """Five toy sentences and their references in text files (source, target): a corpus to rank."""
     src, tgt = tmp_path / "src.txt", tmp_path / "tgt.txt"

@@ -95,7 +95,7 @@ def test_layer_and_head_survive_a_new_translation_and_a_restart(qtbot, loaded, s
 
 
 def test_top_k_marks_the_token_drawn_not_just_the_likeliest(qtbot):
-    from attnviz.gui.translate.tokens import TopKView
+    from attnviz.gui.translate.topk import TopKView
 
     view = TopKView()
     qtbot.addWidget(view)

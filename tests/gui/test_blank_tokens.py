@@ -13,7 +13,8 @@ from attnviz.engine.loading import load_translator
 from attnviz.engine.text.tokenize import visible_token
 from attnviz.gui.translate.document import DecodeDocument, DecodeRequest
 from attnviz.gui.translate.step_model import StepTableModel
-from attnviz.gui.translate.tokens import TokenStrip, TopKView
+from attnviz.gui.translate.tokens import TokenStrip
+from attnviz.gui.translate.topk import TopKView
 from attnviz.paths import models_dir
 
 SPACE = "\u2423"

@@ -21,6 +21,7 @@ def in_sight(widget) -> bool:
 
 
 @pytest.mark.parametrize("size", [(1024, 700), (1366, 768), (1920, 1080)])
+@pytest.mark.usefixtures("app_style")  # the app's stylesheet, as in the README's screenshots this test takes
 def test_selectors_and_the_translated_text_show_whole(qtbot, window, size):
     tab = load(qtbot, window, str(MODELS / "de-en-multi30k.safetensors"))
     window.resize(*size)
@@ -35,4 +36,6 @@ def test_selectors_and_the_translated_text_show_whole(qtbot, window, size):
         assert in_sight(widget), (size, widget.objectName())
     assert tab.translation_text.edit.text()  # the translation is there to copy
     if os.environ.get("ATTNVIZ_SHOTS"):
+        qtbot.waitUntil(lambda: tab.quantity.suspect.found is not None, timeout=30000)  # the verdict in the shot
+        qtbot.wait(100)  # and the side column refitted to it
         window.grab().save(os.path.join(os.environ["ATTNVIZ_SHOTS"], f"translate-{size[0]}x{size[1]}.png"))

@@ -207,7 +207,7 @@ def test_exports_carry_the_method_and_its_settings(qtbot, loaded, methods, tmp_p
     figure = json.loads((tmp_path / "ramp-L2-step2.svg.json").read_text())
     assert figure["quantity"]["method"] == "ramp" and figure["quantity"]["settings"] == {"aggregate": "sum",
                                                                                          "foil": "w7"}
-    assert "Ramp" in figure["title"] and "step 2/" in figure["title"]
+    assert "Contrastive ramp vs 'w7' (foil)" in figure["title"] and "step 2/" in figure["title"]  # what and vs what
     archive = tmp_path / asked[1]
     sidecar = json.loads(archive.with_suffix(".json").read_text())
     assert sidecar["quantity"]["settings"]["foil"] == "w7" and sidecar["quantity"]["notes"] == ["a ramp for tests"]
@@ -245,7 +245,8 @@ def test_a_methods_settings_menu_recomputes_it_with_the_value_chosen(qtbot, load
     bar = tab.quantity.bar
     assert bar.settings_button.isEnabled()
     menus = {m.title(): m for m in (a.menu() for a in bar.settings_menu.actions()) if m is not None}
-    assert set(menus) == {"Aggregation over the embedding", "Attributed quantity", "Integration steps", "Baseline"}
+    assert set(menus) == {"Contrast with (foil)", "Aggregation over the embedding", "Attributed quantity",
+                          "Integration steps", "Baseline"}
     steps = {a.text(): a for a in menus["Integration steps"].actions()}
     assert steps["32"].isChecked() and not steps["16"].isChecked()
     steps["16"].trigger()

@@ -4,6 +4,7 @@ before/after comparison marking exactly the changed tokens."""
 
 import numpy as np
 from PySide6.QtCore import Qt
+from pytestqt.exceptions import TimeoutError as QtTimeout
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import BeamDone, BeamStep
@@ -232,16 +233,22 @@ def test_the_tree_page_makes_room_on_a_short_screen_and_the_split_is_remembered(
     side.setSizes([10_000, 10_000, 0])  # the pages squeezed to their minimum
     side.splitterMoved.emit(side.sizes()[0], 1)  # as when the user drags a handle
     before = side.sizes()
-    assert tab.search.side.height() < tab.search.PAGE_MIN
+    assert not tab.layout_state.automatic and before[2] < tab.search.page_need()
     tab.search.side.setCurrentWidget(tab.search.panel_scroll)
+    qtbot.waitUntil(lambda: not tab.layout_state._refit.isActive()
+                    and not tab.search.panel_scroll.verticalScrollBar().isVisible(), timeout=5000)
     after = side.sizes()
-    assert after[2] > before[2] and tab.search.side.height() >= tab.search.PAGE_MIN  # the page got room
-    assert min(after[:2]) >= tab.search.KEEP  # the strips and the chart kept some
+    needs = tab.layout_state.needs()
+    assert after[2] > before[2] and after[2] >= needs.page == tab.search.page_need()  # the page got its rows
+    assert after[1] >= needs.chart_least and after[0] >= min(needs.floors(sum(after))[0], needs.strips)  # kept theirs
     tab.save_settings(settings)
     again = MainWindow(settings)
     qtbot.addWidget(again)
     again.resize(1024, 700)
     again.show()
-    qtbot.waitUntil(lambda: again.translate_tab.side_splitter.sizes()[2] > 0)
-    restored = again.translate_tab.side_splitter.sizes()  # (an empty tab's minimum heights differ by a few px)
-    assert all(abs(r - a) <= 8 for r, a in zip(restored, after)) and restored != before
+    side = again.translate_tab.side_splitter  # (an empty tab's needs differ by a few px; laid out in a moment)
+    try:
+        qtbot.waitUntil(lambda: all(abs(r - a) <= 40 for r, a in zip(side.sizes(), after)), timeout=5000)
+    except QtTimeout as timeout:  # say where it stopped
+        raise AssertionError((side.sizes(), after, again.translate_tab.layout_state.needs())) from timeout
+    assert not again.translate_tab.layout_state.automatic and side.sizes() != before

@@ -29,8 +29,8 @@ def test_the_line_shows_the_engines_components_for_the_sentence(qtbot, loaded):
     assert text == line(expected)
     for name in SHOWN:
         assert f"{LABELS[name]} {expected[name]:.3f}" in text
-    assert text.endswith(judge(expected, None).text())
-    assert text.endswith("(not calibrated: log-prob / token alone)") or "(not calibrated)" in text
+    assert text.startswith(f"Suspect score: {judge(expected, None).text()} \u2014 ")  # the verdict first, in sight
+    assert "(not calibrated: log-prob / token alone)" in text or "(not calibrated)" in text
     assert suspect.label.isVisible()
     tip = suspect.label.toolTip()
     for words in ("Guerreiro et al. 2023", "Berard et al. 2019", "Ferrando et al. 2022", "Dale et al. 2023",
@@ -60,6 +60,6 @@ def test_a_calibrated_model_gives_its_aurocs_in_the_tooltip_and_its_rule_in_the_
             assert f"{LABELS[name]}: AUROC {fit.auroc:.3f} (" in tip, name
     assert "sink mass: AUROC" in tip and "shown, never voted" in tip
     assert suspect.label.text() == line(suspect.found, calibration)
-    assert suspect.label.text().endswith(judge(suspect.found, calibration).text())
+    assert suspect.label.text().startswith(f"Suspect score: {judge(suspect.found, calibration).text()} \u2014 ")
     assert "calibrated score" in suspect.label.text()
     assert "not calibrated" not in suspect.label.text()

@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 
 from attnviz.gui.attention.head_grid import HeadGrid
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
+from attnviz.gui.attention.selector_rows import SelectorRows
 from attnviz.gui.attention.source import AttentionSource
 from attnviz.gui.widgets import add_labelled, scrolled
 
@@ -119,10 +120,7 @@ class AttentionPanel(QWidget):
         self.lead_box = QWidget()  # selectors added before the kind (``add_controls``)
         self.lead_row = QHBoxLayout(self.lead_box)
         self.lead_row.setContentsMargins(0, 0, 0, 0)
-        self.second_row = QHBoxLayout()  # both moved up by the first resize where the row fits them whole: a first
-        self.second_row.addWidget(self.lead_box)  # row too wide before the window is laid out would widen it
-        self.second_row.addWidget(self.display_box)
-        self.second_row.addStretch(1)
+        self.rows = SelectorRows(controls, self.lead_box, self.display_box, self.head_combo, self)
         for button in self._zoom_buttons():
             controls.addWidget(button)
         self.heatmap_scroll = QScrollArea()
@@ -149,7 +147,8 @@ class AttentionPanel(QWidget):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addLayout(controls)
-        layout.addLayout(self.second_row)
+        layout.addLayout(self.rows.second)
+        layout.addLayout(self.rows.third)
         layout.addWidget(self.splitter, 1)
 
     def add_controls(self, first: list[QWidget], display: list[QWidget], side: list[QWidget],
@@ -176,26 +175,7 @@ class AttentionPanel(QWidget):
         self.wrap_selectors()
 
     def wrap_selectors(self) -> None:
-        """One row of selectors when it fits whole; else the scale and merge choices go to a second row, then the
-        selectors added before the kind, so that no selector is cut ("Cross-attenti", "Mean of |" at 1024 px)."""
-        first, second, space = self.controls, self.second_row, self.controls.spacing()
-        movable = (self.lead_box, self.display_box)  # the first stays up longest
-        width = first.sizeHint().width() - sum(w.sizeHint().width() + space for w in movable if first.indexOf(w) >= 0)
-        up = []
-        for box in movable:
-            width += box.sizeHint().width() + space
-            if width > self.width():
-                break
-            up.append(box)
-        if [w for w in movable if first.indexOf(w) >= 0] == up:
-            return
-        for box in movable:
-            (first if first.indexOf(box) >= 0 else second).removeWidget(box)
-        first.insertWidget(0, self.lead_box) if self.lead_box in up else second.insertWidget(0, self.lead_box)
-        if self.display_box in up:
-            first.insertWidget(first.indexOf(self.head_combo) + 1, self.display_box)
-        else:
-            second.insertWidget(second.indexOf(self.lead_box) + 1, self.display_box)
+        self.rows.wrap(self.width())
 
     def _zoom_buttons(self) -> list[QToolButton]:
         """Zoom in / out / fit, as actions (Ctrl++, Ctrl+-, Ctrl+0) shown as tool buttons beside the selectors."""

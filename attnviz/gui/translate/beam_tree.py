@@ -21,13 +21,14 @@ from attnviz.engine.events import BeamNode
 from attnviz.engine.search.tree import ROOT, SearchTree
 from attnviz.gui.accessible import announce
 
-COL_W, NODE_W, ROW_H, NODE_H, PAD = 112, 100, 30, 20, 8
+COL_W, NODE_W, ROW_H, NODE_H, PAD = 112, 100, 22, 18, 4  # px; a row: a node and 4 px, so 6 rows take 132 px
 CHOSEN, FINISHED, BRANCH = QColor(230, 120, 20), QColor(40, 150, 60), QColor(130, 60, 200)
 
 
 class BeamTreeView(QWidget):
     activated = Signal(int)  # node id: show this hypothesis
     cursor_moved = Signal(QRect)  # the cursor's node rectangle, for the scroll area to keep it visible
+    laid_out = Signal(int)  # the tree's rows after it grew (or was cleared): the page sizes its view from them
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -56,6 +57,7 @@ class BeamTreeView(QWidget):
         rows = max((r for _, r in self._pos.values()), default=0) + 1
         cols = max((c for c, _ in self._pos.values()), default=0) + 1
         self.setMinimumSize(max(200, 2 * PAD + cols * COL_W), max(80, 2 * PAD + rows * ROW_H))
+        self.laid_out.emit(rows)
         self.update()
         announce(self)
 

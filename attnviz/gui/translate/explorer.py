@@ -15,11 +15,11 @@ only what ``ExplorerHost`` offers.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal, Slot
-from PySide6.QtWidgets import QScrollArea, QSplitter, QTabWidget, QWidget
+from PySide6.QtWidgets import QTableView, QTabWidget, QWidget
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import InputError
@@ -39,8 +39,9 @@ from attnviz.gui.translate.changes import (
 from attnviz.gui.translate.document import DecodeDocument, DecodeRequest
 from attnviz.gui.translate.head_toggles import HeadsOffPanel
 from attnviz.gui.translate.jobs import DecodeJob, FinalTokensJob
+from attnviz.gui.translate.layout import PAGE_ROWS
 from attnviz.gui.translate.search_panel import SearchPanel
-from attnviz.gui.widgets import scrolled
+from attnviz.gui.widgets import scrolled, table_height
 from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:
@@ -77,15 +78,11 @@ class ExplorerHost(Protocol):
         ...
 
 
-def least_height(widget: QWidget | None) -> int:
-    """The height a splitter lets ``widget`` shrink to: its minimum height, or else its minimum size hint's."""
-    return 0 if widget is None else widget.minimumHeight() or max(widget.minimumSizeHint().height(), 0)
+FRAME = 1  # px of the pages' frame above and below
+TABS = "QTabBar::tab { padding: 3px 7px; }"  # the four titles in a 300 px column, on a short bar
 
 
 class SearchExplorer(QObject):
-    PAGE_MIN = 150  # px the search tree or heads-off page needs to show a few rows
-    KEEP = 60  # px the side column's other parts keep when a page makes room
-
     foil = Signal(str)  # "why the chosen token and not the branch's?" at the step where a what-if branch leaves
 
     def __init__(self, document: DecodeDocument, host: ExplorerHost, steps_page: QWidget,
@@ -105,10 +102,15 @@ class SearchExplorer(QObject):
         self._redraw.timeout.connect(self._on_redraw)
         self.side = QTabWidget()
         self.side.setObjectName("searchTabs")
-        self.side.addTab(steps_page, "Steps")
+        self.side.setDocumentMode(True)  # no frame around the page: the side column is narrow
+        self.side.tabBar().setStyleSheet(TABS)
+        self._needs: dict[QWidget, Callable[[], int]] = {}
+        self.add_page(steps_page, "Steps", lambda: table_height(steps_page, PAGE_ROWS)
+                      if isinstance(steps_page, QTableView) else steps_page.minimumSizeHint().height())
         self.panel_scroll, self.heads_scroll = scrolled(self.panel), scrolled(self.heads_panel, "headsOffScroll")
-        self.side.addTab(self.panel_scroll, "Search tree")  # scrolled: a short window squeezes, never clips them
-        self.side.addTab(self.heads_scroll, "Heads &off")
+        # scrolled: a short window squeezes, never clips them
+        self.add_page(self.panel_scroll, "Search tree", lambda: self.panel.minimumSizeHint().height())
+        self.add_page(self.heads_scroll, "Heads &off", lambda: self.heads_panel.minimumSizeHint().height())
         self.panel.node_chosen.connect(self.choose)
         self.panel.what_if.connect(self.what_if)
         self.panel.force_prefix.connect(self.force_prefix)
@@ -208,27 +210,16 @@ class SearchExplorer(QObject):
         return id(self.translator), request.text, request.beam, repr(request.decode.replace(heads_off=(),
                                                                                              rescale_heads=False))
 
-    def make_room(self, splitter: QSplitter, index: int) -> None:
-        """With the search tree or heads-off page open on a short screen (opened, or the column just sized), move
-        ``splitter`` (the side column, whose last part holds the pages) so the page shows what it needs without
-        scrolling (at least PAGE_MIN), taking from the parts above it, each keeping KEEP px (or its minimum)."""
-        if index == 0:  # the step table is fine small
-            return
-        sizes = splitter.sizes()
+    def add_page(self, page: QWidget, title: str, need: Callable[[], int]) -> None:
+        """One more page beside the step table, ``need()`` the height it wants (its rows)."""
+        self.side.addTab(page, title)
+        self._needs[page] = need
+
+    def page_need(self) -> int:
+        """The height the open page wants: its ``PAGE_ROWS`` rows (tree rows, table rows) and the tab bar."""
         page = self.side.currentWidget()
-        content = page.widget() if isinstance(page, QScrollArea) else None
-        wanted = max(self.PAGE_MIN, content.minimumSizeHint().height() if content is not None else 0)
-        # from the splitter's sizes (the page's own height lags behind a setSizes, or a page first shown): the pages'
-        # stack is the tab widget less its tab bar and frame
-        stack = page.parentWidget() or page
-        need = wanted + max(self.side.height() - stack.height(), 0) - sizes[-1]
-        for i in range(len(sizes) - 1):  # each part keeps KEEP px, or its own minimum if more
-            give = min(need, sizes[i] - max(self.KEEP, least_height(splitter.widget(i))))
-            if give > 0:
-                sizes[i] -= give
-                sizes[-1] += give
-                need -= give
-        splitter.setSizes(sizes)
+        need = self._needs.get(page)
+        return self.side.tabBar().sizeHint().height() + 2 * FRAME + (need() if need is not None else 0)
 
     # -- showing a hypothesis ----------------------------------------------------------------------------------------
 

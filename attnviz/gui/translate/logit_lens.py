@@ -20,7 +20,8 @@ from PySide6.QtWidgets import QHeaderView, QLabel, QTableWidget, QTableWidgetIte
 from attnviz.engine.text.tokenize import visible_token
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown, StepShown
 from attnviz.gui.translate.document import DecodeDocument
-from attnviz.gui.widgets import copyable, named
+from attnviz.gui.translate.layout import PAGE_ROWS
+from attnviz.gui.widgets import compact_rows, copyable, named, table_height
 from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:  # the module imports torch: the window opens without it
@@ -43,15 +44,15 @@ class LogitLensPage(QObject):
         self.caption = QLabel("Translate a sentence: each decoder layer's prediction for the step shows here.")
         self.caption.setWordWrap(True)
         self.caption.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.table = copyable(named(QTableWidget(0, len(COLUMNS)), "logitLensTable", "Logit lens",
-                                    "What each decoder layer would predict at this step; Ctrl+C copies the rows"))
+        self.table = compact_rows(copyable(named(QTableWidget(0, len(COLUMNS)), "logitLensTable", "Logit lens",
+                                    "What each decoder layer would predict at this step; Ctrl+C copies the rows")))
         self.table.setHorizontalHeaderLabels(COLUMNS)
         self.table.verticalHeader().hide()
         self.table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setStretchLastSection(True)
-        column = QVBoxLayout(self.widget)
+        self.column = column = QVBoxLayout(self.widget)
         column.setContentsMargins(2, 2, 2, 2)
         column.addWidget(self.caption)
         column.addWidget(self.table, 1)
@@ -60,6 +61,12 @@ class LogitLensPage(QObject):
         self.worker.produced.connect(self._on_worker_produced)
         self.worker.failed.connect(self._on_worker_failed)
         document.subscribe(self._on_document_changed)
+
+    def need(self) -> int:
+        """The page's height for its caption and ``PAGE_ROWS`` layers' rows."""
+        margins = self.column.contentsMargins()
+        caption = self.caption.heightForWidth(max(self.widget.width() - margins.left() - margins.right(), 100))
+        return caption + self.column.spacing() + table_height(self.table, PAGE_ROWS) + margins.top() + margins.bottom()
 
     def set_translator(self, translator) -> None:
         self.worker.cancel()

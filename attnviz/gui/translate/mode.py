@@ -27,12 +27,12 @@ def mode_texts(generating: bool, language: str, loaded: bool) -> ModeTexts:
     if generating:
         return ModeTexts("&Start with:", "Type the first characters (or nothing) and press Enter" if loaded else
                          "Loading model...", "Prefix to continue", "Gener&ate", "Generate from the prefix (Enter)",
-                         "<b>Generated</b>", "Generated characters appear here, one by one",
+                         "Generated", "Generated characters appear here, one by one",
                          "The generated text, to select or copy", "Generate to see the model's attention",
                          "The likeliest next characters appear here")
     typed = f"{language} sentence" if language else "sentence"
     return ModeTexts(f"{language or 'Source'} &sentence:", f"Type a {typed} and press Enter" if loaded else
                      "Loading model...", "Sentence to translate", "Tr&anslate", "Translate the sentence (Enter)",
-                     "<b>Translation</b>", "The translation appears here, token by token",
+                     "Translation", "The translation appears here, token by token",
                      "The translation as text, to select or copy", "Translate a sentence to see its attention",
                      "The likeliest next tokens appear here")

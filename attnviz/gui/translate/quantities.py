@@ -1,12 +1,14 @@
 """What the Translate tab's attention panel can show for a step besides the raw weights, Qt-free: the list of
-quantities a model offers (``quantities``), the worker job that computes one on a finished translation
-(``QuantityJob``: teacher-forced on the decoded output, every step at once), its cache, and ``QuantitySource``, the
-attention panel's source for the chosen quantity as of a step, with the sink columns hidden on request.
+quantities a model offers (``quantities``: every per-sentence quantity, so that one selector reaches them all), their
+settings menus and the map's title naming a quantity with its settings (``quantity_title``), the worker job that
+computes one on a finished translation (``QuantityJob``: teacher-forced on the decoded output, every step at once)
+and its cache. ``quantity_source.QuantitySource`` shows a result in the attention panel.
 
 Attention, norm-weighted attention and rollout keep the attention kinds ([L, H, Tq, Tk] each; rollout averages the
 heads, so it has one "head"). An attribution method of the engine's registry is one map per output token over the
 source tokens then the target prefix (``source`` [L', T, S] beside ``prefix`` [L', T, T']), shown as the kind
-``attribution``, with one layer when the method is not layered.
+``attribution``, with one layer when the method is not layered. The logit lens is one map, the kind ``lens``: per
+output token, the probability each decoder layer gives the token chosen ([1, 1, T, L]).
 """
 
 from __future__ import annotations
@@ -14,22 +16,22 @@ from __future__ import annotations
 import dataclasses
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Iterator, Mapping
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from attnviz.engine.analysis.names import VIEWS
-from attnviz.engine.analysis.sinks import sink_columns, without_sinks
-from attnviz.engine.events import ATTENTION_KINDS, AttentionKind, Translation
-from attnviz.engine.subwords import WordAttention
+from attnviz.engine.events import AttentionKind, Translation
 from attnviz.engine.text.tokenize import visible_token
 
 ATTENTION = "attention"
 ATTRIBUTION = AttentionKind("attribution", "Source | target prefix", "output token (attributed)",
                             "source token | target prefix (\u2192)")
 PREFIX_ONLY = AttentionKind("attribution", "Earlier outputs", "output token (attributed)", "earlier output (\u2192)")
+LENS = AttentionKind("lens", "p(chosen token) per decoder layer", "output token", "decoder layer (read as the last)")
+LENS_KEY = "logit-lens"
 PREFIX_MARK = "\u2192"  # "→" before a target-prefix column's label: the decoder input, not a source token
 CACHED = 24  # computed quantities kept (per sentence, method and settings)
 
@@ -68,7 +70,20 @@ def contribution_quantities(translator) -> list[Quantity]:
     return [Quantity(ATTENTION, "Attention", "The attention weights of the decode (rows sum to 1)"),
             Quantity("norm", "Norm-weighted", VIEWS["norm"] + " (Kobayashi et al. 2020)", why_not=norm_why),
             Quantity("rollout-residual", "Rollout", VIEWS["rollout-residual"] + " (Abnar & Zuidema 2020)",
+                     why_not=roll_why),
+            Quantity("rollout", "Rollout (no residual)", VIEWS["rollout"] + " (Abnar & Zuidema 2020)",
                      why_not=roll_why)]
+
+
+def lens_quantity(translator) -> Quantity:
+    """The logit lens as a map: per output token (rows) and decoder layer (columns), the probability the layer's
+    output, read through the final norm and the output projection, gives the token chosen (nostalgebraist 2020)."""
+    from attnviz.engine.attribution.logit_lens import lens_not_defined  # torch is loaded with the model
+
+    why = lens_not_defined(translator.kind) or ""
+    return Quantity(LENS_KEY, "Logit lens", "Each decoder layer read as if it were the last: the probability it "
+                    "gives the token chosen (nostalgebraist 2020); where the row turns bright, the word is decided. "
+                    "The Logit lens page lists each layer's top tokens.", layered=False, why_not=why)
 
 
 def quantities(translator) -> list[Quantity]:
@@ -79,6 +94,7 @@ def quantities(translator) -> list[Quantity]:
     found = contribution_quantities(translator)
     if translator is None:
         return found
+    found.append(lens_quantity(translator))
     for m in all_methods():
         why = m.why_not(translator.kind) or ""
         found.append(Quantity(m.name, m.label, m.description, m.layered, why.rstrip("."), method=m.name,
@@ -86,13 +102,16 @@ def quantities(translator) -> list[Quantity]:
     return found
 
 
-def setting_choices(quantity: Quantity) -> list[tuple[str, str, tuple[Any, ...], Any]]:
+def setting_choices(quantity: Quantity, foils: Sequence[str] = ()) -> list[tuple[str, str, tuple[Any, ...], Any]]:
     """The settings menu of ``quantity``: (name, title, values, value now) of each ``AttributionSettings`` field it
-    reads that has a few values to choose from (a foil comes from the top-k chart instead)."""
+    reads that has a few values to choose from; a method that takes a foil offers none (not contrastive), the
+    ``foils`` (the step's other candidates) and the foil it has now."""
     from attnviz.engine.attribution.base import AGGREGATIONS, BASELINES, TARGETS, AttributionSettings
 
     default = AttributionSettings()
-    offered = {"aggregate": ("Aggregation over the embedding", (None, *AGGREGATIONS)),
+    foil = quantity.settings.get("foil")
+    offered = {"foil": ("Contrast with (foil)", (None, *dict.fromkeys([*([foil] if foil else []), *foils]))),
+               "aggregate": ("Aggregation over the embedding", (None, *AGGREGATIONS)),
                "target": ("Attributed quantity", TARGETS), "steps": ("Integration steps", (16, 32, 64, 128)),
                "baseline": ("Baseline", BASELINES)}
     return [(name, title, values, quantity.settings.get(name, getattr(default, name)))
@@ -100,6 +119,35 @@ def setting_choices(quantity: Quantity) -> list[tuple[str, str, tuple[Any, ...],
 
 
 TYPED = ("corrupt",)  # settings typed as text (not offered in a menu), remembered as typed
+
+
+def value_text(name: str, value: Any) -> str:
+    """How the settings menu words a setting's value."""
+    if name == "foil":
+        return "None (not contrastive)" if value is None else repr(visible_token(str(value)))
+    return "the method's default" if value is None else str(value)
+
+
+def quantity_title(quantity: Quantity) -> str:
+    """The map's title for ``quantity``: its name (contrastive against its foil when it has one) and the settings
+    that change what it measures: integration steps and baseline, a target or aggregation other than the default,
+    the corrupted source."""
+    from attnviz.engine.attribution.base import AttributionSettings
+    from attnviz.engine.attribution.corruption import DEFAULT
+
+    default, asked = AttributionSettings(), quantity.settings
+    foil, reads = asked.get("foil"), quantity.reads
+    label = quantity.label if quantity.label[1:2].isupper() else quantity.label[:1].lower() + quantity.label[1:]
+    parts = [f"Contrastive {label} vs {visible_token(str(foil))!r} (foil)" if foil else quantity.label]
+    if "steps" in reads:
+        parts.append(f"{asked.get('steps', default.steps)} steps")
+    if "baseline" in reads:
+        parts.append(f"baseline {asked.get('baseline', default.baseline)}")
+    parts += [str(asked[name]) for name in ("target", "aggregate") if name in reads and asked.get(name) is not None
+              and asked[name] != getattr(default, name)]
+    if "corrupt" in reads:
+        parts.append(f"corrupted: {asked.get('corrupt') or DEFAULT}")
+    return " \u00b7 ".join(parts)
 
 
 def refusal(settings: Mapping[str, Any]) -> str | None:
@@ -169,10 +217,23 @@ class QuantityJob:
         if self.quantity.method is not None:
             yield from self._attribution(stop)
             return
+        if self.quantity.key == LENS_KEY:
+            yield from self._lens(stop)
+            return
         yield QuantityProgress(0, 1, f"{self.quantity.label}: one teacher-forced pass")
         views = sentence_views(self.translator, self.translation.src_tokens, self.translation.decoder_inputs)
         yield contribution_result(self.quantity, views)
 
+
+    def _lens(self, stop: threading.Event) -> Iterator[QuantityProgress | QuantityResult]:
+        from attnviz.engine.attribution.logit_lens import LogitLens, logit_lens_steps
+
+        t = self.translation
+        for event in logit_lens_steps(self.translator, t.src_tokens, t.tokens, stop=stop):
+            if isinstance(event, LogitLens):
+                yield lens_result(self.quantity, event)
+            else:
+                yield QuantityProgress(event.done, event.total, f"{self.quantity.label}: {event.phase}")
 
     def _attribution(self, stop: threading.Event) -> Iterator[QuantityProgress | QuantityResult]:
         from attnviz.engine.attribution.base import Attribution, AttributionSettings, attribution_steps
@@ -198,6 +259,14 @@ def attribution_result(quantity: Quantity, attribution) -> QuantityResult:
                           a.source_share()[-1] if a.src_tokens else None)  # no source, no share to show
 
 
+def lens_result(quantity: Quantity, lens) -> QuantityResult:
+    """A ``LogitLens`` as a map of the kind ``lens``: [1, 1, T, L], p(chosen) per output token and decoder layer."""
+    maps = np.asarray(lens.chosen_prob, dtype=np.float32).T[None, None]  # [L, T] -> [1, 1, T, L]
+    columns = tuple(f"L{layer + 1}" for layer in range(lens.layers))  # as the head grid names them
+    return QuantityResult(quantity, {LENS.key: maps}, columns, 0, {"readout": lens.readout},
+                          (f"Each layer's output is read through {lens.readout}.",))
+
+
 def export_fields(result: QuantityResult, sinks_hidden: bool) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
     """What an export adds for a quantity: its arrays (``<key>_<kind>`` maps [L, H, R, C], the source share [T]
     and the attribution's column labels) and the sidecar's ``quantity`` entry (method, settings, notes, layout)."""
@@ -208,7 +277,9 @@ def export_fields(result: QuantityResult, sinks_hidden: bool) -> tuple[dict[str,
     if result.columns:
         arrays[f"{prefix}_columns"] = np.array(result.columns, dtype=str)
     layout = ("[layers, 1, output tokens, source tokens then decoder inputs]; the first `sources` columns are the "
-              "source" if ATTRIBUTION.key in result.maps else "[layers, heads, rows, columns] as the attention kinds")
+              "source" if ATTRIBUTION.key in result.maps else "[1, 1, output tokens, decoder layers]: p(chosen) as "
+              "each layer reads it" if LENS.key in result.maps else "[layers, heads, rows, columns] as the attention "
+              "kinds")
     meta = {"key": q.key, "label": q.label, "method": q.method or q.key, "description": q.description,
             "settings": {k: v for k, v in result.settings.items()}, "notes": list(result.notes),
             "arrays": sorted(arrays), "layout": layout, "sources": result.sources,
@@ -241,98 +312,3 @@ class QuantityCache:
 
     def clear(self) -> None:
         self._kept.clear()
-
-
-class QuantitySource:
-    """The attention panel's source (``AttentionSource``) for one quantity over a decode document: the document's
-    own maps for attention, else ``result``'s cut at the step; with ``sinks`` False, the sink columns hidden and the
-    rows renormalised."""
-
-    def __init__(self, document, result: QuantityResult | None, sinks: bool = True):
-        self.document, self.result, self.sinks = document, result, sinks
-
-    @property
-    def mergeable(self) -> bool:
-        return self.result is None and self.document.mergeable  # pieces merge for the raw weights only
-
-    def kinds(self) -> list[str]:
-        if self.result is None:
-            return self.document.kinds()
-        return [k for k in (*ATTENTION_KINDS, ATTRIBUTION.key) if k in self.result.maps]
-
-    def kind_info(self, kind: str) -> AttentionKind:
-        if kind == ATTRIBUTION.key and self.result is not None and not self.result.sources:
-            return PREFIX_ONLY  # a language model reads no source
-        return ATTENTION_KINDS.get(kind, ATTRIBUTION)
-
-    def describe(self, kind: str) -> tuple[str, str]:
-        """(title prefix, caption) of the quantity shown: what it is, its settings, which token is attributed."""
-        hidden = "" if self.sinks else " Sink columns (<sos>, <eos>, punctuation, language tags) are hidden and " \
-                                      "every row renormalised over the rest."
-        result = self.result
-        if result is None:
-            return "", "each row sums to 1." + hidden
-        q = result.quantity
-        settings = ", ".join(f"{k} {v}" for k, v in result.settings.items())
-        rows = "each row sums to 1" if q.key.startswith(("norm", "rollout")) else "one row per output token"
-        step = self.document.current
-        said = f" The highlighted row is output token {step + 1}, {self.document.steps[step].token!r}: what it " \
-               "depended on." if kind == ATTRIBUTION.key and 0 <= step < len(self.document.steps) else ""
-        notes = "".join(f" {n}" for n in result.notes)
-        return f"{q.label} · ", f"{rows}. {q.description} ({settings}).{said}{notes}{hidden}"
-
-    def _labels(self, kind: str, upto: int, merged: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        view: Translation | WordAttention = self.document.view(upto, merged)
-        if kind != ATTRIBUTION.key or self.result is None:
-            return view.axis_labels(kind)
-        n = len(view.tokens)
-        return view.tokens, self.result.columns[: self.result.sources + n]
-
-    def future(self, kind: str, upto: int) -> np.ndarray | None:
-        """[R, C] True where a query may not look: decoder inputs after its own step (self-attention, or the
-        attribution's prefix columns); the sink columns left out as the heatmap leaves them."""
-        labels = self._labels(kind, upto, False)
-        rows, cols = len(labels[0]), len(labels[1])
-        sources = 0 if kind == "decoder" else self.result.sources if self.result is not None else 0
-        if kind not in ("decoder", ATTRIBUTION.key) or cols - sources != rows:
-            return None
-        future = np.zeros((rows, cols), dtype=bool)
-        future[:, sources:] = np.triu(np.ones((rows, rows), dtype=bool), 1)
-        sinks = sink_columns(labels[1])
-        return future if self.sinks or sinks.all() else future[:, ~sinks]  # as ``without_sinks`` leaves the map
-
-    def _cut(self, kind: str, upto: int) -> np.ndarray | None:
-        """The result's maps of ``kind`` as of step ``upto``: rows of the steps so far, prefix keys so far."""
-        result = self.result
-        maps = result.maps.get(kind) if result is not None else None
-        if result is None or maps is None or kind == "encoder":
-            return maps
-        n = len(self.document.translation(upto).tokens)
-        keys = n if kind == "decoder" else result.sources + n if kind == ATTRIBUTION.key else maps.shape[-1]
-        return maps[:, :, :n, :keys]
-
-    def maps(self, kind: str, upto: int, merged: bool = False) -> np.ndarray | None:
-        if self.document.encoder is None:
-            return None
-        maps = self.document.maps(kind, upto, merged) if self.result is None else self._cut(kind, upto)
-        if maps is None or self.sinks:
-            return maps
-        return without_sinks(maps, sink_columns(self._labels(kind, upto, merged)[1]))
-
-    def heatmap(self, kind: str, layer: int, head: int | None, upto: int, merged: bool = False):
-        """(matrix [R, C], row labels, column labels, highlighted row), as ``DecodeDocument.heatmap``."""
-        shown = self.document.heatmap(kind, layer, head, upto, merged) if kind in ATTENTION_KINDS else None
-        maps = self.maps(kind, upto, merged)
-        if maps is None:
-            return None
-        layer = min(layer, maps.shape[0] - 1)
-        matrix = maps[layer].mean(axis=0) if head is None else maps[layer, min(head, maps.shape[1] - 1)]
-        rows, cols = (tuple(visible_token(t) for t in axis) for axis in self._labels(kind, upto, merged))
-        if kind == ATTRIBUTION.key and self.result is not None:
-            n = self.result.sources
-            cols = cols[:n] + tuple(PREFIX_MARK + c for c in cols[n:])
-        if not self.sinks:
-            cols = tuple(c for c, sink in zip(cols, sink_columns(self._labels(kind, upto, merged)[1])) if not sink) \
-                or cols
-        highlight = shown[3] if shown is not None else len(rows) - 1
-        return matrix, rows, cols, highlight

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.analysis.sinks import WHY
 from attnviz.engine.attribution.corruption import DEFAULT
-from attnviz.gui.translate.quantities import ATTENTION, Quantity
+from attnviz.gui.translate.quantities import ATTENTION, Quantity, value_text
 
 CANCEL_KEYS = "Ctrl+Shift+K"
 
@@ -176,7 +176,7 @@ class QuantityBar(QWidget):
             sub = self.settings_menu.addMenu(title)
             group = QActionGroup(sub)
             for value in values:
-                action = sub.addAction(str(value))
+                action = sub.addAction(value_text(name, value))
                 action.setCheckable(True)
                 action.setChecked(value == current)
                 action.setData((name, value))

@@ -21,7 +21,7 @@ from PySide6.QtWidgets import QTableView, QWidget
 from attnviz.engine.analysis.sinks import WHY
 from attnviz.gui.attention.heatmap import HeatmapData
 from attnviz.gui.attention.panel import AttentionPanel
-from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown
+from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown, StepShown
 from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.translate.explorer import SearchExplorer
 from attnviz.gui.translate.logit_lens import LogitLensPage
@@ -33,7 +33,6 @@ from attnviz.gui.translate.quantities import (
     QuantityJob,
     QuantityProgress,
     QuantityResult,
-    QuantitySource,
     cache_key,
     contribution_quantities,
     export_fields,
@@ -43,10 +42,12 @@ from attnviz.gui.translate.quantities import (
     setting_choices,
 )
 from attnviz.gui.translate.quantity_bar import QuantityBar
+from attnviz.gui.translate.quantity_source import QuantitySource
 from attnviz.gui.translate.step_model import StepTableModel
 from attnviz.gui.translate.suspect_line import SuspectLine
 from attnviz.gui.translate.text import TranslationText
-from attnviz.gui.translate.tokens import TokenStrip, TopKView
+from attnviz.gui.translate.tokens import TokenStrip
+from attnviz.gui.translate.topk import TopKView
 from attnviz.gui.widgets import stored
 from attnviz.gui.worker import JobFailure, Worker
 
@@ -75,7 +76,7 @@ class QuantityControl(QObject):
         document, panel, topk_view = host.document, host.attention, host.topk_view
         self.status.connect(host.status)
         self.lens = LogitLensPage(host.document, self)  # what each decoder layer would predict at the step
-        host.search.side.addTab(self.lens.widget, "Logit lens")
+        host.search.add_page(self.lens.widget, "Logit lens", self.lens.need)
         self.suspect = SuspectLine(host.document, self)  # the sentence's suspect-translation score
         host.translation_text.add_line(self.suspect.label)
         model = self.step_table.model()
@@ -219,9 +220,19 @@ class QuantityControl(QObject):
             self.worker.start(QuantityJob(self.translator, translation, quantity))
 
     def _show_settings(self, quantity: Quantity) -> None:
-        """The settings menu of the method chosen, and the corruption's line edit when it reads one."""
-        self.bar.show_settings(setting_choices(quantity) if quantity.method is not None else [])
+        """The settings menu of the method chosen (a foil among the step's other candidates), the corruption's line
+        edit when it reads one; and the foil, where the top-k chart and the n-best list mark it (one state)."""
+        self.bar.show_settings(setting_choices(quantity, self._candidates()) if quantity.method is not None else [])
         self.bar.show_corrupt("corrupt" in quantity.reads and not quantity.why_not, quantity.settings.get("corrupt"))
+        foil = quantity.settings.get("foil")
+        self.host.topk_view.set_foil(foil)
+        self.host.search.panel.foil_now = foil
+
+    def _candidates(self) -> list[str]:
+        """The tokens the step shown could have taken instead: the foils the settings menu offers."""
+        doc = self.document
+        step = doc.steps[doc.current] if 0 <= doc.current < len(doc.steps) else None
+        return [] if step is None else [token for token, _ in step.topk if token != step.token]
 
     def _show(self, result: QuantityResult | None) -> None:
         self.result = result
@@ -267,9 +278,12 @@ class QuantityControl(QObject):
                 self._job_key = None
                 self.bar.idle()
                 self.result = None
+                self._show_settings(self.wanted)
                 self.show(-1)
             case Finished() | PathShown() if self.document.finished:
                 self._refresh()
+            case StepShown():
+                self._show_settings(self.wanted)  # the foils offered are the step's candidates
 
     @Slot(str)
     def _on_bar_chosen(self, key: str, keep: bool = False) -> None:

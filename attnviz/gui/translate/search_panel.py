@@ -20,6 +20,7 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QSplitter,
+    QStyle,
     QTableWidget,
     QTableWidgetItem,
     QVBoxLayout,
@@ -28,11 +29,13 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.events import BeamNode
 from attnviz.engine.text.tokenize import visible_token
-from attnviz.gui.translate.beam_tree import BeamTreeView
+from attnviz.gui.translate.beam_tree import PAD, ROW_H, BeamTreeView
+from attnviz.gui.translate.layout import PAGE_ROWS
 from attnviz.gui.widgets import copy_menu, copyable, named
 
 LEGEND = ("<span style='color:#e67814'>\u25a0 chosen</span> · <span style='color:#28963c'>\u25a1 finished</span> · "
           "faded: pruned · <span style='color:#823cc8'>\u25a0 what-if</span> · edge width: probability")
+LEGEND_ROOM = 420  # px: the panel's height from which the legend shows above the tree
 TALL_ENOUGH = 260  # px: the panel's height from which the n-best list goes under the tree
 WIDE_ENOUGH = 640  # px: the panel's width under which it goes under the tree whatever the height (a side column)
 TEXT_MIN = 240  # px the Hypothesis column keeps before the score columns make way (their values stay in the tooltip)
@@ -70,7 +73,7 @@ class SearchPanel(QWidget):
         self.tree_scroll.setObjectName("beamTreeScroll")
         self.tree_scroll.setWidgetResizable(True)
         self.tree_scroll.setWidget(self.tree_view)
-        self.tree_scroll.setMinimumSize(160, 100)  # a few nodes in sight: the page scrolls rather than squeeze it
+        self._on_tree_laid_out(1)
         self.nbest = named(NBestTable(0, 4), "nbestTable", "n-best list",
                            "The finished hypotheses, best first, and the what-if branches; click one to show it; "
                            "Ctrl+C copies the selected rows")
@@ -79,6 +82,7 @@ class SearchPanel(QWidget):
         self.nbest.customContextMenuRequested.disconnect()  # copyable's menu, and "Why this and not ...?"
         self.nbest.customContextMenuRequested.connect(self._on_menu)
         self.foils: dict[int, str] = {}  # node id -> its token where it leaves the answer (the explorer's)
+        self.foil_now: str | None = None  # the foil of the contrast the map shows (the Quantity selector's)
         self.nbest.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.nbest.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.nbest.verticalHeader().hide()
@@ -91,7 +95,7 @@ class SearchPanel(QWidget):
         header = self.nbest.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.Stretch)
-        self.nbest.setMinimumSize(120, 90)
+        self.nbest.setMinimumSize(120, 36)  # its header and a line of a hypothesis; more scroll
         self.legend = QLabel(LEGEND)
         self.legend.setMinimumWidth(1)  # one line, unwrapped: a wrapped label would make the scroll area scroll
         self.tree_view.setToolTip(LEGEND.replace(" · ", "<br>"))
@@ -99,6 +103,7 @@ class SearchPanel(QWidget):
         self._build_what_if()
         self._node_of_row: list[int] = []
         self._visible = QRect()
+        self.tree_view.laid_out.connect(self._on_tree_laid_out)
         self.tree_view.activated.connect(self.node_chosen)
         self.tree_view.cursor_moved.connect(self._on_cursor_moved)
         self.nbest.cellClicked.connect(self._on_row_clicked)
@@ -128,6 +133,7 @@ class SearchPanel(QWidget):
         self.prefix_button.clicked.connect(self._on_prefix)
         row = QGridLayout()  # two rows: it fits the Translate tab's side column
         row.setContentsMargins(0, 0, 0, 0)
+        row.setVerticalSpacing(2)
         for i, w in enumerate((self.what_if_label, self.token_edit, self.what_if_button)):
             row.addWidget(w, 0, i)
         row.addWidget(self.prefix_edit, 1, 0, 1, 2)
@@ -141,13 +147,23 @@ class SearchPanel(QWidget):
         splitter.setStretchFactor(1, 2)
         splitter.setChildrenCollapsible(False)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(2, 2, 2, 2)
+        layout.setContentsMargins(2, 2, 2, 0)
+        layout.setSpacing(4)
         layout.addWidget(self.legend)
         layout.addWidget(splitter, 1)
         layout.addLayout(row)
 
+    @Slot(int)
+    def _on_tree_laid_out(self, rows: int) -> None:
+        """The tree's view keeps up to PAGE_ROWS of its rows in sight (and the scroll bar under them): the page
+        scrolls rather than squeeze it."""
+        bar = self.tree_scroll.style().pixelMetric(QStyle.PixelMetric.PM_ScrollBarExtent)
+        shown = min(PAGE_ROWS, max(rows, 1))
+        self.tree_scroll.setMinimumSize(160, shown * ROW_H + 2 * PAD + bar + 2 * self.tree_scroll.frameWidth())
+
     def resizeEvent(self, event) -> None:  # noqa: N802
-        self.legend.setVisible(self.height() > 150)  # a short window keeps the tree, not the legend (its tooltip)
+        # a short page keeps the tree's rows, not the legend (the tree's tooltip has it)
+        self.legend.setVisible(self.height() > LEGEND_ROOM)
         # the n-best list under the tree when there is height for both or the panel is a narrow side column, so the
         # tree and the hypotheses' text take the whole width; beside it only in a short, wide panel
         under = self.height() > TALL_ENOUGH or self.width() < WIDE_ENOUGH
@@ -186,6 +202,8 @@ class SearchPanel(QWidget):
         if node in self.foils:
             menu.addSeparator()
             why = menu.addAction(f"Why this and not {visible_token(self.foils[node])!r}?")
+            why.setCheckable(True)
+            why.setChecked(self.foils[node] == self.foil_now)
             why.triggered.connect(lambda checked=False, n=node: self.contrast.emit(n))
         return menu
 

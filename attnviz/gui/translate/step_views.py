@@ -8,14 +8,15 @@ and head it shows, so the tab never relays between them.
 from __future__ import annotations
 
 from PySide6.QtCore import QObject, Slot
-from PySide6.QtWidgets import QLabel, QScrollArea, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 
 from attnviz.gui.attention.panel import AttentionPanel
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Encoded, Finished, PathShown, StepShown
 from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.translate.mode import ModeTexts
 from attnviz.gui.translate.text import TranslationText
-from attnviz.gui.translate.tokens import TokenStrip, TopKView
+from attnviz.gui.translate.tokens import TokenStrip
+from attnviz.gui.translate.topk import TopKView
 from attnviz.gui.widgets import named, scrolled
 
 
@@ -26,14 +27,13 @@ class StepViews(QObject):
     def __init__(self, document: DecodeDocument, attention: AttentionPanel, parent: QObject | None = None):
         super().__init__(parent)
         self.document, self.attention = document, attention
-        self.source_title, self.output_title = QLabel("<b>Source</b>"), QLabel("<b>Translation</b>")
-        self.source_view = named(TokenStrip("Source tokens appear here"), "sourceView", "Source tokens",
+        self.source_view = named(TokenStrip("Source tokens appear here", "Source"), "sourceView", "Source tokens",
                                  "Source tokens as the model reads them; hover one to see which outputs attended to "
                                  "it. Shading is relative to the largest weight of the row shown (the darkest is "
                                  "not necessarily near 1).")
-        self.output_view = named(TokenStrip("The translation appears here, token by token"), "outputView",
-                                 "Output tokens", "Output tokens; hover one to see its cross-attention on the source. "
-                                 "Shading is relative to the largest weight.")
+        self.output_view = named(TokenStrip("The translation appears here, token by token", "Translation"),
+                                 "outputView", "Output tokens", "Output tokens; hover one to see its cross-attention "
+                                 "on the source. Shading is relative to the largest weight.")
         self.translation_text = TranslationText()
         self.topk_view = TopKView()
         self.output_view.hovered.connect(self._on_output_hovered)
@@ -41,24 +41,24 @@ class StepViews(QObject):
         self.attention.selection_changed.connect(self._on_attention_selection_changed)
 
     def tokens_box(self) -> QScrollArea:
-        """The source and output token strips, for the side column (scrolled; the translation's text under it)."""
+        """The source and output token strips (each titled in its first row), for the side column (scrolled when a
+        long sentence needs more rows than the column gives; the translation's text under it)."""
         box = QWidget()
         tokens = QVBoxLayout(box)
         tokens.setContentsMargins(0, 0, 0, 0)
-        for title, view in ((self.source_title, self.source_view), (self.output_title, self.output_view)):
-            tokens.addWidget(title)
-            tokens.addWidget(view)
+        tokens.setSpacing(2)
+        tokens.addWidget(self.source_view)
+        tokens.addWidget(self.output_view)
         tokens.addStretch(1)
         return scrolled(box, "tokensScroll")
 
     def show_mode(self, texts: ModeTexts, generating: bool) -> None:
         """The mode's words (translating or generating); a language model has no source strip."""
-        self.output_title.setText(texts.output_title)
+        self.output_view.set_title(texts.output_title)
         self.output_view.set_placeholder(texts.output_placeholder)
         self.translation_text.set_placeholder(texts.text_placeholder)
         self.topk_view.placeholder = texts.topk_placeholder
-        for widget in (self.source_title, self.source_view):
-            widget.setVisible(not generating)
+        self.source_view.setVisible(not generating)
 
     def on_document_changed(self, change: DocumentChange) -> None:
         match change:
@@ -82,7 +82,7 @@ class StepViews(QObject):
             return
         current = doc.current
         steps = doc.steps[: current + 1] if current >= 0 else []
-        self.output_view.set_tokens([s.token for s in steps], current)
+        self.output_view.set_tokens([s.token for s in steps], current, [s.token for s in doc.steps])
         step = steps[-1] if steps else None
         self.topk_view.set_candidates(step.topk if step else [], step.entropy if step else None,
                                       (step.token, step.probability) if step else None, bool(step and step.forced))

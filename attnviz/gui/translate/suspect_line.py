@@ -16,7 +16,7 @@ import math
 import threading
 from collections.abc import Hashable, Iterator
 
-from PySide6.QtCore import QObject, Qt, Slot
+from PySide6.QtCore import QObject, QRect, Qt, Slot
 from PySide6.QtWidgets import QLabel
 
 from attnviz.engine.attribution.suspect import LABELS
@@ -48,9 +48,10 @@ def tip(calibration: Calibration | None, where: str = "") -> str:
 
 
 def line(found: dict[str, float], calibration: Calibration | None = None) -> str:
-    """The components and the verdict as one line of text (what is shown and copied)."""
+    """The verdict, then the components, as one text (what is shown and copied): the verdict leads, so that a
+    narrow column shows it on the first line."""
     parts = [f"{LABELS[name]} {found[name]:.3f}" for name in SHOWN if math.isfinite(found.get(name, math.nan))]
-    return f"Suspect score: {'; '.join(parts)} \u2014 {judge(found, calibration).text()}"
+    return f"Suspect score: {judge(found, calibration).text()} \u2014 {'; '.join(parts)}"
 
 
 class SuspectJob:
@@ -65,14 +66,22 @@ class SuspectJob:
         yield translation_components(self.translator, self.translation)
 
 
+def short_line(found: dict[str, float], calibration: Calibration | None = None) -> str:
+    """The verdict alone (a short column's form; the components are then in the tooltip)."""
+    return f"Suspect score: {judge(found, calibration).text()} \u2014 \u2026"
+
+
 class SuspectLine(QObject):
-    """The line (``label``) and the work behind it; a language model's output gets none (no source)."""
+    """The line (``label``) and the work behind it; a language model's output gets none (no source). In a short
+    column (``set_compact``) it shows the verdict alone and its tooltip the whole line."""
 
     def __init__(self, document: DecodeDocument, parent: QObject | None = None):
         super().__init__(parent)
         self.document, self.translator = document, None
         self.found: dict[str, float] | None = None
         self.calibration: Calibration | None = None
+        self.compact = False  # the verdict alone, the components in the tooltip
+        self._tip = tip(None)
         self._key: Hashable = None  # the translation the line (or its job) belongs to
         self.label = named(QLabel(), "suspectLine", "Suspect-translation score", tip(None))
         self.label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -86,13 +95,41 @@ class SuspectLine(QObject):
     def set_translator(self, translator) -> None:
         self.translator = translator
         self.calibration, where = calibration_of(translator) if translator is not None else (None, "")
-        self.label.setToolTip(tip(self.calibration, where))
+        self._tip = tip(self.calibration, where)
+        self.label.setToolTip(self._tip)
         self._forget()
+
+    def text(self) -> str:
+        """The whole line (components and verdict) of the translation shown, or ""."""
+        return line(self.found, self.calibration) if self.found is not None else ""
+
+    def set_compact(self, compact: bool) -> None:
+        """The verdict alone (True) or the whole line (False)."""
+        if compact != self.compact:
+            self.compact = compact
+            self._show()
+
+    def extra_height(self, width: int) -> int:
+        """The px the components add to the verdict in a column ``width`` px wide (0 before there are any)."""
+        if self.found is None:
+            return 0
+        metrics, box = self.label.fontMetrics(), QRect(0, 0, max(width, 1), 100_000)
+        heights = [metrics.boundingRect(box, Qt.TextFlag.TextWordWrap, text).height()
+                   for text in (self.text(), short_line(self.found, self.calibration))]
+        return max(heights[0] - heights[1], 0)
+
+    def _show(self) -> None:
+        if self.found is None:
+            return
+        short = self.compact and self.extra_height(self.label.width()) > 0
+        self.label.setText(short_line(self.found, self.calibration) if short else self.text())
+        self.label.setToolTip(self.text() + "\n\n" + self._tip if short else self._tip)
 
     def _forget(self) -> None:
         self.worker.cancel()
         self.found, self._key = None, None
         self.label.clear()
+        self.label.setToolTip(self._tip)
         self.label.hide()
 
     def _on_document_changed(self, change: DocumentChange) -> None:
@@ -118,7 +155,7 @@ class SuspectLine(QObject):
     @Slot(object)
     def _on_worker_produced(self, found: dict[str, float]) -> None:
         self.found = found
-        self.label.setText(line(found, self.calibration))
+        self._show()
 
     @Slot(object)
     def _on_worker_failed(self, failure: JobFailure) -> None:

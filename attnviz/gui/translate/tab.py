@@ -49,7 +49,7 @@ from attnviz.gui.translate.quantity_control import QuantityControl
 from attnviz.gui.translate.step_model import StepTableModel
 from attnviz.gui.translate.step_views import StepViews
 from attnviz.gui.translate.text import WarningList
-from attnviz.gui.widgets import copyable, named, stored
+from attnviz.gui.widgets import compact_rows, copyable, named, stored
 from attnviz.gui.worker import JobFailure, Worker
 
 if TYPE_CHECKING:
@@ -94,8 +94,8 @@ class TranslateTab(QWidget):
         self.step_views = StepViews(self.document, self.attention, self)  # token strips, text, top-k
         self.source_view, self.output_view = self.step_views.source_view, self.step_views.output_view
         self.translation_text, self.topk_view = self.step_views.translation_text, self.step_views.topk_view
-        self.step_table = copyable(named(QTableView(), "stepTable", "Decoded steps",
-                                         "The decoded steps; Ctrl+C copies the selected rows with the titles"))
+        self.step_table = compact_rows(copyable(named(QTableView(), "stepTable", "Decoded steps",
+                                         "The decoded steps; Ctrl+C copies the selected rows with the titles")))
         self.step_table.setModel(self.step_model)
         self.step_table.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         header = self.step_table.horizontalHeader()
@@ -115,7 +115,8 @@ class TranslateTab(QWidget):
             entry.addWidget(w)
         entry.setStretch(1, 1)
         self.layout_state = TranslateLayout(self.attention, self.playback, self.step_views.tokens_box(),
-                                            self.translation_text, self.topk_view, self.search.side)
+                                            self.translation_text, self.topk_view, self.search.side,
+                                            self.search.page_need, self.quantity.suspect)
         self.splitter, self.side_splitter = self.layout_state.main, self.layout_state.side
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 6, 6, 6)
@@ -127,7 +128,6 @@ class TranslateTab(QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802
         super().resizeEvent(event)
         self.layout_state.fit(self.width(), self.height())
-        self._on_side_page_changed(self.search.side.currentIndex())  # an open tree page keeps its room
 
     def _connect(self) -> None:
         self.search.side.currentChanged.connect(self._on_side_page_changed)
@@ -261,7 +261,6 @@ class TranslateTab(QWidget):
                 self._show_warnings()
             case Finished():
                 self.layout_state.fit_side()  # the token strips may need more rows now
-                self._on_side_page_changed(self.search.side.currentIndex())
                 self._show_warnings()
 
     def _show_warnings(self) -> None:
@@ -319,7 +318,7 @@ class TranslateTab(QWidget):
 
     @Slot(int)
     def _on_side_page_changed(self, index: int) -> None:
-        self.search.make_room(self.side_splitter, index)
+        self.layout_state.fit_side()  # the page opened gets its rows
 
     @Slot(int)
     def _on_examples_activated(self, index: int) -> None:

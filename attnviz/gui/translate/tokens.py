@@ -1,13 +1,25 @@
-"""Token strips (source and output tokens as chips, shaded by attention, hoverable, selectable and copyable from
+"""Token strips: source and output tokens as chips, shaded by attention, hoverable, selectable and copyable from
 the keyboard; under each output token, when an attribution is shown, a bar of its source share against the target
-prefix) and the top-k chart."""
+prefix. Each strip's title leads its first row, and the chips are a line of text high, so that a 15-token sentence
+takes three or four rows of a narrow side column. (The top-k chart is ``topk.TopKView``.)"""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
 from PySide6.QtCore import QEvent, QRect, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QGuiApplication, QKeyEvent, QKeySequence, QMouseEvent, QPainter, QPalette, QPen
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetrics,
+    QGuiApplication,
+    QKeyEvent,
+    QKeySequence,
+    QMouseEvent,
+    QPainter,
+    QPalette,
+    QPen,
+)
 from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 
 from attnviz.engine.text.tokenize import visible_token
@@ -16,6 +28,7 @@ from attnviz.gui.attention.colormap import color_at
 
 ALL = -2  # TokenStrip.selected() after Ctrl+A: every chip
 SHARE_BAR = 5  # px: the source-share bar under an output chip
+CHIP_PAD, GAP = 4, 2  # px: a chip's height over a line of text; the space between chips and around them
 
 
 class TokenStrip(QWidget):
@@ -29,8 +42,9 @@ class TokenStrip(QWidget):
     hovered = Signal(int)
     clicked = Signal(int)
 
-    def __init__(self, placeholder: str, parent: QWidget | None = None):
+    def __init__(self, placeholder: str, title: str = "", parent: QWidget | None = None):
         super().__init__(parent)
+        self.title = title  # drawn in bold before the first chip, so the strip needs no line of its own
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Minimum)
         self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
@@ -44,17 +58,35 @@ class TokenStrip(QWidget):
         self._current = -1
         self._rects: list[QRect] = []
         self._labels: list[str] = []
+        self._room: list[str] = []  # the labels the strip's height is for (``set_tokens``)
 
     def set_placeholder(self, text: str) -> None:
         self._placeholder = text
         self.update()
 
-    def set_tokens(self, tokens: Sequence[str], current: int = -1) -> None:
+    def set_title(self, text: str) -> None:
+        self.title = text
+        self.updateGeometry()
+        self.update()
+
+    def _title_width(self) -> int:
+        """The room the title takes before the first chip (0 without a title)."""
+        return self._bold().horizontalAdvance(self.title) + 2 * GAP if self.title else 0
+
+    def _bold(self) -> QFontMetrics:
+        font = QFont(self.font())
+        font.setBold(True)
+        return QFontMetrics(font)
+
+    def set_tokens(self, tokens: Sequence[str], current: int = -1, room: Sequence[str] = ()) -> None:
+        """Show ``tokens`` (``current`` marked); the strip keeps the height ``room`` needs (the whole translation
+        while playback or scrubbing shows a part of it), so the column under it does not move at every step."""
         kept = self._selected + 1  # the selected chip stays while it and the tokens before it do (playback)
         if list(tokens) != self._tokens and (kept <= 0 or list(tokens[:kept]) != self._tokens[:kept]):
             self._selected = -1
         self._tokens, self._current, self._weights = list(tokens), current, None
         self._labels = [visible_token(t) for t in self._tokens]  # a space drawn as a glyph, not as nothing
+        self._room = [visible_token(t) for t in room] if len(room) > len(tokens) else self._labels
         self.updateGeometry()
         self.update()
         announce(self)
@@ -115,21 +147,26 @@ class TokenStrip(QWidget):
         if self._tokens:
             QGuiApplication.clipboard().setText(self.copy_text(everything))
 
-    def _flow(self) -> list[QRect]:
-        metrics, x, y, rects = self.fontMetrics(), 4, 4, []
-        h, bar = metrics.height() + 8, SHARE_BAR + 2 if self._shares is not None else 0
-        for tok in self._labels:
-            w = metrics.horizontalAdvance(tok) + 14
-            if x + w > self.width() - 4 and x > 4:
-                x, y = 4, y + h + 4 + bar
+    def _flow(self, labels: Sequence[str] | None = None) -> list[QRect]:
+        """The chips' rectangles (of ``labels``, the strip's own by default), wrapped at the strip's width after the
+        title: compact (a line of text and a few pixels), so a 15-token sentence takes three or four rows of a
+        narrow side column."""
+        metrics, first = self.fontMetrics(), GAP + self._title_width()
+        x, y, rects = first, GAP, list[QRect]()
+        h, bar = metrics.height() + CHIP_PAD, SHARE_BAR + 2 if self._shares is not None else 0
+        for tok in self._labels if labels is None else labels:
+            w = metrics.horizontalAdvance(tok) + 10
+            if x + w > self.width() - GAP and x > GAP and rects:
+                x, y = GAP, y + h + GAP + bar
             rects.append(QRect(x, y, w, h))
-            x += w + 4
+            x += w + GAP
         return rects
 
     def sizeHint(self) -> QSize:
-        rects = self._flow()
+        rects = self._flow(self._room)
         bar = SHARE_BAR + 2 if self._shares is not None else 0
-        return QSize(400, (rects[-1].bottom() + 6 + bar) if rects else self.fontMetrics().height() + 16)
+        line = self.fontMetrics().height() + CHIP_PAD + 2 * GAP
+        return QSize(400, (rects[-1].bottom() + GAP + 1 + bar) if rects else line)
 
     def minimumSizeHint(self) -> QSize:
         return QSize(100, self.sizeHint().height())
@@ -144,11 +181,14 @@ class TokenStrip(QWidget):
         if self.hasFocus():  # where the keyboard is: a frame around the strip
             painter.setPen(QPen(pal.color(QPalette.ColorRole.Highlight), 1, Qt.PenStyle.DashLine))
             painter.drawRect(self.rect().adjusted(0, 0, -1, -1))
+        self._rects = self._flow()
+        if self.title:
+            self._paint_title(painter)
         if not self._tokens:
             painter.setPen(pal.color(QPalette.ColorRole.PlaceholderText))
-            painter.drawText(self.rect().adjusted(6, 0, 0, 0), Qt.AlignmentFlag.AlignVCenter, self._placeholder)
+            painter.drawText(self.rect().adjusted(GAP + self._title_width(), 0, 0, 0), Qt.AlignmentFlag.AlignVCenter,
+                             self._placeholder)
             return
-        self._rects = self._flow()
         for i, (tok, rect) in enumerate(zip(self._labels, self._rects)):
             fill = pal.color(QPalette.ColorRole.AlternateBase)
             text = pal.color(QPalette.ColorRole.Text)
@@ -167,6 +207,17 @@ class TokenStrip(QWidget):
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, tok)
             if self._shares is not None and i < len(self._shares):
                 self._paint_share(painter, rect, self._shares[i])
+
+    def _paint_title(self, painter: QPainter) -> None:
+        font = QFont(self.font())
+        font.setBold(True)
+        painter.save()
+        painter.setFont(font)
+        painter.setPen(self.palette().color(QPalette.ColorRole.WindowText))
+        line = self.fontMetrics().height() + CHIP_PAD
+        top = self._rects[0].top() if self._rects else (self.height() - line) // 2
+        painter.drawText(QRect(GAP, top, self._title_width(), line), Qt.AlignmentFlag.AlignVCenter, self.title)
+        painter.restore()
 
     def _paint_share(self, painter: QPainter, chip: QRect, share: float) -> None:
         """Under the chip: the source share in the map's bright colour, the target prefix's in grey."""
@@ -246,115 +297,3 @@ class TokenStrip(QWidget):
         every.setEnabled(bool(self._tokens))
         every.triggered.connect(lambda checked=False: self.copy(everything=True))
         return menu
-
-
-class TopKView(QWidget):
-    """The best candidates of one step as horizontal bars with exact probabilities; the chosen one first.
-
-    Double-clicking a candidate (or "Decode on with ..." in its context menu) emits ``alternative(token)``: a what-if
-    that takes it at this step instead."""
-
-    alternative = Signal(str)
-    foil = Signal(str)  # "why the chosen token and not this one?": a contrastive attribution
-
-    def __init__(self, parent: QWidget | None = None):
-        super().__init__(parent)
-        self.setObjectName("topkView")
-        self.setAccessibleName("Best next-token candidates")
-        self._items: list[tuple[str, float]] = []
-        self._entropy: float | None = None
-        self._chosen: tuple[str, float] | None = None
-        self._forced = False  # the step's token was given, not chosen
-        self.placeholder = "The likeliest next tokens appear here"
-        self.setMinimumSize(200, 120)
-        self._rows: list[QRect] = []
-
-    def set_candidates(self, items: Sequence[tuple[str, float]], entropy: float | None,
-                       chosen: tuple[str, float] | None = None, forced: bool = False) -> None:
-        """The top-k ``items`` (token, probability) and the token the step took, which sampling may draw from
-        further down (or from outside the top k); ``forced``: the step took it without a choice (a multilingual
-        model's target language, a forced end, a typed prefix), so the bars are what the model would have chosen
-        from and none is marked taken."""
-        self._items, self._entropy, self._forced = list(items), entropy, forced
-        self._chosen = chosen if chosen is not None else (self._items[0] if self._items else None)
-        self.setToolTip("\n".join(f"{visible_token(t)}: {p:.4f}" + (" (chosen)" if self._is_chosen(t) else "")
-                                  for t, p in self._items) + ("\nDouble-click one to decode on with it instead"
-                                                              if self._items else ""))
-        self.update()
-        announce(self)
-
-    def _is_chosen(self, token: str) -> bool:
-        return not self._forced and self._chosen is not None and token == self._chosen[0]
-
-    def _forced_line(self) -> str:
-        taken = visible_token(self._chosen[0]) if self._chosen else "?"
-        return f"Forced: {taken}, not chosen; the model's own top {len(self._items)} were"
-
-    def accessible_value(self) -> str:
-        if not self._items:
-            return self.placeholder
-        chosen = f"Chosen: {visible_token(self._chosen[0])} ({self._chosen[1]:.3f}). " if self._chosen else ""
-        chosen = self._forced_line() + ". " if self._forced else chosen
-        return chosen + "Candidates: " + ", ".join(f"{visible_token(t)} {p:.3f}" for t, p in self._items)
-
-    def sizeHint(self) -> QSize:
-        """As tall as its content: a line of title and a line per candidate (ten before the first step)."""
-        line = self.fontMetrics().height()
-        return QSize(260, line + 4 + max(len(self._items), 10) * (line + 2))
-
-    def paintEvent(self, event) -> None:  # noqa: N802
-        painter = QPainter(self)
-        pal = self.palette()
-        painter.setPen(pal.color(QPalette.ColorRole.WindowText))
-        if not self._items:
-            painter.drawText(self.rect(), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap, self.placeholder)
-            return
-        lines = [self._forced_line() if self._forced else f"Top {len(self._items)} candidates"]
-        if self._entropy is not None:
-            lines.append(f"entropy {self._entropy:.3f} nats")
-        if not self._forced and self._chosen is not None and not any(self._is_chosen(t) for t, _ in self._items):
-            drawn = visible_token(self._chosen[0])
-            lines.append(f"drawn: {drawn} ({self._chosen[1]:.4f}), not in the top {len(self._items)}")
-        metrics = painter.fontMetrics()
-        if metrics.horizontalAdvance(" · ".join(lines)) <= self.width() - 8:
-            lines = [" · ".join(lines)]  # wide enough: one line leaves more room for the bars
-        line_h = metrics.height()
-        for n, text in enumerate(lines):  # a line each rather than one clipped line
-            painter.drawText(QRect(4, n * line_h, self.width() - 8, line_h), Qt.AlignmentFlag.AlignLeft,
-                             metrics.elidedText(text, Qt.TextElideMode.ElideRight, self.width() - 8))
-        top = len(lines) * line_h + 2
-        row_h = max(14, (self.height() - top - 2) // len(self._items))
-        label_w, value_w = 90, 56
-        bar_w = max(10, self.width() - label_w - value_w - 12)
-        self._rows = [QRect(0, top + i * row_h, self.width(), row_h) for i in range(len(self._items))]
-        for i, (tok, p) in enumerate(self._items):
-            y = top + i * row_h
-            painter.setPen(pal.color(QPalette.ColorRole.WindowText))
-            painter.drawText(QRect(4, y, label_w - 6, row_h),
-                             Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, visible_token(tok))
-            chosen = self._is_chosen(tok)
-            painter.fillRect(QRect(label_w, y + 2, int(bar_w * p), row_h - 4),
-                             pal.color(QPalette.ColorRole.Highlight) if chosen else color_at(0.35 + 0.5 * p))
-            painter.drawText(QRect(label_w + bar_w + 4, y, value_w, row_h), Qt.AlignmentFlag.AlignVCenter,
-                             f"{p:.3f}" + (" \u2190" if chosen else ""))  # an arrow marks the token taken
-
-    def token_at(self, pos) -> str | None:
-        return next((self._items[i][0] for i, r in enumerate(self._rows) if r.contains(pos) and i < len(self._items)),
-                    None)
-
-    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802
-        token = self.token_at(event.position().toPoint())
-        if token is not None:
-            self.alternative.emit(token)
-
-    def contextMenuEvent(self, event) -> None:  # noqa: N802
-        token = self.token_at(event.pos())
-        if token is None:
-            return
-        menu = QMenu(self)
-        menu.addAction(f"Decode on with {token!r} at this step").triggered.connect(
-            lambda checked=False, t=token: self.alternative.emit(t))
-        why = menu.addAction(f"Why this and not {visible_token(token)!r}?")
-        why.setEnabled(not self._is_chosen(token))
-        why.triggered.connect(lambda checked=False, t=token: self.foil.emit(t))
-        menu.exec(event.globalPos())

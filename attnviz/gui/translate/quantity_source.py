@@ -1,0 +1,120 @@
+"""The attention panel's source for the quantity the Translate tab's selector shows, Qt-free: ``QuantitySource``
+reads the document's own maps for attention, else a computed ``QuantityResult``'s cut at the step, with the sink
+columns hidden on request, and names what it shows (the map's title: the quantity and its settings; the caption:
+what its numbers mean).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from attnviz.engine.analysis.sinks import sink_columns, without_sinks
+from attnviz.engine.events import ATTENTION_KINDS, AttentionKind, Translation
+from attnviz.engine.subwords import WordAttention
+from attnviz.engine.text.tokenize import visible_token
+from attnviz.gui.translate.quantities import (
+    ATTRIBUTION,
+    LENS,
+    PREFIX_MARK,
+    PREFIX_ONLY,
+    QuantityResult,
+    quantity_title,
+)
+
+
+class QuantitySource:
+    """The attention panel's source (``AttentionSource``) for one quantity over a decode document: the document's
+    own maps for attention, else ``result``'s cut at the step; with ``sinks`` False, the sink columns hidden and the
+    rows renormalised."""
+
+    def __init__(self, document, result: QuantityResult | None, sinks: bool = True):
+        self.document, self.result, self.sinks = document, result, sinks
+
+    @property
+    def mergeable(self) -> bool:
+        return self.result is None and self.document.mergeable  # pieces merge for the raw weights only
+
+    def kinds(self) -> list[str]:
+        if self.result is None:
+            return self.document.kinds()
+        return [k for k in (*ATTENTION_KINDS, ATTRIBUTION.key, LENS.key) if k in self.result.maps]
+
+    def kind_info(self, kind: str) -> AttentionKind:
+        if kind == ATTRIBUTION.key and self.result is not None and not self.result.sources:
+            return PREFIX_ONLY  # a language model reads no source
+        return LENS if kind == LENS.key else ATTENTION_KINDS.get(kind, ATTRIBUTION)
+
+    def describe(self, kind: str) -> tuple[str, str]:
+        """(title prefix, caption) of the quantity shown: what it is, its settings, which token is attributed."""
+        hidden = "" if self.sinks else " Sink columns (<sos>, <eos>, punctuation, language tags) are hidden and " \
+                                      "every row renormalised over the rest."
+        result = self.result
+        if result is None:
+            return "", "each row sums to 1." + hidden
+        q = result.quantity
+        settings = ", ".join(f"{k} {v}" for k, v in result.settings.items())
+        rows = "each row sums to 1" if q.key.startswith(("norm", "rollout")) else "one row per output token"
+        step = self.document.current
+        said = f" The highlighted row is output token {step + 1}, {self.document.steps[step].token!r}: what it " \
+               "depended on." if kind == ATTRIBUTION.key and 0 <= step < len(self.document.steps) else ""
+        notes = "".join(f" {n}" for n in result.notes)
+        about = f" ({settings})" if settings else ""
+        return f"{quantity_title(q)} \u00b7 ", f"{rows}. {q.description}{about}.{said}{notes}{hidden}"
+
+    def _labels(self, kind: str, upto: int, merged: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        view: Translation | WordAttention = self.document.view(upto, merged)
+        if kind == LENS.key and self.result is not None:  # a column per decoder layer
+            return view.tokens, self.result.columns
+        if kind != ATTRIBUTION.key or self.result is None:
+            return view.axis_labels(kind)
+        n = len(view.tokens)
+        return view.tokens, self.result.columns[: self.result.sources + n]
+
+    def future(self, kind: str, upto: int) -> np.ndarray | None:
+        """[R, C] True where a query may not look: decoder inputs after its own step (self-attention, or the
+        attribution's prefix columns); the sink columns left out as the heatmap leaves them."""
+        labels = self._labels(kind, upto, False)
+        rows, cols = len(labels[0]), len(labels[1])
+        sources = 0 if kind == "decoder" else self.result.sources if self.result is not None else 0
+        if kind not in ("decoder", ATTRIBUTION.key) or cols - sources != rows:
+            return None
+        future = np.zeros((rows, cols), dtype=bool)
+        future[:, sources:] = np.triu(np.ones((rows, rows), dtype=bool), 1)
+        sinks = sink_columns(labels[1])
+        return future if self.sinks or sinks.all() else future[:, ~sinks]  # as ``without_sinks`` leaves the map
+
+    def _cut(self, kind: str, upto: int) -> np.ndarray | None:
+        """The result's maps of ``kind`` as of step ``upto``: rows of the steps so far, prefix keys so far."""
+        result = self.result
+        maps = result.maps.get(kind) if result is not None else None
+        if result is None or maps is None or kind == "encoder":
+            return maps
+        n = len(self.document.translation(upto).tokens)
+        keys = n if kind == "decoder" else result.sources + n if kind == ATTRIBUTION.key else maps.shape[-1]
+        return maps[:, :, :n, :keys]
+
+    def maps(self, kind: str, upto: int, merged: bool = False) -> np.ndarray | None:
+        if self.document.encoder is None:
+            return None
+        maps = self.document.maps(kind, upto, merged) if self.result is None else self._cut(kind, upto)
+        if maps is None or self.sinks:
+            return maps
+        return without_sinks(maps, sink_columns(self._labels(kind, upto, merged)[1]))
+
+    def heatmap(self, kind: str, layer: int, head: int | None, upto: int, merged: bool = False):
+        """(matrix [R, C], row labels, column labels, highlighted row), as ``DecodeDocument.heatmap``."""
+        shown = self.document.heatmap(kind, layer, head, upto, merged) if kind in ATTENTION_KINDS else None
+        maps = self.maps(kind, upto, merged)
+        if maps is None:
+            return None
+        layer = min(layer, maps.shape[0] - 1)
+        matrix = maps[layer].mean(axis=0) if head is None else maps[layer, min(head, maps.shape[1] - 1)]
+        rows, cols = (tuple(visible_token(t) for t in axis) for axis in self._labels(kind, upto, merged))
+        if kind == ATTRIBUTION.key and self.result is not None:
+            n = self.result.sources
+            cols = cols[:n] + tuple(PREFIX_MARK + c for c in cols[n:])
+        if not self.sinks:
+            cols = tuple(c for c, sink in zip(cols, sink_columns(self._labels(kind, upto, merged)[1])) if not sink) \
+                or cols
+        highlight = shown[3] if shown is not None else len(rows) - 1
+        return matrix, rows, cols, highlight
