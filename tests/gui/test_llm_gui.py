@@ -66,3 +66,13 @@ def test_cells_outside_a_sliding_window_are_hatched(qtbot, window, tmp_path):
     assert np.all(data.matrix[data.outside] == 0)
     i, j = map(int, np.argwhere(data.outside)[0])
     assert "sliding window" in tab.attention.heatmap.describe_cell(i, j)
+
+
+def test_mnemonics_stay_unique_with_an_llms_controls_shown(qtbot, window, qwen):
+    from attnviz.gui.shortcuts import clashes
+    from tests.gui.test_keyboard import window_states
+
+    tab = load(qtbot, window, str(qwen))
+    assert tab.quantity.bar.span_check.isVisibleTo(window)
+    for state in window_states(window):
+        assert not clashes(window), (state, clashes(window))

@@ -68,7 +68,7 @@ class QuantityBar(QWidget):
         self.sinks_check.setAccessibleName("Hide sink tokens and renormalise")
         self.sinks_check.setToolTip("Hide <sos>, <eos>, punctuation and language tags, and renormalise each row to "
                                     "sum to 1. " + WHY)
-        self.span_check = QCheckBox("Sentence onl&y")
+        self.span_check = QCheckBox("Prompt: sentence only (&1)")  # every letter has an owner in some state
         self.span_check.setObjectName("spanCheck")
         self.span_check.setAccessibleName("Show only the sentence's tokens of the prompt")
         self.span_check.setToolTip("An LLM reads a prompt: the chat template's tokens, the instruction and the "

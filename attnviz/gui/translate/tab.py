@@ -250,8 +250,9 @@ class TranslateTab(QWidget):
             after = (f" Stopped at the length limit of {limit} tokens: raise Max length to let it finish." if limit
                      else " Scrub or hover to explore.")
             size, precision = self.document.kept_maps()
-            self.status.emit(f"{verb}: {len(self.document.steps)} tokens. Attention kept: {size_text(size)} "
-                             f"({precision}).{after}")
+            kept = f" Attention kept: {size_text(size)} ({precision})." if precision != "float32" or size >= 2**24 \
+                else ""  # an LLM's (float16), or maps large enough to matter
+            self.status.emit(f"{verb}: {len(self.document.steps)} tokens.{kept}{after}")
 
     def _on_document_changed(self, change: DocumentChange) -> None:
         """The tab's own part of a change: the map's quantity and the step table's row for the step, the warnings,
