@@ -135,8 +135,8 @@ def assemble(first: EncoderPass, steps: list[DecodeStep], text: str) -> Translat
     """Build the full matrices of a Translation from an encoder pass and its steps (rows padded with zeros)."""
     t = len(steps)
     attention: dict[str, np.ndarray] = {}
-    if first.encoder_attention is not None:
-        attention["encoder"] = first.encoder_attention
+    if first.encoder_attention is not None:  # maps kept in float16 (an LLM's) are rebuilt in float32 for use
+        attention["encoder"] = first.encoder_attention.astype(np.float32, copy=False)
     if steps and steps[0].self_attention is not None:
         lay, heads = steps[0].self_attention.shape[:2]
         dec = np.zeros((lay, heads, t, t), dtype=np.float32)
@@ -146,7 +146,7 @@ def assemble(first: EncoderPass, steps: list[DecodeStep], text: str) -> Translat
     if steps and steps[0].cross_attention is not None:
         # T x [L, H, S] -> [L, H, T, S]; a step without rows would leave T short, which Translation rejects
         rows = [s.cross_attention for s in steps if s.cross_attention is not None]
-        attention["cross"] = np.stack(rows, axis=2)
+        attention["cross"] = np.stack(rows, axis=2).astype(np.float32, copy=False)
     return Translation(
         src_tokens=first.src_tokens,
         tokens=tuple(s.token for s in steps),

@@ -1,11 +1,14 @@
-"""Small helpers shared by the tabs: naming a widget, scrolling one, a row of labelled controls, a chosen file's
-name on a button, reading a typed setting back, the index types of the table models, and copying a table's rows as a
-spreadsheet expects."""
+"""Small helpers shared by the tabs: a paint that cannot crash the app, naming a widget, scrolling one, a row of
+labelled controls, a chosen file's name on a button, reading a typed setting back, the index types of the table
+models, and copying a table's rows as a spreadsheet expects."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TypeAlias, TypeVar
+import functools
+import sys
+import traceback
+from collections.abc import Callable, Iterable
+from typing import Any, TypeAlias, TypeVar
 
 from PySide6.QtCore import QEvent, QModelIndex, QObject, QPersistentModelIndex, QPoint, QSettings, Qt
 from PySide6.QtGui import QGuiApplication, QKeyEvent, QKeySequence
@@ -30,6 +33,28 @@ ModelIndex: TypeAlias = QModelIndex | QPersistentModelIndex  # what Qt hands an 
 NO_PARENT = QModelIndex()  # a table's rows have no parent: the invalid index, made once as a shared default
 COMPACT_PAD = 6  # px a compact table row adds to a line of text
 FILE_NAME_WIDTH = 160  # px a chosen file's name may take on a button; longer ones are cut in the middle
+
+
+_PAINT_FAULTS: set[str] = set()  # the widget classes whose drawing failed once (said once each)
+
+
+def guarded_paint(paint: Callable[[Any, Any], None]) -> Callable[[Any, Any], None]:
+    """A widget's ``paintEvent`` that cannot take the app down: PySide6 aborts the process when an exception leaves a
+    method Qt calls (shiboken crashes while printing it), so a drawing fault (a value nobody foresaw) is printed once
+    per widget class and the widget draws nothing more this time."""
+
+    @functools.wraps(paint)
+    def safe(self, event) -> None:
+        try:
+            paint(self, event)
+        except Exception:  # noqa: BLE001 - any drawing fault: the window and the user's work stay
+            name = type(self).__name__
+            if name not in _PAINT_FAULTS:
+                _PAINT_FAULTS.add(name)
+                print(f"attnviz: drawing {name} failed (shown once; please report it):", file=sys.stderr)
+                traceback.print_exc()
+
+    return safe
 
 
 def named(widget: W, name: str, accessible: str, tip: str = "") -> W:

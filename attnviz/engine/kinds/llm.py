@@ -82,6 +82,9 @@ LLM = register(ModelKind(
     stored_precision=True,
     capture_dtype="float16",
     layer_readout=True,
+    kv_heads=lambda cfg: LLMArch.from_dict(cfg.arch).kv_heads,
+    outside_window=lambda cfg, kind, layer, src_len, rows, cols: LLMArch.from_dict(cfg.arch).outside_window(
+        kind, layer, src_len, rows, cols),
     same_heads={kind: ("encoder", "decoder") for kind in ("cross", "decoder", "encoder")},
     views={"cross": AttentionKind("cross", "Output → prompt", "output step (query)", "prompt token (key)"),
            "decoder": AttentionKind("decoder", "Output → own output", "output step (query)",

@@ -32,6 +32,16 @@ def _no_checks(cfg: ModelConfig) -> None:
     """A kind with no settings that must agree with each other beyond ``ModelConfig``'s own checks."""
 
 
+def _no_groups(cfg: ModelConfig) -> int:
+    """Every head has its own keys and values."""
+    return 0
+
+
+def _no_window(cfg: ModelConfig, kind: str, layer: int, src_len: int, rows: int, cols: int) -> None:
+    """Every layer sees every position."""
+    return None
+
+
 @dataclass(frozen=True)
 class ModelKind:
     """Everything the engine, the CLI and the GUI need to know about one kind of model."""
@@ -71,9 +81,19 @@ class ModelKind:
     # how its views name an attention kind when ``ATTENTION_KINDS``'s words do not fit it (an LLM's "cross" is its
     # output attending over the prompt)
     views: Mapping[str, AttentionKind] = field(default_factory=dict)
+    # key/value heads under grouped-query attention (0: every head its own)
+    kv_heads: Callable[[ModelConfig], int] = _no_groups
+    # [rows, cols] True at the cells of one sentence's map (kind, layer, source length, rows, cols) that a sliding
+    # attention window leaves out (zero by construction); None where the layer sees everything
+    outside_window: Callable[[ModelConfig, str, int, int, int, int], Any] = _no_window
     # the precision its captured maps are kept at in the events ("float16" for an LLM: half the memory, about three
     # significant digits)
     capture_dtype: str = "float32"
+
+    def shared(self, kind: str) -> tuple[str, ...]:
+        """The attention kinds whose heads are ``kind``'s heads (itself; an LLM's three views of one attention)."""
+        carriers = set(self.same_heads.get(kind, (kind,)))
+        return tuple(k for k in self.attention_kinds if k == kind or carriers & set(self.same_heads.get(k, (k,))))
 
     def view(self, kind: str) -> AttentionKind:
         """What the views call ``kind`` for this model kind: its own words, else ``ATTENTION_KINDS``'s."""

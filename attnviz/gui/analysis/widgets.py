@@ -21,7 +21,7 @@ from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.engine.training.runs import RunPaths, run_checkpoint
 from attnviz.gui.analysis import baselines
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
-from attnviz.gui.widgets import NO_PARENT, ModelIndex, add_labelled, named
+from attnviz.gui.widgets import NO_PARENT, ModelIndex, add_labelled, guarded_paint, named
 
 if TYPE_CHECKING:
     from attnviz.engine.analysis.alignment import AlignmentReady
@@ -157,6 +157,7 @@ class HeadMap(HeatmapView):
         else:
             self.show_matrix(stats.means(kind)[stat], f"{kind}: {stat.replace('_', ' ')}", stat in SHARES)
 
+    @guarded_paint
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt naming)
         super().paintEvent(event)
         data, g = self.data(), self._geometry

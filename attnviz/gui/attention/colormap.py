@@ -51,5 +51,6 @@ def to_image(matrix: np.ndarray, per_map: bool = False, signed: bool = False) ->
 
 def color_at(value: float, signed: bool = False) -> QColor:
     """The colour at ``value`` in 0..1 of the scale (for a signed scale 0.5 is zero)."""
+    value = 0.0 if value != value else value  # NaN (nothing to shade by): the scale's bottom, never a crash
     r, g, b = (DIVERGING_LUT if signed else LUT)[int(round(min(max(value, 0.0), 1.0) * 255))]
     return QColor(int(r), int(g), int(b))

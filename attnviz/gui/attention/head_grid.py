@@ -23,6 +23,7 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from attnviz.gui.accessible import announce
 from attnviz.gui.attention.colormap import to_image
+from attnviz.gui.widgets import guarded_paint
 
 LABEL_W, LABEL_H, GAP = 26, 16, 4
 MAX_TILE = 120
@@ -198,6 +199,7 @@ class HeadGrid(QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802
         self._relayout()
 
+    @guarded_paint
     def paintEvent(self, event) -> None:  # noqa: N802
         painter = QPainter(self)
         self._relayout()

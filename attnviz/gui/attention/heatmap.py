@@ -18,6 +18,7 @@ from attnviz.gui.accessible import announce
 from attnviz.gui.attention.colormap import color_at, signed_limit, to_image
 from attnviz.gui.attention.labels import DrawnLabel, plan_labels, scaled_font
 from attnviz.gui.attention.layout import AXIS_BAND, Geometry, colour_ticks, geometry, tick_digits, zoomed
+from attnviz.gui.widgets import guarded_paint
 
 BAR_GAP = 10  # pixels between the cells and the colour bar
 
@@ -150,6 +151,7 @@ class HeatmapView(QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802
         self._relayout()
 
+    @guarded_paint
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt naming)
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)

@@ -311,18 +311,25 @@ class AttentionPanel(QWidget):
         self.scale_combo.setEnabled(not outside)  # such a map is always drawn on its own scale: no choice to offer
         self.scale_combo.setToolTip("This quantity's values fall outside 0..1: each map uses its own colour scale"
                                     if outside else "Colour scale")
+        window = source.outside(kind, self.layer, self._step) if not self.merged else None
+        window = window if window is not None and window.shape == matrix.shape and window.any() else None
         self.heatmap.set_data(HeatmapData(matrix, tuple(rows), tuple(cols), info.query_axis, info.key_axis, title,
-                                          highlight, self.per_map or outside, masked, float(matrix.min()) < 0))
+                                          highlight, self.per_map or outside, masked, float(matrix.min()) < 0,
+                                          window))
         maps = source.maps(kind, self._step, self.merged)
+        shared = source.shared(kind)
+        self.grid.set_groups(source.kv_heads())
         self.grid.set_maps(maps, self.per_map or outside, None if self.head is None else (self.layer, self.head),
                            self.alignment_head if kind == "cross" else None,
-                           {(r.layer, r.head) for r in self.heads_off if r.kind == kind},
+                           {(r.layer, r.head) for r in self.heads_off if r.kind in shared},
                            signed=maps is not None and bool(maps.size) and float(np.nanmin(maps)) < 0)
         about += " Values fall outside 0..1: the colour scale is the map's own." if outside else ""
         masked_text = " Hatched grey cells are future positions the decoder may not see (masked, not zero)." \
             if masked is not None else ""
+        masked_text += (f" Cells hatched the other way lie outside layer {self.layer + 1}'s sliding window (zero by "
+                        "construction)." if window is not None else "")
         off_text = " Crossed-out heads are switched off: their maps are all zero." \
-            if any(r.kind == kind for r in self.heads_off) else ""
+            if any(r.kind in shared for r in self.heads_off) else ""
         self.caption.setText(f"{title}. Rows: {info.query_axis}; columns: {info.key_axis}; {about}"
                              f"{masked_text}{off_text} Hover a cell for its exact weight; click a small map to open "
                              "it, Ctrl+click to switch it off.")

@@ -28,6 +28,18 @@ class AttentionSource(Protocol):
         """(what the title says before the kind, what the caption says of the quantity and its rows)."""
         ...
 
+    def shared(self, kind: str) -> tuple[str, ...]:
+        """The kinds whose heads are ``kind``'s heads (a head switched off in one is off in each)."""
+        ...
+
+    def kv_heads(self) -> int:
+        """Key/value heads under grouped-query attention (0: every head its own)."""
+        ...
+
+    def outside(self, kind: str, layer: int, upto: int) -> np.ndarray | None:
+        """[R, C] True at the cells ``layer``'s sliding window leaves out (zero by construction), or None."""
+        ...
+
     def future(self, kind: str, upto: int) -> np.ndarray | None:
         """[R, C] True at the cells of the heatmap a query may not see (future decoder inputs), or None."""
         ...

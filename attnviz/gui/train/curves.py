@@ -17,6 +17,7 @@ from PySide6.QtGui import QColor, QImage, QMouseEvent, QPaintDevice, QPainter, Q
 from PySide6.QtWidgets import QFileDialog, QGridLayout, QMessageBox, QSizePolicy, QToolTip, QWidget
 
 from attnviz.gui.train.run_document import EvaluationAdded, RunChange, RunCleared, StepsAdded
+from attnviz.gui.widgets import guarded_paint
 
 BLEU_WORDS = "BLEU (tokenised)"  # the evaluations' bleu_tok, said as a reader would
 
@@ -117,6 +118,7 @@ class CurvePlot(QWidget):
 
     # -- painting ----------------------------------------------------------------------------------------------------
 
+    @guarded_paint
     def paintEvent(self, event) -> None:  # noqa: N802
         painter = QPainter(self)
         self.paint(painter, self.rect().size())

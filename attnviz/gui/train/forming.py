@@ -21,7 +21,7 @@ from attnviz.gui.attention.colormap import to_image
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.attention.panel import head_choices, set_choices
 from attnviz.gui.train.run_document import EvaluationAdded, RunChange, RunCleared
-from attnviz.gui.widgets import add_labelled, named
+from attnviz.gui.widgets import add_labelled, guarded_paint, named
 
 START_HINT = "Start training: the probe sentence's cross-attention appears at every evaluation"
 
@@ -79,6 +79,7 @@ class FilmStrip(QWidget):
     def sizeHint(self) -> QSize:  # noqa: N802
         return QSize(600, 118)
 
+    @guarded_paint
     def paintEvent(self, event) -> None:  # noqa: N802
         painter = QPainter(self)
         self._tiles = []

@@ -20,6 +20,7 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 from attnviz.engine.events import BeamNode
 from attnviz.engine.search.tree import ROOT, SearchTree
 from attnviz.gui.accessible import announce
+from attnviz.gui.widgets import guarded_paint
 
 COL_W, NODE_W, ROW_H, NODE_H, PAD = 112, 100, 22, 18, 4  # px; a row: a node and 4 px, so 6 rows take 132 px
 CHOSEN, FINISHED, BRANCH = QColor(230, 120, 20), QColor(40, 150, 60), QColor(130, 60, 200)
@@ -137,6 +138,7 @@ class BeamTreeView(QWidget):
 
     # -- painting ----------------------------------------------------------------------------------------------------
 
+    @guarded_paint
     def paintEvent(self, event) -> None:  # noqa: N802
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)

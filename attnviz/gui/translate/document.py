@@ -20,9 +20,10 @@ from typing import NamedTuple, TypeAlias
 
 import numpy as np
 
-from attnviz.engine.config import DecodeConfig
+from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.events import (
     ATTENTION_KINDS,
+    AttentionKind,
     BeamDone,
     BeamNode,
     BeamStep,
@@ -31,6 +32,7 @@ from attnviz.engine.events import (
     Translation,
     assemble,
 )
+from attnviz.engine.kinds import ModelKind
 from attnviz.engine.search.limit import capped_limit, limit_warning, reached_limit
 from attnviz.engine.search.tree import Graft, SearchEvent, SearchTree
 from attnviz.engine.subwords import WordAttention, merge_translation
@@ -95,8 +97,10 @@ class DecodeDocument:
         self._telling = False
         self._clear(None, " ".join, None)
 
-    def _clear(self, request: DecodeRequest | None, detokenize: Detokenize, merger: Merger | None) -> None:
+    def _clear(self, request: DecodeRequest | None, detokenize: Detokenize, merger: Merger | None,
+               model: tuple[ModelKind, ModelConfig] | None = None) -> None:
         self.request, self.detokenize, self.merger = request, detokenize, merger
+        self.model = model  # the decoding model's kind and config: how its views are named and drawn
         self.tree: SearchTree | None = None
         self.steps: list[DecodeStep] = []  # the hypothesis shown, in order
         self.shown: list[int] = []  # its node ids in the tree
@@ -134,9 +138,11 @@ class DecodeDocument:
         self._clear(None, " ".join, None)
         self._tell(Cleared())
 
-    def start(self, request: DecodeRequest, detokenize: Detokenize, merger: Merger | None = None) -> None:
-        """A new decode was asked; its events follow (``add``). ``detokenize`` and ``merger`` are the model's."""
-        self._clear(request, detokenize, merger)
+    def start(self, request: DecodeRequest, detokenize: Detokenize, merger: Merger | None = None,
+              model: tuple[ModelKind, ModelConfig] | None = None) -> None:
+        """A new decode was asked; its events follow (``add``). ``detokenize``, ``merger`` and ``model`` (its kind
+        and config) are the model's."""
+        self._clear(request, detokenize, merger, model)
         self._tell(Cleared())
 
     def add(self, event: SearchEvent) -> None:
@@ -203,6 +209,15 @@ class DecodeDocument:
         limit = capped_limit(self.request.decode.max_len, max_target_len)
         forced_end = self.request.decode.forced_eos >= 0
         return limit if reached_limit([s.token for s in self.steps], limit, forced_end) else None
+
+    def kept_maps(self) -> tuple[int, str]:
+        """The bytes the decode's captured attention takes (the encoder's or prompt's maps and each step's new query
+        rows, every candidate's in a beam search) and their precision; the whole maps are rebuilt when shown."""
+        arrays = [] if self.encoder is None else [self.encoder.encoder_attention]
+        nodes = self.tree.nodes.values() if self.tree is not None else ()
+        arrays += [a for node in nodes for a in (node.step.self_attention, node.step.cross_attention)]
+        kept = [a for a in arrays if a is not None]
+        return sum(a.nbytes for a in kept), str(kept[0].dtype) if kept else "float32"
 
     # -- what is shown -----------------------------------------------------------------------------------------------
 
@@ -295,7 +310,26 @@ class DecodeDocument:
         if self.steps:
             have |= {"decoder"} if self.steps[0].self_attention is not None else set()
             have |= {"cross"} if self.steps[0].cross_attention is not None else set()
-        return [k for k in ATTENTION_KINDS if k in have]
+        order = self.model[0].attention_kinds if self.model is not None else tuple(ATTENTION_KINDS)
+        return [k for k in order if k in have]
+
+    def kind_info(self, kind: str) -> AttentionKind:
+        """What the views call an attention kind for this model (an LLM's "cross" is its output over the prompt)."""
+        return self.model[0].view(kind) if self.model is not None else ATTENTION_KINDS[kind]
+
+    def shared(self, kind: str) -> tuple[str, ...]:
+        """The attention kinds whose heads are ``kind``'s (an LLM's three views of its one attention)."""
+        return self.model[0].shared(kind) if self.model is not None else (kind,)
+
+    def kv_heads(self) -> int:
+        """Key/value heads under grouped-query attention (0: every head its own)."""
+        return self.model[0].kv_heads(self.model[1]) if self.model is not None else 0
+
+    def outside(self, kind: str, layer: int, rows: int, cols: int) -> np.ndarray | None:
+        """[rows, cols] True at the cells of ``kind``'s map that ``layer``'s sliding window leaves out."""
+        if self.model is None or self.encoder is None:
+            return None
+        return self.model[0].outside_window(self.model[1], kind, layer, len(self.encoder.src_tokens), rows, cols)
 
     def head_layout(self) -> dict[str, tuple[int, int]]:
         """(layers, heads) of each kind the views can show now."""
@@ -352,7 +386,7 @@ class DecodeDocument:
         cross = self.steps[step].cross_attention if 0 <= step < len(self.steps) else None
         if cross is None:
             return None
-        rows = cross[min(layer, cross.shape[0] - 1)]
+        rows = cross[min(layer, cross.shape[0] - 1)].astype(np.float32)  # kept in float16 for an LLM
         return rows.mean(axis=0) if head is None else rows[head]
 
     def cross_column(self, src_index: int, upto: int, layer: int, head: int | None) -> np.ndarray | None:

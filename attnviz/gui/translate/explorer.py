@@ -345,6 +345,7 @@ class SearchExplorer(QObject):
     def toggle_head(self, kind: str, layer: int, head: int) -> None:
         layers_heads = self.document.head_layout().get(kind, (0, 0))
         heads = range(layers_heads[1]) if head < 0 else [head]
+        kind = self.document.shared(kind)[0]  # one name for a head every view shares (an LLM's one attention)
         refs = {HeadRef(kind, layer, h) for h in heads}
         if refs <= self.heads_off:
             self.heads_off -= refs

@@ -68,6 +68,14 @@ class QuantityBar(QWidget):
         self.sinks_check.setAccessibleName("Hide sink tokens and renormalise")
         self.sinks_check.setToolTip("Hide <sos>, <eos>, punctuation and language tags, and renormalise each row to "
                                     "sum to 1. " + WHY)
+        self.span_check = QCheckBox("Prompt: sentence only (&1)")  # every letter has an owner in some state
+        self.span_check.setObjectName("spanCheck")
+        self.span_check.setAccessibleName("Show only the sentence's tokens of the prompt")
+        self.span_check.setToolTip("An LLM reads a prompt: the chat template's tokens, the instruction and the "
+                                   "sentence. Checked, the maps' prompt axis shows the sentence's own tokens; "
+                                   "unchecked, the whole prompt. The weights stay as the model gave them.")
+        self.span_check.setChecked(True)
+        self.span_check.hide()  # shown for a model that reads a prompt
         self.beside_check = QCheckBox("&Juxtapose")
         self.beside_check.setObjectName("besideCheck")
         self.beside_check.setToolTip("Side by side: the attention map of the step beside the quantity chosen")
@@ -75,11 +83,13 @@ class QuantityBar(QWidget):
         row = QHBoxLayout(self.options)
         row.setContentsMargins(0, 0, 0, 0)
         row.addWidget(self.sinks_check)
+        row.addWidget(self.span_check)
         row.addWidget(self.beside_check)
         self.busy = self._busy_box()
         self.corrupt_box = self._corrupt_box()
         self.combo.activated.connect(self._on_combo_activated)
         self.sinks_check.toggled.connect(self.options_changed)
+        self.span_check.toggled.connect(self.options_changed)
         self.beside_check.toggled.connect(self.options_changed)
 
     def _busy_box(self) -> QWidget:
@@ -147,6 +157,11 @@ class QuantityBar(QWidget):
     @property
     def sinks_hidden(self) -> bool:
         return self.sinks_check.isChecked()
+
+    @property
+    def span_only(self) -> bool:
+        """Whether an LLM prompt's axis is cut to the sentence (the box shows only for such a model)."""
+        return self.span_check.isChecked()
 
     @property
     def beside(self) -> bool:

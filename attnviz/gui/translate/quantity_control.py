@@ -112,6 +112,7 @@ class QuantityControl(QObject):
         self.worker.cancel()
         self.bar.idle()
         self.translator, self.result = translator, None
+        self.bar.span_check.setVisible(translator is not None and translator.kind.reads_prompt)
         self.lens.set_translator(translator)
         self.suspect.set_translator(translator)
         self.cache.clear()
@@ -132,6 +133,7 @@ class QuantityControl(QObject):
         kept = {key: {k: v for k, v in chosen.items() if k != "foil"} for key, chosen in self._settings.items()}
         settings.setValue("translate/quantitySettings", json.dumps(kept))
         settings.setValue("translate/hideSinks", self.bar.sinks_hidden)
+        settings.setValue("translate/sentenceOnly", self.bar.span_only)
         settings.setValue("translate/sideBySide", self.bar.beside)
 
     def restore_settings(self, settings: QSettings) -> None:
@@ -144,6 +146,7 @@ class QuantityControl(QObject):
         self._settings = {k: dict(v) for k, v in kept.items() if isinstance(v, dict)} if isinstance(kept, dict) \
             else {}
         self.bar.sinks_check.setChecked(stored(settings, "translate/hideSinks", False))
+        self.bar.span_check.setChecked(stored(settings, "translate/sentenceOnly", True))
         self.bar.beside_check.setChecked(stored(settings, "translate/sideBySide", False))
 
     def workers(self) -> tuple[Worker, ...]:
@@ -162,7 +165,7 @@ class QuantityControl(QObject):
         self._on_bar_chosen(key)
 
     def source(self) -> QuantitySource:
-        return QuantitySource(self.document, self.result, sinks=not self.bar.sinks_hidden)
+        return QuantitySource(self.document, self.result, sinks=not self.bar.sinks_hidden, span=self.bar.span_only)
 
     def show(self, step: int) -> None:
         """The panel (and the map beside it) as of ``step``."""
@@ -182,7 +185,7 @@ class QuantityControl(QObject):
     def beside_data(self, step: int) -> HeatmapData | None:
         """The step's attention for the map beside: cross-attention (a language model's decoder self-attention),
         the panel's layer where it has one, mean of heads, sinks hidden as in the main map."""
-        attention = QuantitySource(self.document, None, sinks=not self.bar.sinks_hidden)
+        attention = QuantitySource(self.document, None, sinks=not self.bar.sinks_hidden, span=self.bar.span_only)
         kinds = [k for k in ("cross", "decoder") if k in attention.kinds()]
         if not kinds:
             return None

@@ -25,10 +25,11 @@ from attnviz.gui.translate.quantities import (
 class QuantitySource:
     """The attention panel's source (``AttentionSource``) for one quantity over a decode document: the document's
     own maps for attention, else ``result``'s cut at the step; with ``sinks`` False, the sink columns hidden and the
-    rows renormalised."""
+    rows renormalised; with ``span``, an LLM prompt's axis cut to the sentence's own tokens (its template and
+    instruction left out, the weights as they are: each row's share of the sentence)."""
 
-    def __init__(self, document, result: QuantityResult | None, sinks: bool = True):
-        self.document, self.result, self.sinks = document, result, sinks
+    def __init__(self, document, result: QuantityResult | None, sinks: bool = True, span: bool = False):
+        self.document, self.result, self.sinks, self.span = document, result, sinks, span
 
     @property
     def mergeable(self) -> bool:
@@ -42,7 +43,62 @@ class QuantitySource:
     def kind_info(self, kind: str) -> AttentionKind:
         if kind == ATTRIBUTION.key and self.result is not None and not self.result.sources:
             return PREFIX_ONLY  # a language model reads no source
-        return LENS if kind == LENS.key else ATTENTION_KINDS.get(kind, ATTRIBUTION)
+        if kind in ATTENTION_KINDS:
+            info = self.document.kind_info(kind)
+            cut = self._cut_span(kind, False)
+            return info._replace(key_axis=f"{info.key_axis}, the sentence only") if cut and kind == "cross" else info
+        return LENS if kind == LENS.key else ATTRIBUTION
+
+    def shared(self, kind: str) -> tuple[str, ...]:
+        return self.document.shared(kind) if kind in ATTENTION_KINDS else (kind,)
+
+    def kv_heads(self) -> int:
+        return self.document.kv_heads()
+
+    # -- an LLM prompt's sentence span -------------------------------------------------------------------------------
+
+    def _cut_span(self, kind: str, merged: bool) -> tuple[int, int] | None:
+        """The sentence's token span [a, b) on the prompt axis of ``kind``, when the view is cut to it."""
+        encoder = self.document.encoder
+        if not self.span or merged or encoder is None or not encoder.roles or kind in ("decoder", LENS.key):
+            return None
+        if kind == ATTRIBUTION.key and (self.result is None or not self.result.sources):
+            return None
+        return encoder.span
+
+    def _sources(self, merged: bool = False) -> int:
+        """The attribution's source columns as shown."""
+        cut = self._cut_span(ATTRIBUTION.key, merged)
+        return (cut[1] - cut[0]) if cut else self.result.sources if self.result is not None else 0
+
+    def _spanned(self, kind: str, values, merged: bool):
+        """``values`` (maps [..., R, C], a mask [R, C] or (rows, cols) labels) cut to the sentence's span."""
+        cut = self._cut_span(kind, merged)
+        if cut is None:
+            return values
+        a, b = cut
+        if isinstance(values, tuple):
+            rows, cols = values
+            if kind == ATTRIBUTION.key and self.result is not None:
+                return rows, cols[a:b] + cols[self.result.sources:]
+            return (rows[a:b] if kind == "encoder" else rows), cols[a:b]
+        if kind == "encoder":
+            return values[..., a:b, a:b]
+        if kind == ATTRIBUTION.key and self.result is not None:
+            return np.concatenate([values[..., a:b], values[..., self.result.sources:]], axis=-1)
+        return values[..., a:b]
+
+    def outside(self, kind: str, layer: int, upto: int) -> np.ndarray | None:
+        """[R, C] True at the cells ``layer``'s sliding window leaves out (zero by construction), as shown."""
+        maps = self.document.maps(kind, upto) if kind in ATTENTION_KINDS and self.result is None else None
+        if maps is None:
+            return None
+        found = self.document.outside(kind, layer, *maps.shape[-2:])
+        if found is None:
+            return None
+        found = self._spanned(kind, found, False)
+        sinks = sink_columns(self._labels(kind, upto, False)[1])
+        return found if self.sinks or sinks.all() else found[:, ~sinks]
 
     def describe(self, kind: str) -> tuple[str, str]:
         """(title prefix, caption) of the quantity shown: what it is, its settings, which token is attributed."""
@@ -50,7 +106,7 @@ class QuantitySource:
                                       "every row renormalised over the rest."
         result = self.result
         if result is None:
-            return "", "each row sums to 1." + hidden
+            return "", self._rows_sum(kind) + hidden
         q = result.quantity
         settings = ", ".join(f"{k} {v}" for k, v in result.settings.items())
         rows = "each row sums to 1" if q.key.startswith(("norm", "rollout")) else "one row per output token"
@@ -61,21 +117,33 @@ class QuantitySource:
         about = f" ({settings})" if settings else ""
         return f"{quantity_title(q)} \u00b7 ", f"{rows}. {q.description}{about}.{said}{notes}{hidden}"
 
+    def _rows_sum(self, kind: str) -> str:
+        """What an attention map's rows add up to: 1, or for an LLM's output rows 1 with the other part of the one
+        softmax (the prompt's columns and the output's), and less when the view is cut to the sentence."""
+        shared = [k for k in self.shared(kind) if k != kind and k != "encoder"]
+        if kind == "encoder" or not shared:
+            return "each row sums to 1." if not self._cut_span(kind, False) else \
+                "each row is the sentence's share of its row (template and instruction left out)."
+        other = self.document.kind_info(shared[0]).label
+        cut = " The view is cut to the sentence: template and instruction columns are left out." \
+            if self._cut_span(kind, False) else ""
+        return f"each row and the same step's row of '{other}' are one softmax: together they sum to 1.{cut}"
+
     def _labels(self, kind: str, upto: int, merged: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
         view: Translation | WordAttention = self.document.view(upto, merged)
         if kind == LENS.key and self.result is not None:  # a column per decoder layer
             return view.tokens, self.result.columns
         if kind != ATTRIBUTION.key or self.result is None:
-            return view.axis_labels(kind)
+            return self._spanned(kind, view.axis_labels(kind), merged)
         n = len(view.tokens)
-        return view.tokens, self.result.columns[: self.result.sources + n]
+        return self._spanned(kind, (view.tokens, self.result.columns[: self.result.sources + n]), merged)
 
     def future(self, kind: str, upto: int) -> np.ndarray | None:
         """[R, C] True where a query may not look: decoder inputs after its own step (self-attention, or the
         attribution's prefix columns); the sink columns left out as the heatmap leaves them."""
         labels = self._labels(kind, upto, False)
         rows, cols = len(labels[0]), len(labels[1])
-        sources = 0 if kind == "decoder" else self.result.sources if self.result is not None else 0
+        sources = 0 if kind == "decoder" else self._sources() if self.result is not None else 0
         if kind not in ("decoder", ATTRIBUTION.key) or cols - sources != rows:
             return None
         future = np.zeros((rows, cols), dtype=bool)
@@ -97,7 +165,10 @@ class QuantitySource:
         if self.document.encoder is None:
             return None
         maps = self.document.maps(kind, upto, merged) if self.result is None else self._cut(kind, upto)
-        if maps is None or self.sinks:
+        if maps is None:
+            return None
+        maps = self._spanned(kind, maps, merged)
+        if self.sinks:
             return maps
         return without_sinks(maps, sink_columns(self._labels(kind, upto, merged)[1]))
 
@@ -111,7 +182,7 @@ class QuantitySource:
         matrix = maps[layer].mean(axis=0) if head is None else maps[layer, min(head, maps.shape[1] - 1)]
         rows, cols = (tuple(visible_token(t) for t in axis) for axis in self._labels(kind, upto, merged))
         if kind == ATTRIBUTION.key and self.result is not None:
-            n = self.result.sources
+            n = self._sources(merged)
             cols = cols[:n] + tuple(PREFIX_MARK + c for c in cols[n:])
         if not self.sinks:
             cols = tuple(c for c, sink in zip(cols, sink_columns(self._labels(kind, upto, merged)[1])) if not sink) \

@@ -68,7 +68,7 @@ class StepViews(QObject):
                 self.topk_view.set_candidates([], None)
                 self.translation_text.set_text("", finished=False)
             case Encoded(encoder=encoder):
-                self.source_view.set_tokens(encoder.src_tokens)
+                self.source_view.set_tokens(encoder.src_tokens, roles=encoder.roles)
                 self.show_step()
             case PathShown() | StepShown():
                 self.show_step()

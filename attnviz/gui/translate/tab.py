@@ -28,6 +28,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from attnviz.engine.checkpoints.memory import size_text
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import Translation
 from attnviz.engine.heads import HeadRef
@@ -220,7 +221,8 @@ class TranslateTab(QWidget):
             return
         self.show_message("")
         request = DecodeRequest(text, self._decode_config(), beam := self.sampling_row.mode == "beam")
-        self.document.start(request, translator.detokenize, word_merger(translator.src_spec, translator.tgt_spec))
+        self.document.start(request, translator.detokenize, word_merger(translator.src_spec, translator.tgt_spec),
+                            (translator.kind, translator.config))
         self.worker.start(DecodeJob(translator, request))
         self.playback.decode_started(beam)
         self.status.emit("Generating..." if self.generating else "Translating...")
@@ -247,7 +249,10 @@ class TranslateTab(QWidget):
             limit = self.document.stopped_at_limit(self.translator.model.max_target_len) if self.translator else None
             after = (f" Stopped at the length limit of {limit} tokens: raise Max length to let it finish." if limit
                      else " Scrub or hover to explore.")
-            self.status.emit(f"{verb}: {len(self.document.steps)} tokens.{after}")
+            size, precision = self.document.kept_maps()
+            kept = f" Attention kept: {size_text(size)} ({precision})." if precision != "float32" or size >= 2**24 \
+                else ""  # an LLM's (float16), or maps large enough to matter
+            self.status.emit(f"{verb}: {len(self.document.steps)} tokens.{kept}{after}")
 
     def _on_document_changed(self, change: DocumentChange) -> None:
         """The tab's own part of a change: the map's quantity and the step table's row for the step, the warnings,

@@ -25,6 +25,7 @@ from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 from attnviz.engine.text.tokenize import visible_token
 from attnviz.gui.accessible import announce
 from attnviz.gui.attention.colormap import color_at
+from attnviz.gui.widgets import guarded_paint
 
 ALL = -2  # TokenStrip.selected() after Ctrl+A: every chip
 SHARE_BAR = 5  # px: the source-share bar under an output chip
@@ -59,6 +60,7 @@ class TokenStrip(QWidget):
         self._rects: list[QRect] = []
         self._labels: list[str] = []
         self._room: list[str] = []  # the labels the strip's height is for (``set_tokens``)
+        self._roles: list[str] = []  # an LLM prompt's: each token's role (template, instruction, source)
 
     def set_placeholder(self, text: str) -> None:
         self._placeholder = text
@@ -78,9 +80,13 @@ class TokenStrip(QWidget):
         font.setBold(True)
         return QFontMetrics(font)
 
-    def set_tokens(self, tokens: Sequence[str], current: int = -1, room: Sequence[str] = ()) -> None:
+    def set_tokens(self, tokens: Sequence[str], current: int = -1, room: Sequence[str] = (),
+                   roles: Sequence[str] = ()) -> None:
         """Show ``tokens`` (``current`` marked); the strip keeps the height ``room`` needs (the whole translation
-        while playback or scrubbing shows a part of it), so the column under it does not move at every step."""
+        while playback or scrubbing shows a part of it), so the column under it does not move at every step.
+        ``roles`` (an LLM's prompt) mark the chat template's tokens (dashed, italic) and the instruction's (dotted)
+        apart from the sentence's own (solid)."""
+        self._roles = list(roles) if len(roles) == len(tokens) else []
         kept = self._selected + 1  # the selected chip stays while it and the tokens before it do (playback)
         if list(tokens) != self._tokens and (kept <= 0 or list(tokens[:kept]) != self._tokens[:kept]):
             self._selected = -1
@@ -107,6 +113,9 @@ class TokenStrip(QWidget):
         if not self._tokens:
             return self._placeholder
         text = " ".join(self._labels)
+        if self._roles:
+            text += ". The sentence: " + " ".join(t for t, r in zip(self._labels, self._roles) if r == "source") + \
+                "; the rest is the chat template (dashed) and the instruction (dotted)"
         if self._shares is not None:
             text += f". Source share ({self.share_name}): " + ", ".join(
                 f"{t} {v:.0%}" for t, v in zip(self._labels, self._shares))
@@ -174,6 +183,7 @@ class TokenStrip(QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802
         self.updateGeometry()
 
+    @guarded_paint
     def paintEvent(self, event) -> None:  # noqa: N802
         painter = QPainter(self)
         painter.setRenderHint(QPainter.RenderHint.Antialiasing)
@@ -196,15 +206,24 @@ class TokenStrip(QWidget):
                 fill = color_at(self._weights[i])
                 text = QColor("black") if self._weights[i] > 0.55 else QColor("white")
             painter.setBrush(fill)
+            role = self._roles[i] if i < len(self._roles) else "source"
+            style = {"template": Qt.PenStyle.DashLine, "instruction": Qt.PenStyle.DotLine}.get(role,
+                                                                                               Qt.PenStyle.SolidLine)
             painter.setPen(QPen(QColor(255, 80, 80), 2) if i == self._current
-                           else QPen(pal.color(QPalette.ColorRole.Mid)))
+                           else QPen(pal.color(QPalette.ColorRole.Mid) if role == "source"
+                                     else pal.color(QPalette.ColorRole.WindowText), 1, style))
             painter.drawRoundedRect(QRectF(rect), 6, 6)
             if self._selected in (i, ALL):  # selected: a highlight ring outside the chip's own border
                 painter.setPen(QPen(pal.color(QPalette.ColorRole.Highlight), 2))
                 painter.setBrush(Qt.BrushStyle.NoBrush)
                 painter.drawRoundedRect(QRectF(rect).adjusted(-2, -2, 2, 2), 7, 7)
             painter.setPen(text)
+            if role == "template":  # the chat template's own tokens: in italics, not the user's words
+                font = QFont(self.font())
+                font.setItalic(True)
+                painter.setFont(font)
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, tok)
+            painter.setFont(self.font())
             if self._shares is not None and i < len(self._shares):
                 self._paint_share(painter, rect, self._shares[i])
 

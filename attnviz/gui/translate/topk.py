@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QMenu, QWidget
 from attnviz.engine.text.tokenize import visible_token
 from attnviz.gui.accessible import announce
 from attnviz.gui.attention.colormap import color_at
+from attnviz.gui.widgets import guarded_paint
 
 ROW_GAP = 1  # px between the chart's rows in one column
 
@@ -101,6 +102,7 @@ class TopKView(QWidget):
             lines = [" · ".join(lines)]  # wide enough: one line leaves more room for the bars
         return lines
 
+    @guarded_paint
     def paintEvent(self, event) -> None:  # noqa: N802
         painter = QPainter(self)
         pal = self.palette()

@@ -1,0 +1,78 @@
+"""A decoder-only LLM folder in the Translate tab: its views named as what they are, the prompt's axis cut to the
+sentence (or the whole prompt a click away), template and instruction tokens marked, grouped-query heads named, a
+head switched off in any view off in every pass, sliding-window cells hatched, the kept maps' size said."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.gui.conftest import load, translate
+
+pytest.importorskip("transformers")
+from tests.llm_folder import make_llm_folder  # noqa: E402  (needs transformers)
+
+SENTENCE = "Der Mann sieht den Hund."
+
+
+@pytest.fixture(scope="module")
+def qwen(tmp_path_factory):
+    return make_llm_folder(tmp_path_factory.mktemp("qwen"), "qwen2")
+
+
+def test_the_map_shows_the_output_over_the_sentence_and_the_whole_prompt_a_click_away(qtbot, window, qwen):
+    tab = load(qtbot, window, str(qwen))
+    statuses: list[str] = []
+    window.statusBar().messageChanged.connect(statuses.append)
+    translate(qtbot, window, SENTENCE)
+    panel, bar, encoder = tab.attention, tab.quantity.bar, tab.document.encoder
+    assert [panel.kind_combo.itemText(i) for i in range(panel.kind_combo.count())] == \
+        ["Output \u2192 prompt", "Output \u2192 own output", "Prompt self-attention"]
+    assert panel.kind == "cross" and bar.span_check.isVisible() and bar.span_check.isChecked()
+    a, b = encoder.span
+    assert set(encoder.roles[a:b]) == {"source"} and "template" in encoder.roles and "instruction" in encoder.roles
+    shown = panel.heatmap.data()
+    assert shown is not None and len(shown.cols) == b - a  # the sentence's own tokens only
+    assert "one softmax" in panel.caption.text()
+    bar.span_check.setChecked(False)
+    assert len(panel.heatmap.data().cols) == len(encoder.src_tokens)  # the whole prompt
+    np.testing.assert_allclose(panel.heatmap.data().matrix[:, a:b], shown.matrix, atol=1e-6)  # the same weights
+    assert "The sentence:" in tab.source_view.accessible_value()  # the strip marks the template apart
+    assert any("Attention kept:" in s and "float16" in s for s in statuses)
+
+
+def test_grouped_heads_are_named_and_a_head_off_in_one_view_is_off_in_all(qtbot, window, qwen):
+    tab = load(qtbot, window, str(qwen))
+    translate(qtbot, window, SENTENCE)
+    grid = tab.attention.grid
+    assert grid.kv_heads == 2 and "key/value group 2 of 2 (shared by heads 3-4)" in grid.describe(0, 2)
+    tab.attention.head_toggled.emit("cross", 1, 2)
+    qtbot.waitUntil(lambda: tab.document.finished and bool(tab.search.heads_off), timeout=30000)
+    qtbot.waitUntil(lambda: tab.document.finished, timeout=30000)
+    for kind in ("cross", "decoder", "encoder"):
+        maps = tab.document.maps(kind, -1)
+        assert maps is not None and np.all(maps[1, 2] == 0) and not np.all(maps[1, 1] == 0)
+    tab.attention.select(kind="decoder")
+    assert (1, 2) in grid.off  # crossed out in every view
+
+
+def test_cells_outside_a_sliding_window_are_hatched(qtbot, window, tmp_path):
+    tab = load(qtbot, window, str(make_llm_folder(tmp_path, "mistral")))  # every layer slides, window 6
+    translate(qtbot, window, SENTENCE)
+    tab.quantity.bar.span_check.setChecked(False)
+    tab.attention.select(kind="encoder")
+    data = tab.attention.heatmap.data()
+    assert data is not None and data.outside is not None and data.outside.any()
+    assert np.all(data.matrix[data.outside] == 0)
+    i, j = map(int, np.argwhere(data.outside)[0])
+    assert "sliding window" in tab.attention.heatmap.describe_cell(i, j)
+
+
+def test_mnemonics_stay_unique_with_an_llms_controls_shown(qtbot, window, qwen):
+    from attnviz.gui.shortcuts import clashes
+    from tests.gui.test_keyboard import window_states
+
+    tab = load(qtbot, window, str(qwen))
+    assert tab.quantity.bar.span_check.isVisibleTo(window)
+    for state in window_states(window):
+        assert not clashes(window), (state, clashes(window))
