@@ -76,3 +76,17 @@ def test_mnemonics_stay_unique_with_an_llms_controls_shown(qtbot, window, qwen):
     assert tab.quantity.bar.span_check.isVisibleTo(window)
     for state in window_states(window):
         assert not clashes(window), (state, clashes(window))
+
+
+def test_a_beam_search_of_an_llm_forms_the_engines_tree(qtbot, window, qwen):
+    from attnviz.engine.config import DecodeConfig
+    from attnviz.engine.events import BeamStep
+    from tests.gui.test_search_view import decode
+
+    load(qtbot, window, str(qwen))
+    window.translate_tab.playback.max_len_spin.setValue(5)
+    tab = decode(qtbot, window, SENTENCE, mode="beam", width=3)
+    events = list(window.translator.beam_steps(SENTENCE, DecodeConfig(beam=3, max_len=5)))
+    engine = {n.id: n.status for e in events if isinstance(e, BeamStep) for n in e.nodes}
+    assert {i: n.status for i, n in tab.document.tree.nodes.items()} == engine
+    assert set(tab.search.panel.tree_view.node_ids()) == set(engine)
