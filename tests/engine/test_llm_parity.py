@@ -155,3 +155,13 @@ def test_cells_outside_a_sliding_window_are_zero_and_said_so(tmp_path):
         assert np.all(maps[:, :, outside] == 0)  # zero by construction, in every layer and head
         seen = np.tril(np.ones(maps.shape[2:], dtype=bool)) if kind != "cross" else True  # not a future cell
         assert np.all(maps[:, :, ~outside & seen] > 0)  # everything the window keeps has a weight
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2"])  # one with a BOS its tokenizer adds, one without
+def test_a_base_model_without_a_template_reads_the_bare_instruction(tmp_path, family):
+    folder = make_llm_folder(tmp_path, family, template=False)
+    ours, tokenizer = load_translator(folder, "float32"), transformers.AutoTokenizer.from_pretrained(folder)
+    message = f"Translate the following text from German into English.\nGerman: {SENTENCE}\nEnglish:"
+    prompt = ours.prompt(SENTENCE)
+    assert prompt.text == message and list(prompt.ids) == tokenizer(message)["input_ids"]
+    assert "template" not in prompt.roles[1:]  # only a BOS the tokenizer adds stands outside the message
