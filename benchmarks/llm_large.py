@@ -25,6 +25,8 @@ from pathlib import Path
 SENTENCE = "Ein kleines Mädchen in einem rosa Kleid klettert eine Treppe zu einem Spielhaus hinauf."
 CHATML = ("{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + message['content'] + "
           "'<|im_end|>\\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}")
+# the generic fast tokenizer: a family's own class (Gemma's) would ask for pieces this trained tokenizer lacks
+TOKENIZER_CONFIG = {"tokenizer_class": "PreTrainedTokenizerFast", "chat_template": CHATML, "eos_token": "<|im_end|>"}
 SHAPES = {  # name -> (transformers config class, model class, config fields)
     "qwen2.5-0.5b": ("Qwen2Config", "Qwen2ForCausalLM", dict(
         hidden_size=896, num_hidden_layers=24, num_attention_heads=14, num_key_value_heads=2, intermediate_size=4864,
@@ -68,7 +70,7 @@ def write_folder(name: str, root: Path, dtype: str) -> Path:
     model.save_pretrained(folder)
     del model
     tokenizer.save(str(folder / "tokenizer.json"))
-    (folder / "tokenizer_config.json").write_text(json.dumps({"chat_template": CHATML, "eos_token": "<|im_end|>"}))
+    (folder / "tokenizer_config.json").write_text(json.dumps(TOKENIZER_CONFIG))
     (folder / "generation_config.json").write_text(json.dumps({"eos_token_id": ends, "max_new_tokens": 64}))
     return folder
 
@@ -132,8 +134,20 @@ def child(side: str, folder: str, dtype: str, tokens: int, repeats: int, threads
     torch.set_num_threads(threads)
     measure = _attnviz if side == "attnviz" else _transformers
     result = measure(Path(folder), dtype, tokens, repeats)
-    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["peak_rss_mib"] = peak_rss_mib()
     print(json.dumps(result))
+
+
+def peak_rss_mib() -> float:
+    """This process's own peak resident memory: /proc's VmHWM belongs to the process image exec made, whereas
+    ru_maxrss starts from the parent's at the fork (here the parent that wrote a multi-GB folder)."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def _summary(result: dict) -> dict:
@@ -157,7 +171,9 @@ def large_llm_figures(name: str, tokens: int, repeats: int, threads: int, dtype:
         code = ("import sys; sys.path.insert(0, sys.argv[1]); from llm_large import child; "
                 "child(*sys.argv[2:4], sys.argv[4], *map(int, sys.argv[5:8]))")
         out = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), side, str(folder), dtype,
-                              str(tokens), str(repeats), str(threads)], check=True, capture_output=True, text=True)
+                              str(tokens), str(repeats), str(threads)], capture_output=True, text=True)
+        if out.returncode:
+            raise SystemExit(f"{side} failed:\n{out.stderr[-3000:]}")
         sides[side] = _summary(json.loads(out.stdout.strip().splitlines()[-1]))
     ours, theirs = sides["attnviz"], sides["transformers"]
     ratios = {key: round(ours[key] / theirs[key], 3) for key in ("ms_per_token", "first_token_ms", "peak_rss_mib")}
