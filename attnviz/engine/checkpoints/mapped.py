@@ -14,8 +14,10 @@ shapes, offsets inside the file), so no tensor reaches past the data.
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -28,6 +30,7 @@ from attnviz.engine.errors import CheckpointError
 TORCH_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
                 "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
                 "BOOL": torch.bool}
+_MAPPINGS: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()  # the live mappings map_tensors made (``release``)
 ALIGN = 64  # torch's CPU allocator's alignment: a mapped tensor aligned so computes exactly as a copied one
 MAPS = os.name == "posix"  # see the module's docstring
 
@@ -46,6 +49,8 @@ def map_tensors(path: Path, index: Mapping[str, Any], expected: str) -> dict[str
         if start + max((e["data_offsets"][1] for e in index.values()), default=0) > size:
             raise _changed(path)  # a view past the end would crash on access
         mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) if MAPS and size else None
+        if mapped is not None:
+            _MAPPINGS.add(mapped)
         tensors = {}
         for name, entry in index.items():
             first, end = entry["data_offsets"]
@@ -60,3 +65,33 @@ def map_tensors(path: Path, index: Mapping[str, Any], expected: str) -> dict[str
                 raise _changed(path)
             tensors[name] = tensor
     return tensors
+
+
+def release(tensor: torch.Tensor) -> bool:
+    """Give back the memory of the whole pages a mapped tensor (``map_tensors``) spans, once its values are no longer
+    needed (the rows of a table that were copied elsewhere): the pages leave this process's resident memory, to be
+    read from the file again if touched. Returns False, doing nothing, for a tensor that is not such a view."""
+    if not tensor.is_contiguous() or tensor.device.type != "cpu" or not MAPS:
+        return False
+    start = tensor.data_ptr()
+    end = start + tensor.numel() * tensor.element_size()
+    for mapped in list(_MAPPINGS):
+        if mapped.closed:
+            continue
+        base = _address(mapped)
+        if base <= start and end <= base + len(mapped):
+            first = -(-(start - base) // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages inside the tensor only
+            last = (end - base) // mmap.PAGESIZE * mmap.PAGESIZE
+            if last > first:
+                mapped.madvise(mmap.MADV_DONTNEED, first, last - first)
+            return True
+    return False
+
+
+def _address(mapped: mmap.mmap) -> int:
+    """Where a mapping starts in this process's memory."""
+    view = ctypes.c_char.from_buffer(mapped)  # a copy-on-write mapping is writable, so from_buffer takes it
+    try:
+        return ctypes.addressof(view)
+    finally:
+        del view

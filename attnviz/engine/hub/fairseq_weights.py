@@ -17,11 +17,14 @@ import torch
 from torch import Tensor
 
 from attnviz.engine.checkpoints.assign import build_loaded
+from attnviz.engine.checkpoints.mapped import release
 from attnviz.engine.checkpoints.weights import read_weights
 from attnviz.engine.hub.fairseq_files import EMBEDDINGS, LEARNED_OFFSET, FairseqParts, folder_parts, weight_plan
 from attnviz.engine.hub.marian_files import weights_file
 from attnviz.engine.hub.marian_weights import layer_state
 from attnviz.engine.translator import Translator
+
+CHUNK_ROWS = 4096  # table rows copied between two releases (16 MiB of a 1024-wide float32 table)
 
 
 def _norm(weights: dict[str, Tensor], theirs: str, ours: str) -> dict[str, Tensor]:
@@ -33,8 +36,8 @@ def fairseq_state(weights: dict[str, Tensor], parts: FairseqParts) -> dict[str, 
     plan (``weight_plan``): every name read here is there with its shape."""
     cfg, rows = parts.cfg, torch.tensor(parts.order)
     embed = next(weights[n] for n in EMBEDDINGS if n in weights)  # one table: model.shared, else a side's copy
-    table = embed.index_select(0, rows)  # 1 GB for NLLB-600M's 256k x 1024: reordered once, not per name
-    out = table if cfg.tie_output else weights["lm_head.weight"].index_select(0, rows)
+    table = gathered_rows(embed, rows)  # 1 GB for NLLB-600M's 256k x 1024: reordered once, never held twice
+    out = table if cfg.tie_output else gathered_rows(weights["lm_head.weight"], rows)
     bias = weights.get("final_logits_bias", torch.zeros(1, embed.size(0)))
     state = {"src_embed.tokens.weight": table, "tgt_embed.tokens.weight": table, "out_proj.weight": out,
              "out_proj.bias": bias[0].index_select(0, rows)}
@@ -47,6 +50,23 @@ def fairseq_state(weights: dict[str, Tensor], parts: FairseqParts) -> dict[str, 
         if cfg.positions == "learned":
             state[f"{ours}_embed.positions.weight"] = weights[f"model.{side}.embed_positions.weight"][LEARNED_OFFSET:]
     return state
+
+
+def gathered_rows(table: Tensor, rows: Tensor, chunk: int = CHUNK_ROWS) -> Tensor:
+    """``table[rows]`` in ``table``'s dtype, built a chunk of rows at a time; where ``table`` is a view of the mapped
+    weights file, the pages of the rows no later chunk reads are given back as soon as they are copied
+    (``mapped.release``), so the table is never resident twice (a 256k x 1024 table held twice was NLLB-600M's
+    extra gigabyte). fairseq's order is attnviz's but for the first few ids, so nearly every page goes back."""
+    out = table.new_empty((rows.numel(), *table.shape[1:]))
+    later = rows.flip(0).cummin(0).values.flip(0)  # later[i]: the lowest row any position from i on reads
+    done = 0  # rows [0, done) of the table already given back
+    for start in range(0, rows.numel(), chunk):
+        end = min(start + chunk, rows.numel())
+        torch.index_select(table, 0, rows[start:end], out=out[start:end])
+        lowest = int(later[end]) if end < rows.numel() else table.size(0)
+        if lowest > done and release(table[done:lowest]):
+            done = lowest
+    return out
 
 
 def load_fairseq(folder: str | Path, model_type: str, dtype: str = "float32") -> Translator:

@@ -82,7 +82,8 @@ def int8_summary(model: nn.Module) -> str | None:
     names = quantized_layers(model)
     if not names:
         return None
-    leaves = sorted({name.rsplit(".", 1)[-1] for name in names if "." in name})
+    leaves = sorted({"feed-forward" if leaf.isdigit() else leaf  # an nn.Sequential's layers are numbered
+                     for leaf in (name.rsplit(".", 1)[-1] for name in names if "." in name)})
     top = sorted(name for name in names if "." not in name)  # the output projection (out_proj, lm_head)
     kinds = ", ".join(leaves + [f"{name} (the output projection)" for name in top])
     return f"{len(names)} linear layers in int8 ({kinds}); embeddings, norms and attention softmax in float32"

@@ -84,7 +84,7 @@ class Shortlist:
         """Sorted target ids a batch of ``sources`` (each a list of source pieces) may produce."""
         ids = {self.vocab.id(piece) for piece in self.vmap.targets(sources) if piece in self.vocab}
         ids.update(range(len(SPECIALS)))
-        ids.update(forced)
+        ids.update(i for i in forced if i >= 0)  # -1: no forced token
         return sorted(ids)
 
 
