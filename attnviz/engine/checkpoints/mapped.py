@@ -31,6 +31,7 @@ TORCH_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16
                 "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
                 "BOOL": torch.bool}
 _MAPPINGS: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()  # the live mappings map_tensors made (``release``)
+RELEASE_ALIGN = 2 << 20  # a transparent huge page: ``release`` gives back whole ones
 ALIGN = 64  # torch's CPU allocator's alignment: a mapped tensor aligned so computes exactly as a copied one
 MAPS = os.name == "posix"  # see the module's docstring
 
@@ -67,25 +68,34 @@ def map_tensors(path: Path, index: Mapping[str, Any], expected: str) -> dict[str
     return tensors
 
 
-def release(tensor: torch.Tensor) -> bool:
-    """Give back the memory of the whole pages a mapped tensor (``map_tensors``) spans, once its values are no longer
-    needed (the rows of a table that were copied elsewhere): the pages leave this process's resident memory, to be
-    read from the file again if touched. Returns False, doing nothing, for a tensor that is not such a view."""
-    if not tensor.is_contiguous() or tensor.device.type != "cpu" or not MAPS:
-        return False
-    start = tensor.data_ptr()
-    end = start + tensor.numel() * tensor.element_size()
+def mapping_of(tensor: torch.Tensor) -> mmap.mmap | None:
+    """The live file mapping (``map_tensors``) ``tensor``'s values lie in, or None (an ordinary tensor)."""
+    if tensor.device.type != "cpu" or not tensor.is_contiguous() or not MAPS:
+        return None
+    start = tensor.untyped_storage().data_ptr()
+    end = start + tensor.untyped_storage().nbytes()
     for mapped in list(_MAPPINGS):
-        if mapped.closed:
-            continue
-        base = _address(mapped)
-        if base <= start and end <= base + len(mapped):
-            first = -(-(start - base) // mmap.PAGESIZE) * mmap.PAGESIZE  # whole pages inside the tensor only
-            last = (end - base) // mmap.PAGESIZE * mmap.PAGESIZE
-            if last > first:
-                mapped.madvise(mmap.MADV_DONTNEED, first, last - first)
-            return True
-    return False
+        if not mapped.closed and _address(mapped) <= start and end <= _address(mapped) + len(mapped):
+            return mapped
+    return None
+
+
+def release(tensor: torch.Tensor) -> bool:
+    """Give back the memory of the pages a mapped tensor (``map_tensors``) spans, once its values are no longer needed
+    (the rows of a table that were copied elsewhere): the pages leave this process's resident memory, to be read from
+    the file again if touched. The tensor's last partial huge page (``RELEASE_ALIGN``) is kept: give back a table's
+    rows from its start on, as ``hub.fairseq_weights.gathered_rows`` does. Returns False, doing nothing, for a tensor
+    that is not such a view."""
+    mapped = mapping_of(tensor)
+    if mapped is None:
+        return False
+    if tensor.numel():
+        base, start = _address(mapped), tensor.data_ptr()
+        first = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE - base  # whole pages inside the tensor only, ending
+        last = (start + tensor.numel() * tensor.element_size()) // RELEASE_ALIGN * RELEASE_ALIGN - base  # where a
+        if last > first:  # huge page would: a read just after maps the whole page it falls in
+            mapped.madvise(mmap.MADV_DONTNEED, first, last - first)
+    return True
 
 
 def _address(mapped: mmap.mmap) -> int:

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from attnviz.engine.checkpoints.assign import build_loaded
-from attnviz.engine.checkpoints.mapped import release
+from attnviz.engine.checkpoints.mapped import mapping_of, release
 from attnviz.engine.checkpoints.weights import read_weights
 from attnviz.engine.hub.fairseq_files import EMBEDDINGS, LEARNED_OFFSET, FairseqParts, folder_parts, weight_plan
 from attnviz.engine.hub.marian_files import weights_file
@@ -57,15 +57,14 @@ def gathered_rows(table: Tensor, rows: Tensor, chunk: int = CHUNK_ROWS) -> Tenso
     weights file, the pages of the rows no later chunk reads are given back as soon as they are copied
     (``mapped.release``), so the table is never resident twice (a 256k x 1024 table held twice was NLLB-600M's
     extra gigabyte). fairseq's order is attnviz's but for the first few ids, so nearly every page goes back."""
+    if mapping_of(table) is None:
+        return table.index_select(0, rows)  # an ordinary tensor: nothing to give back
     out = table.new_empty((rows.numel(), *table.shape[1:]))
     later = rows.flip(0).cummin(0).values.flip(0)  # later[i]: the lowest row any position from i on reads
-    done = 0  # rows [0, done) of the table already given back
     for start in range(0, rows.numel(), chunk):
         end = min(start + chunk, rows.numel())
         torch.index_select(table, 0, rows[start:end], out=out[start:end])
-        lowest = int(later[end]) if end < rows.numel() else table.size(0)
-        if lowest > done and release(table[done:lowest]):
-            done = lowest
+        release(table[:int(later[end]) if end < rows.numel() else table.size(0)])
     return out
 
 

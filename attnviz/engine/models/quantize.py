@@ -85,8 +85,10 @@ def int8_summary(model: nn.Module) -> str | None:
     leaves = sorted({"feed-forward" if leaf.isdigit() else leaf  # an nn.Sequential's layers are numbered
                      for leaf in (name.rsplit(".", 1)[-1] for name in names if "." in name)})
     top = sorted(name for name in names if "." not in name)  # the output projection (out_proj, lm_head)
-    kinds = ", ".join(leaves + [f"{name} (the output projection)" for name in top])
-    return f"{len(names)} linear layers in int8 ({kinds}); embeddings, norms and attention softmax in float32"
+    said = f"{len(names)} linear layers in int8: {', '.join(leaves)} in every layer"
+    if top:
+        said += f", and the output projection ({', '.join(top)})"
+    return said + "; embeddings, norms and the attention softmax stay float32"
 
 
 def rows_of(proj: nn.Module, ids: Tensor) -> Callable[[Tensor], Tensor] | None:
