@@ -9,8 +9,7 @@ import torch
 from safetensors.torch import save_file
 
 from attnviz.engine.checkpoints.header import read_index
-from attnviz.engine.checkpoints.mapped import MAPS, map_tensors, mapping_of, release
-from attnviz.engine.hub.fairseq_weights import gathered_rows
+from attnviz.engine.checkpoints.mapped import MAPS, gathered_rows, map_tensors, mapping_of, release
 
 pytestmark = pytest.mark.skipif(not MAPS, reason="weights are mapped on POSIX systems only")
 

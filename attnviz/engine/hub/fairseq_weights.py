@@ -17,14 +17,12 @@ import torch
 from torch import Tensor
 
 from attnviz.engine.checkpoints.assign import build_loaded
-from attnviz.engine.checkpoints.mapped import mapping_of, release
+from attnviz.engine.checkpoints.mapped import gathered_rows
 from attnviz.engine.checkpoints.weights import read_weights
 from attnviz.engine.hub.fairseq_files import EMBEDDINGS, LEARNED_OFFSET, FairseqParts, folder_parts, weight_plan
 from attnviz.engine.hub.marian_files import weights_file
 from attnviz.engine.hub.marian_weights import layer_state
 from attnviz.engine.translator import Translator
-
-CHUNK_ROWS = 4096  # table rows copied between two releases (16 MiB of a 1024-wide float32 table)
 
 
 def _norm(weights: dict[str, Tensor], theirs: str, ours: str) -> dict[str, Tensor]:
@@ -52,28 +50,12 @@ def fairseq_state(weights: dict[str, Tensor], parts: FairseqParts) -> dict[str, 
     return state
 
 
-def gathered_rows(table: Tensor, rows: Tensor, chunk: int = CHUNK_ROWS) -> Tensor:
-    """``table[rows]`` in ``table``'s dtype, built a chunk of rows at a time; where ``table`` is a view of the mapped
-    weights file, the pages of the rows no later chunk reads are given back as soon as they are copied
-    (``mapped.release``), so the table is never resident twice (a 256k x 1024 table held twice was NLLB-600M's
-    extra gigabyte). fairseq's order is attnviz's but for the first few ids, so nearly every page goes back."""
-    if mapping_of(table) is None:
-        return table.index_select(0, rows)  # an ordinary tensor: nothing to give back
-    out = table.new_empty((rows.numel(), *table.shape[1:]))
-    later = rows.flip(0).cummin(0).values.flip(0)  # later[i]: the lowest row any position from i on reads
-    for start in range(0, rows.numel(), chunk):
-        end = min(start + chunk, rows.numel())
-        torch.index_select(table, 0, rows[start:end], out=out[start:end])
-        release(table[:int(later[end]) if end < rows.numel() else table.size(0)])
-    return out
-
-
 def load_fairseq(folder: str | Path, model_type: str, dtype: str = "float32") -> Translator:
     """A ready ``Translator`` for a folder of ``model_type`` at ``dtype`` (CheckpointError with a clear message
     otherwise)."""
     folder = Path(folder)
     parts = folder_parts(folder, model_type)
-    weights = read_weights(weight_plan(parts, weights_file(folder)))
+    weights = read_weights(weight_plan(parts, weights_file(folder)), (*EMBEDDINGS, "lm_head.weight"))
     model = build_loaded(folder, parts.cfg, fairseq_state(weights, parts), dtype)
     meta = parts.metadata() | {"path": str(folder)}
     spec = parts.spec
