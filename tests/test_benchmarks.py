@@ -131,3 +131,17 @@ def test_stop_benchmark_stops_a_run_while_its_data_is_prepared():
     assert report["corpus"] == "synthetic 3,000 (whitespace)" and report["repeats"] == 1
     assert report["events"] in (["TrainNote"], ["TrainStarted", "CheckpointSaved", "TrainStopped"])  # a fast machine
     assert report["ended_after_stop_s_median"] >= 0
+
+
+def test_batch_size_benchmark_compares_every_size_with_the_default(tmp_path):
+    """The batch sizes ``translate`` defaults to, per precision, on a toy folder built with transformers."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("sentencepiece")
+    report = bench("bench_batch_size", "--size", "small", "--folder", str(tmp_path / "marian"), "--repeats", "1",
+                   "--sentences", "5", "--tokens", "3", "--sizes", "2,4")
+    for name in ("float32", "int8"):
+        figures = report[name]
+        assert {"2", "4", str(report["default"][name])} == set(figures)
+        assert figures[str(report["default"][name])]["vs_default"] == 1.0
+        assert all(f["s_median"] >= 0 and f["vs_default"] > 0 for f in figures.values())
+    assert len(report["load_average"]) == 3
