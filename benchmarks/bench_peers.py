@@ -13,6 +13,8 @@ machine hits both sides of a ratio alike), and the load average is printed with 
 - beam 5 with every candidate's attention: ``beam_steps`` into a ``SearchTree`` vs ``generate(num_beams=5,
   output_attentions=True)`` and CTranslate2 float32 (``return_attention``: the best hypothesis' map only); beam 5
   without capture (``translate_batch``) vs CTranslate2 without attention, and vs attnviz's capturing beam;
+- the plain greedy, beam and batch runs again with the opt-in vocabulary shortlist (``--vmap``) of the target's
+  first ``--shortlist`` pieces, against themselves without it and against CTranslate2 without one;
 - batch translation of ``--sentences`` sentences (greedy, batches of ``--batch``: the CLI's default): attnviz vs
   ``generate``, attnviz ``--int8`` vs CTranslate2 int8;
 - opening, first, through ``loading_probe`` as ``bench_loading`` measures it: open + first token (time, peak
@@ -23,7 +25,7 @@ machine hits both sides of a ratio alike), and the load average is printed with 
   ``--no-floor`` skips it).
 
     python benchmarks/bench_peers.py [--folder DIR] [--size marian|small] [--repeats 5] [--sentences 200]
-        [--tokens 20] [--batch 32] [--open-repeats 3] [--baseline /tmp/pre29] [--no-floor]
+        [--tokens 20] [--batch 32] [--shortlist 4000] [--open-repeats 3] [--baseline /tmp/pre29] [--no-floor]
     (CTranslate2: PYTHONPATH=/path/to/ct2-lib, or the peers extra; /tmp/pre29: git worktree add /tmp/pre29 f637f16)
 """
 
@@ -38,6 +40,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -52,6 +55,7 @@ from step_floor import floor_figures  # noqa: E402
 from attnviz.engine.config import DecodeConfig  # noqa: E402
 from attnviz.engine.loading import load_translator  # noqa: E402
 from attnviz.engine.models.quantize import quantize_int8  # noqa: E402
+from attnviz.engine.search.shortlist import Shortlist, Vmap  # noqa: E402
 
 SIZES = {"marian": dict(d_model=512, layers=6, heads=8, ffn=2048, vocab=58_101, pieces=8000),
          "small": dict(d_model=32, layers=2, heads=4, ffn=64, vocab=600, pieces=200)}
@@ -153,9 +157,20 @@ def _hf(folder: Path):
         folder)
 
 
-def decoding_runs(folder: Path, tokens: int, texts: list[str], ct2, batch: int) -> dict[str, Callable[[], object]]:
-    """Every tool's greedy, beam and batch run on the same weights, keyed ``what/tool``."""
+def shortlist_of(translator, size: int) -> Shortlist:
+    """A vocabulary shortlist of the target's first ``size`` pieces, always candidates (a speed figure: on random
+    weights the restricted search's words are not the full one's)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".vmap", encoding="utf-8", delete=False) as f:
+        f.write("\t" + " ".join(translator.tgt_vocab.token(i) for i in range(4, min(size, len(translator.tgt_vocab)))))
+    return Shortlist.of(Vmap.read(f.name), translator.tgt_vocab)
+
+
+def decoding_runs(folder: Path, tokens: int, texts: list[str], ct2, batch: int,
+                  shortlist: int = 4000) -> dict[str, Callable[[], object]]:
+    """Every tool's greedy, beam and batch run on the same weights, keyed ``what/tool``; ``shortlist``: the size of
+    the opt-in vocabulary shortlist attnviz's plain runs are also timed with."""
     translator = load_translator(str(folder))
+    short = shortlist_of(translator, shortlist)
     int8 = copy.deepcopy(translator)
     quantize_int8(int8.model)
     model, tok = _hf(folder)
@@ -177,7 +192,10 @@ def decoding_runs(folder: Path, tokens: int, texts: list[str], ct2, batch: int) 
             "beam5_plain/attnviz": lambda: translator.translate_batch([SENTENCE], beam),
             "batch/attnviz": lambda: translator.translate_batch(texts, greedy, batch),
             "batch/transformers": hf_batch,
-            "batch_int8/attnviz": lambda: int8.translate_batch(texts, greedy, batch)}
+            "batch_int8/attnviz": lambda: int8.translate_batch(texts, greedy, batch),
+            "greedy_shortlist/attnviz": lambda: translator.translate_batch([SENTENCE], greedy, 1, short),
+            "beam5_shortlist/attnviz": lambda: translator.translate_batch([SENTENCE], beam, 1, short),
+            "batch_shortlist/attnviz": lambda: translator.translate_batch(texts, greedy, batch, short)}
     if ct2 is not None:
         module, path = ct2
         pieces = [tok.convert_ids_to_tokens(tok(t).input_ids) for t in texts]
@@ -280,7 +298,13 @@ PAIRS = {"greedy_vs_transformers": ("greedy/attnviz", "greedy/transformers"),
          "greedy_plain_vs_ctranslate2": ("greedy_plain/attnviz", "greedy_plain/ctranslate2"),
          "beam5_plain_vs_ctranslate2": ("beam5_plain/attnviz", "beam5_plain/ctranslate2"),
          "batch_vs_ctranslate2": ("batch/attnviz", "batch/ctranslate2"),
-         "batch_int8_vs_ctranslate2": ("batch_int8/attnviz", "batch_int8/ctranslate2")}
+         "batch_int8_vs_ctranslate2": ("batch_int8/attnviz", "batch_int8/ctranslate2"),
+         "greedy_shortlist_vs_plain": ("greedy_shortlist/attnviz", "greedy_plain/attnviz"),
+         "beam5_shortlist_vs_plain": ("beam5_shortlist/attnviz", "beam5_plain/attnviz"),
+         "batch_shortlist_vs_plain": ("batch_shortlist/attnviz", "batch/attnviz"),
+         "greedy_shortlist_vs_ctranslate2": ("greedy_shortlist/attnviz", "greedy_plain/ctranslate2"),
+         "beam5_shortlist_vs_ctranslate2": ("beam5_shortlist/attnviz", "beam5_plain/ctranslate2"),
+         "batch_shortlist_vs_ctranslate2": ("batch_shortlist/attnviz", "batch/ctranslate2")}
 TARGETS = {"greedy_plain_vs_ctranslate2": 1.15, "beam5_plain_vs_ctranslate2": 1.15, "batch_vs_ctranslate2": 1.3,
            "batch_int8_vs_ctranslate2": 1.3, "cold_translate_vs_ctranslate2": 2.0, "peak_vs_ctranslate2": 1.5,
            "beam5_plain_vs_captured": 1.0, "step_vs_floor": 1.8, "open_peak_vs_transformers": 1.1,
@@ -304,6 +328,7 @@ def main() -> None:
     parser.add_argument("--open-repeats", type=int, default=3, help="cold processes per tool (each opens the folder)")
     parser.add_argument("--baseline", type=Path, help="an attnviz checkout from before issue 29 (opening time)")
     parser.add_argument("--no-floor", action="store_true", help="skip the bundled model's step-vs-floor figure")
+    parser.add_argument("--shortlist", type=int, default=4000, help="target pieces in the shortlist timed")
     parser.add_argument("--bundled", default=str(Path(__file__).resolve().parents[1] / "models" /
                                                  "de-en-multi30k.safetensors"))
     args = parser.parse_args()
@@ -313,12 +338,14 @@ def main() -> None:
     ct2 = (ct2_module, ct2_path) if ct2_module is not None else None
     # first: this process is still small
     opening = opening_figures(folder, ct2, args.open_repeats, args.baseline, args.tokens)
-    times = interleaved(decoding_runs(folder, args.tokens, corpus(args.sentences), ct2, args.batch), args.repeats)
+    runs = decoding_runs(folder, args.tokens, corpus(args.sentences), ct2, args.batch, args.shortlist)
+    times = interleaved(runs, args.repeats)
     decoding_load = [round(x, 2) for x in os.getloadavg()]
     floor = {} if args.no_floor else {"step_vs_floor": floor_figures(args.bundled, args.repeats)}
     print(json.dumps({
         "folder": str(folder), "size": SIZES[args.size], "threads": 1, "tokens": args.tokens,
-        "batch_sentences": args.sentences, "batch": args.batch, "repeats": args.repeats, "torch": torch.__version__,
+        "batch_sentences": args.sentences, "batch": args.batch, "shortlist": args.shortlist, "repeats": args.repeats,
+        "torch": torch.__version__,
         "ctranslate2": ct2_path if ct2 is None else getattr(ct2_module, "__version__", "?"),
         "ms_median": {name: round(statistics.median(t), 1) for name, t in times.items()},
         "ratios": ratios(times), "decoding_load_average": decoding_load,

@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parent.parent
 SENTENCE = "ein hund läuft durch den schnee"
 SIZES = {"tiny": {}, "marian": dict(d_model=512, layers=6, heads=8, ffn=2048, extra_vocab=58_000),
          # NLLB-200-distilled-600M's shape: a 256k x 1024 shared embedding (1 GB of the 2.5 GB)
-         "nllb600m": dict(d_model=1024, layers=12, heads=16, ffn=4096, vocab=256_206)}
+         "nllb600m": dict(d_model=1024, layers=12, heads=16, ffn=4096, entries=256_206)}
 
 _OPEN = r"""
 import json, sys, time
