@@ -64,7 +64,7 @@ def read_lines(sentences: list[str]) -> list[Line]:
 
 
 def translate_lines(translator, lines: list[Line], decode, capture: bool = False, n_best: int = 0,
-                    batch: tuple[int, object] = (32, None)) -> None:
+                    batch: tuple[int, object] = (128, None)) -> None:
     """Fill in each line's tokens and output (or its error). Plain output takes the batched search (``batch``: the
     sentences a batch and the vocabulary shortlist or None); ``capture`` (attention export) or ``n_best`` runs the
     search sentence by sentence as events (``beam_steps``, greedy when the beam is 1), which chooses the same tokens

@@ -1,8 +1,8 @@
 """The options of ``attnviz translate`` that trade nothing but time: ``--batch-size`` (sentences searched together,
 sorted by length), ``--threads`` (torch's CPU threads) and the opt-in vocabulary shortlist ``--vmap``.
 
-The default batch size depends on the precision, as measured by ``benchmarks/bench_peers.py`` on a MarianMT-sized
-model at one thread (docs/benchmarks.md): int8 batches of 128 ran slower than batches of 32.
+The default batch size depends on the precision, as measured by ``benchmarks/bench_batch_size.py`` on a
+MarianMT-sized model at one thread (docs/benchmarks.md): int8 ran fastest in batches of 64, float32 of 128.
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ if TYPE_CHECKING:
     from attnviz.engine.search.shortlist import Shortlist
     from attnviz.engine.translator import Translator
 
-DEFAULT_BATCH = {"float32": 32, "int8": 32, "float16": 64, "bfloat16": 64}  # sentences a batch, by precision
+# sentences a batch, by precision: bench_batch_size (200 sentences, one thread) found float32 fastest at 128 (0.86x
+# the time at 32) and int8 at 64 (0.91x; 128: 0.95x); half precision, slow on CPUs without half arithmetic, unmeasured
+DEFAULT_BATCH = {"float32": 128, "int8": 64, "float16": 64, "bfloat16": 64}
 MAX_BATCH = 4096
 MAX_THREADS = 1024
 
@@ -26,8 +28,8 @@ MAX_THREADS = 1024
 def add_speed(p: argparse.ArgumentParser) -> None:
     p.add_argument("--batch-size", type=int_range(1, MAX_BATCH), metavar="N",
                    help="sentences searched together (sorted by length) when no attention is captured; default: "
-                        f"{DEFAULT_BATCH['float32']} at float32 and int8, {DEFAULT_BATCH['float16']} at half "
-                        "precision")
+                        f"{DEFAULT_BATCH['float32']} at float32, {DEFAULT_BATCH['int8']} with --int8, "
+                        f"{DEFAULT_BATCH['float16']} at half precision")
     p.add_argument("--threads", type=int_range(1, MAX_THREADS), metavar="N",
                    help="CPU threads torch may use (default: torch's own choice, one per core)")
     p.add_argument("--vmap", metavar="FILE",
