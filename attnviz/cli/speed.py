@@ -68,6 +68,7 @@ def shortlist(args: argparse.Namespace, translator: Translator) -> Shortlist | N
     found = Shortlist.of(Vmap.read(args.vmap), translator.tgt_vocab)
     restriction(translator.model, [0], len(translator.tgt_vocab))  # refuses a kind that cannot restrict its output
     unknown = f"; {found.unknown} target piece(s) it names are not in the model's vocabulary" if found.unknown else ""
-    print(f"attnviz: output restricted to the vocabulary shortlist of {args.vmap} ({len(found.vmap.rules)} rules)"
-          f"{unknown}", file=sys.stderr)
+    rules = len(found.vmap.rules)
+    print(f"attnviz: output restricted to the vocabulary shortlist of {args.vmap} ({rules} rule"
+          f"{'' if rules == 1 else 's'}){unknown}", file=sys.stderr)
     return found
