@@ -4,20 +4,28 @@ Builds a random MarianMT folder with ``transformers`` (the test extra) at OPUS-M
 ff 2048, 58,101-piece shared vocabulary; ``--size small`` for a toy one), with ``<eos>`` ruled out by its output
 bias so every tool decodes exactly ``--tokens`` tokens, and converts it for CTranslate2 when that imports (the
 ``peers`` extra, never needed by the app; skipped with a note otherwise). Every figure is a median of ``--repeats``
-runs interleaved tool by tool in one process, one thread each (CTranslate2: intra_threads 1):
+runs interleaved tool by tool in one process, one thread each (CTranslate2: intra_threads 1); ``paired_ratios``
+are the medians of the per-round ratios (each round runs every tool back to back, so a busy moment of a shared
+machine hits both sides of a ratio alike), and the load average is printed with each part:
 
-- greedy with every attention map: ``Translator.translate`` vs ``generate(output_attentions=True)``;
+- greedy with every attention map: ``Translator.translate`` vs ``generate(output_attentions=True)``; without
+  capture (``translate_batch``, what ``attnviz translate`` runs) vs CTranslate2;
 - beam 5 with every candidate's attention: ``beam_steps`` into a ``SearchTree`` vs ``generate(num_beams=5,
-  output_attentions=True)`` and CTranslate2 float32 (``return_attention``: the best hypothesis' map only);
-- batch translation of ``--sentences`` sentences (greedy, batches of 32): attnviz vs ``generate``, attnviz
-  ``--int8`` vs CTranslate2 int8;
+  output_attentions=True)`` and CTranslate2 float32 (``return_attention``: the best hypothesis' map only); beam 5
+  without capture (``translate_batch``) vs CTranslate2 without attention, and vs attnviz's capturing beam;
+- the plain greedy, beam and batch runs again with the opt-in vocabulary shortlist (``--vmap``) of the target's
+  first ``--shortlist`` pieces, against themselves without it and against CTranslate2 without one;
+- batch translation of ``--sentences`` sentences (greedy, batches of ``--batch``: the CLI's default): attnviz vs
+  ``generate``, attnviz ``--int8`` vs CTranslate2 int8;
 - opening, first, through ``loading_probe`` as ``bench_loading`` measures it: open + first token (time, peak
   resident memory) for attnviz, ``transformers`` and ``--baseline`` (a checkout from before issue 29: opening time),
-  a cold ``attnviz translate -m FOLDER`` vs the same with ``transformers``, and a cold CTranslate2 process;
-- the bundled de-en model's greedy step with capture vs a bare-torch floor of the same matmuls (``step_floor``).
+  a cold ``attnviz translate -m FOLDER`` vs the same with ``transformers`` and with CTranslate2 (a cold process
+  that imports it, opens the converted folder and translates the same ``--tokens`` tokens);
+- the bundled de-en model's greedy step with capture vs a bare-torch floor of the same matmuls (``step_floor``;
+  ``--no-floor`` skips it).
 
     python benchmarks/bench_peers.py [--folder DIR] [--size marian|small] [--repeats 5] [--sentences 200]
-        [--tokens 20] [--open-repeats 3] [--baseline /tmp/pre29]
+        [--tokens 20] [--batch 32] [--shortlist 4000] [--open-repeats 3] [--baseline /tmp/pre29] [--no-floor]
     (CTranslate2: PYTHONPATH=/path/to/ct2-lib, or the peers extra; /tmp/pre29: git worktree add /tmp/pre29 f637f16)
 """
 
@@ -32,6 +40,7 @@ import random
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +55,7 @@ from step_floor import floor_figures  # noqa: E402
 from attnviz.engine.config import DecodeConfig  # noqa: E402
 from attnviz.engine.loading import load_translator  # noqa: E402
 from attnviz.engine.models.quantize import quantize_int8  # noqa: E402
+from attnviz.engine.search.shortlist import Shortlist, Vmap  # noqa: E402
 
 SIZES = {"marian": dict(d_model=512, layers=6, heads=8, ffn=2048, vocab=58_101, pieces=8000),
          "small": dict(d_model=32, layers=2, heads=4, ffn=64, vocab=600, pieces=200)}
@@ -122,8 +132,8 @@ def ctranslate2_folder(folder: Path):
     return ctranslate2, out
 
 
-def interleaved(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, float]:
-    """Median milliseconds of each run, measured round-robin after one warm-up each."""
+def interleaved(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str, list[float]]:
+    """Milliseconds of each run in every round, measured round-robin after one warm-up each."""
     for run in runs.values():
         run()
     times: dict[str, list[float]] = {name: [] for name in runs}
@@ -132,7 +142,12 @@ def interleaved(runs: dict[str, Callable[[], object]], repeats: int) -> dict[str
             start = time.perf_counter()
             run()
             times[name].append((time.perf_counter() - start) * 1000)
-    return {name: round(statistics.median(t), 1) for name, t in times.items()}
+    return times
+
+
+def paired(times: dict[str, list[float]], ours: str, theirs: str) -> float:
+    """The median of the per-round ratios ``ours`` / ``theirs`` (below 1: ``ours`` is faster)."""
+    return round(statistics.median(a / b for a, b in zip(times[ours], times[theirs], strict=True)), 2)
 
 
 def _hf(folder: Path):
@@ -142,9 +157,20 @@ def _hf(folder: Path):
         folder)
 
 
-def decoding_runs(folder: Path, tokens: int, texts: list[str], ct2) -> dict[str, Callable[[], object]]:
-    """Every tool's greedy, beam and batch run on the same weights, keyed ``what/tool``."""
+def shortlist_of(translator, size: int) -> Shortlist:
+    """A vocabulary shortlist of the target's first ``size`` pieces, always candidates (a speed figure: on random
+    weights the restricted search's words are not the full one's)."""
+    with tempfile.NamedTemporaryFile("w", suffix=".vmap", encoding="utf-8", delete=False) as f:
+        f.write("\t" + " ".join(translator.tgt_vocab.token(i) for i in range(4, min(size, len(translator.tgt_vocab)))))
+    return Shortlist.of(Vmap.read(f.name), translator.tgt_vocab)
+
+
+def decoding_runs(folder: Path, tokens: int, texts: list[str], ct2, batch: int,
+                  shortlist: int = 4000) -> dict[str, Callable[[], object]]:
+    """Every tool's greedy, beam and batch run on the same weights, keyed ``what/tool``; ``shortlist``: the size of
+    the opt-in vocabulary shortlist attnviz's plain runs are also timed with."""
     translator = load_translator(str(folder))
+    short = shortlist_of(translator, shortlist)
     int8 = copy.deepcopy(translator)
     quantize_int8(int8.model)
     model, tok = _hf(folder)
@@ -154,17 +180,22 @@ def decoding_runs(folder: Path, tokens: int, texts: list[str], ct2) -> dict[str,
 
     def hf_batch():
         with torch.inference_mode():
-            for start in range(0, len(texts), BATCH):
-                model.generate(**tok(texts[start:start + BATCH], return_tensors="pt", padding=True), num_beams=1,
+            for start in range(0, len(texts), batch):
+                model.generate(**tok(texts[start:start + batch], return_tensors="pt", padding=True), num_beams=1,
                                max_new_tokens=tokens, min_new_tokens=tokens)
 
     runs = {"greedy/attnviz": lambda: translator.translate(SENTENCE, greedy),
             "greedy/transformers": lambda: _generate(model, one, hf_args, 1),
+            "greedy_plain/attnviz": lambda: translator.translate_batch([SENTENCE], greedy),
             "beam5/attnviz": lambda: beam_tree(translator, SENTENCE, beam),
             "beam5/transformers": lambda: _generate(model, one, hf_args, 5),
-            "batch/attnviz": lambda: translator.translate_batch(texts, greedy, BATCH),
+            "beam5_plain/attnviz": lambda: translator.translate_batch([SENTENCE], beam),
+            "batch/attnviz": lambda: translator.translate_batch(texts, greedy, batch),
             "batch/transformers": hf_batch,
-            "batch_int8/attnviz": lambda: int8.translate_batch(texts, greedy, BATCH)}
+            "batch_int8/attnviz": lambda: int8.translate_batch(texts, greedy, batch),
+            "greedy_shortlist/attnviz": lambda: translator.translate_batch([SENTENCE], greedy, 1, short),
+            "beam5_shortlist/attnviz": lambda: translator.translate_batch([SENTENCE], beam, 1, short),
+            "batch_shortlist/attnviz": lambda: translator.translate_batch(texts, greedy, batch, short)}
     if ct2 is not None:
         module, path = ct2
         pieces = [tok.convert_ids_to_tokens(tok(t).input_ids) for t in texts]
@@ -173,9 +204,11 @@ def decoding_runs(folder: Path, tokens: int, texts: list[str], ct2) -> dict[str,
         options = dict(max_decoding_length=tokens, min_decoding_length=tokens)
         runs |= {"beam5/ctranslate2": lambda: floats.translate_batch(pieces[:1], beam_size=5, return_attention=True,
                                                                      **options),
-                 "batch/ctranslate2": lambda: floats.translate_batch(pieces, max_batch_size=BATCH, beam_size=1,
+                 "greedy_plain/ctranslate2": lambda: floats.translate_batch(pieces[:1], beam_size=1, **options),
+                 "beam5_plain/ctranslate2": lambda: floats.translate_batch(pieces[:1], beam_size=5, **options),
+                 "batch/ctranslate2": lambda: floats.translate_batch(pieces, max_batch_size=batch, beam_size=1,
                                                                      **options),
-                 "batch_int8/ctranslate2": lambda: ints.translate_batch(pieces, max_batch_size=BATCH, beam_size=1,
+                 "batch_int8/ctranslate2": lambda: ints.translate_batch(pieces, max_batch_size=batch, beam_size=1,
                                                                         **options)}
     return runs
 
@@ -192,16 +225,17 @@ def _peak():  # VmHWM: this program's own peak (a child's ru_maxrss starts from 
 atexit.register(_peak)
 sp = sentencepiece.SentencePieceProcessor(model_file=sys.argv[1] + "/source.spm")
 translator = ctranslate2.Translator(sys.argv[3], intra_threads=1)
-result = translator.translate_batch([sp.encode(sys.argv[2], out_type=str) + ["</s>"]], max_decoding_length=5)
+result = translator.translate_batch([sp.encode(sys.argv[2], out_type=str) + ["</s>"]],
+                                   max_decoding_length=int(sys.argv[4]), min_decoding_length=int(sys.argv[4]))
 print(" ".join(result[0].hypotheses[0]))
 """
 
 
-def ct2_open(folder: Path, ct2_path: Path) -> tuple[float, float]:
-    """Wall seconds and peak resident MiB of one cold CTranslate2 process (one thread, 5 tokens)."""
+def ct2_open(folder: Path, ct2_path: Path, tokens: int) -> tuple[float, float]:
+    """Wall seconds and peak resident MiB of one cold CTranslate2 process (one thread, ``tokens`` tokens)."""
     env = dict(os.environ, OMP_NUM_THREADS="1", MKL_NUM_THREADS="1")
     start = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", CT2_OPEN, str(folder), SENTENCE, str(ct2_path)],
+    done = subprocess.run([sys.executable, "-c", CT2_OPEN, str(folder), SENTENCE, str(ct2_path), str(tokens)],
                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, text=True, check=False)
     wall = time.perf_counter() - start
     peaks = [line.split()[1] for line in done.stderr.splitlines() if line.startswith("PEAK_KIB ")]
@@ -210,7 +244,7 @@ def ct2_open(folder: Path, ct2_path: Path) -> tuple[float, float]:
     return wall, int(peaks[-1]) / 1024
 
 
-def opening_figures(folder: Path, ct2, repeats: int, baseline: Path | None) -> dict:
+def opening_figures(folder: Path, ct2, repeats: int, baseline: Path | None, tokens: int = 20) -> dict:
     """Opening, measured as ``bench_loading`` measures it (``loading_probe``, each a fresh interpreter, one thread,
     interleaved): open + first token for attnviz, ``transformers`` and the ``baseline`` checkout (the loading
     before issue 29), peak memory as each process's own VmHWM; a cold ``attnviz translate -m FOLDER`` (20 tokens)
@@ -227,21 +261,27 @@ def opening_figures(folder: Path, ct2, repeats: int, baseline: Path | None) -> d
             if side in cold:
                 cold[side].append(cold_translate(which, folder, root)["wall_s"])
         if ct2 is not None:
-            ct2_runs.append(ct2_open(folder, ct2[1]))
+            ct2_runs.append(ct2_open(folder, ct2[1], tokens))
     out: dict[str, object] = {f"open_{side}": {key: round(statistics.median(r[key] for r in runs), 3)
                                                for key in ("open_s", "first_token_s", "peak_mib")}
                               for side, runs in opened.items()}
     out["cold_translate_s"] = {side: round(statistics.median(walls), 2) for side, walls in cold.items()}
     if ct2_runs:
-        out["open_ctranslate2"] = {"seconds_5_tokens": round(statistics.median(w for w, _ in ct2_runs), 2),
+        out["open_ctranslate2"] = {"cold_translate_s": round(statistics.median(w for w, _ in ct2_runs), 2),
                                    "peak_mib": round(statistics.median(p for _, p in ct2_runs))}
     peak = [r["peak_mib"] for r in opened["attnviz"]]
     ratios = {"open_peak_vs_transformers": _ratio(peak, [r["peak_mib"] for r in opened["transformers"]]),
               "cold_translate_vs_transformers": _ratio(cold["attnviz"], cold["transformers"])}
+    if ct2_runs:  # paired: each round's attnviz process against the CTranslate2 one after it
+        ratios["cold_translate_vs_ctranslate2"] = round(statistics.median(
+            a / w for a, (w, _) in zip(cold["attnviz"], ct2_runs, strict=True)), 2)
+        ratios["peak_vs_ctranslate2"] = round(statistics.median(
+            r["peak_mib"] / p for r, (_, p) in zip(opened["attnviz"], ct2_runs, strict=True)), 2)
     if baseline is not None:
         ratios["open_time_vs_baseline"] = _ratio([r["open_s"] for r in opened["attnviz"]],
                                                  [r["open_s"] for r in opened["baseline"]])
     out["opening_ratios"] = ratios
+    out["opening_load_average"] = [round(x, 2) for x in os.getloadavg()]
     return out
 
 
@@ -249,14 +289,32 @@ def _ratio(ours: list[float], theirs: list[float]) -> float:
     return round(statistics.median(ours) / statistics.median(theirs), 2)
 
 
-def ratios(ms: dict[str, float]) -> dict[str, float]:
-    """attnviz's time over each peer's, per measurement (below 1: attnviz is faster)."""
-    out = {}
-    for key, value in ms.items():
-        what, tool = key.split("/")
-        if tool != "attnviz":
-            out[f"{what}_vs_{tool}"] = round(ms[f"{what}/attnviz"] / value, 2)
-    return out
+PAIRS = {"greedy_vs_transformers": ("greedy/attnviz", "greedy/transformers"),
+         "beam5_vs_transformers": ("beam5/attnviz", "beam5/transformers"),
+         "batch_vs_transformers": ("batch/attnviz", "batch/transformers"),
+         "beam5_plain_vs_captured": ("beam5_plain/attnviz", "beam5/attnviz"),
+         "greedy_plain_vs_captured": ("greedy_plain/attnviz", "greedy/attnviz"),
+         "beam5_vs_ctranslate2": ("beam5/attnviz", "beam5/ctranslate2"),
+         "greedy_plain_vs_ctranslate2": ("greedy_plain/attnviz", "greedy_plain/ctranslate2"),
+         "beam5_plain_vs_ctranslate2": ("beam5_plain/attnviz", "beam5_plain/ctranslate2"),
+         "batch_vs_ctranslate2": ("batch/attnviz", "batch/ctranslate2"),
+         "batch_int8_vs_ctranslate2": ("batch_int8/attnviz", "batch_int8/ctranslate2"),
+         "greedy_shortlist_vs_plain": ("greedy_shortlist/attnviz", "greedy_plain/attnviz"),
+         "beam5_shortlist_vs_plain": ("beam5_shortlist/attnviz", "beam5_plain/attnviz"),
+         "batch_shortlist_vs_plain": ("batch_shortlist/attnviz", "batch/attnviz"),
+         "greedy_shortlist_vs_ctranslate2": ("greedy_shortlist/attnviz", "greedy_plain/ctranslate2"),
+         "beam5_shortlist_vs_ctranslate2": ("beam5_shortlist/attnviz", "beam5_plain/ctranslate2"),
+         "batch_shortlist_vs_ctranslate2": ("batch_shortlist/attnviz", "batch/ctranslate2")}
+TARGETS = {"greedy_plain_vs_ctranslate2": 1.15, "beam5_plain_vs_ctranslate2": 1.15, "batch_vs_ctranslate2": 1.3,
+           "batch_int8_vs_ctranslate2": 1.3, "cold_translate_vs_ctranslate2": 2.0, "peak_vs_ctranslate2": 1.5,
+           "beam5_plain_vs_captured": 1.0, "step_vs_floor": 1.8, "open_peak_vs_transformers": 1.1,
+           "open_time_vs_baseline": 0.5, "cold_translate_vs_transformers": 0.6}
+
+
+def ratios(times: dict[str, list[float]]) -> dict[str, float]:
+    """Every paired ratio whose two sides were measured (below 1: the first is faster)."""
+    return {name: paired(times, ours, theirs) for name, (ours, theirs) in PAIRS.items()
+            if ours in times and theirs in times}
 
 
 def main() -> None:
@@ -266,8 +324,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--sentences", type=int, default=200)
     parser.add_argument("--tokens", type=int, default=20)
+    parser.add_argument("--batch", type=int, default=BATCH, help="sentences a batch (default: the CLI's, 32)")
     parser.add_argument("--open-repeats", type=int, default=3, help="cold processes per tool (each opens the folder)")
     parser.add_argument("--baseline", type=Path, help="an attnviz checkout from before issue 29 (opening time)")
+    parser.add_argument("--no-floor", action="store_true", help="skip the bundled model's step-vs-floor figure")
+    parser.add_argument("--shortlist", type=int, default=4000, help="target pieces in the shortlist timed")
     parser.add_argument("--bundled", default=str(Path(__file__).resolve().parents[1] / "models" /
                                                  "de-en-multi30k.safetensors"))
     args = parser.parse_args()
@@ -275,18 +336,20 @@ def main() -> None:
     folder = build_folder(args.folder, args.size)
     ct2_module, ct2_path = ctranslate2_folder(folder)
     ct2 = (ct2_module, ct2_path) if ct2_module is not None else None
-    opening = opening_figures(folder, ct2, args.open_repeats, args.baseline)  # first: this process is still small
-    ms = interleaved(decoding_runs(folder, args.tokens, corpus(args.sentences), ct2), args.repeats)
+    # first: this process is still small
+    opening = opening_figures(folder, ct2, args.open_repeats, args.baseline, args.tokens)
+    runs = decoding_runs(folder, args.tokens, corpus(args.sentences), ct2, args.batch, args.shortlist)
+    times = interleaved(runs, args.repeats)
+    decoding_load = [round(x, 2) for x in os.getloadavg()]
+    floor = {} if args.no_floor else {"step_vs_floor": floor_figures(args.bundled, args.repeats)}
     print(json.dumps({
         "folder": str(folder), "size": SIZES[args.size], "threads": 1, "tokens": args.tokens,
-        "batch_sentences": args.sentences, "repeats": args.repeats, "torch": torch.__version__,
+        "batch_sentences": args.sentences, "batch": args.batch, "shortlist": args.shortlist, "repeats": args.repeats,
+        "torch": torch.__version__,
         "ctranslate2": ct2_path if ct2 is None else getattr(ct2_module, "__version__", "?"),
-        "ms_median": ms, "ratios": ratios(ms),
-        **opening,
-        "step_vs_floor": floor_figures(args.bundled, args.repeats),
-        "targets": {"beam5_vs_ctranslate2": 1.3, "batch_int8_vs_ctranslate2": 1.5, "step_vs_floor": 1.8,
-                    "open_peak_vs_transformers": 1.1, "open_time_vs_baseline": 0.5,
-                    "cold_translate_vs_transformers": 0.6},
+        "ms_median": {name: round(statistics.median(t), 1) for name, t in times.items()},
+        "ratios": ratios(times), "decoding_load_average": decoding_load,
+        **opening, **floor, "targets": TARGETS,
     }, indent=2, default=str))
 
 

@@ -4,13 +4,15 @@ from different code (attnviz from another checkout, ``transformers``) compare in
 
 - ``open_probe(which, folder, root=None)``: import, open the folder, decode its first token; returns ``import_s``,
   ``open_s`` (opening alone), ``first_token_s`` and ``peak_mib`` (the process's peak resident memory, after its
-  first token: VmHWM). ``which`` is "attnviz" (from ``root``, a checkout, when given: PYTHONPATH) or "transformers".
+  first token: VmHWM). ``which`` is "attnviz" (from ``root``, a checkout, when given: PYTHONPATH), "transformers"
+  (a MarianMT folder) or "transformers-m2m100" (an NLLB-shaped folder, fed ids).
 - ``cold_translate(which, folder, root=None, tokens=20)``: the whole command a user waits for, ``attnviz translate
   -m FOLDER SENTENCE`` or the same with ``transformers`` (import, load, translate greedily at most ``tokens``
   tokens), timed from outside; returns ``wall_s`` and ``peak_mib`` (``os.wait4``'s ru_maxrss of that child, which
   includes its parent's resident size at the fork: keep the measuring process small, as ``bench_loading`` does).
 - ``marian_folder(folder, size)``: the random MarianMT folder both read (``tests.folder_samples``; "marian" is
-  OPUS-MT's shape: d 512, 6+6 layers, 58k pieces).
+  OPUS-MT's shape: d 512, 6+6 layers, 58k pieces), or with ``size`` "nllb600m" a random NLLB folder of
+  NLLB-200-distilled-600M's shape (d 1024, 12+12 layers, 256,206 entries).
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SENTENCE = "ein hund läuft durch den schnee"
-SIZES = {"tiny": {}, "marian": dict(d_model=512, layers=6, heads=8, ffn=2048, extra_vocab=58_000)}
+SIZES = {"tiny": {}, "marian": dict(d_model=512, layers=6, heads=8, ffn=2048, extra_vocab=58_000),
+         # NLLB-200-distilled-600M's shape: a 256k x 1024 shared embedding (1 GB of the 2.5 GB)
+         "nllb600m": dict(d_model=1024, layers=12, heads=16, ffn=4096, entries=256_206)}
 
 _OPEN = r"""
 import json, sys, time
@@ -40,7 +44,7 @@ if which == "attnviz":
     translator = load_translator(folder)
     t2 = time.perf_counter()
     translator.translate_batch([sentence], DecodeConfig(max_len=1))
-else:
+elif which == "transformers":
     from transformers import MarianMTModel, MarianTokenizer
     t1 = time.perf_counter()
     tokenizer = MarianTokenizer.from_pretrained(folder)
@@ -48,6 +52,13 @@ else:
     t2 = time.perf_counter()
     with torch.inference_mode():
         model.generate(**tokenizer([sentence], return_tensors="pt"), max_new_tokens=1, num_beams=1)
+else:  # an NLLB-shaped folder: transformers' M2M100 network, fed ids (its tokenizer is not what is measured)
+    from transformers import M2M100ForConditionalGeneration
+    t1 = time.perf_counter()
+    model = M2M100ForConditionalGeneration.from_pretrained(folder).eval()
+    t2 = time.perf_counter()
+    with torch.inference_mode():
+        model.generate(torch.tensor([[5, 6, 7, 2]]), max_new_tokens=1, num_beams=1)
 t3 = time.perf_counter()
 with open("/proc/self/status") as status:  # VmHWM: this program's peak (ru_maxrss counts the parent's, pre-exec)
     peak_kib = next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
@@ -106,7 +117,8 @@ def marian_folder(folder: Path, size: str = "marian") -> Path:
     """The random MarianMT folder of ``size`` (``SIZES``), written once, by a child process: this one stays small,
     since on Linux a child's ru_maxrss starts from its parent's resident size at the fork."""
     if not (folder / "model.safetensors").exists():
-        code = ("import sys; from pathlib import Path; from tests.folder_samples import write_marian_folder; "
-                f"write_marian_folder(Path(sys.argv[1]), **{SIZES[size]!r})")
+        writer = "write_fairseq_folder" if size.startswith("nllb") else "write_marian_folder"
+        code = (f"import sys; from pathlib import Path; from tests.folder_samples import {writer}; "
+                f"{writer}(Path(sys.argv[1]), **{SIZES[size]!r})")
         subprocess.run([sys.executable, "-c", code, str(folder)], check=True, env=_env(None), cwd=ROOT)
     return folder

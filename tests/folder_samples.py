@@ -121,9 +121,10 @@ def fairseq_spm(lines: list[str], vocab_size: int) -> bytes:
 
 
 def write_fairseq_folder(folder: Path, family: str = "nllb", *, d_model: int = 32, layers: int = 2, heads: int = 4,
-                         ffn: int = 64, seed: int = 0) -> Path:
+                         ffn: int = 64, seed: int = 0, entries: int = 0) -> Path:
     """A random NLLB-200 ("nllb"), M2M100 ("m2m100") or mBART-50 ("mbart50") folder as the Hub lays it out:
-    config.json, model.safetensors, sentencepiece.bpe.model, tokenizer_config.json and, for M2M100, vocab.json."""
+    config.json, model.safetensors, sentencepiece.bpe.model, tokenizer_config.json and, for M2M100, vocab.json;
+    ``entries``: at least this many entries (fairseq's filler entries after the real ones: NLLB-200's 256,206)."""
     from attnviz.engine.text.language_codes import M2M100_CODES, MBART50_CODES, NLLB_CODES
 
     torch.manual_seed(seed)
@@ -142,6 +143,7 @@ def write_fairseq_folder(folder: Path, family: str = "nllb", *, d_model: int = 3
         size = len(vocab) + len(M2M100_CODES) + 8
     else:
         size = 4 + len(pieces) + len(NLLB_CODES if family == "nllb" else MBART50_CODES) + 1
+    size = max(size, entries)
     tensors = marian_tensors(size, d_model, layers, ffn)
     for side in ("encoder", "decoder"):
         names = ["layer_norm"] + (["layernorm_embedding"] if family == "mbart50" else [])

@@ -102,11 +102,15 @@ def test_peers_benchmark_measures_every_figure_at_toy_size(tmp_path):
     report = bench("bench_peers", "--size", "small", "--folder", str(tmp_path / "marian"), "--repeats", "1",
                    "--open-repeats", "1", "--sentences", "3", "--tokens", "3", "--baseline", str(BENCHMARKS.parent))
     assert report["size"]["d_model"] == 32 and report["tokens"] == 3
-    assert {"greedy_vs_transformers", "beam5_vs_transformers", "batch_vs_transformers"} <= set(report["ratios"])
-    assert report["ms_median"]["batch_int8/attnviz"] > 0
+    assert {"greedy_vs_transformers", "beam5_vs_transformers", "batch_vs_transformers", "beam5_plain_vs_captured",
+            "greedy_plain_vs_captured"} <= set(report["ratios"])
+    assert report["ms_median"]["batch_int8/attnviz"] > 0 and report["ms_median"]["beam5_plain/attnviz"] > 0
     assert report["open_attnviz"]["peak_mib"] > 0 and report["open_baseline"]["open_s"] > 0
-    opening = report["opening_ratios"]  # every opening ratio the issue sets a target for, from the same run
-    assert set(opening) == {"open_peak_vs_transformers", "cold_translate_vs_transformers", "open_time_vs_baseline"}
+    assert len(report["decoding_load_average"]) == 3 and len(report["opening_load_average"]) == 3
+    opening = report["opening_ratios"]  # every opening ratio the issues set a target for, from the same run
+    peers = {"cold_translate_vs_ctranslate2", "peak_vs_ctranslate2"}  # where CTranslate2 imports (the peers extra)
+    assert set(opening) - peers == {"open_peak_vs_transformers", "cold_translate_vs_transformers",
+                                    "open_time_vs_baseline"}
     assert all(opening[key] > 0 and key in report["targets"] for key in opening)
     floor = report["step_vs_floor"]
     assert floor["floor_same_tokens"] and floor["ratio"] > 0  # the floor decodes what attnviz decodes
@@ -127,3 +131,17 @@ def test_stop_benchmark_stops_a_run_while_its_data_is_prepared():
     assert report["corpus"] == "synthetic 3,000 (whitespace)" and report["repeats"] == 1
     assert report["events"] in (["TrainNote"], ["TrainStarted", "CheckpointSaved", "TrainStopped"])  # a fast machine
     assert report["ended_after_stop_s_median"] >= 0
+
+
+def test_batch_size_benchmark_compares_every_size_with_the_default(tmp_path):
+    """The batch sizes ``translate`` defaults to, per precision, on a toy folder built with transformers."""
+    pytest.importorskip("transformers")
+    pytest.importorskip("sentencepiece")
+    report = bench("bench_batch_size", "--size", "small", "--folder", str(tmp_path / "marian"), "--repeats", "1",
+                   "--sentences", "5", "--tokens", "3", "--sizes", "2,4")
+    for name in ("float32", "int8"):
+        figures = report[name]
+        assert {"2", "4", str(report["default"][name])} == set(figures)
+        assert figures[str(report["default"][name])]["vs_default"] == 1.0
+        assert all(f["s_median"] >= 0 and f["vs_default"] > 0 for f in figures.values())
+    assert len(report["load_average"]) == 3

@@ -212,9 +212,10 @@ def add_int8(p: argparse.ArgumentParser) -> None:
 def apply_int8(args: argparse.Namespace, translator: Translator) -> None:
     """With ``--int8``, quantise the loaded model (refused in one line where it cannot run: not float32, not CPU)."""
     if args.int8:
-        from attnviz.engine.models.quantize import quantize_int8
+        from attnviz.engine.models.quantize import int8_summary, quantize_int8
 
         quantize_int8(translator.model)
+        print(f"attnviz: int8: {int8_summary(translator.model)}", file=sys.stderr)
 
 
 def add_attention_export(p: argparse.ArgumentParser) -> None:

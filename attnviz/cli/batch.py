@@ -63,10 +63,12 @@ def read_lines(sentences: list[str]) -> list[Line]:
     return lines
 
 
-def translate_lines(translator, lines: list[Line], decode, capture: bool = False, n_best: int = 0) -> None:
-    """Fill in each line's tokens and output (or its error). Plain output takes the batched search; ``capture``
-    (attention export) or ``n_best`` runs the search sentence by sentence as events (``beam_steps``, greedy when
-    the beam is 1), which chooses the same tokens and keeps every hypothesis' attention and score."""
+def translate_lines(translator, lines: list[Line], decode, capture: bool = False, n_best: int = 0,
+                    batch: tuple[int, object] = (128, None)) -> None:
+    """Fill in each line's tokens and output (or its error). Plain output takes the batched search (``batch``: the
+    sentences a batch and the vocabulary shortlist or None); ``capture`` (attention export) or ``n_best`` runs the
+    search sentence by sentence as events (``beam_steps``, greedy when the beam is 1), which chooses the same tokens
+    and keeps every hypothesis' attention and score."""
     from attnviz.engine.search.greedy import step_limit
     from attnviz.engine.search.limit import limit_warning
 
@@ -85,7 +87,8 @@ def translate_lines(translator, lines: list[Line], decode, capture: bool = False
         ended = [_search_line(translator, line, limit, decode, n_best) for line in todo]
     else:
         ended = []
-        for line, toks in zip(todo, translator.translate_batch_tokens([x.text for x in todo], decode), strict=True):
+        found = translator.translate_batch_tokens([x.text for x in todo], decode, *batch)
+        for line, toks in zip(todo, found, strict=True):
             line.tokens, line.output = toks, translator.detokenize(toks)
             # a search that stops before its step limit chose <eos>; an <eos> forced at the last step was not chosen
             ended.append(len(toks) < limit - (1 if forced_end else 0))

@@ -28,6 +28,7 @@ from attnviz.cli.args import (
     int_range,
 )
 from attnviz.cli.jsonout import json_text
+from attnviz.cli.speed import add_speed, apply_threads, batch_size, shortlist
 from attnviz.engine.errors import InputError
 from attnviz.paths import default_model_path
 
@@ -57,6 +58,7 @@ def add_commands(sub) -> None:
     add_languages(p)
     add_prompt(p)
     add_int8(p)
+    add_speed(p)
     p.add_argument("--n-best", type=int_range(1, MAX_BEAM), metavar="K",
                    help="print the K best hypotheses of the beam (K <= --beam) with their length-normalised score "
                         "and summed log-probability: LINE, RANK, SCORE, LOGPROB, TEXT tab-separated, or an n_best "
@@ -110,6 +112,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
         raise InputError(f"--n-best {args.n_best} asks for more hypotheses than the beam keeps; use --beam "
                          f"{args.n_best} or more, or a smaller --n-best")
     _refuse_model_as_sentence(args)
+    apply_threads(args)
     lines = read_lines(args.sentences)
     args.model = args.model or _default_model()
     translator = load_translator(args.model, args.dtype)
@@ -125,7 +128,8 @@ def cmd_translate(args: argparse.Namespace) -> int:
     apply_int8(args, translator)
     # --attention and --n-best search each sentence as events (the same choice as the batched search), keeping the
     # chosen hypothesis' own attention and every finished hypothesis' score
-    translate_lines(translator, lines, decode, capture=bool(args.attention), n_best=args.n_best or 0)
+    translate_lines(translator, lines, decode, capture=bool(args.attention), n_best=args.n_best or 0,
+                    batch=(batch_size(args, translator), shortlist(args, translator)))
     if args.attention:
         _save_attention(args, translator, lines)
     utf8_stdout()

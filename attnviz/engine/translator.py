@@ -31,9 +31,11 @@ from attnviz.engine.errors import InputError, NotTextError, cut
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, Translation, assemble
 from attnviz.engine.kinds import ModelKind, kind_of
 from attnviz.engine.models.protocol import IncrementalModel, count_parameters, stored_state
+from attnviz.engine.models.quantize import int8_summary
 from attnviz.engine.search.beam import beam_batch, beam_steps
 from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch
 from attnviz.engine.search.head_mask import heads_off
+from attnviz.engine.search.shortlist import Shortlist, restriction
 from attnviz.engine.text.languages import Languages, iso
 from attnviz.engine.text.tokenize import (
     LANGUAGE_NAMES,
@@ -147,7 +149,7 @@ class Translator:
     def card(self) -> ModelCard:
         """This model described as a checkpoint's card (its metadata, the live parameter count, the dtype it runs
         at)."""
-        meta = self.metadata | {"runs_as": self.dtype, "model": self.config.to_dict(),
+        meta = self.metadata | {"runs_as": self.dtype, "int8": int8_summary(self.model), "model": self.config.to_dict(),
                                 "src_vocab": self.src_vocab.to_list(), "tgt_vocab": self.tgt_vocab.to_list(),
                                 "src_tokenizer": self.src_spec.to_dict(), "tgt_tokenizer": self.tgt_spec.to_dict()}
         return card_from_metadata(meta, count_parameters(self.model), meta.get("path"))
@@ -270,34 +272,40 @@ class Translator:
         return [self.translate(prefix, decode, generator=generator) for _ in range(n)]
 
     def translate_batch_tokens(self, texts: Sequence[str], decode: DecodeConfig | None = None,
-                               batch_size: int = 128) -> list[list[str]]:
-        """Output tokens (no specials) of many sentences; empty inputs give empty outputs."""
+                               batch_size: int = 128, shortlist: Shortlist | None = None) -> list[list[str]]:
+        """Output tokens (no specials) of many sentences, searched in batches of ``batch_size`` sentences of similar
+        length; empty inputs give empty outputs. ``shortlist``: restrict each batch's output vocabulary to its
+        sources' candidates (``engine.search.shortlist``, opt-in)."""
         decode = decode or GREEDY
         texts = [_text(text, "sentence") for text in texts]  # bytes fail the call, not read as an empty line
-        prepared: dict[int, list[int]] = {}  # input index -> source ids, for every input that can be translated
+        prepared: dict[int, tuple[list[str], list[int]]] = {}  # input index -> source pieces and ids
         for i, text in enumerate(texts):
             try:
-                prepared[i] = self.prepare_source(text)[1]
+                pieces, ids, _ = self.prepare_source(text)
+                prepared[i] = (pieces, ids)
             except InputError:
                 continue
-        order = sorted(prepared, key=lambda i: len(prepared[i]))
+        order = sorted(prepared, key=lambda i: len(prepared[i][1]))
         results: list[list[str]] = [[] for _ in texts]
         lead = self._lead()
         with torch.inference_mode(), heads_off(self.model, decode.heads_off, decode.rescale_heads):
             for start in range(0, len(order), batch_size):
                 chunk = order[start:start + batch_size]
-                src = pad_batch([prepared[i] for i in chunk])
+                src = pad_batch([prepared[i][1] for i in chunk])
+                restricted = None if shortlist is None else restriction(self.model, shortlist.candidates(
+                    [prepared[i][0] for i in chunk], [*lead, decode.forced_bos, decode.forced_eos]),
+                    len(self.tgt_vocab))
                 if decode.beam > 1:
-                    ids = beam_batch(self.model, src, decode, lead)
+                    out = beam_batch(self.model, src, decode, lead, restricted)
                 else:
-                    ids = greedy_batch(self.model, src, decode.max_len, decode, lead)
-                for i, out in zip(chunk, ids, strict=True):
-                    results[i] = self.tgt_vocab.decode(out[len(lead):])
+                    out = greedy_batch(self.model, src, decode.max_len, decode, lead, restricted)
+                for i, ids in zip(chunk, out, strict=True):
+                    results[i] = self.tgt_vocab.decode(ids[len(lead):])
         return results
 
     def translate_batch(self, texts: Sequence[str], decode: DecodeConfig | None = None,
-                        batch_size: int = 128) -> list[str]:
-        return [self.detokenize(toks) for toks in self.translate_batch_tokens(texts, decode, batch_size)]
+                        batch_size: int = 128, shortlist: Shortlist | None = None) -> list[str]:
+        return [self.detokenize(toks) for toks in self.translate_batch_tokens(texts, decode, batch_size, shortlist)]
 
     # -- persistence ------------------------------------------------------------------------------------------------
 

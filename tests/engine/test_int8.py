@@ -16,7 +16,7 @@ from attnviz.cli.main import main
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import InputError
 from attnviz.engine.events import BeamStep
-from attnviz.engine.models.quantize import is_int8, quantize_int8
+from attnviz.engine.models.quantize import is_int8, quantize_int8, quantized_layers
 from tests.helpers import make_toy_translator
 
 SENTENCES = ["q1 q2 q3", "q4 q5", "q6 q7 q8 q9 q10", "q11 q0 q1"]
@@ -86,3 +86,11 @@ def test_translate_and_evaluate_take_int8(model_path, tmp_path, capsys, pair):
     report = json.loads(capsys.readouterr().out)
     assert report["precision"] == "int8 linear layers (dynamic quantisation)"
     assert report["bleu_tok"] == pytest.approx(100.0)
+
+
+def test_the_output_projection_is_int8_and_the_card_says_so(pair):
+    full, quantized = pair
+    assert "out_proj" in quantized_layers(quantized.model) and quantized_layers(full.model) == []
+    assert "int8" not in full.info
+    assert quantized.info["int8"].startswith(f"{len(quantized_layers(quantized.model))} linear layers in int8: ")
+    assert "and the output projection (out_proj)" in quantized.info["int8"]

@@ -35,6 +35,7 @@ class ModelCard:
     parameters: int
     dtype: str = "float32"  # what the weights are stored as
     runs_as: str | None = None  # the dtype a loaded model runs at (None: not loaded)
+    int8: str | None = None  # which layers a loaded model runs in int8 (``models.quantize.int8_summary``), or None
     path: str | None = None
     preset: str | None = None
     metrics: Mapping[str, SplitMetrics] = field(default_factory=dict)  # split ("val", "test") -> figures
@@ -114,7 +115,7 @@ class ModelCard:
             "metrics": {split: m.to_dict() for split, m in self.metrics.items()}, "preset": self.preset,
             "train_config": None if self.train_config is None else dict(self.train_config),
             "history": [r.to_dict() for r in self.history], "created": dict(self.created), "dtype": self.dtype,
-            **({"runs_as": self.runs_as} if self.runs_as else {}),
+            **({"runs_as": self.runs_as} if self.runs_as else {}), **({"int8": self.int8} if self.int8 else {}),
             "path": self.path, **({"alignment_head": list(self.alignment_head)} if self.alignment_head else {}),
             **({"generation": dict(self.generation)} if self.generation else {}),
             **({"language_tags": dict(self.language_tags)} if self.language_tags else {}),
@@ -172,6 +173,7 @@ def card_from_metadata(meta: Mapping[str, Any], parameters: int, path: str | Non
         tgt_vocab_size=len(_section(meta, "tgt_vocab", list, where)),
         parameters=parameters, dtype=str(meta.get("dtype", "float32")), path=path, preset=meta.get("preset"),
         runs_as=str(meta["runs_as"]) if meta.get("runs_as") else None,
+        int8=str(meta["int8"]) if meta.get("int8") else None,
         metrics={str(k): SplitMetrics.from_dict(v) for k, v in metrics.items() if isinstance(v, Mapping)}
         if isinstance(metrics, Mapping) else {},
         history=tuple(EvalRecord.from_dict(r) for r in history if isinstance(r, Mapping))

@@ -14,9 +14,11 @@ shapes, offsets inside the file), so no tensor reaches past the data.
 
 from __future__ import annotations
 
+import ctypes
 import mmap
 import os
-from collections.abc import Mapping
+import weakref
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +30,9 @@ from attnviz.engine.errors import CheckpointError
 TORCH_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
                 "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8, "U8": torch.uint8,
                 "BOOL": torch.bool}
+_MAPPINGS: weakref.WeakSet[mmap.mmap] = weakref.WeakSet()  # the live mappings map_tensors made (``release``)
+RELEASE_ALIGN = 2 << 20  # a transparent huge page: ``release`` gives back whole ones
+CHUNK_ROWS = 4096  # rows ``gathered_rows`` copies between two releases (16 MiB of a 1024-wide float32 table)
 ALIGN = 64  # torch's CPU allocator's alignment: a mapped tensor aligned so computes exactly as a copied one
 MAPS = os.name == "posix"  # see the module's docstring
 
@@ -37,20 +42,26 @@ def _changed(path: Path) -> CheckpointError:
                            "again once it is written.")
 
 
-def map_tensors(path: Path, index: Mapping[str, Any], expected: str) -> dict[str, torch.Tensor]:
+def map_tensors(path: Path, index: Mapping[str, Any], expected: str,
+                copied: Collection[str] = ()) -> dict[str, torch.Tensor]:
     """The tensors of ``index`` (checked by ``read_index``) at their stored dtype, mapped or read (see the module's
-    docstring); ``expected`` says what the file should be, for ``open_regular``'s refusal."""
+    docstring); ``expected`` says what the file should be, for ``open_regular``'s refusal. The tensors named in
+    ``copied`` are only ever copied by the caller (a table whose rows it reorders), never computed with, so they are
+    mapped wherever they start: then ``release`` gives their pages back once copied."""
     with open_regular(path, expected) as f:
         start = 8 + int.from_bytes(f.read(8), "little")
         size = os.fstat(f.fileno()).st_size
         if start + max((e["data_offsets"][1] for e in index.values()), default=0) > size:
             raise _changed(path)  # a view past the end would crash on access
         mapped = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY) if MAPS and size else None
+        if mapped is not None:
+            _MAPPINGS.add(mapped)
         tensors = {}
         for name, entry in index.items():
             first, end = entry["data_offsets"]
             dtype, offset = TORCH_DTYPES[entry["dtype"]], start + first
-            if mapped is not None and offset % ALIGN == 0 and end > first:
+            aligned = offset % (dtype.itemsize if name in copied else ALIGN) == 0
+            if mapped is not None and aligned and end > first:
                 raw = torch.frombuffer(mapped, dtype=torch.uint8, count=end - first, offset=offset)
                 tensors[name] = raw.view(dtype).reshape(entry["shape"])
                 continue
@@ -60,3 +71,59 @@ def map_tensors(path: Path, index: Mapping[str, Any], expected: str) -> dict[str
                 raise _changed(path)
             tensors[name] = tensor
     return tensors
+
+
+def mapping_of(tensor: torch.Tensor) -> mmap.mmap | None:
+    """The live file mapping (``map_tensors``) ``tensor``'s values lie in, or None (an ordinary tensor)."""
+    if tensor.device.type != "cpu" or not tensor.is_contiguous() or not MAPS:
+        return None
+    start = tensor.untyped_storage().data_ptr()
+    end = start + tensor.untyped_storage().nbytes()
+    for mapped in list(_MAPPINGS):
+        if not mapped.closed and _address(mapped) <= start and end <= _address(mapped) + len(mapped):
+            return mapped
+    return None
+
+
+def release(tensor: torch.Tensor) -> bool:
+    """Give back the memory of the pages a mapped tensor (``map_tensors``) spans, once its values are no longer needed
+    (the rows of a table that were copied elsewhere): the pages leave this process's resident memory, to be read from
+    the file again if touched. The tensor's last partial huge page (``RELEASE_ALIGN``) is kept: give back a table's
+    rows from its start on, as ``gathered_rows`` does. Returns False, doing nothing, for a tensor
+    that is not such a view."""
+    mapped = mapping_of(tensor)
+    if mapped is None:
+        return False
+    if tensor.numel():
+        base, start = _address(mapped), tensor.data_ptr()
+        first = -(-start // mmap.PAGESIZE) * mmap.PAGESIZE - base  # whole pages inside the tensor only, ending
+        last = (start + tensor.numel() * tensor.element_size()) // RELEASE_ALIGN * RELEASE_ALIGN - base  # where a
+        if last > first:  # huge page would: a read just after maps the whole page it falls in
+            mapped.madvise(mmap.MADV_DONTNEED, first, last - first)
+    return True
+
+
+def gathered_rows(table: torch.Tensor, rows: torch.Tensor, chunk: int = CHUNK_ROWS) -> torch.Tensor:
+    """``table[rows]`` in ``table``'s dtype, built a chunk of rows at a time; where ``table`` is a view of the mapped
+    weights file, the pages of the rows no later chunk reads are given back as soon as they are copied
+    (``release``), so the table is never resident twice (a 256k x 1024 table held twice was NLLB-600M's
+    extra gigabyte). An imported vocabulary's order is attnviz's but for a few ids
+    (``hub.marian_files.attnviz_vocab``), so nearly every page goes back."""
+    if mapping_of(table) is None:
+        return table.index_select(0, rows)  # an ordinary tensor: nothing to give back
+    out = table.new_empty((rows.numel(), *table.shape[1:]))
+    later = rows.flip(0).cummin(0).values.flip(0)  # later[i]: the lowest row any position from i on reads
+    for start in range(0, rows.numel(), chunk):
+        end = min(start + chunk, rows.numel())
+        torch.index_select(table, 0, rows[start:end], out=out[start:end])
+        release(table[:int(later[end]) if end < rows.numel() else table.size(0)])
+    return out
+
+
+def _address(mapped: mmap.mmap) -> int:
+    """Where a mapping starts in this process's memory."""
+    view = ctypes.c_char.from_buffer(mapped)  # a copy-on-write mapping is writable, so from_buffer takes it
+    try:
+        return ctypes.addressof(view)
+    finally:
+        del view

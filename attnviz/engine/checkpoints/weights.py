@@ -6,6 +6,7 @@ shapes against the folder's ``WeightPlan``, every value finite. Every folder for
 from __future__ import annotations
 
 import pickle
+from collections.abc import Collection
 from pathlib import Path
 
 import torch
@@ -37,13 +38,14 @@ def _read_bin(path: Path) -> object:
                               "damaged: download the model folder again.") from None
 
 
-def read_weights(plan: WeightPlan) -> dict[str, torch.Tensor]:
+def read_weights(plan: WeightPlan, copied: Collection[str] = ()) -> dict[str, torch.Tensor]:
     """The weights ``plan`` names at their stored dtype, checked before they are used; a safetensors file's are
-    views of the mapped file (``engine.checkpoints.mapped``), read as they are touched."""
+    views of the mapped file (``engine.checkpoints.mapped``), read as they are touched; ``copied``: the tables the
+    caller only copies (``map_tensors``)."""
     path = plan.path
     if path.suffix == ".safetensors":
         check_weight_file(plan)  # framing, offsets and shapes from the header, before the data is read
-        weights: object = map_tensors(path, read_index(path)[1], FOLDER_FILE)
+        weights: object = map_tensors(path, read_index(path)[1], FOLDER_FILE, copied)
     else:
         weights = _read_bin(path)
     if not isinstance(weights, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)

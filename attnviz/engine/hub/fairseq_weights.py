@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 
 from attnviz.engine.checkpoints.assign import build_loaded
+from attnviz.engine.checkpoints.mapped import gathered_rows
 from attnviz.engine.checkpoints.weights import read_weights
 from attnviz.engine.hub.fairseq_files import EMBEDDINGS, LEARNED_OFFSET, FairseqParts, folder_parts, weight_plan
 from attnviz.engine.hub.marian_files import weights_file
@@ -33,8 +34,8 @@ def fairseq_state(weights: dict[str, Tensor], parts: FairseqParts) -> dict[str, 
     plan (``weight_plan``): every name read here is there with its shape."""
     cfg, rows = parts.cfg, torch.tensor(parts.order)
     embed = next(weights[n] for n in EMBEDDINGS if n in weights)  # one table: model.shared, else a side's copy
-    table = embed.index_select(0, rows)  # 1 GB for NLLB-600M's 256k x 1024: reordered once, not per name
-    out = table if cfg.tie_output else weights["lm_head.weight"].index_select(0, rows)
+    table = gathered_rows(embed, rows)  # 1 GB for NLLB-600M's 256k x 1024: reordered once, never held twice
+    out = table if cfg.tie_output else gathered_rows(weights["lm_head.weight"], rows)
     bias = weights.get("final_logits_bias", torch.zeros(1, embed.size(0)))
     state = {"src_embed.tokens.weight": table, "tgt_embed.tokens.weight": table, "out_proj.weight": out,
              "out_proj.bias": bias[0].index_select(0, rows)}
@@ -54,7 +55,7 @@ def load_fairseq(folder: str | Path, model_type: str, dtype: str = "float32") ->
     otherwise)."""
     folder = Path(folder)
     parts = folder_parts(folder, model_type)
-    weights = read_weights(weight_plan(parts, weights_file(folder)))
+    weights = read_weights(weight_plan(parts, weights_file(folder)), (*EMBEDDINGS, "lm_head.weight"))
     model = build_loaded(folder, parts.cfg, fairseq_state(weights, parts), dtype)
     meta = parts.metadata() | {"path": str(folder)}
     spec = parts.spec

@@ -11,7 +11,7 @@ width.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self, runtime_checkable
 
@@ -20,6 +20,8 @@ from torch import Tensor, nn
 
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.models.probes import ProbeBoard, ProbeError
+
+FEW_ROWS = 8  # rows a step projects weight-major (``project_rows``): up to 8 it is faster than ``project``
 
 
 @dataclass
@@ -85,8 +87,14 @@ class IncrementalModel(nn.Module):
         raise NotImplementedError
 
     def project_rows(self, hidden: Tensor) -> Tensor:
-        """Logits [N, V] of a capturing step's few rows [N, D]; a kind may compute them faster than ``project``."""
+        """Logits [N, V] of a step's few rows [N, D]; a kind may compute them faster than ``project``."""
         return self.project(hidden)
+
+    def restricted(self, ids: Tensor) -> Callable[[Tensor], Tensor] | None:
+        """A projection of hidden states [N, D] to the logits [N, K] of the target ids ``ids`` [K] alone (a
+        vocabulary shortlist, ``engine.search.shortlist``), computing only those rows of the output projection; None
+        where this kind cannot (the shortlist is then refused)."""
+        return None
 
     def step(self, tokens: Tensor, cache: Any, need_weights: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
         """Feed one token per sentence ([B]); return logits [B, V] and this step's attention rows.
@@ -95,9 +103,10 @@ class IncrementalModel(nn.Module):
         the model has no such attention.
         """
         out = self.decode(tokens[:, None], None, need_weights, cache)
-        # A capturing step decodes one sentence (greedy's one row, beam's few): see project_rows. Batched searches
-        # keep project's row-major product, whose sums (and thus their output) stay as they were.
-        logits = (self.project_rows if need_weights else self.project)(out.hidden[:, -1])
+        # A step of one sentence (greedy's one row, beam's few, captured or not) takes project_rows, faster at a few
+        # rows; a batch of many sentences keeps project's row-major product, whose sums stay as they were.
+        rows = out.hidden.size(0)
+        logits = (self.project_rows if need_weights or rows <= FEW_ROWS else self.project)(out.hidden[:, -1])
         if not need_weights:
             return logits, None, None
         self_rows, cross_rows = out.last_rows()

@@ -11,10 +11,11 @@ weights; anything else is refused with one line (``InputError``).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 import torch
-from torch import nn
-from torch.ao.quantization import per_channel_dynamic_qconfig
+import torch.nn.functional as F
+from torch import Tensor, nn
 
 from attnviz.engine.errors import InputError
 
@@ -47,7 +48,9 @@ def quantize_int8(model: nn.Module) -> nn.Module:
     with warnings.catch_warnings():  # torch 2.13 flags torch.ao.quantization (moving to torchao, not installed) and
         warnings.simplefilter("ignore", UserWarning)  # its quantised tensors as deprecated: notices for torch's
         warnings.simplefilter("ignore", DeprecationWarning)  # developers that would reach every user here
-        torch.ao.quantization.quantize_dynamic(model, {nn.Linear: per_channel_dynamic_qconfig}, inplace=True)
+        from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic  # only when asked for
+
+        quantize_dynamic(model, {nn.Linear: per_channel_dynamic_qconfig}, inplace=True)
     return model
 
 
@@ -67,3 +70,41 @@ def _check_quantisable(model: nn.Module) -> None:
 def is_int8(model: nn.Module) -> bool:
     """Whether ``quantize_int8`` ran on ``model``."""
     return any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in model.modules())
+
+
+def quantized_layers(model: nn.Module) -> list[str]:
+    """The names of ``model``'s int8 linear layers (empty before ``quantize_int8``)."""
+    return [name for name, m in model.named_modules() if isinstance(m, torch.ao.nn.quantized.dynamic.Linear)]
+
+
+def int8_summary(model: nn.Module) -> str | None:
+    """Which of ``model``'s layers run in int8, in words (None when none do), for the model's card and info."""
+    names = quantized_layers(model)
+    if not names:
+        return None
+    leaves = sorted({"feed-forward" if leaf.isdigit() else leaf  # an nn.Sequential's layers are numbered
+                     for leaf in (name.rsplit(".", 1)[-1] for name in names if "." in name)})
+    top = sorted(name for name in names if "." not in name)  # the output projection (out_proj, lm_head)
+    said = f"{len(names)} linear layers in int8: {', '.join(leaves)} in every layer"
+    if top:
+        said += f", and the output projection ({', '.join(top)})"
+    return said + "; embeddings, norms and the attention softmax stay float32"
+
+
+def rows_of(proj: nn.Module, ids: Tensor) -> Callable[[Tensor], Tensor] | None:
+    """A projection onto the output rows ``ids`` of a linear layer ``proj`` (float or int8): only those rows are
+    computed, each as the whole layer computes it. None for any other module."""
+    if type(proj) is nn.Linear:
+        weight = proj.weight.index_select(0, ids)
+        bias = None if proj.bias is None else proj.bias.index_select(0, ids)
+        return lambda hidden: F.linear(hidden, weight, bias)
+    if isinstance(proj, torch.ao.nn.quantized.dynamic.Linear):
+        q = proj.weight()  # per output row: int8 values, a scale and a zero point
+        rows = torch._make_per_channel_quantized_tensor(q.int_repr().index_select(0, ids),
+                                                        q.q_per_channel_scales().index_select(0, ids),
+                                                        q.q_per_channel_zero_points().index_select(0, ids), 0)
+        small = torch.ao.nn.quantized.dynamic.Linear(proj.in_features, ids.numel(), dtype=torch.qint8)
+        bias = proj.bias()
+        small.set_weight_bias(rows, None if bias is None else bias.index_select(0, ids))
+        return small
+    return None

@@ -12,6 +12,7 @@ Names: B batch, H heads, L layers, S source length, T target length, D model wid
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 import torch
@@ -22,6 +23,7 @@ from attnviz.engine.errors import ConfigError
 from attnviz.engine.models.layers import DecoderCache, DecoderLayer, Embedding, EncoderLayer, LayerCache, widened
 from attnviz.engine.models.probes import BlockNames, LayerNames, ProbeBoard, ProbeError, tap
 from attnviz.engine.models.protocol import AttentionBlock, Decoded, Encoded, IncrementalModel
+from attnviz.engine.models.quantize import rows_of
 from attnviz.engine.text.vocab import PAD_ID
 
 
@@ -139,6 +141,11 @@ class Transformer(IncrementalModel):
         else:
             logits = torch.addmm(proj.bias[:, None], proj.weight, hidden.t()).t().contiguous()
         return tap(self.probes.plan(), "logits", logits)
+
+    def restricted(self, ids: Tensor) -> Callable[[Tensor], Tensor] | None:
+        """Logits [N, K] of the target ids ``ids`` alone (a vocabulary shortlist), float32 at half precision."""
+        rows = rows_of(self.out_proj, ids)
+        return None if rows is None else lambda hidden: widened(rows(hidden))
 
     def read_out(self, hidden: Tensor) -> Tensor:
         """What follows the last decoder layer, applied to any layer's output [B, T, D]: the final LayerNorm of a

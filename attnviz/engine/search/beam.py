@@ -32,6 +32,7 @@ from attnviz.engine.search.rules import (
     search_settled,
     settled,  # noqa: F401 (as length_penalty)
 )
+from attnviz.engine.search.shortlist import Restriction, step_logits
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID, Vocab
 
 NEG_INF = float("-inf")
@@ -73,46 +74,58 @@ def _candidates(scores: Tensor, logp: Tensor, width: int) -> list[Candidate]:
 
 
 @torch.inference_mode()
-def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig, forced: Sequence[int] = ()) -> list[list[int]]:
+def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig, forced: Sequence[int] = (),
+               restricted: Restriction | None = None) -> list[list[int]]:
     """Beam search (width ``decode.beam``) for a padded batch [B, S]; each sentence's best ids without ``<eos>``,
-    the ``forced`` ids first (taken with their log-probabilities, as ``beam_steps`` takes them).
+    the ``forced`` ids first (taken with their log-probabilities, as ``beam_steps`` takes them); ``restricted``: a
+    vocabulary shortlist (``engine.search.shortlist``).
 
-    Runs all B x beam hypotheses as one batch with the cache; a dead slot repeats a live row at score -inf.
+    The first step runs one row per sentence (its hypotheses all start alike); then all B x beam hypotheses run as
+    one batch with the cache, a dead slot repeating a live row at score -inf.
     """
     model.eval()
     device, b, beam = device_of(model), src.size(0), decode.beam
     with heads_off(model, decode.heads_off, decode.rescale_heads):
         cache = model.start(model.encode(src.to(device)))
-        cache = cache.select(torch.arange(b, device=device).repeat_interleave(beam))  # B -> B * beam rows
-        scores = torch.full((b, beam), NEG_INF)
-        scores[:, 0] = 0.0  # all beams start identical: keep one alive at first
-        tokens = torch.full((b * beam,), SOS_ID, dtype=torch.long, device=device)
-        history: list[list[int]] = [[] for _ in range(b * beam)]
+        scores = torch.zeros((b, 1))
+        tokens = torch.full((b,), SOS_ID, dtype=torch.long, device=device)
+        history: list[list[int]] = [[] for _ in range(b)]
         finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
         steps = step_limit(model, decode.max_len)
         for t in range(steps):
-            logits, _, _ = model.step(tokens, cache, False)
+            logits = step_logits(model, tokens, cache, restricted)
             logp = constrain(log_probs(logits, decode), history, t, steps, decode)
-            logp = forcing(logp, t, forced, zero=decode.configured).cpu()  # [B * beam, V]
-            new_scores = torch.full((b, beam), NEG_INF)
-            rows, picked, done = [], [], []
-            for i in range(b):
-                base = i * beam
-                split = prune(_candidates(scores[i], logp[base:base + beam], 2 * beam), beam, t == steps - 1)
-                for c in split.ended:
-                    ids = history[base + c.origin] + ([] if c.token == EOS_ID else [c.token])
-                    finished[i].append((normalised(c.score, t + 1, decode), ids))
-                for slot, c in enumerate(split.kept):
-                    new_scores[i, slot] = c.score
-                rows += [base + c.origin for c in split.kept] + [base] * (beam - len(split.kept))
-                picked += [c.token for c in split.kept] + [EOS_ID] * (beam - len(split.kept))
-                done.append(search_settled([s for s, _ in finished[i]], new_scores[i].max().item(), t, steps, decode))
+            logp = forcing(logp, t, forced, zero=decode.configured).cpu()  # [B * rows, V]
+            rows, picked, new_scores, done = _advance(logp, scores, history, finished, t, (steps, beam), decode)
             if t == steps - 1 or all(done):
                 break
             history = [history[r] + [tok] for r, tok in zip(rows, picked)]
             tokens, scores = torch.tensor(picked, device=device), new_scores
             cache = cache.select(torch.tensor(rows, device=device))
     return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
+
+
+def _advance(logp: Tensor, scores: Tensor, history: list[list[int]], finished: list[list[tuple[float, list[int]]]],
+             t: int, limits: tuple[int, int], decode: DecodeConfig) -> tuple[list[int], list[int], Tensor, list[bool]]:
+    """One step of ``beam_batch`` over every sentence's ``scores.size(1)`` rows: the finished hypotheses join
+    ``finished``; returns the rows kept (``beam`` a sentence, a dead slot repeating its first row), their tokens,
+    their scores [B, beam] and whether each sentence's search is settled."""
+    steps, beam = limits
+    b, width = scores.shape
+    new_scores = torch.full((b, beam), NEG_INF)
+    rows, picked, done = [], [], []
+    for i in range(b):
+        base = i * width
+        split = prune(_candidates(scores[i], logp[base:base + width], 2 * beam), beam, t == steps - 1)
+        for c in split.ended:
+            ids = history[base + c.origin] + ([] if c.token == EOS_ID else [c.token])
+            finished[i].append((normalised(c.score, t + 1, decode), ids))
+        for slot, c in enumerate(split.kept):
+            new_scores[i, slot] = c.score
+        rows += [base + c.origin for c in split.kept] + [base] * (beam - len(split.kept))
+        picked += [c.token for c in split.kept] + [EOS_ID] * (beam - len(split.kept))
+        done.append(search_settled([s for s, _ in finished[i]], new_scores[i].max().item(), t, steps, decode))
+    return rows, picked, new_scores, done
 
 
 class _Expansion(NamedTuple):

@@ -23,6 +23,7 @@ from attnviz.engine.search.capture import capture_dtype, encoder_maps, on_host
 from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.search.limit import capped_limit
 from attnviz.engine.search.rules import constrain, forced_token, log_probs
+from attnviz.engine.search.shortlist import Restriction, step_logits
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
 
 
@@ -137,12 +138,13 @@ def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, deco
 
 @torch.inference_mode()
 def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50, decode: DecodeConfig | None = None,
-                 forced: Sequence[int] = ()) -> list[list[int]]:
+                 forced: Sequence[int] = (), restricted: Restriction | None = None) -> list[list[int]]:
     """Greedy search for a padded batch [B, S]; returns each sentence's ids up to (without) ``<eos>``, the
     ``forced`` ids first (a multilingual model's target language tag).
 
     Finished sentences leave the batch, so a long straggler does not keep the rest computing. ``decode``'s rules
-    (``engine.search.rules``: bans, forced tokens) apply when given.
+    (``engine.search.rules``: bans, forced tokens) apply when given; ``restricted``: a vocabulary shortlist
+    (``engine.search.shortlist``).
     """
     model.eval()
     src = src.to(device_of(model))
@@ -153,7 +155,7 @@ def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50, decode: Dec
     tokens = torch.full((b,), SOS_ID, dtype=torch.long, device=src.device)
     limit = step_limit(model, max_len)
     for t in range(limit):
-        logits, _, _ = model.step(tokens, cache, False)
+        logits = step_logits(model, tokens, cache, restricted)
         if decode is None:
             scores = allowed_logits(logits)
         else:

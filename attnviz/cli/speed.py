@@ -1,0 +1,74 @@
+"""The options of ``attnviz translate`` that trade nothing but time: ``--batch-size`` (sentences searched together,
+sorted by length), ``--threads`` (torch's CPU threads) and the opt-in vocabulary shortlist ``--vmap``.
+
+The default batch size depends on the precision, as measured by ``benchmarks/bench_batch_size.py`` on a
+MarianMT-sized model at one thread (docs/benchmarks.md): int8 ran fastest in batches of 64, float32 of 128.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import TYPE_CHECKING
+
+from attnviz.cli.args import int_range
+from attnviz.engine.errors import InputError
+
+if TYPE_CHECKING:
+    from attnviz.engine.search.shortlist import Shortlist
+    from attnviz.engine.translator import Translator
+
+# sentences a batch, by precision: bench_batch_size (200 sentences, one thread) found float32 fastest at 128 (0.86x
+# the time at 32) and int8 at 64 (0.91x; 128: 0.95x); half precision, slow on CPUs without half arithmetic, unmeasured
+DEFAULT_BATCH = {"float32": 128, "int8": 64, "float16": 64, "bfloat16": 64}
+MAX_BATCH = 4096
+MAX_THREADS = 1024
+
+
+def add_speed(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--batch-size", type=int_range(1, MAX_BATCH), metavar="N",
+                   help="sentences searched together (sorted by length) when no attention is captured; default: "
+                        f"{DEFAULT_BATCH['float32']} at float32, {DEFAULT_BATCH['int8']} with --int8, "
+                        f"{DEFAULT_BATCH['float16']} at half precision")
+    p.add_argument("--threads", type=int_range(1, MAX_THREADS), metavar="N",
+                   help="CPU threads torch may use (default: torch's own choice, one per core)")
+    p.add_argument("--vmap", metavar="FILE",
+                   help="opt-in vocabulary shortlist: restrict each batch's output to the target pieces a "
+                        "CTranslate2 vocabulary map (lines 'SOURCE PIECES<TAB>TARGET PIECES') lists for its "
+                        "sources; faster, and a token outside the map is never produced (not with --attention or "
+                        "--n-best)")
+
+
+def apply_threads(args: argparse.Namespace) -> None:
+    """``--threads N``: torch's intra-op threads, set before the model is read."""
+    if args.threads is not None:
+        import torch
+
+        torch.set_num_threads(args.threads)
+
+
+def batch_size(args: argparse.Namespace, translator: Translator) -> int:
+    """``--batch-size``, else the default for the precision the model runs at."""
+    if args.batch_size is not None:
+        return int(args.batch_size)
+    precision = "int8" if getattr(args, "int8", False) else translator.dtype
+    return DEFAULT_BATCH.get(precision, DEFAULT_BATCH["float32"])
+
+
+def shortlist(args: argparse.Namespace, translator: Translator) -> Shortlist | None:
+    """``--vmap FILE`` read against the model's target vocabulary (refused in one line where it cannot apply); a
+    note on stderr says the output is restricted."""
+    if args.vmap is None:
+        return None
+    if args.attention or args.n_best:
+        raise InputError("--vmap restricts the batched search only; drop --attention and --n-best, "
+                                         "or --vmap")
+    from attnviz.engine.search.shortlist import Shortlist, Vmap, restriction
+
+    found = Shortlist.of(Vmap.read(args.vmap), translator.tgt_vocab)
+    restriction(translator.model, [0], len(translator.tgt_vocab))  # refuses a kind that cannot restrict its output
+    unknown = f"; {found.unknown} target piece(s) it names are not in the model's vocabulary" if found.unknown else ""
+    rules = len(found.vmap.rules)
+    print(f"attnviz: output restricted to the vocabulary shortlist of {args.vmap} ({rules} rule"
+          f"{'' if rules == 1 else 's'}){unknown}", file=sys.stderr)
+    return found
