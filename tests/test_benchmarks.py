@@ -141,7 +141,8 @@ def test_batch_size_benchmark_compares_every_size_with_the_default(tmp_path):
                    "--sentences", "5", "--tokens", "3", "--sizes", "2,4")
     for name in ("float32", "int8"):
         figures = report[name]
-        assert {"2", "4", str(report["default"][name])} == set(figures)
+        # the sizes asked and both precisions' defaults, each timed against this precision's own default
+        assert {"2", "4", *(str(report["default"][n]) for n in ("float32", "int8"))} == set(figures)
         assert figures[str(report["default"][name])]["vs_default"] == 1.0
         assert all(f["s_median"] >= 0 and f["vs_default"] > 0 for f in figures.values())
     assert len(report["load_average"]) == 3
