@@ -41,6 +41,20 @@ class PromptEncoded(Encoded):
     positions: Tensor | None = None  # [B, S] each prompt slot's position
     lead: Tensor | None = None  # [B] the folder id of each row's last prompt token: the first step's input
     lead_position: Tensor | None = None  # [B]
+    first: Primed | None = None  # the first step, already run with the prefill (see ``CausalLM.encode``)
+
+
+@dataclass
+class Primed:
+    """The first output step computed in the prompt's own pass: the lead token's hidden state [B, 1, D] (before
+    the final norm) and, when weights were asked, its attention rows [B, H, 1, S' + 1] per layer."""
+
+    hidden: Tensor
+    rows: list[Tensor]
+    weighed: bool
+
+    def select(self, index: Tensor) -> Primed:
+        return Primed(self.hidden[index], [r[index] for r in self.rows], self.weighed)
 
 
 @dataclass
@@ -54,6 +68,7 @@ class PromptCache:
     lead_position: Tensor  # [N] the position of the first step's input
     length: int = 0  # output positions fed so far
     hyps: int = 1
+    primed: Primed | None = None  # the first step, run with the prefill: its keys fill the first output slot
 
     @property
     def prompt(self) -> int:
@@ -61,11 +76,12 @@ class PromptCache:
 
     def select(self, index: Tensor) -> PromptCache:
         """Reorder or subset the rows (beam search): every tensor follows its row."""
-        filled = self.prompt + self.length
+        filled = self.prompt + self.length + (self.primed is not None)
         layers = [LayerCache(None, None, select_rows(c.self_k, index, filled), select_rows(c.self_v, index, filled),
                              c.limit) for c in self.layers]
+        primed = None if self.primed is None else self.primed.select(index)
         return PromptCache(layers, self.key_mask[index], self.positions[index], self.lead[index],
-                           self.lead_position[index], self.length)
+                           self.lead_position[index], self.length, primed=primed)
 
 
 class LLMBody(nn.Module):
@@ -182,18 +198,24 @@ class CausalLM(IncrementalModel):
         count = real.sum(1)
         last = (count - 1).clamp(min=0)
         width = src.size(1) - 1 if bool((last == src.size(1) - 1).all()) else src.size(1)
-        slots = torch.arange(width, device=src.device)
-        key_ok = real[:, :width] & (slots[None] != last[:, None])
-        positions = (real[:, :width].long().cumsum(1) - 1).clamp(min=0)
-        lead = self.folder_ids(src.gather(1, last[:, None]))[:, 0]
         plan = self.probes.plan()
-        x = self._embed(self.folder_ids(src[:, :width]), "embed.src", plan)
+        # Rows of one length and nothing probed: the lead token rides in the prefill, so the first step (its query)
+        # costs no second pass over the weights; its row and state are kept for ``decode``.
+        ride = plan is None and width == src.size(1) - 1 and width > 0
+        read = width + ride
+        slots = torch.arange(read, device=src.device)
+        key_ok = real[:, :read] & ((slots[None] != last[:, None]) | ride)
+        positions = (real[:, :read].long().cumsum(1) - 1).clamp(min=0)
+        lead = self.folder_ids(src.gather(1, last[:, None]))[:, 0]
+        x = self._embed(self.folder_ids(src[:, :read]), "embed.src", plan)
         caches = [LayerCache(None, None) for _ in self.model.layers]
         x, weights = self._run(x, positions, caches, 0, positions, key_ok, need_weights, plan, prompt=True)
-        mask = key_ok[:, None, None, :]
         keys = [c.self_k for c in caches if c.self_k is not None]
         values = [c.self_v for c in caches if c.self_v is not None]
-        return PromptEncoded(x, mask, weights if need_weights else [], keys, values, positions, lead, last)
+        first = Primed(x[:, width:], [w[:, :, width:] for w in weights], need_weights) if ride else None
+        return PromptEncoded(x[:, :width], key_ok[:, None, None, :width],
+                             [w[:, :, :width, :width] for w in weights] if need_weights else [], keys, values,
+                             positions[:, :width], lead, last, first)
 
     def start(self, enc: Encoded) -> PromptCache:
         if not isinstance(enc, PromptEncoded) or enc.lead is None or enc.positions is None or enc.lead_position is None:
@@ -204,7 +226,7 @@ class CausalLM(IncrementalModel):
             cache = LayerCache(None, None, limit=limit)
             cache.extend(k, v, 0)
             layers.append(cache)
-        return PromptCache(layers, enc.mask[:, 0, 0], enc.positions, enc.lead, enc.lead_position)
+        return PromptCache(layers, enc.mask[:, 0, 0], enc.positions, enc.lead, enc.lead_position, primed=enc.first)
 
     def decode(self, tgt: Tensor, enc: Encoded | None, need_weights: bool = False,
                cache: PromptCache | None = None) -> Decoded:
@@ -217,11 +239,18 @@ class CausalLM(IncrementalModel):
                 raise ValueError("decoding without a cache needs the encoded prompt")
             cache = self.start(enc)
         n, t, offset, prompt = tgt.size(0), tgt.size(1), cache.length, cache.prompt
+        plan = self.probes.plan()
+        primed, cache.primed = cache.primed, None
+        if keep and primed is not None and t == 1 and plan is None and (primed.weighed or not need_weights) \
+                and bool((tgt[:, 0] == SOS_ID).all()):  # the first step, run with the prefill
+            cache.length = 1
+            rows = primed.rows if need_weights else []
+            return Decoded(self.model.norm(primed.hidden), [r[..., prompt:] for r in rows],
+                           [r[..., :prompt] for r in rows])
         steps = torch.arange(offset + t, device=tgt.device)
         out_pos = cache.lead_position[:, None] + steps[None]  # [N, offset + T]
         k_pos = torch.cat([cache.positions, out_pos], 1)
         k_ok = torch.cat([cache.key_mask, torch.ones(n, offset + t, dtype=torch.bool, device=tgt.device)], 1)
-        plan = self.probes.plan()
         x = self._embed(self.folder_ids(tgt, cache.lead), "embed.tgt", plan)
         x, weights = self._run(x, out_pos[:, offset:], cache.layers, prompt + offset, k_pos, k_ok, need_weights,
                                plan)
