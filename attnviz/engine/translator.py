@@ -120,6 +120,8 @@ class Translator:
                              "M2M100, mBART-50).")
         self._set_languages(self.languages.choose(src, tgt))
 
+    prompt_template: str | None = None  # the instruction a prompt-reading LLM puts each sentence in (none here)
+
     def use_prompt(self, prompt: str | None) -> None:
         """A decoder-only LLM reads each sentence in the instruction ``prompt`` (``engine.hub.llm_translator``); a
         model that translates the sentence itself takes none (``InputError``)."""

@@ -22,6 +22,7 @@ from attnviz.gui.data_folder import DataFolder
 from attnviz.gui.export_files import ViewExports
 from attnviz.gui.model_list import bundled_models, describe, model_summary, picker_label, shown_name
 from attnviz.gui.precision import add_precision_menu, load_job, precision
+from attnviz.gui.prompt_menu import add_prompt_action, apply_prompt, reads_prompt
 from attnviz.gui.shortcuts import ShortcutsDialog
 from attnviz.gui.train.tab import TrainTab
 from attnviz.gui.translate.tab import TranslateTab
@@ -134,6 +135,7 @@ class MainWindow(ViewExports, QMainWindow):
                      "Open an imported model's folder: " + "; ".join(f.title for f in all_formats()))
         self.recent_menu = file_menu.addMenu("Open &recent")
         add_precision_menu(self, file_menu)
+        self.prompt_action = add_prompt_action(self, file_menu)
         self._action(file_menu, "Data fol&der...", lambda: self.data_folder.choose(self),
                      tip="The folder with the corpora, for the Train and Analysis tabs")
         file_menu.addSeparator()
@@ -217,6 +219,8 @@ class MainWindow(ViewExports, QMainWindow):
     @Slot(object)
     def _on_loader_produced(self, translator) -> None:
         self.translator, self.loading_path = translator, None
+        apply_prompt(self, translator)
+        self.prompt_action.setEnabled(reads_prompt(translator))
         path = translator.metadata.get("path", "")
         self.train_tab.protected_path = path  # Start may not overwrite the model being looked at
         self.translate_tab.set_translator(translator)
@@ -276,6 +280,10 @@ class MainWindow(ViewExports, QMainWindow):
 
     @Slot(str)
     def _on_tab_status(self, text: str) -> None:
+        self.statusBar().showMessage(text, 8000)
+
+    def show_status(self, text: str) -> None:
+        """A message in the status bar for a few seconds."""
         self.statusBar().showMessage(text, 8000)
 
     def _start_training(self) -> None:

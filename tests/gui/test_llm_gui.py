@@ -90,3 +90,23 @@ def test_a_beam_search_of_an_llm_forms_the_engines_tree(qtbot, window, qwen):
     engine = {n.id: n.status for e in events if isinstance(e, BeamStep) for n in e.nodes}
     assert {i: n.status for i, n in tab.document.tree.nodes.items()} == engine
     assert set(tab.search.panel.tree_view.node_ids()) == set(engine)
+
+
+def test_the_llm_prompt_is_set_from_the_file_menu_remembered_and_refused_when_bad(qtbot, window, qwen, monkeypatch):
+    from PySide6.QtWidgets import QInputDialog
+
+    from attnviz.gui.prompt_menu import KEY, edit_prompt
+
+    tab = load(qtbot, window, str(qwen))
+    assert window.prompt_action.isEnabled()
+    monkeypatch.setattr(QInputDialog, "getMultiLineText", lambda *a: ("{src_lang}: {text}\n{tgt_lang}:", True))
+    edit_prompt(window)
+    assert window.settings.value(KEY) == "{src_lang}: {text}\n{tgt_lang}:"
+    translate(qtbot, window, SENTENCE)
+    assert "German: Der Mann" in "".join(tab.document.encoder.src_tokens).replace("\u2581", " ")
+    assert "Translate" not in "".join(tab.document.encoder.src_tokens)  # the default instruction is gone
+    monkeypatch.setattr(QInputDialog, "getMultiLineText", lambda *a: ("no field", True))
+    messages: list[str] = []
+    window.statusBar().messageChanged.connect(messages.append)
+    edit_prompt(window)
+    assert any("exactly once" in m for m in messages) and window.settings.value(KEY) != "no field"

@@ -65,7 +65,7 @@ class PromptTranslator:
     template: Any
     template_source: str | None
     specials: dict[str, str]
-    prompt_template: str
+    prompt_template: str | None
     src_spec: TokenizerSpec
     tgt_spec: TokenizerSpec
     tgt_vocab: Vocab
@@ -97,8 +97,8 @@ class PromptTranslator:
         if not text.strip():
             raise InputError("Nothing to translate: the sentence is empty. Type a sentence in "
                              f"{LANGUAGE_NAMES.get(self.src_spec.lang, self.src_spec.lang)}.")
-        found = build_prompt(text, self.prompt_template, self.src_spec.lang, self.tgt_spec.lang, self.template,
-                             self.tokenizer, self.specials)
+        found = build_prompt(text, self.prompt_template or DEFAULT_PROMPT, self.src_spec.lang, self.tgt_spec.lang,
+                             self.template, self.tokenizer, self.specials)
         return dataclasses.replace(found, tokens=tuple(self.tgt_vocab.token(i + SPECIALS) for i in found.ids))
 
     def prepare_source(self, text: str) -> tuple[list[str], list[int], list[str]]:
