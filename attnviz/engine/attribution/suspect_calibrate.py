@@ -57,23 +57,17 @@ def scored_pairs(translator, sources: Sequence[str], references: Sequence[str],
     """Progress (decoding, then scoring the pairs), then every pair's (kind, components); nothing more once
     ``stop`` is set."""
     from attnviz.engine.analysis.corpus import Example, encode_corpus
-    from attnviz.engine.attribution.mixing.suspect_batch import batch_components, decoded
-    from attnviz.engine.attribution.suspect_corpus import has_alti
+    from attnviz.engine.attribution.mixing.suspect_batch import batch_components
+    from attnviz.engine.attribution.suspect_corpus import decoded_with_progress, has_alti
 
     if not translator.has_source:
         raise InputError(NO_SOURCE)
     if len(references) != len(sources):
         raise InputError(f"Calibrating needs a human reference for every sentence: {len(sources)} sentences, "
                          f"{len(references)} references.")
-    n, own = len(sources), []
-    yield AttributionProgress(0, n, "decoding", "sentences")
-    for item in decoded(translator, sources):
-        if stop is not None and stop.is_set():
-            return
-        if isinstance(item, int):
-            yield AttributionProgress(item, n, "decoding", "sentences")
-        else:
-            own = item
+    own = yield from decoded_with_progress(translator, sources, stop)
+    if own is None:
+        return
     refs = encode_corpus(translator, sources, references)
     pairs = calibration_pairs(own, refs, translator.model.max_target_len - 2)
     examples = [Example(own[i].src, tgt) for _, i, tgt in pairs]

@@ -11,7 +11,7 @@ Torch loads only when a job runs.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 
 from attnviz.engine.attribution.base import AttributionProgress, get_method
 from attnviz.engine.attribution.suspect import components
@@ -19,6 +19,24 @@ from attnviz.engine.attribution.suspect_rank import SuspectRanking, SuspectRow
 from attnviz.engine.attribution.suspect_store import calibration_of
 from attnviz.engine.errors import InputError
 from attnviz.engine.events import Translation
+
+
+def decoded_with_progress(translator, sources: Sequence[str], stop: threading.Event | None = None
+                          ) -> Generator[AttributionProgress, None, list | None]:
+    """Every source translated in batches, a progress event per batch; returns the decoded examples, or None once
+    ``stop`` is set."""
+    from attnviz.engine.attribution.mixing.suspect_batch import decoded
+
+    n, found = len(sources), []
+    yield AttributionProgress(0, n, "decoding", "sentences")
+    for item in decoded(translator, sources):
+        if stop is not None and stop.is_set():
+            return None
+        if isinstance(item, int):
+            yield AttributionProgress(item, n, "decoding", "sentences")
+        else:
+            found = item
+    return found
 
 
 def has_alti(translator) -> bool:
@@ -50,19 +68,14 @@ def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] 
                   stop: threading.Event | None = None) -> Iterator[AttributionProgress | SuspectRanking]:
     """Progress (decoding in batches, then scoring), then the ``SuspectRanking`` of every sentence; nothing more
     once ``stop`` is set. An empty source line raises ``InputError`` naming it (as the other analysis jobs)."""
-    from attnviz.engine.attribution.mixing.suspect_batch import batch_components, decoded
+    from attnviz.engine.attribution.mixing.suspect_batch import batch_components
 
     if not translator.has_source:
         raise InputError("The suspect-translation score reads a translation's source; a language model has none.")
-    n, examples = len(sources), []
-    yield AttributionProgress(0, n, "decoding", "sentences")
-    for item in decoded(translator, sources):
-        if stop is not None and stop.is_set():
-            return
-        if isinstance(item, int):
-            yield AttributionProgress(item, n, "decoding", "sentences")
-        else:
-            examples = item
+    examples = yield from decoded_with_progress(translator, sources, stop)
+    if examples is None:
+        return
+    n = len(sources)
     with_alti = has_alti(translator)
     rows = []
     for done, (i, output, found) in enumerate(batch_components(translator, examples, with_alti), 1):

@@ -11,8 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnviz.engine.checkpoints.card import card_from_metadata
-from attnviz.engine.hub.llm_config import MODEL_TYPES, refusal, unchecked
-from attnviz.engine.hub.llm_files import read_config, read_folder
+from attnviz.engine.hub.llm_config import MODEL_TYPES, refusal
+from attnviz.engine.hub.llm_files import read_folder
 from attnviz.engine.hub.llm_tokens import compile_template, read_tokenizer, token_labels
 from attnviz.engine.hub.marian_files import model_type
 from attnviz.engine.hub.registry import FolderFormat, FolderPlan, register
@@ -39,7 +39,7 @@ def llm_plan(folder: Path) -> FolderPlan:
             "src_tokenizer": spec | {"lang": "de"}, "tgt_tokenizer": spec | {"lang": "en"},
             "generation": parts.generation}
     return FolderPlan(card_from_metadata(meta, parameters, str(folder)), parts.plans[0], parts.plans[1:],
-                      unchecked=unchecked(read_config(folder), parts.cfg))
+                      unchecked=parts.unchecked)
 
 
 def _load(folder: Path, dtype: str) -> Translator:

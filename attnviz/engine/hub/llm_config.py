@@ -48,7 +48,7 @@ def refusal(model_type: Any) -> str | None:
     return None
 
 
-def _get(path: Path, config: dict[str, Any], name: str, default: Any) -> Any:
+def _get(config: dict[str, Any], name: str, default: Any) -> Any:
     value = config.get(name, default)
     return default if value is None else value
 
@@ -103,11 +103,11 @@ def _layer_types(path: Path, config: dict[str, Any], model_type: str, layers: in
     if model_type == "gemma2":
         return tuple(LAYER_TYPES[1] if i % 2 == 0 else LAYER_TYPES[0] for i in range(layers))
     if model_type == "gemma3_text":
-        pattern = _get(path, config, "sliding_window_pattern", 6)
+        pattern = _get(config, "sliding_window_pattern", 6)
         check_number(path, "sliding_window_pattern", pattern, 1, 10_000)
         return tuple(LAYER_TYPES[0] if (i + 1) % pattern == 0 else LAYER_TYPES[1] for i in range(layers))
     if model_type in ("qwen2", "qwen3") and config.get("use_sliding_window"):
-        first = _get(path, config, "max_window_layers", layers)
+        first = _get(config, "max_window_layers", layers)
         return tuple(LAYER_TYPES[1] if i >= first else LAYER_TYPES[0] for i in range(layers))
     return ()
 
@@ -133,7 +133,7 @@ def _ids(path: Path, value: Any, name: str, vocab: int) -> tuple[int, ...]:
 
 def _gemma(path: Path, config: dict[str, Any], head_dim: int) -> dict[str, Any]:
     """The Gemma-like switches: the query scale and Gemma 2's softcaps."""
-    scalar = _get(path, config, "query_pre_attn_scalar", head_dim)
+    scalar = _get(config, "query_pre_attn_scalar", head_dim)
     check_number(path, "query_pre_attn_scalar", scalar, 1e-6, 1e9, whole=False)
     found = {"query_scale": float(scalar)}
     for ours, theirs in (("attn_softcap", "attn_logit_softcapping"), ("final_softcap", "final_logit_softcapping")):
@@ -168,13 +168,13 @@ def model_config(path: Path, config: dict[str, Any], end_ids: Any) -> ModelConfi
     vocab: int = config.get("vocab_size")  # type: ignore[assignment]  # checked on the next line
     check_number(path, "vocab_size", vocab, 1, MAX_VOCAB)
     heads = settings["heads"]
-    kv_heads = _get(path, config, "num_key_value_heads", heads)
+    kv_heads = _get(config, "num_key_value_heads", heads)
     check_number(path, "num_key_value_heads", kv_heads, 1, heads)
-    head_dim = _get(path, config, "head_dim", settings["d_model"] // heads)
+    head_dim = _get(config, "head_dim", settings["d_model"] // heads)
     check_number(path, "head_dim", head_dim, 2, 4096)
-    positions = _get(path, config, "max_position_embeddings", 2048)
+    positions = _get(config, "max_position_embeddings", 2048)
     check_number(path, "max_position_embeddings", positions, 3, 100_000_000)
-    eps = _get(path, config, "rms_norm_eps", 1e-6)
+    eps = _get(config, "rms_norm_eps", 1e-6)
     check_number(path, "rms_norm_eps", eps, 1e-12, 0.1, whole=False)
     act_name = config.get("hidden_activation") or config.get("hidden_act") or ("gelu_pytorch_tanh" if gemma else "silu")
     if ACTIVATIONS.get(act_name) != ("gelu_new" if gemma else "swish"):  # the weights cannot tell: the family can

@@ -9,7 +9,7 @@ read as one. The weight plan names every tensor under the folder's own names (at
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.hub.families import holds
 from attnviz.engine.hub.generation import read_generation
-from attnviz.engine.hub.llm_config import MODEL_TYPES, model_config, refusal
+from attnviz.engine.hub.llm_config import MODEL_TYPES, model_config, refusal, unchecked
 from attnviz.engine.models.llm_arch import LLMArch
 
 SINGLE = "model.safetensors"
@@ -36,6 +36,7 @@ class LLMFolder:
     template: str | None  # the chat template's source, None for a base model without one
     generation: dict[str, Any]
     model_type: str
+    unchecked: tuple[str, ...]  # what the weights' shapes cannot confirm of config.json, in words
 
     @property
     def arch(self) -> LLMArch:
@@ -156,7 +157,8 @@ def read_folder(folder: Path) -> LLMFolder:
     generation = read_generation(folder, order, arch.vocab) or {}
     if generation:
         generation = replace_length(folder, generation)
-    return LLMFolder(cfg, weight_plans(folder, cfg), read_template(folder), generation, str(config["model_type"]))
+    return LLMFolder(cfg, weight_plans(folder, cfg), read_template(folder), generation, str(config["model_type"]),
+                     unchecked(config, cfg))
 
 
 def replace_length(folder: Path, generation: dict[str, Any]) -> dict[str, Any]:
@@ -179,6 +181,3 @@ def replace_length(folder: Path, generation: dict[str, Any]) -> dict[str, Any]:
                   if settings.get(name) not in (None, neutral)]
     return generation | fields | {"max_len": new, "notes": notes}
 
-
-def plan_with(plan: WeightPlan, **changes: Any) -> WeightPlan:
-    return replace(plan, **changes)
