@@ -110,3 +110,14 @@ def test_the_llm_prompt_is_set_from_the_file_menu_remembered_and_refused_when_ba
     window.statusBar().messageChanged.connect(messages.append)
     edit_prompt(window)
     assert any("exactly once" in m for m in messages) and window.settings.value(KEY) != "no field"
+
+
+def test_a_remembered_prompt_that_no_longer_reads_is_set_aside_and_said(qtbot, window, qwen):
+    from attnviz.gui.prompt_menu import KEY
+
+    window.settings.setValue(KEY, "{text} {nonsense}")
+    messages: list[str] = []
+    window.statusBar().messageChanged.connect(messages.append)
+    load(qtbot, window, str(qwen))
+    assert window.settings.value(KEY) is None and any("set aside" in m for m in messages)
+    assert "Translate the following text" in window.translator.prompt_template  # the default instead
