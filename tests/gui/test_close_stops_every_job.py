@@ -75,10 +75,14 @@ def test_closing_stops_every_worker_running_and_asks_nothing(qtbot, loaded, monk
     analysis.set_files(*suspect_corpus)
     analysis.importance.compute()  # head importance, for real
     workers = live_workers(loaded)
-    for worker in workers:
-        if not worker.is_running():
-            worker.start(_until_stopped)
-    threads = [worker._thread for worker in workers]
+    for _ in range(50):  # a short real job (the suspect score) may end between the check and the count: refill
+        for worker in workers:
+            if not worker.is_running():
+                worker.start(_until_stopped)
+        threads = [worker._thread for worker in workers]
+        if all(t is not None and t.is_alive() for t in threads):
+            break
+        qtbot.wait(20)
     assert all(t is not None and t.is_alive() for t in threads)
     assert tab.quantity.worker.is_running() and analysis.importance.worker.is_running()
     loaded.close()
