@@ -38,6 +38,16 @@ def test_sampling_is_reproducible_with_a_seed(lm_path, capsys):
         assert all(0 < p <= 1 for p in obj["probabilities"])
 
 
+def test_top_k_one_samples_the_greedy_sequence_at_any_temperature(lm_path, capsys):
+    assert main(["generate", "-m", lm_path, "--prefix", "cd", "--temperature", "0"]) == 0
+    greedy = capsys.readouterr().out.splitlines()
+    assert main(["generate", "-m", lm_path, "--prefix", "cd", "--n", "4", "--temperature", "3", "--top-k", "1"]) == 0
+    assert capsys.readouterr().out.splitlines() == greedy * 4
+    assert main(["generate", "-m", lm_path, "--prefix", "cd", "--n", "4", "--temperature", "3",
+                 "--top-p", "0.000001"]) == 0  # the most probable token alone holds the mass
+    assert capsys.readouterr().out.splitlines() == greedy * 4
+
+
 def test_generate_saves_attention(lm_path, tmp_path, capsys):
     out = tmp_path / "att.npz"
     assert main(["generate", "-m", lm_path, "--n", "2", "--attention", str(out), "--prefix", "b"]) == 0
@@ -48,7 +58,8 @@ def test_generate_saves_attention(lm_path, tmp_path, capsys):
 
 
 def test_generate_refuses_bad_values_and_translation_models(lm_path, tmp_path, capsys, trained_translator):
-    for bad in (["--temperature", "-1"], ["--n", "0"]):  # bad option values are usage errors (issue 16)
+    bad_values = (["--temperature", "-1"], ["--n", "0"], ["--top-p", "0"], ["--top-p", "1.5"], ["--top-k", "-2"])
+    for bad in bad_values:  # bad option values are usage errors (issue 16)
         with pytest.raises(SystemExit) as exit_info:
             main(["generate", "-m", lm_path, *bad])
         assert exit_info.value.code == 2 and bad[0] in capsys.readouterr().err

@@ -42,13 +42,14 @@ def test_a_folders_sampling_is_its_default_seeded_and_said(tmp_path, capsys):
     (folder / "generation_config.json").write_text(json.dumps(generation))
     assert main(["info", str(folder)]) == 0
     out = capsys.readouterr().out
-    assert "sampled at temperature 0.7 (seed 0)" in out and "top_p 0.8" in out
+    # no top_k named: transformers' default of 50 applies, and is said
+    assert "sampled at temperature 0.7, top-k 50, top-p 0.8 (seed 0)" in out and "not applied" not in out
     runs = []
     for _ in range(2):
         assert main(["translate", "-m", str(folder), "Der Hund läuft."]) == 0
         runs.append(capsys.readouterr().out)
-    expected = load_translator(folder, "float32").translate("Der Hund läuft.", DecodeConfig(temperature=0.7,
-                                                                                            max_len=6)).text
+    expected = load_translator(folder, "float32").translate("Der Hund läuft.", DecodeConfig(
+        temperature=0.7, sample_top_k=50, sample_top_p=0.8, max_len=6)).text
     assert runs[0] == runs[1] == expected + "\n"
 
 

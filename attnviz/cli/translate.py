@@ -77,6 +77,11 @@ def add_commands(sub) -> None:
     p.add_argument("--temperature", type=float_range(0.0, 1000.0),
                    help="0 = greedy, > 0 samples the softmax at that temperature "
                    "(default: the one the model's recipe names, e.g. 1.0 for names-char; 1.0 when it names none)")
+    p.add_argument("--top-k", type=int_range(0, 10**9), metavar="K",
+                   help="sample only among the K most probable tokens (0 = all; default: the recipe's, else 0)")
+    p.add_argument("--top-p", type=float_range(1e-6, 1.0), metavar="P",
+                   help="sample only among the fewest most probable tokens holding probability P (nucleus; 1 = all; "
+                        "default: the recipe's, else 1)")
     p.add_argument("--seed", type=int_range(0, 2**63 - 1),
                    help="seed of the sampling, to reproduce an output (default: the recipe's, "
                    "else 0)")
@@ -184,7 +189,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if temperature == 0 and n > 1:
         print("note: greedy decoding (temperature 0) gives one sequence; printing it once", file=sys.stderr)
         n = 1
-    outputs = translator.generate(args.prefix, n, trained.replace(temperature=temperature, seed=seed))
+    cuts = {name: value for name, value in (("sample_top_k", args.top_k), ("sample_top_p", args.top_p))
+            if value is not None}
+    outputs = translator.generate(args.prefix, n, trained.replace(temperature=temperature, seed=seed, **cuts))
     for w in outputs[0].warnings:
         print(f"warning: {w}", file=sys.stderr)
     if args.attention:

@@ -160,6 +160,8 @@ class DecodeConfig(_DictMixin):
     topk: int = 10  # candidates reported per step
     temperature: float = 0.0  # step-by-step decoding: 0 = greedy, > 0 = sample from softmax(logits / temperature)
     seed: int = 0  # of the sampling generator, so a sampled output can be reproduced
+    sample_top_k: int = 0  # sampling draws from the k most probable tokens only (ties kept); 0: every token
+    sample_top_p: float = 1.0  # sampling draws from the fewest most probable tokens holding this mass (nucleus); 1: all
     heads_off: tuple[HeadRef, ...] = ()  # attention heads switched off while decoding (``engine.search.head_mask``)
     rescale_heads: bool = False  # scale an altered layer's remaining heads by H / (H - off)
     # The search its authors configured for an imported model (its generation_config.json, read by
@@ -183,6 +185,11 @@ class DecodeConfig(_DictMixin):
         object.__setattr__(self, "heads_off", refs)
         _require(self.temperature >= 0, f"temperature must be >= 0 (0 = greedy), not {self.temperature}")
         _require(self.max_len >= 1, f"max_len must be at least 1, not {self.max_len}")
+        _require(isinstance(self.sample_top_k, int) and not isinstance(self.sample_top_k, bool)
+                 and self.sample_top_k >= 0, f"sample_top_k must be a whole number >= 0 (0 = off), not "
+                                             f"{self.sample_top_k!r}")
+        _require(0 < self.sample_top_p <= 1, f"sample_top_p must be above 0 and at most 1 (1 = off), not "
+                                             f"{self.sample_top_p!r}")
         _require(self.beam >= 1, f"beam must be at least 1, not {self.beam}")
         _require(self.length_penalty >= 0 or self.length_rule == "power",
                  f"length_penalty must be >= 0, not {self.length_penalty}")

@@ -122,11 +122,17 @@ class ModelCard:
         }
 
 
+def _cut_offs(decode: DecodeConfig) -> str:
+    cuts = ([f"top-k {decode.sample_top_k}"] if decode.sample_top_k else []) + \
+        ([f"top-p {decode.sample_top_p:g}"] if decode.sample_top_p < 1 else [])
+    return f", {', '.join(cuts)}" if cuts else ""
+
+
 def describe_decoding(decode: DecodeConfig) -> str:
     """A search's settings in a few words: "beam 4, length penalty 1.0, at most 511 tokens, ..."."""
     parts = [f"beam {decode.beam}" if decode.beam > 1 else
-             f"sampled at temperature {decode.temperature:g} (seed {decode.seed})" if decode.temperature > 0
-             else "greedy"]
+             f"sampled at temperature {decode.temperature:g}{_cut_offs(decode)} (seed {decode.seed})"
+             if decode.temperature > 0 else "greedy"]
     if decode.beam > 1:
         rule = "length ** penalty" if decode.length_rule == "power" else "GNMT"
         parts.append(f"length penalty {decode.length_penalty:g} ({rule})")

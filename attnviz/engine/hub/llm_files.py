@@ -25,6 +25,7 @@ SINGLE = "model.safetensors"
 INDEX = "model.safetensors.index.json"
 MAX_TEMPLATE_BYTES = 256 * 1024  # real chat templates are a few KB
 DEFAULT_NEW_TOKENS = 256  # an answer's length when the folder's generation config names no max_new_tokens
+HF_TOP_K = 50  # transformers samples from the 50 most probable tokens when the generation config names no top_k
 
 
 @dataclass(frozen=True)
@@ -164,7 +165,8 @@ def read_folder(folder: Path) -> LLMFolder:
 def replace_length(folder: Path, generation: dict[str, Any]) -> dict[str, Any]:
     """What differs for an LLM's generation config: ``max_length`` counts the prompt, so the answer's limit is
     ``max_new_tokens`` when given, else ``DEFAULT_NEW_TOKENS`` (said in the notes); ``do_sample`` samples at its
-    ``temperature`` (attnviz's seed 0 unless asked), its top-k / top-p cut-offs said not applied."""
+    ``temperature`` (attnviz's seed 0 unless asked) within its top-k / top-p cut-offs, top-k 50 when it names none
+    (transformers' default)."""
     path = folder / "generation_config.json"
     settings = read_object(path) if path.exists() else {}
     new = settings.get("max_new_tokens")
@@ -175,9 +177,11 @@ def replace_length(folder: Path, generation: dict[str, Any]) -> dict[str, Any]:
         notes.append(f"max_length counts the prompt; answers stop after {DEFAULT_NEW_TOKENS} tokens (--max-len)")
     if settings.get("do_sample") is True:
         temperature = settings.get("temperature", 1.0)
+        top_k, top_p = settings.get("top_k", HF_TOP_K), settings.get("top_p", 1.0)
         check_number(path, "temperature", temperature, 1e-3, 1000.0, whole=False)
-        fields["temperature"] = float(temperature)
-        notes += [f"{name} {settings[name]!r:.20}" for name, neutral in (("top_k", 0), ("top_p", 1.0))
-                  if settings.get(name) not in (None, neutral)]
+        check_number(path, "top_k", HF_TOP_K if top_k is None else top_k, 0, 10**9)
+        check_number(path, "top_p", 1.0 if top_p is None else top_p, 1e-6, 1.0, whole=False)
+        fields |= {"temperature": float(temperature), "sample_top_k": HF_TOP_K if top_k is None else int(top_k),
+                   "sample_top_p": 1.0 if top_p is None else float(top_p)}
     return generation | fields | {"max_len": new, "notes": notes}
 

@@ -22,7 +22,7 @@ from attnviz.engine.models.protocol import Encoded, SearchModel
 from attnviz.engine.search.capture import capture_dtype, encoder_maps, on_host
 from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.search.limit import capped_limit
-from attnviz.engine.search.rules import constrain, forced_token, log_probs
+from attnviz.engine.search.rules import constrain, forced_token, log_probs, sampling_cut
 from attnviz.engine.search.shortlist import Restriction, step_logits
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
 
@@ -75,11 +75,13 @@ def forcing(logits: Tensor, t: int, forced: Sequence[int], zero: bool = False) -
     return kept
 
 
-def _choose(logp: Tensor, temperature: float, generator: torch.Generator | None) -> int:
-    """Greedy (``temperature`` 0) or a draw from softmax(logp / temperature), the same as from the logits."""
-    if temperature <= 0:
+def _choose(logp: Tensor, decode: DecodeConfig, generator: torch.Generator | None) -> int:
+    """Greedy (``decode.temperature`` 0) or a draw from softmax(logp / temperature) (the same as from the logits),
+    within the top-k / top-p cut-offs (``rules.sampling_cut``)."""
+    if decode.temperature <= 0:
         return int(logp.argmax())
-    return int(torch.multinomial((logp / temperature).softmax(-1).cpu(), 1, generator=generator))
+    scores = sampling_cut(logp / decode.temperature, decode)
+    return int(torch.multinomial(scores.softmax(-1).cpu(), 1, generator=generator))
 
 
 @torch.inference_mode()
@@ -118,7 +120,7 @@ def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, deco
         if t < len(forced):
             token_id = int(forced[t])
         else:
-            token_id = _choose(constrain(logp[None], [prefix[1:]], t, limit, decode)[0], decode.temperature, generator)
+            token_id = _choose(constrain(logp[None], [prefix[1:]], t, limit, decode)[0], decode, generator)
         yield DecodeStep(
             index=t,
             token=tgt_vocab.token(token_id),

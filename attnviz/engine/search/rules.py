@@ -44,6 +44,22 @@ def log_probs(logits: Tensor, decode: DecodeConfig) -> Tensor:
     return logp
 
 
+def sampling_cut(scores: Tensor, decode: DecodeConfig) -> Tensor:
+    """``scores`` [V] (log-probabilities over the temperature) with every token outside the sampling cut-offs at
+    -inf, as transformers' ``TopKLogitsWarper`` then ``TopPLogitsWarper`` cut: top-k keeps every token scoring at
+    least the k-th best (ties kept); top-p keeps the most probable tokens until their mass reaches p (the token that
+    crosses it kept, at least one token always)."""
+    if decode.sample_top_k and decode.sample_top_k < scores.size(-1):
+        kth = scores.topk(decode.sample_top_k).values[-1]
+        scores = scores.masked_fill(scores < kth, NEG_INF)
+    if decode.sample_top_p < 1.0:
+        ordered, order = scores.sort()  # ascending: the mass below each token, the token itself included
+        drop = ordered.softmax(-1).cumsum(-1) <= 1 - decode.sample_top_p
+        drop[-1] = False
+        scores = scores.masked_fill(drop.scatter(0, order, drop), NEG_INF)
+    return scores
+
+
 def forced_token(t: int, limit: int, decode: DecodeConfig) -> int | None:
     """The token the rules force at step ``t`` of at most ``limit`` (the end token at the last step the limit
     allows, else the first token), or None."""
