@@ -66,6 +66,16 @@ def test_cells_outside_a_sliding_window_are_hatched(qtbot, window, tmp_path):
     assert np.all(data.matrix[data.outside] == 0)
     i, j = map(int, np.argwhere(data.outside)[0])
     assert "sliding window" in tab.attention.heatmap.describe_cell(i, j)
+    # the grid's small maps stripe the same cells grey (no colour of the scale is grey), and say so in the caption
+    from attnviz.gui.attention.colormap import HIDDEN_GREY, HIDDEN_STRIPE
+
+    image = tab.attention.grid._images[0][0]
+    pixel = image.pixelColor(j, i)
+    assert (pixel.red(), pixel.green(), pixel.blue()) in (HIDDEN_GREY, HIDDEN_STRIPE)
+    inside = np.argwhere(~data.outside)[0]
+    seen = image.pixelColor(int(inside[1]), int(inside[0]))
+    assert (seen.red(), seen.green(), seen.blue()) not in (HIDDEN_GREY, HIDDEN_STRIPE)
+    assert "small maps lie outside their layer's sliding window" in tab.attention.caption.text()
 
 
 def test_mnemonics_stay_unique_with_an_llms_controls_shown(qtbot, window, qwen):

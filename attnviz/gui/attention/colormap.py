@@ -36,15 +36,24 @@ def normalise(matrix: np.ndarray, per_map: bool) -> np.ndarray:
     return np.clip(matrix, 0.0, 1.0)
 
 
-def to_image(matrix: np.ndarray, per_map: bool = False, signed: bool = False) -> QImage:
+HIDDEN_GREY, HIDDEN_STRIPE = (150, 150, 150), (110, 110, 110)  # cells no weight can reach, as the large map hatches
+
+
+def to_image(matrix: np.ndarray, per_map: bool = False, signed: bool = False,
+             hidden: np.ndarray | None = None) -> QImage:
     """A [R, C] matrix as an RGB image of R x C pixels (scale it when painting); ``signed``: the diverging scale
-    from -m to m, m the largest magnitude. NaN (nothing measured) is drawn as the scale's zero."""
+    from -m to m, m the largest magnitude. NaN (nothing measured) is drawn as the scale's zero. ``hidden`` [R, C]
+    True at cells zero by construction (outside a sliding window): grey, every third diagonal of cells darker, so
+    they do not read as a weight of zero even in a small map."""
     if signed:
         values, lut = (np.clip(np.nan_to_num(matrix) / signed_limit(matrix), -1.0, 1.0) + 1) / 2, DIVERGING_LUT
     else:
         values, lut = np.nan_to_num(normalise(matrix, per_map)), LUT
     rgb = np.ascontiguousarray(lut[(values * 255).round().astype(np.intp)])  # [R, C, 3]
     rows, cols = matrix.shape
+    if hidden is not None and hidden.shape == matrix.shape and hidden.any():
+        i, j = np.nonzero(hidden)
+        rgb[i, j] = np.where(((i - j) % 3 == 0)[:, None], HIDDEN_STRIPE, HIDDEN_GREY)
     image = QImage(rgb.data, cols, rows, cols * 3, QImage.Format.Format_RGB888)
     return image.copy()  # own the pixels: the numpy buffer goes away
 

@@ -68,12 +68,16 @@ class HeadGrid(QWidget):
 
     def set_maps(self, maps: np.ndarray | None, per_map: bool = False, current: tuple[int, int] | None = None,
                  marked: tuple[int, int] | None = None, off: set[tuple[int, int]] | None = None,
-                 signed: bool = False) -> None:
+                 signed: bool = False, outside: list[np.ndarray | None] | None = None) -> None:
         """``maps`` [L, H, R, C]; ``current`` (layer, head) is outlined; ``marked`` is the head the model was trained
         to align with (guided alignment), drawn with a gold dashed frame; ``off`` heads are crossed out; ``signed``
-        maps (an attribution) use the diverging scale centred on zero, as the large map does."""
+        maps (an attribution) use the diverging scale centred on zero, as the large map does; ``outside`` per layer
+        [R, C] (or None) marks the cells its sliding window leaves out, striped grey as the large map hatches them."""
         before = self.shape()
-        self._images = [] if maps is None else [[to_image(m, per_map, signed) for m in layer] for layer in maps]
+        hidden = outside or []
+        self._images = [] if maps is None else [
+            [to_image(m, per_map, signed, hidden[i] if i < len(hidden) else None) for m in layer]
+            for i, layer in enumerate(maps)]
         if current is not None and current != self._current and current[0] not in self.shown_layers():
             self.first_layer = current[0]  # a head opened elsewhere (the large view) is shown here; clamped below
         self._current, self._marked, self.off = current, marked, set(off or ())

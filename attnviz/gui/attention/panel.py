@@ -319,15 +319,20 @@ class AttentionPanel(QWidget):
         maps = source.maps(kind, self._step, self.merged)
         shared = source.shared(kind)
         self.grid.set_groups(source.kv_heads())
+        windows = None if maps is None or self.merged else [source.outside(kind, i, self._step)
+                                                             for i in range(maps.shape[0])]
         self.grid.set_maps(maps, self.per_map or outside, None if self.head is None else (self.layer, self.head),
                            self.alignment_head if kind == "cross" else None,
                            {(r.layer, r.head) for r in self.heads_off if r.kind in shared},
-                           signed=maps is not None and bool(maps.size) and float(np.nanmin(maps)) < 0)
+                           signed=maps is not None and bool(maps.size) and float(np.nanmin(maps)) < 0,
+                           outside=windows)
         about += " Values fall outside 0..1: the colour scale is the map's own." if outside else ""
         masked_text = " Hatched grey cells are future positions the decoder may not see (masked, not zero)." \
             if masked is not None else ""
         masked_text += (f" Cells hatched the other way lie outside layer {self.layer + 1}'s sliding window (zero by "
                         "construction)." if window is not None else "")
+        masked_text += (" Striped grey cells in the small maps lie outside their layer's sliding window."
+                        if windows is not None and any(w is not None and w.any() for w in windows) else "")
         off_text = " Crossed-out heads are switched off: their maps are all zero." \
             if any(r.kind in shared for r in self.heads_off) else ""
         self.caption.setText(f"{title}. Rows: {info.query_axis}; columns: {info.key_axis}; {about}"
