@@ -27,6 +27,7 @@ from torch import Tensor
 
 from attnviz.engine.attribution.mixing.alti import decoder_rollout, rollout
 from attnviz.engine.attribution.mixing.capture import Capture, Layer
+from attnviz.engine.attribution.mixing.stream import StreamCapture
 from attnviz.engine.models.probes import Edit, attention_point, edit
 
 
@@ -115,3 +116,23 @@ def value_zeroing(cap: Capture) -> ZeroingMaps:
     *_, maps = value_zeroing_steps(cap)
     assert isinstance(maps, ZeroingMaps)  # the generator ends with its result
     return maps
+
+
+def stream_zeroing_steps(cap: StreamCapture) -> Iterator[int | ZeroingMaps]:
+    """Value zeroing of a decoder-only LLM's captured sentence (batch of 1) over its one stream of N positions (the
+    prompt's slots, then the decoder inputs; ``mixing.stream``): in each layer, batch row j re-runs the layer on its
+    captured input with position j's value vector zeroed in every key/value head (the edit of ``dec.{l}.self.v``,
+    which ``run_stream_layer`` fires for every position). A key that no query head of row i reads (alpha = 0 in
+    every head: a later position, or one outside a sliding window) cannot change row i's output and scores exactly
+    0. Yields the layers done, then ``ZeroingMaps`` whose ``decoder`` [L, N, N] are the per-layer maps over the whole
+    stream (cut to the output rows by ``stream.cut``) and ``total`` their rollout."""
+    model, maps = cap.model, []
+    for layer, block in enumerate(cap.blocks):
+        n = block.x.size(1)
+        with torch.inference_mode(), edit(model, {attention_point("decoder", layer, "v"): zeroing(0, n)}):
+            out = model.run_stream_layer(layer, block.x.expand(n + 1, -1, -1))  # type: ignore[attr-defined]
+            seen = block.weights[0].amax(0) > 0  # [N, N] keys some head of the query reads
+            maps.append(_normalise(_distances(out, n).masked_fill(~seen, 0)))
+        yield layer + 1
+    per = torch.stack(maps).double().cpu().numpy()
+    yield ZeroingMaps(None, per, None, rollout(per))
