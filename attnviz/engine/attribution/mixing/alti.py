@@ -153,6 +153,11 @@ class AltiMaps:
         s = self.total.shape[-1] - self.total.shape[-2]
         return self.total[-1, :, :s].sum(-1)
 
+    def span_share(self, span: tuple[int, int] | None) -> np.ndarray:
+        """[T]: each output token's share from the source columns [first, last) after the last layer (an LLM
+        prompt's sentence span); ``source_share`` when ``span`` is None."""
+        return self.source_share if span is None else self.total[-1, :, span[0]:span[1]].sum(-1)
+
 
 def alti_maps(cap: Capture, lengths: tuple[int, int] | None = None, index: int = 0,
               per: dict[str, np.ndarray] | None = None) -> AltiMaps:
