@@ -162,8 +162,9 @@ class LLMLayer(nn.Module):
     def block(self) -> GroupedBlock:
         attn = self.self_attn
         post = self.post_attention_layernorm if self.gemma else None
-        return GroupedBlock(attn.o_proj.weight, attn.o_proj.bias, attn.heads, attn.kv_heads,
-                            None if post is None else post.gain(), self.post_attention_layernorm.eps)
+        bias = None if attn.o_proj.bias is None else attn.o_proj.bias.detach()
+        return GroupedBlock(attn.o_proj.weight.detach(), bias, attn.heads, attn.kv_heads,
+                            None if post is None else post.gain().detach(), self.post_attention_layernorm.eps)
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], cache: LayerCache, at: int, mask: Tensor | None,
                 need_weights: bool, plan: Plan | None, prompt: bool) -> tuple[Tensor, Tensor | None]:

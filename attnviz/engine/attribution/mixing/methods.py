@@ -24,6 +24,9 @@ from attnviz.engine.attribution.mixing.value_zeroing import ZeroingMaps, stream_
 ALTI_SETTINGS = {"distance": "L1 (Manhattan)", "normalisation": "max(0, ||y||_1 - d) / row sum",
                  "layer norm": "linear with the output's own mean and variance", "rollout": True,
                  "feed-forward": "left out (acts on each position alone)"}
+LLM_ALTI_SETTINGS = ALTI_SETTINGS | {
+    "layer norm": "pre-attention RMSNorm inside each key's own term; a post-attention RMSNorm (Gemma) linear with "
+                  "the block output's own rms", "sequence": "prompt and output as one stream (decoder-only ALTI)"}
 ZEROING_SETTINGS = {"distance": "cosine", "normalisation": "row sum (decoder: source and prefix together)",
                     "rollout": False, "zeroed": "every head's value vector of one token"}
 
@@ -65,7 +68,8 @@ def alti_steps(translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...],
         notes += ("A language model reads no source: this is ALTI of its decoder self-attention.",)
     if translator.kind.reads_prompt:
         notes += (LLM_NOTE,)
-    yield Attribution("alti-plus", dict(ALTI_SETTINGS), src_tokens, tokens, source, prefix, layered=True,
+    reported = LLM_ALTI_SETTINGS if translator.kind.reads_prompt else ALTI_SETTINGS
+    yield Attribution("alti-plus", dict(reported), src_tokens, tokens, source, prefix, layered=True,
                       notes=notes)
 
 
