@@ -55,6 +55,12 @@ LABELS = {"mean_logprob": "log-prob / token", "attn_ign_src": "Attn-ign-SRC", "s
           "wass_to_unif": "Wass-to-Unif", "alti_source_share": "ALTI+ source", "seq_logprob": "log-prob",
           "unk_share": "<unk> share", "repeats": "repeats"}
 UNK = "<unk>"
+# what the components read for a decoder-only LLM (the tooltips and a ranking's notes say it)
+SPAN_NOTE = ("A decoder-only LLM has no cross-attention: Attn-ign-SRC and Wass-to-Unif read each output step's "
+             "attention over the prompt (last layer, heads averaged), cut to the sentence's own tokens and each row "
+             "renormalised over them; sink mass is the raw mass on the whole prompt's sinks; ALTI source is ALTI's "
+             "share of the sentence's tokens (prompt and output as one sequence), the instruction and template not "
+             "counted")
 LONGEST_REPEATED = 16  # the longest token sequence whose copies in a row ``repeats`` counts (half a sentence)
 
 
