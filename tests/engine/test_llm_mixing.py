@@ -15,7 +15,13 @@ from attnviz.cli.main import main
 from attnviz.engine.attribution.base import Attribution, attribution_steps
 from attnviz.engine.attribution.mixing.capture import teacher_forced_ids
 from attnviz.engine.attribution.mixing.stream import block_terms, capture_stream, stream_alti
-from attnviz.engine.attribution.mixing.value_zeroing import ZeroingMaps, stream_zeroing_steps
+from attnviz.engine.attribution.mixing.value_zeroing import (
+    StreamZeroing,
+    _distances,
+    stream_layer,
+    stream_zeroing_steps,
+    zeroing,
+)
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.loading import load_translator
 from attnviz.engine.models.causal_lm import CausalLM
@@ -41,9 +47,9 @@ def _stream(translator, translation, model=None):
     return capture_stream(model or translator.model, src, tgt_in)
 
 
-def _zeroing(cap) -> ZeroingMaps:
+def _zeroing(cap) -> StreamZeroing:
     *_, maps = stream_zeroing_steps(cap)
-    assert isinstance(maps, ZeroingMaps)
+    assert isinstance(maps, StreamZeroing)
     return maps
 
 
@@ -74,16 +80,32 @@ def test_rows_are_non_negative_and_sum_to_one(llm, method):
 def test_value_zeroing_scores_exactly_zero_where_no_head_can_read(llm):
     translator, translation = llm
     cap = _stream(translator, translation)
-    maps = _zeroing(cap).decoder  # [L, N, N] over the whole stream
-    n = maps.shape[-1]
-    rows, cols = np.indices((n, n))
+    maps = _zeroing(cap).maps  # [L, T, N]: the output positions' rows over the whole stream
+    t, n = maps.shape[1:]
+    rows, cols = np.indices((t, n))
+    rows = rows + cap.width  # each row's stream position
     assert np.all(maps[:, cols > rows] == 0)  # a later position, hidden by the causal mask
     arch = translator.model.arch
     for layer in range(maps.shape[0]):
         if arch.sliding(layer):
             outside = rows - cols >= arch.sliding_window
             assert outside.any() and np.all(maps[layer][outside] == 0)
-            assert np.all(maps[layer][(rows - cols < arch.sliding_window) & (cols <= rows)].sum() > 0)
+            assert np.all(maps[layer][(rows - cols < arch.sliding_window) & (cols <= rows)] > 0)
+
+
+def test_value_zeroing_equals_running_the_layer_again_with_the_value_zeroed(llm):
+    """The shortcut (the zeroed key's term taken off the attention output, the rest of the layer run again) gives
+    what re-running the whole layer with the value vector zeroed at its probe point gives."""
+    from attnviz.engine.models.probes import attention_point, edit
+
+    translator, translation = llm
+    cap, model = _stream(translator, translation), translator.model
+    for layer, block in enumerate(cap.blocks):
+        n = block.x.size(1)
+        with torch.inference_mode(), edit(model, {attention_point("decoder", layer, "v"): zeroing(0, n)}):
+            out = model.run_stream_layer(layer, block.x.expand(n + 1, -1, -1))  # row j: j's value zeroed
+        rerun = _distances(out, n)[cap.width:]  # [T, N]
+        np.testing.assert_allclose(stream_layer(cap, layer).numpy(), rerun.numpy(), atol=1e-9)
 
 
 def _repeated(model: CausalLM) -> CausalLM:
@@ -105,7 +127,7 @@ def test_grouped_heads_give_the_maps_of_the_same_model_with_heads_repeated(tmp_p
     grouped = _stream(translator, translation)
     twin = _stream(translator, translation, _repeated(translator.model))
     np.testing.assert_allclose(stream_alti(twin).total, stream_alti(grouped).total, atol=1e-10)
-    np.testing.assert_allclose(_zeroing(twin).decoder, _zeroing(grouped).decoder, atol=1e-10)
+    np.testing.assert_allclose(_zeroing(twin).maps, _zeroing(grouped).maps, atol=1e-10)
 
 
 def test_a_head_switched_off_has_no_share(tmp_path_factory):

@@ -294,11 +294,20 @@ class CausalLM(IncrementalModel):
         """Layer ``layer``'s attention block as ALTI decomposes it: output projection, groups, post-norm."""
         return self.decoder_layers()[layer].block()
 
+    def finish_layer(self, layer: int, x: Tensor, attention: Tensor) -> Tensor:
+        """Layer ``layer``'s output [..., D] from its input ``x`` [..., D] and its attention block's output before
+        the residual (and before Gemma's post-norm) ``attention`` [..., D]: the residual sum, then the feed-forward
+        (value zeroing changes the attention's output and runs the rest of the layer on it)."""
+        module = self.decoder_layers()[layer]
+        resid = x + module.post_attention(attention)
+        return resid + module.feed_forward(resid)
+
     def run_stream_layer(self, layer: int, x: Tensor) -> Tensor:
         """Layer ``layer`` alone over whole sequences ``x`` [B, N, D] (the prompt's slots then the decoder inputs,
         at positions 0..N-1, every slot real), causal and (a sliding layer) windowed as in the passes. Its probe
         points fire under the output steps' names (``dec.{l}.*``), so an edit of ``dec.{l}.self.v`` reaches every
-        position's value vectors (value zeroing)."""
+        position's value vectors: the plain re-run that value zeroing's shortcut (``finish_layer``) is tested
+        against."""
         module = self.decoder_layers()[layer]
         positions = torch.arange(x.size(1), device=x.device).expand(x.size(0), -1)
         mask = self._mask(module.sliding, positions, positions, torch.ones_like(positions, dtype=torch.bool), False)

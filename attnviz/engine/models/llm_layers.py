@@ -171,11 +171,15 @@ class LLMLayer(nn.Module):
         names, block = self.names["prompt" if prompt else "output"]
         x = tap(plan, names.input, x)
         out, weights = self.self_attn(self.input_layernorm(x), rope, cache, at, mask, need_weights, plan, block)
+        x = tap(plan, block.resid, x + self.post_attention(out))
+        return tap(plan, names.out, x + tap(plan, names.ff, self.feed_forward(x))), weights
+
+    def post_attention(self, out: Tensor) -> Tensor:
+        """What the residual adds of the attention block's output [..., D]: itself (Llama) or its post-norm (Gemma)."""
+        return self.post_attention_layernorm(out) if self.gemma else out
+
+    def feed_forward(self, x: Tensor) -> Tensor:
+        """What the feed-forward sublayer adds to the stream ``x`` [..., D] after the attention block."""
         if self.gemma:
-            out = self.post_attention_layernorm(out)
-        x = tap(plan, block.resid, x + out)
-        if self.gemma:
-            ff = self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(x)))
-        else:
-            ff = self.mlp(self.post_attention_layernorm(x))
-        return tap(plan, names.out, x + tap(plan, names.ff, ff)), weights
+            return self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(x)))
+        return self.mlp(self.post_attention_layernorm(x))

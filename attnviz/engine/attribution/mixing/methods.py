@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
 from attnviz.engine.attribution.base import Attribution, AttributionEvent, AttributionProgress
 from attnviz.engine.attribution.mixing.alti import AltiMaps, alti_maps
 from attnviz.engine.attribution.mixing.capture import Capture, capture, teacher_forced_ids
-from attnviz.engine.attribution.mixing.stream import capture_stream, cut, stream_alti
-from attnviz.engine.attribution.mixing.value_zeroing import ZeroingMaps, stream_zeroing_steps, value_zeroing_steps
+from attnviz.engine.attribution.mixing.stream import capture_stream, stream_alti
+from attnviz.engine.attribution.mixing.value_zeroing import (
+    StreamZeroing,
+    ZeroingMaps,
+    stream_zeroing_steps,
+    value_zeroing_steps,
+)
 
 ALTI_SETTINGS = {"distance": "L1 (Manhattan)", "normalisation": "max(0, ||y||_1 - d) / row sum",
                  "layer norm": "linear with the output's own mean and variance", "rollout": True,
@@ -73,15 +79,16 @@ def alti_steps(translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...],
                       notes=notes)
 
 
+Zeroed = ZeroingMaps | StreamZeroing
+
+
 def _zeroing_run(translator, src_tokens: Sequence[str], tokens: Sequence[str]
-                 ) -> tuple[int, Iterator[int | ZeroingMaps], Callable[[ZeroingMaps], tuple[np.ndarray, np.ndarray]],
-                            str]:
+                 ) -> tuple[int, Iterator[int | Zeroed], Callable[[Any], tuple[np.ndarray, np.ndarray]], str]:
     """(layers, the steps, how the maps become ``source`` and ``prefix``, the note) of one sentence's run."""
     if translator.kind.reads_prompt:
         src, tgt_in = teacher_forced_ids(translator, src_tokens, tokens)
         stream = capture_stream(translator.model, src, tgt_in)
-        lengths = (len(src_tokens), len(tokens))
-        return (len(stream.blocks), stream_zeroing_steps(stream), lambda m: cut(m.decoder, stream.width, lengths),
+        return (len(stream.blocks), stream_zeroing_steps(stream), lambda m: m.split(len(src_tokens)),
                 "Value zeroing per layer (not rolled out) over the prompt and the output as one sequence: each "
                 "position's value zeroed in every key/value head; each row normalised over the prompt and the "
                 "prefix together. The prompt's last token, the first decoder input, is the prefix's first column "
@@ -102,7 +109,7 @@ def zeroing_steps(translator, src_tokens: tuple[str, ...], tokens: tuple[str, ..
     for item in steps:
         if stop is not None and stop.is_set():
             return
-        if isinstance(item, ZeroingMaps):
+        if isinstance(item, (ZeroingMaps, StreamZeroing)):
             maps = item
         else:
             yield AttributionProgress(item, total, "value zeroing", "layers")

@@ -36,6 +36,7 @@ stream positions, W prompt slots, T decoder inputs, D width, dh head width.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -63,7 +64,7 @@ class StreamBlock:
 
 @dataclass
 class StreamCapture:
-    model: object  # the ``CausalLM`` the pass ran (value zeroing re-runs its layers)
+    model: Any  # the ``CausalLM`` the pass ran (value zeroing runs the rest of its layers)
     width: int  # W prompt slots before the decoder inputs
     hidden: Tensor  # [B, T, D] the decoder inputs' final hidden states (what ``project`` reads)
     blocks: list[StreamBlock]  # one per layer
@@ -109,21 +110,32 @@ def capture_stream(model, src: Tensor, tgt_in: Tensor) -> StreamCapture:
 
 
 @torch.inference_mode()
-def block_terms(block: StreamBlock) -> tuple[Tensor, Tensor]:
-    """T_i(x_j) [B, N, N, D] and the unattributed bias b_i [B, N, D] (float32, float64 for a float64 model), whose
-    sum over j plus the bias is the block's output y (the module docstring's decomposition)."""
+def attention_terms(block: StreamBlock, rows: slice = slice(None)) -> tuple[Tensor, Tensor]:
+    """The attention block's output before the residual (and before a post-norm), split: A_ij = sum_h alpha^h_ij
+    W_O^h v^g(h)_j [B, R, N, D] for the query ``rows`` R, and b_O [B, R, D] (float32, float64 for a float64
+    model)."""
     p = block.params
     dtype = torch.float64 if block.x.dtype == torch.float64 else torch.float32
     heads, groups = p.heads, p.kv_heads
     v = block.values.to(dtype).repeat_interleave(heads // groups, dim=1)  # [B, G, N, dh] -> [B, H, N, dh]
     w_out = p.out_weight.to(dtype).view(p.out_weight.size(0), heads, -1)  # [D, H, dh]
     f = torch.einsum("bhnk,dhk->bhnd", v, w_out)  # W_O^h v_j: [B, H, N, D]
-    terms = torch.einsum("bhij,bhjd->bijd", block.weights.to(dtype), f)  # [B, N, N, D]
-    x = block.x.to(dtype)
-    bias = (p.out_bias.to(dtype) if p.out_bias is not None else x.new_zeros(x.size(-1))).expand_as(x)
+    terms = torch.einsum("bhij,bhjd->bijd", block.weights[:, :, rows].to(dtype), f)  # [B, R, N, D]
+    b, r = terms.shape[:2]
+    bias = p.out_bias.to(dtype) if p.out_bias is not None else terms.new_zeros(terms.size(-1))
+    return terms, bias.expand(b, r, -1)
+
+
+@torch.inference_mode()
+def block_terms(block: StreamBlock) -> tuple[Tensor, Tensor]:
+    """T_i(x_j) [B, N, N, D] and the unattributed bias b_i [B, N, D] (float32, float64 for a float64 model), whose
+    sum over j plus the bias is the block's output y (the module docstring's decomposition)."""
+    p = block.params
+    terms, bias = attention_terms(block)
+    x = block.x.to(terms.dtype)
     if p.post_gain is not None:  # Gemma: P_i(z) = g * z / rms(a_i), linear once rms of the whole sum is fixed
         total = terms.sum(2) + bias  # a_i, what the post-attention norm reads
-        scale = p.post_gain.to(dtype) / (total.pow(2).mean(-1, keepdim=True) + p.post_eps).sqrt()  # [B, N, D]
+        scale = p.post_gain.to(terms.dtype) / (total.pow(2).mean(-1, keepdim=True) + p.post_eps).sqrt()  # [B, N, D]
         terms, bias = terms * scale[:, :, None], bias * scale
     terms = terms + torch.diag_embed(x.transpose(1, 2)).permute(0, 2, 3, 1)  # the residual x_i on the diagonal
     return terms, bias
