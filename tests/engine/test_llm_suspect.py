@@ -11,7 +11,7 @@ import torch
 from attnviz.engine.attribution.base import attribution_steps
 from attnviz.engine.attribution.mixing.capture import teacher_forced_ids
 from attnviz.engine.attribution.mixing.stream import capture_stream, stream_alti
-from attnviz.engine.attribution.suspect import IGNORED, SPAN_NOTE, attention_components, prompt_span
+from attnviz.engine.attribution.suspect import IGNORED, SPAN_SHORT, attention_components, prompt_span
 from attnviz.engine.attribution.suspect_corpus import suspect_sentence, suspect_steps
 from attnviz.engine.attribution.suspect_rank import SuspectRanking
 from attnviz.engine.config import DecodeConfig
@@ -75,7 +75,7 @@ def test_the_source_share_falls_when_the_output_cannot_read_the_span(llm):
 
 def test_the_corpus_ranking_gives_each_sentence_its_own_components(llm):
     *_, ranking = suspect_steps(llm, SENTENCES)
-    assert isinstance(ranking, SuspectRanking) and SPAN_NOTE in ranking.notes
+    assert isinstance(ranking, SuspectRanking) and SPAN_SHORT in ranking.notes
     for row in ranking.rows:
         _, alone = suspect_sentence(llm, row.source)
         for name, value in alone.items():

@@ -136,3 +136,20 @@ def test_alti_and_value_zeroing_are_offered_and_fill_the_map(qtbot, window, qwen
     assert maps.shape == (3, 1, t, s + t) and maps.min() >= 0
     np.testing.assert_allclose(maps.sum(-1), 1.0, atol=1e-4)
     assert tab.attention.kind == ATTRIBUTION.key and "one sequence" in tab.attention.caption.text()
+
+
+def test_the_analysis_tab_ranks_an_llms_translations_and_says_what_it_reads(qtbot, window, qwen, tmp_path):
+    from attnviz.engine.attribution.suspect import SPAN_NOTE
+
+    load(qtbot, window, str(qwen))
+    tab = window.analysis_tab
+    panel = tab.suspect
+    tab.pages.setCurrentWidget(panel)
+    src = tmp_path / "src.txt"
+    src.write_text(f"{SENTENCE}\nDie Frau läuft schnell.\nEin Hund.\n", encoding="utf-8")
+    tab.set_files(str(src), None)
+    panel.compute()
+    qtbot.waitUntil(lambda: not panel.is_running() and panel.ranking is not None, timeout=60000)
+    assert panel.table.model().rowCount() == 3
+    assert all(0 < r["alti_source_share"] < 1 and 0 <= r["attn_ign_src"] <= 1 for r in panel.model.records)
+    assert "no cross-attention" in panel.summary.text() and SPAN_NOTE in panel.summary.toolTip()

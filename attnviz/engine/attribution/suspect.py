@@ -61,6 +61,8 @@ SPAN_NOTE = ("A decoder-only LLM has no cross-attention: Attn-ign-SRC and Wass-t
              "renormalised over them; sink mass is the raw mass on the whole prompt's sinks; ALTI source is ALTI's "
              "share of the sentence's tokens (prompt and output as one sequence), the instruction and template not "
              "counted")
+SPAN_SHORT = ("A decoder-only LLM has no cross-attention: Attn-ign-SRC, Wass-to-Unif and ALTI source read the "
+              "sentence's span of its prompt")  # a ranking's note (SPAN_NOTE in its tooltip)
 LONGEST_REPEATED = 16  # the longest token sequence whose copies in a row ``repeats`` counts (half a sentence)
 
 

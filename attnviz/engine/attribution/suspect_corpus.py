@@ -14,7 +14,7 @@ import threading
 from collections.abc import Generator, Iterator, Sequence
 
 from attnviz.engine.attribution.base import AttributionProgress, get_method
-from attnviz.engine.attribution.suspect import SPAN_NOTE, components, prompt_span
+from attnviz.engine.attribution.suspect import SPAN_SHORT, components, prompt_span
 from attnviz.engine.attribution.suspect_rank import SuspectRanking, SuspectRow
 from attnviz.engine.attribution.suspect_store import calibration_of
 from attnviz.engine.errors import InputError
@@ -99,7 +99,7 @@ def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] 
     notes: tuple[str, ...] = (where,) if calibration is None and where != "not calibrated" else ()  # unusable one
     notes += () if with_alti else (f"ALTI+ is not defined for a {translator.kind.title}: the ranking leaves its "
                                    "source share out",)
-    notes += (SPAN_NOTE,) if spans is not None else ()
+    notes += (SPAN_SHORT,) if spans is not None else ()
     yield SuspectRanking.of(rows, corpus, notes, calibration, where)
 
 
