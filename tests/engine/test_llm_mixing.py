@@ -37,7 +37,7 @@ def _translator(tmp_path_factory, family: str):
     return translator, translator.translate(SENTENCE, DecodeConfig(max_len=4))
 
 
-@pytest.fixture(scope="module", params=["llama", "gemma3", "mistral"])
+@pytest.fixture(scope="module", params=["llama", "gemma2", "gemma3", "mistral", "qwen3"])
 def llm(request, tmp_path_factory):
     return _translator(tmp_path_factory, request.param)
 

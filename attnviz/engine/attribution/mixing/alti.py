@@ -143,7 +143,9 @@ def decoder_rollout(self_maps: np.ndarray, cross_maps: np.ndarray | None, enc_ro
 class AltiMaps:
     """One sentence's ALTI: per-layer contributions and rollouts (numpy float64, batch index dropped)."""
 
-    layers: dict[str, np.ndarray]  # encoder [L, S, S], decoder [L, T, T], cross [L, T, S + 1] (last: residual)
+    # encoder [L, S, S], decoder [L, T, T], cross [L, T, S + 1] (last: residual); a decoder-only LLM's "stream"
+    # [L, N, N] over its prompt slots and decoder inputs (``mixing.stream``)
+    layers: dict[str, np.ndarray]
     encoder_rollout: np.ndarray | None  # [L, S, S]
     total: np.ndarray  # [L, T, S + T] ALTI+ after each decoder layer: source columns, then decoder inputs
 
