@@ -64,6 +64,18 @@ def test_the_terms_sum_to_the_blocks_output(llm):
         np.testing.assert_allclose((terms.sum(2) + bias).numpy(), block.out.numpy(), atol=1e-5 if gemma else 1e-12)
 
 
+def test_a_block_decomposed_a_few_rows_at_a_time_gives_the_same_contributions(llm, monkeypatch):
+    from attnviz.engine.attribution.mixing import stream
+
+    translator, translation = llm
+    cap = _stream(translator, translation)
+    whole = stream.stream_contributions(cap)
+    d = cap.blocks[0].x.size(-1)
+    monkeypatch.setattr(stream, "CHUNK_BYTES", 2 * 4 * whole.shape[-1] * d * 5)  # 5 rows a chunk
+    assert len(stream.row_chunks(whole.shape[-1], d)) > 2
+    np.testing.assert_allclose(stream.stream_contributions(cap), whole, atol=1e-13)  # the sums run in another order
+
+
 @pytest.mark.parametrize("method", ["alti-plus", "value-zeroing"])
 def test_rows_are_non_negative_and_sum_to_one(llm, method):
     translator, translation = llm

@@ -49,6 +49,7 @@ from attnviz.engine.models.probes import Captured, attention_point, head_scales,
 from attnviz.engine.models.probes import capture as probe_capture
 
 SIDES = ("encoder", "decoder")  # the prompt's pass, then the output steps'
+CHUNK_BYTES = 256 * 2 ** 20  # what one chunk of a block's decomposition may take (``row_chunks``)
 
 
 @dataclass
@@ -127,27 +128,40 @@ def attention_terms(block: StreamBlock, rows: slice = slice(None)) -> tuple[Tens
 
 
 @torch.inference_mode()
-def block_terms(block: StreamBlock) -> tuple[Tensor, Tensor]:
-    """T_i(x_j) [B, N, N, D] and the unattributed bias b_i [B, N, D] (float32, float64 for a float64 model), whose
-    sum over j plus the bias is the block's output y (the module docstring's decomposition)."""
+def block_terms(block: StreamBlock, rows: slice = slice(None)) -> tuple[Tensor, Tensor]:
+    """T_i(x_j) [B, R, N, D] for the query ``rows`` R and the unattributed bias b_i [B, R, D] (float32, float64 for
+    a float64 model), whose sum over j plus the bias is the block's output y (the module docstring's
+    decomposition)."""
     p = block.params
-    terms, bias = attention_terms(block)
-    x = block.x.to(terms.dtype)
+    terms, bias = attention_terms(block, rows)
     if p.post_gain is not None:  # Gemma: P_i(z) = g * z / rms(a_i), linear once rms of the whole sum is fixed
         total = terms.sum(2) + bias  # a_i, what the post-attention norm reads
-        scale = p.post_gain.to(terms.dtype) / (total.pow(2).mean(-1, keepdim=True) + p.post_eps).sqrt()  # [B, N, D]
+        scale = p.post_gain.to(terms.dtype) / (total.pow(2).mean(-1, keepdim=True) + p.post_eps).sqrt()  # [B, R, D]
         terms, bias = terms * scale[:, :, None], bias * scale
-    terms = terms + torch.diag_embed(x.transpose(1, 2)).permute(0, 2, 3, 1)  # the residual x_i on the diagonal
+    mine = torch.arange(terms.size(2), device=terms.device)[rows]  # each query row's own stream position
+    terms[:, torch.arange(mine.numel(), device=terms.device), mine] += block.x[:, mine].to(terms.dtype)  # residual
     return terms, bias
+
+
+def row_chunks(n: int, width: int, budget: int | None = None) -> list[slice]:
+    """Query rows in chunks whose terms [R, N, D] (float32, twice: the terms and y minus them) stay in ``budget``
+    bytes (None: ``CHUNK_BYTES``): a long prompt's block is decomposed a few rows at a time."""
+    size = max(1, (budget or CHUNK_BYTES) // (2 * 4 * n * width))
+    return [slice(start, min(start + size, n)) for start in range(0, n, size)]
 
 
 @torch.inference_mode()
 def stream_contributions(cap: StreamCapture) -> np.ndarray:
-    """Each layer's contributions [L, B, N, N] (numpy float64), rows summing to 1."""
+    """Each layer's contributions [L, B, N, N] (numpy float64), rows summing to 1, computed a chunk of query rows
+    at a time (``row_chunks``)."""
     out = []
     for block in cap.blocks:
-        terms, _ = block_terms(block)
-        out.append(contributions(terms, block.out.to(terms.dtype)).double().cpu().numpy())
+        b, n, d = block.x.shape
+        parts = []
+        for rows in row_chunks(n, b * d):
+            terms, _ = block_terms(block, rows)
+            parts.append(contributions(terms, block.out[:, rows].to(terms.dtype)).double().cpu().numpy())
+        out.append(np.concatenate(parts, 1))
     return np.stack(out)
 
 
