@@ -131,3 +131,35 @@ def test_a_remembered_prompt_that_no_longer_reads_is_set_aside_and_said(qtbot, w
     load(qtbot, window, str(qwen))
     assert window.settings.value(KEY) is None and any("set aside" in m for m in messages)
     assert "Translate the following text" in window.translator.prompt_template  # the default instead
+
+
+@pytest.mark.parametrize("key", ["alti-plus", "value-zeroing"])
+def test_alti_and_value_zeroing_are_offered_and_fill_the_map(qtbot, window, qwen, key):
+    from attnviz.gui.translate.quantities import ATTRIBUTION
+    from tests.gui.test_quantities import ready
+
+    tab = load(qtbot, window, str(qwen))
+    translate(qtbot, window, SENTENCE)
+    ready(qtbot, window, key)
+    maps = tab.quantity.result.maps[ATTRIBUTION.key]  # [L, 1, T, S + T]: the whole prompt, then the prefix
+    s, t = len(tab.document.src_tokens), len(tab.document.steps)
+    assert maps.shape == (3, 1, t, s + t) and maps.min() >= 0
+    np.testing.assert_allclose(maps.sum(-1), 1.0, atol=1e-4)
+    assert tab.attention.kind == ATTRIBUTION.key and "one sequence" in tab.attention.caption.text()
+
+
+def test_the_analysis_tab_ranks_an_llms_translations_and_says_what_it_reads(qtbot, window, qwen, tmp_path):
+    from attnviz.engine.attribution.suspect import SPAN_NOTE
+
+    load(qtbot, window, str(qwen))
+    tab = window.analysis_tab
+    panel = tab.suspect
+    tab.pages.setCurrentWidget(panel)
+    src = tmp_path / "src.txt"
+    src.write_text(f"{SENTENCE}\nDie Frau läuft schnell.\nEin Hund.\n", encoding="utf-8")
+    tab.set_files(str(src), None)
+    panel.compute()
+    qtbot.waitUntil(lambda: not panel.is_running() and panel.ranking is not None, timeout=60000)
+    assert panel.table.model().rowCount() == 3
+    assert all(0 < r["alti_source_share"] < 1 and 0 <= r["attn_ign_src"] <= 1 for r in panel.model.records)
+    assert "no cross-attention" in panel.summary.text() and SPAN_NOTE in panel.summary.toolTip()

@@ -1,7 +1,9 @@
 """Context-mixing methods registered with the attribution registry: ALTI+ (Ferrando et al. 2022) and value zeroing
 (Mohebbi et al. 2023). Torch-free: the methods are listed without a network; their math (``mixing``) is imported
 when one is computed. Both read the Transformer networks' attention blocks (value vectors, output projection,
-residual, LayerNorm), so they are defined for the kinds whose registry entry says ``value_vectors``.
+residual, LayerNorm), so they are defined for the kinds whose registry entry says ``value_vectors``, and for
+decoder-only LLMs (``reads_prompt``), whose RMSNorm blocks with grouped-query attention ``mixing.stream`` decomposes
+over the prompt and the output as one sequence.
 """
 
 from __future__ import annotations
@@ -21,15 +23,8 @@ WHY_NOT = ("its attention is one Luong layer whose context vector enters a non-l
            "value vectors to zero")
 
 
-# a decoder-only LLM's blocks are RMSNorm + grouped-query attention; their decomposition (ALTI-Logit) is not written
-WHY_NOT_LLM = ("its RMSNorm blocks are not decomposed yet (these analyses read a LayerNorm block's output projection "
-               "and norm); saliency, gradient x input, integrated gradients and the logit lens are defined for it")
-
-
 def _not_defined(kind: ModelKind) -> str | None:
-    if kind.value_vectors:
-        return None
-    return WHY_NOT_LLM if kind.reads_prompt else WHY_NOT
+    return None if kind.value_vectors or kind.reads_prompt else WHY_NOT
 
 
 def _alti(translator: Translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...],
@@ -50,7 +45,8 @@ ALTI_PLUS = register(AttributionMethod(
     name="alti-plus",
     label="ALTI+",
     description="How much each output token rests on each source token and each earlier output, through attention, "
-                "residual and LayerNorm, rolled out through the layers (Ferrando et al. 2022); rows sum to 1",
+                "residual and LayerNorm, rolled out through the layers (Ferrando et al. 2022; a decoder-only LLM: ALTI "
+                "over prompt and output as one sequence, Ferrando et al. 2023); rows sum to 1",
     layered=True,
     compute=_alti,
     not_defined=_not_defined,

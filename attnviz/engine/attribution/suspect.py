@@ -17,6 +17,14 @@ Components of one translation (cross-attention: the last layer, heads averaged, 
 - ``alti_source_share`` (Dale et al. 2023, "Detecting and mitigating hallucinations in machine translation"): the
   ALTI+ share of the source, averaged over output tokens. Low: suspect. Absent for models ALTI+ is not defined for.
 
+A decoder-only LLM has no cross-attention: its "cross" rows are each output step's attention over the prompt, one
+softmax shared with its own prefix. Attn-ign-SRC and Wass-to-Unif are then computed on the slice of those rows over
+the sentence's own tokens (the source SPAN of the prompt, ``EncoderPass.span``), each row renormalised to sum to 1
+over the span, so 0.2 and the uniform distribution mean what they mean for an encoder-decoder; sink mass stays the
+raw mass on the whole prompt's sinks (its BOS, template markers, line breaks, punctuation); ``alti_source_share`` is
+ALTI's share of the span (``mixing.stream``: prompt and output as one sequence), the instruction and template tokens
+not counted.
+
 - ``unk_share``: the share of output tokens (``<eos>`` not counted) that are ``<unk>``; ``repeats``: the most copies
   in a row of any 1- to 16-token sequence of the output ("a man a man a man": 3). Not voted: each flags an output
   past its own line (``suspect_rule``), with the reason.
@@ -34,7 +42,7 @@ import numpy as np
 
 from attnviz.engine.analysis.sinks import is_punctuation, is_sink, sink_columns
 from attnviz.engine.errors import InputError
-from attnviz.engine.events import Translation
+from attnviz.engine.events import EncoderPass, Translation
 from attnviz.engine.text.tokenize import WORD_START
 
 IGNORED = 0.2  # Attn-ign-SRC's threshold on a source word's total incoming attention (Berard et al. 2019)
@@ -47,6 +55,14 @@ LABELS = {"mean_logprob": "log-prob / token", "attn_ign_src": "Attn-ign-SRC", "s
           "wass_to_unif": "Wass-to-Unif", "alti_source_share": "ALTI+ source", "seq_logprob": "log-prob",
           "unk_share": "<unk> share", "repeats": "repeats"}
 UNK = "<unk>"
+# what the components read for a decoder-only LLM (the tooltips and a ranking's notes say it)
+SPAN_NOTE = ("A decoder-only LLM has no cross-attention: Attn-ign-SRC and Wass-to-Unif read each output step's "
+             "attention over the prompt (last layer, heads averaged), cut to the sentence's own tokens and each row "
+             "renormalised over them; sink mass is the raw mass on the whole prompt's sinks; ALTI source is ALTI's "
+             "share of the sentence's tokens (prompt and output as one sequence), the instruction and template not "
+             "counted")
+SPAN_SHORT = ("A decoder-only LLM has no cross-attention: Attn-ign-SRC, Wass-to-Unif and ALTI source read the "
+              "sentence's span of its prompt")  # a ranking's note (SPAN_NOTE in its tooltip)
 LONGEST_REPEATED = 16  # the longest token sequence whose copies in a row ``repeats`` counts (half a sentence)
 
 
@@ -92,14 +108,26 @@ def output_components(tgt_tokens: Sequence[str]) -> dict[str, float]:
     return {"unk_share": sum(t == UNK for t in words) / len(words), "repeats": float(repeats(words))}
 
 
+def span_components(cross: np.ndarray, src_tokens: Sequence[str], span: tuple[int, int]) -> dict[str, float]:
+    """``attention_components`` of an LLM's rows over its prompt [T, S]: Attn-ign-SRC and Wass-to-Unif on the
+    span's slice, each row renormalised over the span; sink mass on the whole prompt, as it is."""
+    first, last = span
+    inside = cross[:, first:last]
+    mass = inside.sum(-1, keepdims=True)
+    inside = np.divide(inside, mass, out=np.full_like(inside, 1.0 / max(last - first, 1)), where=mass > 0)
+    return attention_components(inside, src_tokens[first:last]) | {
+        "sink_mass": attention_components(cross, src_tokens)["sink_mass"]}
+
+
 def component_values(logp: np.ndarray, cross: np.ndarray, src_tokens: Sequence[str],
-                     alti_share: np.ndarray | None = None, tgt_tokens: Sequence[str] | None = None
-                     ) -> dict[str, float]:
+                     alti_share: np.ndarray | None = None, tgt_tokens: Sequence[str] | None = None,
+                     span: tuple[int, int] | None = None) -> dict[str, float]:
     """Every component from the log-probabilities of the T chosen tokens [T], one layer's head-averaged
-    cross-attention [T, S], the ALTI+ source share per output token [T] (None: not computed, NaN) and the T output
-    tokens (None: ``unk_share`` and ``repeats`` NaN)."""
+    cross-attention [T, S], the ALTI+ source share per output token [T] (None: not computed, NaN), the T output
+    tokens (None: ``unk_share`` and ``repeats`` NaN) and, for an LLM's prompt, the sentence's ``span`` [first,
+    last) in it (``span_components``)."""
     out = {"seq_logprob": float(logp.sum()), "mean_logprob": float(logp.mean()) if logp.size else float("nan")}
-    out |= attention_components(cross, src_tokens)
+    out |= attention_components(cross, src_tokens) if span is None else span_components(cross, src_tokens, span)
     out |= output_components(tgt_tokens) if tgt_tokens is not None else {"unk_share": float("nan"),
                                                                           "repeats": float("nan")}
     out["alti_source_share"] = float(np.mean(alti_share)) if alti_share is not None else float("nan")
@@ -114,7 +142,13 @@ def components(translation: Translation, alti_share: np.ndarray | None = None, l
                          "have: load a translation model.")
     logp = np.log(np.clip(np.asarray(translation.probabilities, dtype=np.float64), 1e-300, None))
     cross = translation.attention["cross"][layer].astype(np.float64).mean(0)
-    return component_values(logp, cross, translation.src_tokens, alti_share, translation.tokens)
+    return component_values(logp, cross, translation.src_tokens, alti_share, translation.tokens,
+                            prompt_span(translation.src_tokens, translation.roles))
+
+
+def prompt_span(src_tokens: Sequence[str], roles: Sequence[str]) -> tuple[int, int] | None:
+    """An LLM prompt's sentence span [first, last) from its tokens' roles; None for a source read alone."""
+    return EncoderPass(tuple(src_tokens), None, roles=tuple(roles)).span if roles else None
 
 
 def percentiles(values: np.ndarray) -> np.ndarray:

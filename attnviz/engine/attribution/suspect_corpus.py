@@ -14,7 +14,7 @@ import threading
 from collections.abc import Generator, Iterator, Sequence
 
 from attnviz.engine.attribution.base import AttributionProgress, get_method
-from attnviz.engine.attribution.suspect import components
+from attnviz.engine.attribution.suspect import SPAN_SHORT, components, prompt_span
 from attnviz.engine.attribution.suspect_rank import SuspectRanking, SuspectRow
 from attnviz.engine.attribution.suspect_store import calibration_of
 from attnviz.engine.errors import InputError
@@ -55,13 +55,22 @@ def suspect_sentence(translator, text: str) -> tuple[Translation, dict[str, floa
 
 def translation_components(translator, translation: Translation) -> dict[str, float]:
     """The suspect-score components of a translation already decoded (greedy or beam): ALTI+'s source share from
-    one teacher-forced pass on its output where the model's kind has ALTI+, NaN where it has not."""
+    one teacher-forced pass on its output where the model's kind has ALTI+, NaN where it has not (an LLM: ALTI's
+    share of the prompt's sentence span)."""
     from attnviz.engine.attribution.mixing.methods import sentence_alti
 
     share = None
     if has_alti(translator) and translation.tokens:
-        share = sentence_alti(translator, translation.src_tokens, translation.tokens).source_share
+        maps = sentence_alti(translator, translation.src_tokens, translation.tokens)
+        share = maps.span_share(prompt_span(translation.src_tokens, translation.roles))
     return components(translation, share)
+
+
+def prompt_spans(translator, sources: Sequence[str]) -> list[tuple[int, int] | None] | None:
+    """Each sentence's span in its prompt for a kind that reads one (None otherwise)."""
+    if not translator.kind.reads_prompt:
+        return None
+    return [prompt_span(found.src_tokens, found.roles) for found in map(translator.prepare, sources)]
 
 
 def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] | None = None, *, corpus: str = "",
@@ -78,7 +87,8 @@ def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] 
     n = len(sources)
     with_alti = has_alti(translator)
     rows = []
-    for done, (i, output, found) in enumerate(batch_components(translator, examples, with_alti), 1):
+    spans = prompt_spans(translator, sources)
+    for done, (i, output, found) in enumerate(batch_components(translator, examples, with_alti, spans), 1):
         rows.append(SuspectRow(i + 1, sources[i], output, found,
                                reference=references[i] if references is not None else None))
         if done % 8 == 0 or done == n:
@@ -89,6 +99,7 @@ def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] 
     notes: tuple[str, ...] = (where,) if calibration is None and where != "not calibrated" else ()  # unusable one
     notes += () if with_alti else (f"ALTI+ is not defined for a {translator.kind.title}: the ranking leaves its "
                                    "source share out",)
+    notes += (SPAN_SHORT,) if spans is not None else ()
     yield SuspectRanking.of(rows, corpus, notes, calibration, where)
 
 

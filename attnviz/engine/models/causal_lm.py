@@ -23,7 +23,7 @@ from attnviz.engine.errors import ConfigError
 from attnviz.engine.models.cache import select_rows
 from attnviz.engine.models.layers import LayerCache, widened
 from attnviz.engine.models.llm_arch import LLMArch
-from attnviz.engine.models.llm_layers import LLMLayer, RMSNorm
+from attnviz.engine.models.llm_layers import GroupedBlock, LLMLayer, RMSNorm
 from attnviz.engine.models.probes import BlockNames, LayerNames, ProbeBoard, tap
 from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
 from attnviz.engine.models.rope import inverse_frequencies, rotations
@@ -287,6 +287,33 @@ class CausalLM(IncrementalModel):
     @property
     def readout(self) -> str:
         return "the final RMSNorm, then the output projection"
+
+    # -- what mixing analyses read (``attribution.mixing.stream``) ----------------------------------------------------
+
+    def grouped_block(self, layer: int) -> GroupedBlock:
+        """Layer ``layer``'s attention block as ALTI decomposes it: output projection, groups, post-norm."""
+        return self.decoder_layers()[layer].block()
+
+    def finish_layer(self, layer: int, x: Tensor, attention: Tensor) -> Tensor:
+        """Layer ``layer``'s output [..., D] from its input ``x`` [..., D] and its attention block's output before
+        the residual (and before Gemma's post-norm) ``attention`` [..., D]: the residual sum, then the feed-forward
+        (value zeroing changes the attention's output and runs the rest of the layer on it)."""
+        module = self.decoder_layers()[layer]
+        resid = x + module.post_attention(attention)
+        return resid + module.feed_forward(resid)
+
+    def run_stream_layer(self, layer: int, x: Tensor) -> Tensor:
+        """Layer ``layer`` alone over whole sequences ``x`` [B, N, D] (the prompt's slots then the decoder inputs,
+        at positions 0..N-1, every slot real), causal and (a sliding layer) windowed as in the passes. Its probe
+        points fire under the output steps' names (``dec.{l}.*``), so an edit of ``dec.{l}.self.v`` reaches every
+        position's value vectors: the plain re-run that value zeroing's shortcut (``finish_layer``) is tested
+        against."""
+        module = self.decoder_layers()[layer]
+        positions = torch.arange(x.size(1), device=x.device).expand(x.size(0), -1)
+        mask = self._mask(module.sliding, positions, positions, torch.ones_like(positions, dtype=torch.bool), False)
+        out, _ = module(x, self._rope(module.sliding, positions, x.dtype), LayerCache(None, None), 0, mask, False,
+                        self.probes.plan(), prompt=False)
+        return out
 
     def forward(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
         """Logits [B, T, 4 + V] of the output inputs ``tgt_in`` after the prompt ``src`` (teacher forcing)."""

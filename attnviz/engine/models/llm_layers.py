@@ -8,6 +8,8 @@ heads, T new positions, K keys, D width, dh head width.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -34,6 +36,25 @@ class RMSNorm(nn.Module):
         if self.gemma:
             return (h * (1.0 + self.weight.float())).type_as(x)
         return self.weight * h.to(x.dtype)
+
+    def gain(self) -> Tensor:
+        """The factor [D] x / rms(x) is multiplied by: ``weight`` (Llama) or ``1 + weight`` (Gemma)."""
+        return 1.0 + self.weight if self.gemma else self.weight
+
+
+@dataclass(frozen=True)
+class GroupedBlock:
+    """What a mixing analysis (ALTI, ``attribution.mixing.stream``) needs of one layer's attention block beside
+    what passes its probe points (the stream entering it, the value vectors of its G key/value heads, the weights of
+    its H query heads, the residual sum leaving it): the output projection, and Gemma's post-attention RMSNorm (a
+    norm of the block's output before the residual adds it; None in a Llama-way layer)."""
+
+    out_weight: Tensor  # [D, H * dh] (out_features, in_features)
+    out_bias: Tensor | None  # [D]
+    heads: int  # H query heads; query head h reads key/value head h // (H / G)
+    kv_heads: int  # G
+    post_gain: Tensor | None  # [D] the post-attention norm's factor (``RMSNorm.gain``); None: no such norm
+    post_eps: float
 
 
 class GroupedAttention(nn.Module):
@@ -138,16 +159,27 @@ class LLMLayer(nn.Module):
             self.post_feedforward_layernorm = RMSNorm(cfg.d_model, cfg.ln_eps, gemma)
         self.gemma, self.sliding = gemma, arch.sliding(layer)
 
+    def block(self) -> GroupedBlock:
+        attn = self.self_attn
+        post = self.post_attention_layernorm if self.gemma else None
+        bias = None if attn.o_proj.bias is None else attn.o_proj.bias.detach()
+        return GroupedBlock(attn.o_proj.weight.detach(), bias, attn.heads, attn.kv_heads,
+                            None if post is None else post.gain().detach(), self.post_attention_layernorm.eps)
+
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], cache: LayerCache, at: int, mask: Tensor | None,
                 need_weights: bool, plan: Plan | None, prompt: bool) -> tuple[Tensor, Tensor | None]:
         names, block = self.names["prompt" if prompt else "output"]
         x = tap(plan, names.input, x)
         out, weights = self.self_attn(self.input_layernorm(x), rope, cache, at, mask, need_weights, plan, block)
+        x = tap(plan, block.resid, x + self.post_attention(out))
+        return tap(plan, names.out, x + tap(plan, names.ff, self.feed_forward(x))), weights
+
+    def post_attention(self, out: Tensor) -> Tensor:
+        """What the residual adds of the attention block's output [..., D]: itself (Llama) or its post-norm (Gemma)."""
+        return self.post_attention_layernorm(out) if self.gemma else out
+
+    def feed_forward(self, x: Tensor) -> Tensor:
+        """What the feed-forward sublayer adds to the stream ``x`` [..., D] after the attention block."""
         if self.gemma:
-            out = self.post_attention_layernorm(out)
-        x = tap(plan, block.resid, x + out)
-        if self.gemma:
-            ff = self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(x)))
-        else:
-            ff = self.mlp(self.post_attention_layernorm(x))
-        return tap(plan, names.out, x + tap(plan, names.ff, ff)), weights
+            return self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(x)))
+        return self.mlp(self.post_attention_layernorm(x))

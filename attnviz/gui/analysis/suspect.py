@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from attnviz.engine.attribution.base import AttributionProgress
-from attnviz.engine.attribution.suspect import COMPONENTS, LABELS
+from attnviz.engine.attribution.suspect import COMPONENTS, LABELS, SPAN_NOTE
 from attnviz.engine.attribution.suspect_rank import SuspectRanking
 from attnviz.engine.attribution.suspect_rule import describe
 from attnviz.gui.data_folder import missing_data_hint
@@ -46,7 +46,7 @@ FILTERS = "CSV table (*.csv);;JSON (*.json)"
 SOURCES = ("Attn-ign-SRC: the share of source words (not <sos>, <eos> or language tags) whose total cross-attention "
            "is under 0.2. Sink mass: cross-attention on <sos>, <eos>, punctuation and language tags. Wass-to-Unif: "
            "total variation (Wasserstein, 0/1 cost) of the source attention mass from uniform. ALTI+ source: the "
-           "share of each output token that comes from the source, averaged.")
+           "share of each output token that comes from the source, averaged. " + SPAN_NOTE + ".")
 
 
 def cell_text(value: Any) -> str:

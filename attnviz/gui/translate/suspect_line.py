@@ -19,7 +19,7 @@ from collections.abc import Hashable, Iterator
 from PySide6.QtCore import QObject, QRect, Qt, Slot
 from PySide6.QtWidgets import QLabel
 
-from attnviz.engine.attribution.suspect import LABELS
+from attnviz.engine.attribution.suspect import LABELS, SPAN_NOTE
 from attnviz.engine.attribution.suspect_rule import Calibration, describe, judge
 from attnviz.engine.attribution.suspect_store import calibration_of
 from attnviz.engine.events import Translation
@@ -39,7 +39,7 @@ WHAT = ("Suspect-translation score of this sentence (signs of a hallucination; t
         "2023, optimal transport). High is suspect.\n"
         "ALTI+ source: the share of each output token's prediction that comes from the source, averaged (ALTI+, "
         "Ferrando et al. 2022; used for hallucinations by Dale et al. 2023). Low is suspect; absent where ALTI+ is "
-        "not defined.\n")
+        "not defined.\n" + SPAN_NOTE + ".\n")
 
 
 def tip(calibration: Calibration | None, where: str = "") -> str:

@@ -143,7 +143,9 @@ def decoder_rollout(self_maps: np.ndarray, cross_maps: np.ndarray | None, enc_ro
 class AltiMaps:
     """One sentence's ALTI: per-layer contributions and rollouts (numpy float64, batch index dropped)."""
 
-    layers: dict[str, np.ndarray]  # encoder [L, S, S], decoder [L, T, T], cross [L, T, S + 1] (last: residual)
+    # encoder [L, S, S], decoder [L, T, T], cross [L, T, S + 1] (last: residual); a decoder-only LLM's "stream"
+    # [L, N, N] over its prompt slots and decoder inputs (``mixing.stream``)
+    layers: dict[str, np.ndarray]
     encoder_rollout: np.ndarray | None  # [L, S, S]
     total: np.ndarray  # [L, T, S + T] ALTI+ after each decoder layer: source columns, then decoder inputs
 
@@ -152,6 +154,11 @@ class AltiMaps:
         """[T]: each output token's share from the source after the last layer (0 without a source)."""
         s = self.total.shape[-1] - self.total.shape[-2]
         return self.total[-1, :, :s].sum(-1)
+
+    def span_share(self, span: tuple[int, int] | None) -> np.ndarray:
+        """[T]: each output token's share from the source columns [first, last) after the last layer (an LLM
+        prompt's sentence span); ``source_share`` when ``span`` is None."""
+        return self.source_share if span is None else self.total[-1, :, span[0]:span[1]].sum(-1)
 
 
 def alti_maps(cap: Capture, lengths: tuple[int, int] | None = None, index: int = 0,

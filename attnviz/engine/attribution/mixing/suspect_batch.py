@@ -6,14 +6,16 @@ layers, H heads, S source, T target.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
+import numpy as np
 import torch
 from torch import Tensor
 
 from attnviz.engine.analysis.corpus import Example, batch_order, encode_corpus
 from attnviz.engine.attribution.mixing.alti import alti_maps, layer_contributions
 from attnviz.engine.attribution.mixing.capture import Capture, capture
+from attnviz.engine.attribution.mixing.stream import StreamCapture, capture_stream, stream_alti, stream_contributions
 from attnviz.engine.attribution.suspect import component_values
 from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.search.greedy import allowed_logits, device_of, greedy_batch, step_limit
@@ -38,9 +40,14 @@ def decoded(translator, sources: Sequence[str], batch_size: int = 64) -> Iterato
     yield out
 
 
-def _pass(translator, src: Tensor, tgt_in: Tensor, with_alti: bool) -> tuple[Tensor, Tensor, Capture | None]:
-    """Decoder output [B, T, D], the last layer's cross-attention [B, H, T, S] and (ALTI+) the captured blocks."""
+def _pass(translator, src: Tensor, tgt_in: Tensor, with_alti: bool
+          ) -> tuple[Tensor, Tensor, Capture | StreamCapture | None]:
+    """Decoder output [B, T, D], the last layer's cross-attention [B, H, T, S] (an LLM's rows over its prompt) and
+    (ALTI+) the captured blocks."""
     model = translator.model
+    if with_alti and translator.kind.reads_prompt:
+        stream = capture_stream(model, src, tgt_in)
+        return stream.hidden, stream.cross, stream
     if with_alti:
         cap = capture(model, src, tgt_in)
         return cap.hidden, cap.blocks["cross"][-1].weights, cap
@@ -48,10 +55,23 @@ def _pass(translator, src: Tensor, tgt_in: Tensor, with_alti: bool) -> tuple[Ten
     return dec.hidden, dec.cross_attention[-1], None
 
 
+def _shares(cap: Capture | StreamCapture | None) -> Callable[[int, int, int, tuple[int, int] | None], np.ndarray]:
+    """share(b, S, T, span): sentence b's ALTI+ source share per output token (an LLM: its span's), from the
+    batch's contributions computed once."""
+    if isinstance(cap, StreamCapture):
+        per = stream_contributions(cap)
+        return lambda b, s, t, span: stream_alti(cap, (s, t), b, per).span_share(span)
+    assert cap is not None  # only called with a capture
+    layers = {k: v.double().cpu().numpy() for k, v in layer_contributions(cap).items()}
+    return lambda b, s, t, span: alti_maps(cap, (s, t), b, layers).source_share
+
+
 @torch.inference_mode()
-def batch_components(translator, examples: Sequence[Example], with_alti: bool
+def batch_components(translator, examples: Sequence[Example], with_alti: bool,
+                     spans: Sequence[tuple[int, int] | None] | None = None
                      ) -> Iterator[tuple[int, str, dict[str, float]]]:
-    """(index in ``examples``, output text, components) of every example, batch by batch (in length order)."""
+    """(index in ``examples``, output text, components) of every example, batch by batch (in length order);
+    ``spans`` each LLM prompt's sentence span (``suspect.component_values``)."""
     model, device = translator.model, device_of(translator.model)
     model.eval()
     for chunk in batch_order(examples, 32):
@@ -61,12 +81,14 @@ def batch_components(translator, examples: Sequence[Example], with_alti: bool
         logits = allowed_logits(model.project(hidden))  # as the search reads them: <pad>, <sos> ruled out
         logp = logits.log_softmax(-1).gather(-1, tgt[:, 1:, None])[..., 0]  # [B, T]
         cross = cross_w.float().mean(1).cpu().numpy()  # heads averaged: [B, T, S]
-        per = {k: v.double().cpu().numpy() for k, v in layer_contributions(cap).items()} if cap else None
+        share_of = _shares(cap) if cap is not None else None
         for b, i in enumerate(chunk):
-            s, t = len(examples[i].src), len(examples[i].tgt) - 1
-            share = alti_maps(cap, (s, t), b, per).source_share if cap is not None else None
+            # an LLM's prompt: its last token is the first decoder input, not a column
+            s, t = len(examples[i].src) - translator.kind.reads_prompt, len(examples[i].tgt) - 1
+            span = spans[i] if spans is not None else None
+            share = share_of(b, s, t, span) if share_of is not None else None
             tokens = translator.tgt_vocab.decode(examples[i].tgt)
-            labels = [translator.src_vocab.token(j) for j in examples[i].src]
+            labels = [translator.src_vocab.token(j) for j in examples[i].src[:s]]
             found = component_values(logp[b, :t].double().cpu().numpy(), cross[b, :t, :s], labels, share,
-                                     tokens)
+                                     tokens, span)
             yield i, translator.detokenize(tokens), found

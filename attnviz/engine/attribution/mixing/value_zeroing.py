@@ -12,7 +12,15 @@ decoder row is scored for every key of both, the source tokens' values zeroed in
 inputs' in self-attention, and normalised over the S + T columns together: the layer's map is [T, S + T], so its
 source columns say how much the layer's output for that position rests on the source (the same split ALTI+ makes).
 The encoder's maps are [S, S]. The rollout (optional) multiplies the per-layer maps as ALTI+ does (with no
-separate residual: value zeroing measures the whole layer). Names: B batch, L layers, S source, T target, D width.
+separate residual: value zeroing measures the whole layer).
+
+A decoder-only LLM is one stream (``mixing.stream``: the prompt's slots, then the decoder inputs) and one self-attention
+per layer: each output position's row is scored for every stream position and normalised over them all, so it
+splits into the prompt's columns and the prefix's. Since the weights are left as they were, zeroing j's value takes
+exactly its term A_ij off the attention block's output; the rest of the layer (residual, Gemma's post-norm,
+feed-forward) is run again on that (``StreamZeroing``, ``stream_layer``), which equals re-running the layer with the
+value zeroed at its probe point (tested) at a fraction of the cost: T x (N + 1) feed-forward rows instead of a whole
+layer over N x (N + 1). Names: B batch, L layers, S source, T target, D width, N stream positions.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from torch import Tensor
 
 from attnviz.engine.attribution.mixing.alti import decoder_rollout, rollout
 from attnviz.engine.attribution.mixing.capture import Capture, Layer
+from attnviz.engine.attribution.mixing.stream import StreamCapture, attention_terms
 from attnviz.engine.models.probes import Edit, attention_point, edit
 
 
@@ -115,3 +124,49 @@ def value_zeroing(cap: Capture) -> ZeroingMaps:
     *_, maps = value_zeroing_steps(cap)
     assert isinstance(maps, ZeroingMaps)  # the generator ends with its result
     return maps
+
+
+@dataclass(frozen=True)
+class StreamZeroing:
+    """A decoder-only LLM's value zeroing (numpy float64): per layer, the T output positions' rows over the whole
+    stream of N positions (the W prompt slots, then the T decoder inputs), each summing to 1."""
+
+    maps: np.ndarray  # [L, T, N]
+    width: int  # W
+
+    def split(self, s: int) -> tuple[np.ndarray, np.ndarray]:
+        """``Attribution.source`` [L, T, S] (the shown prompt) and ``prefix`` [L, T, T]."""
+        t = self.maps.shape[1]
+        return (np.ascontiguousarray(self.maps[..., :s]),
+                np.ascontiguousarray(self.maps[..., self.width:self.width + t]))
+
+
+@torch.inference_mode()
+def stream_layer(cap: StreamCapture, layer: int) -> Tensor:
+    """[T, N] raw scores of one layer of a captured sentence (batch of 1): for output position i and stream
+    position j, the cosine distance between i's output of the layer and its output with j's value vector zeroed in
+    every key/value head. The weights stay as they were, so zeroing j takes its term A_ij off the attention block's
+    output (``stream.attention_terms``); the rest of the layer (residual, Gemma's post-norm, feed-forward) is run
+    again on that (``finish_layer``), the T x N variants in one batch beside the reference. A key that no query
+    head of row i reads (alpha = 0 in every head: a later position, one outside a sliding window) leaves row i
+    unchanged and scores exactly 0."""
+    block, rows = cap.blocks[layer], slice(cap.width, None)
+    terms, bias = attention_terms(block, rows)  # [1, T, N, D], [1, T, D]
+    total = terms.sum(2) + bias  # the block's output before the residual, per output row
+    variants = torch.cat([total[0, :, None] - terms[0], total[0, :, None]], 1)  # [T, N + 1, D]: the last unzeroed
+    x = block.x[0, rows].to(terms.dtype)[:, None]
+    dtype = block.x.dtype
+    out = cap.model.finish_layer(layer, x.to(dtype), variants.to(dtype)).to(terms.dtype)  # [T, N + 1, D]
+    n = terms.size(2)
+    scores = _distances(out.transpose(0, 1), n)  # [T, N]
+    return scores.masked_fill(~(block.weights[0, :, rows].amax(0) > 0), 0)
+
+
+def stream_zeroing_steps(cap: StreamCapture) -> Iterator[int | StreamZeroing]:
+    """Value zeroing of a decoder-only LLM's captured sentence over its one stream (``mixing.stream``; batch of 1):
+    the layers done after each layer, then the ``StreamZeroing``, each row normalised over the stream."""
+    maps = []
+    for layer in range(len(cap.blocks)):
+        maps.append(_normalise(stream_layer(cap, layer)))
+        yield layer + 1
+    yield StreamZeroing(torch.stack(maps).double().cpu().numpy(), cap.width)
