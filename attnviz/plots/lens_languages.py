@@ -1,8 +1,7 @@
 """The logit lens by language, drawn with matplotlib (for PNG/SVG/PDF export): a corpus' share of each language per
 decoder layer (stacked bars, one per layer, the pivot question's plot), and one translation's layer x step strip
 (each cell coloured by the language of the layer's top token at that step, the token written in it). The colours
-are the app's (the Translate tab's strip uses ``LANGUAGE_COLOURS`` too): Okabe and Ito's colour-blind-safe palette,
-with "unknown" a light grey, so what was not judged recedes.
+are the app's (``plots.language_colours``, which the Translate tab's strip uses too).
 """
 
 from __future__ import annotations
@@ -14,8 +13,8 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from attnviz.engine.text.token_language import HEURISTIC, LANGUAGE_LABELS, LANGUAGES
+from attnviz.plots.language_colours import LANGUAGE_COLOURS
 
-LANGUAGE_COLOURS = {"en": "#0072B2", "de": "#E69F00", "fr": "#009E73", "other": "#CC79A7", "unknown": "#D9D9D9"}
 NOTE = "Note: " + HEURISTIC + "."
 
 

@@ -88,7 +88,8 @@ def lens_language_steps(translator, sentences: Sequence[str], decode: DecodeConf
         raise InputError("The corpus has no sentences: give a file with one sentence per line.")
     layers = translator.config.dec_layers
     counts = np.zeros((layers, len(LANGUAGES)), dtype=np.int64)
-    read, steps, skipped, skips, readout = 0, 0, [], 0, ""
+    read, steps, skips, readout = 0, 0, 0, ""
+    skipped: list[str] = []
     for n, sentence in enumerate(sentences, 1):
         if stop is not None and stop.is_set():
             break

@@ -84,6 +84,15 @@ class LogitLens:
         shown = self.top_language[:, self.counted_steps()]
         return np.stack([(shown == lang).sum(1) for lang in LANGUAGES], axis=1)
 
+    def cells(self) -> list[dict[str, Any]]:
+        """One record per layer (from 1) and step (from 1): the chosen token, the layer's top token with its
+        probability and guessed language, the chosen token's probability and rank (the strip's export)."""
+        return [{"layer": layer + 1, "step": step + 1, "chosen": self.tokens[step],
+                 "top_token": str(self.top_tokens[layer, step, 0]), "top_prob": float(self.top_probs[layer, step, 0]),
+                 "top_language": str(self.top_language[layer, step]), "p_chosen": float(self.chosen_prob[layer, step]),
+                 "rank": int(self.chosen_rank[layer, step])}
+                for layer in range(self.layers) for step in range(len(self.tokens))]
+
     def metadata(self) -> dict[str, Any]:
         return {"method": "logit-lens", "readout": self.readout, "layers": self.layers,
                 "src_tokens": list(self.src_tokens), "tokens": list(self.tokens),
