@@ -105,7 +105,8 @@ def _write(args: argparse.Namespace, result) -> None:
 def _print_table(result) -> None:
     from attnviz.engine.text.token_language import HEURISTIC, LANGUAGE_LABELS, LANGUAGES
 
-    print(f"logit lens by language: {result.sentences} sentences, {result.steps} output steps per layer "
+    said = f"{result.sentences} sentence" + ("" if result.sentences == 1 else "s")
+    print(f"logit lens by language: {said}, {result.steps} output steps per layer "
           f"(each layer's output through {result.readout})")
     print("layer " + " ".join(f"{LANGUAGE_LABELS[lang]:>12}" for lang in LANGUAGES))
     for row in result.table():

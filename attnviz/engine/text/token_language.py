@@ -13,9 +13,9 @@ written for attnviz, not taken from any published list. The rule, in order:
    a piece without the mark; or a piece ending in "@@", whose word goes on) is judged only by its letters (step 5):
    "de" or "en" inside "Freunde" or "Garten" are not French. The first output token of an LLM whose prompt ends in a
    new line carries no mark either, and so is judged by its letters only.
-4. A whole word (lower-cased, an apostrophe at its end dropped: "l'" is "l") found in exactly one of the three word
-   lists -> that language; found in two ("in", "man", "was": English and German; "a", "on", "me": English and
-   French; "du", "des": German and French) -> ``unknown``.
+4. A whole word (lower-cased, from an apostrophe on dropped: "l'" and "l'homme" are judged as "l", "it's" as "it")
+   found in exactly one of the three word lists -> that language; found in two ("in", "man", "was": English and
+   German; "a", "on", "me": English and French; "du", "des": German and French) -> ``unknown``.
 5. Letters only one language writes: "ä ö ü ß" -> German, "é è ê ë à â ç î ï ô ù û œ æ" -> French (both kinds in
    one piece -> ``unknown``). Otherwise -> ``unknown``: a Latin word in no list ("garden", "Garten", "jardin").
 
@@ -103,6 +103,7 @@ def token_language(token: str, marked: bool = False) -> str:
     text = token.lstrip("".join(MARKS)).strip()
     whole = (starts or not marked) and not text.endswith(CONTINUES)
     text = text.removesuffix(CONTINUES).removesuffix("</w>").rstrip(_APOSTROPHES).lower()
+    text = text.replace("\u2019", "'").split("'")[0] if whole else text  # "l'homme" is judged by "l", "it's" by "it"
     letters = [c for c in text if c.isalpha()]
     if not letters:
         return "unknown"
