@@ -105,3 +105,24 @@ def test_export_writes_the_strip_and_every_cell(qtbot, window, tmp_path):
                                                            "or .json file.")
     assert page.save_file(str(tmp_path / "missing" / "strip.csv")).startswith(
         f"Cannot save {tmp_path / 'missing' / 'strip.csv'}: ")
+
+
+def test_the_strip_of_a_random_llm(qtbot, window, tmp_path):
+    pytest.importorskip("transformers")
+    from tests.llm_folder import make_llm_folder
+
+    tab = load(qtbot, window, str(make_llm_folder(tmp_path, "qwen2")))
+    window.resize(*SIZES[0])
+    qtbot.waitUntil(lambda: (window.width(), window.height()) == SIZES[0], timeout=3000)
+    tab.playback.max_len_spin.setValue(8)
+    translate(qtbot, window, "Der Mann sieht den Hund.")
+    page = tab.quantity.lens
+    tab.search.side.setCurrentWidget(page.widget)
+    qtbot.waitUntil(lambda: page.lens is not None, timeout=30000)
+    page.strip_button.click()
+    qtbot.waitUntil(lambda: page.strip.isVisible(), timeout=5000)
+    lens = page.lens
+    assert lens.layers == tab.quantity.lens.translator.config.dec_layers and len(lens.tokens) == len(tab.document.steps)
+    assert page.strip.cell_at(page.strip.cell_rect(lens.layers - 1, 0).center().toPoint()) == (lens.layers - 1, 0)
+    if os.environ.get("ATTNVIZ_SHOTS"):  # random weights: the tokens mean nothing, the layout is what is shown
+        window.grab().save(os.path.join(os.environ["ATTNVIZ_SHOTS"], "llm-lens-strip-qwen2-tiny-random-1366x768.png"))

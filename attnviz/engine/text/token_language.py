@@ -48,7 +48,8 @@ _WORDS = {
         working eating down up out off around front near next behind outside inside something someone nothing day
         night time year world good new first last long right left well way work make made take get go going goes
         went come see look know think say said want need like give found table quickly slowly sees runs if because
-        ride rides plays play reads book dogs cats""",
+        ride rides plays play reads book dogs cats group another building hands face looks food walks mountain boys
+        shorts jeans pink picture few middle wooden""",
     "de": """der die das den dem des ein eine einer einem einen eines und oder aber nicht kein keine ist sind war
         waren wird werden wurde hat haben hatte sein ich du er sie es wir ihr mich mir dich dir sich uns euch mein
         dein unser auf aus bei mit nach von zu zum zur vor über unter durch für gegen ohne um im am ins vom beim an
@@ -59,7 +60,8 @@ _WORDS = {
         spielt trägt hält fährt springt schaut spricht arbeitet isst neben hinter draußen drinnen etwas jemand
         nichts tag nacht zeit jahr welt gut neu neue neuen erste letzte lang rechts links gehen kommen sehen machen
         sagen geben nehmen heute morgen gestern ja nein danke bitte zwei drei vier fünf will also sieht schnell
-        langsam hunde spielen liest buch fahren""",
+        langsam hunde spielen liest buch fahren anderen kleidung hintergrund kopf gekleidet gruppe mehrere stehen
+        sitzen jungen kleinen frauen schwarzen""",
     "fr": """le la les l un une des du de d et ou mais ne n pas non oui est sont était être avoir a ai as ont avait
         je j tu il elle on nous vous ils elles me te se s moi toi lui leur leurs mon ma mes ton ta tes son sa ses
         notre votre nos vos ce c cet cette ces qui que qu quoi dont où quand comment pourquoi dans sur sous avec sans
@@ -70,7 +72,7 @@ _WORDS = {
         noire jaune jeune vieux petit petite grand grande debout assis marche joue regarde porte tient devant
         derrière dehors quelque chose rien jour nuit temps année monde bon bonne nouveau premier dernier long
         droite gauche aller venir voir faire dire donner prendre demain hier merci deux trois quatre cinq voit
-        vite lentement chiens jouent lit livre""",
+        vite lentement chiens jouent lit livre groupe autre bâtiment mains visage personnes montagne""",
 }
 WORDS = {lang: frozenset(text.split()) for lang, text in _WORDS.items()}
 LETTERS = {"de": frozenset("äöüß"), "fr": frozenset("éèêëàâçîïôùûœæ")}

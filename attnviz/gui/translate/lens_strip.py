@@ -1,9 +1,10 @@
 """The logit lens as a layer x step strip: a row per decoder layer (the last at the top, as the residual stream rises
 to the output), a column per output step, each cell coloured by the language of that layer's top token at that step
 (a heuristic guess, ``engine.text.token_language``; the colours are the exported figure's, ``plots.language_colours``)
-and, where the cell has room, the token written in it. A cell whose top token is the token finally chosen has a
-dark dot; the step shown is outlined. A legend under the cells names the colours; hovering a cell gives its exact
-values (top tokens with their probabilities, p(chosen), rank, language); clicking one shows that step everywhere.
+and, where the cell has room, the token written in it (bold when it is the token finally chosen; a cell too small
+for text shows a dark dot instead); the step shown is outlined. A legend under the cells names the colours and says
+the guess is a heuristic; hovering a cell gives its exact values (top tokens with their probabilities, p(chosen),
+rank, language); clicking one shows that step everywhere.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ if TYPE_CHECKING:  # the module imports torch: the window opens without it
     from attnviz.engine.attribution.logit_lens import LogitLens
 
 PAD, SWATCH, GAP = 4, 10, 8  # px: margins, the legend's colour squares, between legend entries
+LEGEND_TITLE = "Top token's language (a heuristic guess):"
 LABEL_W = 26  # px for the layer numbers at the left
 MIN_TEXT_W = 30  # a cell this wide (and a line high) shows its top token
 
@@ -70,8 +72,10 @@ class LensStrip(QWidget):
         return self.fontMetrics().height() * self._legend_lines(max(self.width(), 120)) + PAD
 
     def _legend_entries(self) -> list[tuple[str, int]]:
+        """(language, px wide) of each entry, after the title (language "")."""
         metrics = self.fontMetrics()
-        return [(lang, SWATCH + 3 + metrics.horizontalAdvance(LANGUAGE_LABELS[lang]) + GAP) for lang in LANGUAGES]
+        return [("", metrics.horizontalAdvance(LEGEND_TITLE) + GAP)] + [
+            (lang, SWATCH + 3 + metrics.horizontalAdvance(LANGUAGE_LABELS[lang]) + GAP) for lang in LANGUAGES]
 
     def _legend_lines(self, width: int) -> int:
         lines, x = 1, PAD
@@ -176,9 +180,12 @@ class LensStrip(QWidget):
         for lang, w in self._legend_entries():
             if x + w > self.width() - PAD and x > PAD:
                 x, y = PAD, y + metrics.height()
-            top = y + (metrics.height() - SWATCH) // 2
-            painter.fillRect(QRect(x, top, SWATCH, SWATCH), QColor(LANGUAGE_COLOURS[lang]))
             painter.setPen(self.palette().windowText().color())
-            painter.drawText(QRect(x + SWATCH + 3, y, w, metrics.height()), Qt.AlignmentFlag.AlignVCenter,
-                             LANGUAGE_LABELS[lang])
+            if not lang:
+                painter.drawText(QRect(x, y, w, metrics.height()), Qt.AlignmentFlag.AlignVCenter, LEGEND_TITLE)
+            else:
+                top = y + (metrics.height() - SWATCH) // 2
+                painter.fillRect(QRect(x, top, SWATCH, SWATCH), QColor(LANGUAGE_COLOURS[lang]))
+                painter.drawText(QRect(x + SWATCH + 3, y, w, metrics.height()), Qt.AlignmentFlag.AlignVCenter,
+                                 LANGUAGE_LABELS[lang])
             x += w

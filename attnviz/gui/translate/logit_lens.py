@@ -165,8 +165,7 @@ class LogitLensPage(QObject):
         decided = int(lens.decided_at()[step])
         chosen = visible_token(lens.tokens[step])
         when = f"decided at layer {decided} of {lens.layers}" if decided else "no layer ranks it first"
-        self.caption.setText(f"Step {step + 1}, {chosen!r}: {when}." + (
-            " Colour: the language of each layer's top token (a guess)." if self.strip_button.isChecked() else ""))
+        self.caption.setText(f"Step {step + 1}, {chosen!r}: {when}.")
         self.caption.setToolTip(f"Each layer's output read through {lens.readout}.")
         self.table.setRowCount(lens.layers)
         for layer in range(lens.layers):
