@@ -105,6 +105,8 @@ def test_one_sentences_lens_says_each_layers_language(capsys):
     (["--corpus", "{corpus}", "--target", "a dog"], "--corpus reads its sentences from the file; give no --target"),
     (["--corpus", "{corpus}", "--out", "x.npz"], "--out x.npz: with --corpus it writes .json or .csv; name the "
                                                  "file so"),
+    (["--corpus", "{corpus}", "--foil", "dog"], "the logit lens takes none of --foil, --steps, --baseline, "
+                                                "--aggregate, --probability, --corrupt"),
     (["--corpus", "{corpus}", "--plot", "x.csv"], "--plot x.csv: with --corpus it writes .png or .svg or .pdf; name "
                                                   "the file so"),
 ])
@@ -136,3 +138,15 @@ def test_ctrl_c_stops_after_the_sentence_and_keeps_its_shares(corpus, capsys, mo
     assert code == 130 and out.startswith("logit lens by language: 1 sentence, ")
     assert err.splitlines()[-1] == "attnviz: stopped after 1 of 3 sentences; the shares are theirs"
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # Ctrl+C is Python's own again
+
+
+def test_a_missing_or_empty_corpus_and_the_lstm_are_said_in_one_line(tmp_path, corpus, capsys):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n \n", encoding="utf-8")
+    code, out, err = _run(capsys, "--corpus", str(tmp_path / "none.txt"))
+    assert (code, out, err) == (1, "", f"attnviz: error: {tmp_path / 'none.txt'}: no such file.\n")
+    code, out, err = _run(capsys, "--corpus", str(empty))
+    assert (code, err) == (2, "attnviz: error: The corpus has no sentences: give a file with one sentence per line.\n")
+    code, out, err = _run(capsys, "--corpus", str(corpus), model=MODEL.with_name("de-en-lstm-multi30k.safetensors"))
+    assert code == 2 and err.startswith("attnviz: error: The logit lens is not defined for a LSTM") and "\n" == err[-1]
+    assert err.count("\n") == 1

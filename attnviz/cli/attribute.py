@@ -143,12 +143,12 @@ def cmd_attribute(args: argparse.Namespace) -> int:
         _print_methods(load_translator(args.model))
         return 0
     _check_method(args.method)
-    if lens_corpus.wanted(args, LENS):
-        return lens_corpus.cmd_corpus(args)
     if args.method == LENS and (args.foil or args.steps or args.baseline or args.aggregate or args.probability
                                 or args.corrupt):
         raise InputError("the logit lens takes none of --foil, --steps, --baseline, --aggregate, --probability, "
                          "--corrupt")
+    if lens_corpus.wanted(args, LENS):
+        return lens_corpus.cmd_corpus(args)
     settings = None if args.method == LENS else _settings(args)  # refused before the model is read
     sentence = _sentence(args)
     translator = lens_corpus.load(args)
