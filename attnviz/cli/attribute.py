@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from attnviz.cli.args import add_model, int_range, output_file
+from attnviz.cli import lens_corpus
+from attnviz.cli.args import MAX_LENGTH, add_languages, add_limit, add_model, add_prompt, int_range, output_file
 from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
 from attnviz.engine.attribution.base import AGGREGATIONS, BASELINES, MAX_STEPS
@@ -57,7 +58,16 @@ def add_command(sub) -> None:
     p.add_argument("--probability", action="store_true", help="attribute p(chosen) instead of log p(chosen)")
     p.add_argument("--top", type=int_range(1, 100), default=3, help="contributors (or lens tokens) shown (3)")
     p.add_argument("--json", action="store_true", help="print everything as one JSON object")
-    p.add_argument("--out", metavar="FILE.npz", type=output_file, help="write the arrays and a JSON sidecar")
+    p.add_argument("--out", metavar="FILE.npz", type=output_file, help="write the arrays and a JSON sidecar (with "
+                   "--corpus: the table as FILE.json or FILE.csv)")
+    p.add_argument("--corpus", metavar="FILE", help="logit lens over a corpus, one sentence per line: per decoder "
+                   "layer, the share of output steps whose top token is English, German, French, other, unknown")
+    add_limit(p)
+    p.add_argument("--plot", metavar="FILE.png", type=output_file, help="with --corpus: the shares as stacked bars "
+                   "(.png, .svg or .pdf)")
+    p.add_argument("--max-len", type=MAX_LENGTH, help="with --corpus: most output tokens per sentence (50)")
+    add_languages(p)
+    add_prompt(p)
     p.set_defaults(func=cmd_attribute)
 
 
@@ -137,9 +147,11 @@ def cmd_attribute(args: argparse.Namespace) -> int:
                                 or args.corrupt):
         raise InputError("the logit lens takes none of --foil, --steps, --baseline, --aggregate, --probability, "
                          "--corrupt")
+    if lens_corpus.wanted(args, LENS):
+        return lens_corpus.cmd_corpus(args)
     settings = None if args.method == LENS else _settings(args)  # refused before the model is read
     sentence = _sentence(args)
-    translator = load_translator(args.model)
+    translator = lens_corpus.load(args)
     translator.refuse_beyond_positions(sentence, "an attribution" if args.method != LENS else "a logit lens")
     src_tokens, tokens = _forced(translator, sentence, args.target)
     result: Attribution | LogitLens

@@ -5,7 +5,8 @@ At every step of a teacher-forced translation, the output of decoder layer l (it
 read through what follows the last layer (the network's ``read_out``): the final LayerNorm of a pre-norm network (a
 post-norm layer ends in its own LayerNorm, so nothing is added) and the output projection, then a softmax. The last
 layer's lens is the model's own distribution. ``LogitLens`` holds the top tokens with their probabilities and the
-probability and rank of the chosen token, per layer and step; ``logit_lens_steps`` is the generator (progress, then
+probability and rank of the chosen token, per layer and step, and the language of each layer's top token (a
+heuristic guess: ``engine.text.token_language``); ``logit_lens_steps`` is the generator (progress, then
 the result) the CLI and the GUI consume. Defined for networks of Transformer layers (a residual stream read by one
 final projection); not for the LSTM, whose decoder layers run fused inside one ``nn.LSTM`` and reach the output only
 through the attention layer.
@@ -25,6 +26,7 @@ from attnviz.engine.attribution.base import AttributionProgress
 from attnviz.engine.attribution.forced import forced_ids, next_token_logp
 from attnviz.engine.errors import InputError
 from attnviz.engine.models.probes import capture, layer_point
+from attnviz.engine.text.token_language import HEURISTIC, LANGUAGES, marks_word_starts, special_label, token_language
 
 MAX_TOP = 50
 
@@ -39,8 +41,8 @@ def lens_not_defined(kind) -> str | None:
 
 @dataclass(frozen=True)
 class LogitLens:
-    """Per decoder layer (L) and output step (T): the K most probable tokens, and the chosen token's probability
-    and rank (1 = the layer's top token)."""
+    """Per decoder layer (L) and output step (T): the K most probable tokens, the chosen token's probability and
+    rank (1 = the layer's top token), and the guessed language of the top token (one of ``LANGUAGES``)."""
 
     src_tokens: tuple[str, ...]
     tokens: tuple[str, ...]  # the T chosen outputs
@@ -49,6 +51,7 @@ class LogitLens:
     chosen_prob: np.ndarray  # [L, T]
     chosen_rank: np.ndarray  # [L, T] int
     readout: str  # what each layer's output passes through
+    top_language: np.ndarray  # [L, T] str: the language of each layer's top token (a heuristic guess)
 
     def __post_init__(self) -> None:
         t = len(self.tokens)
@@ -56,7 +59,8 @@ class LogitLens:
         for name, array, shape in (("top_tokens", self.top_tokens, (layers, t, k)),
                                    ("top_probs", self.top_probs, (layers, t, k)),
                                    ("chosen_prob", self.chosen_prob, (layers, t)),
-                                   ("chosen_rank", self.chosen_rank, (layers, t))):
+                                   ("chosen_rank", self.chosen_rank, (layers, t)),
+                                   ("top_language", self.top_language, (layers, t))):
             if array.shape != shape:
                 raise ValueError(f"{name} has shape {array.shape}, expected {list(shape)} for {t} output tokens")
 
@@ -71,14 +75,34 @@ class LogitLens:
         settled = np.flip(np.logical_and.accumulate(np.flip(top, 0), axis=0), 0)  # top from this layer on
         return np.where(settled.any(0), self.layers - settled.sum(0) + 1, 0)
 
+    def counted_steps(self) -> np.ndarray:
+        """[T] bool: the steps whose chosen token is a word piece, not a special token (the end of the sentence)."""
+        return np.array([not special_label(token) for token in self.tokens], dtype=bool)
+
+    def language_counts(self) -> np.ndarray:
+        """[L, len(LANGUAGES)]: per layer, how many of the ``counted_steps`` have a top token of each language."""
+        shown = self.top_language[:, self.counted_steps()]
+        return np.stack([(shown == lang).sum(1) for lang in LANGUAGES], axis=1)
+
+    def cells(self) -> list[dict[str, Any]]:
+        """One record per layer (from 1) and step (from 1): the chosen token, the layer's top token with its
+        probability and guessed language, the chosen token's probability and rank (the strip's export)."""
+        return [{"layer": layer + 1, "step": step + 1, "chosen": self.tokens[step],
+                 "top_token": str(self.top_tokens[layer, step, 0]), "top_prob": float(self.top_probs[layer, step, 0]),
+                 "top_language": str(self.top_language[layer, step]), "p_chosen": float(self.chosen_prob[layer, step]),
+                 "rank": int(self.chosen_rank[layer, step])}
+                for layer in range(self.layers) for step in range(len(self.tokens))]
+
     def metadata(self) -> dict[str, Any]:
         return {"method": "logit-lens", "readout": self.readout, "layers": self.layers,
                 "src_tokens": list(self.src_tokens), "tokens": list(self.tokens),
-                "decided_at_layer": self.decided_at().tolist()}
+                "decided_at_layer": self.decided_at().tolist(), "languages": list(LANGUAGES),
+                "language_guess": HEURISTIC}
 
     def arrays(self) -> dict[str, np.ndarray]:
         return {"top_tokens": self.top_tokens, "top_probs": self.top_probs, "chosen_prob": self.chosen_prob,
-                "chosen_rank": self.chosen_rank, "src_tokens": np.array(self.src_tokens, dtype=str),
+                "chosen_rank": self.chosen_rank, "top_language": self.top_language,
+                "src_tokens": np.array(self.src_tokens, dtype=str),
                 "tokens": np.array(self.tokens, dtype=str)}
 
 
@@ -119,5 +143,8 @@ def logit_lens_steps(translator, src_tokens: Sequence[str], tokens: Sequence[str
         yield AttributionProgress(i + 1, len(outputs), "logit lens", "layers")
         if stop is not None and stop.is_set():
             return
-    yield LogitLens(tuple(src_tokens), tuple(tokens), np.array(tops, dtype=str).reshape(len(outputs), len(tokens),
-                    top_k), np.stack(top_p), np.stack(chosen_p), np.stack(ranks), model.readout)
+    top_tokens = np.array(tops, dtype=str).reshape(len(outputs), len(tokens), top_k)
+    marked = marks_word_starts(vocab.to_list())
+    languages = np.array([[token_language(str(t), marked) for t in row] for row in top_tokens[:, :, 0]], dtype=str)
+    yield LogitLens(tuple(src_tokens), tuple(tokens), top_tokens, np.stack(top_p), np.stack(chosen_p),
+                    np.stack(ranks), model.readout, languages.reshape(len(outputs), len(tokens)))
