@@ -64,9 +64,8 @@ def test_configured_decoding_matches_too(folder):
 def test_varied_lengths_and_stopping_rules_match(tmp_path, data_dir):
     """A folder whose end token is likely enough that sentences stop at various lengths: every stopping rule."""
     pytest.importorskip("transformers", reason="builds the folder with transformers (the test extra)")
-    from tests.marian_folder import build_marian_folder
-
     from attnviz.engine.search.tree import SearchTree
+    from tests.marian_folder import build_marian_folder
 
     build_marian_folder(tmp_path / "m", data_dir)
     translator = load_translator(tmp_path / "m")
@@ -98,7 +97,8 @@ def _cli(folder: Path, *args: str, plain: bool = True) -> subprocess.CompletedPr
                           text=True, env=env, cwd=ROOT, timeout=300)
 
 
-@pytest.mark.parametrize("args", [("--beam", "1", "--threads", "1"), ("--beam", "3", "--json", "--decoding", "attnviz")])
+@pytest.mark.parametrize("args", [("--beam", "1", "--threads", "1"),
+                                  ("--beam", "3", "--json", "--decoding", "attnviz")])
 def test_translate_never_imports_torch_and_says_the_same(folder, args):
     fast, slow = _cli(folder, *args, *SENTENCES[:2]), _cli(folder, *args, *SENTENCES[:2], plain=False)
     assert fast.returncode == slow.returncode == 0, fast.stderr + slow.stderr

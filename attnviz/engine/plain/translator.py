@@ -19,7 +19,7 @@ from attnviz.engine.checkpoints.folder import check_shapes
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import CheckpointError, InputError
 from attnviz.engine.hub.marian import plan_of_parts
-from attnviz.engine.hub.marian_files import MarianParts, folder_parts, model_type, weights_file
+from attnviz.engine.hub.marian_files import MODEL_TYPE, MarianParts, folder_parts, model_type, weights_file
 from attnviz.engine.kinds import kind_of
 from attnviz.engine.plain.model import PlainMarian
 from attnviz.engine.plain.network import ACTIVATIONS
@@ -104,7 +104,7 @@ def open_plain(folder: str | os.PathLike[str]) -> tuple[PlainTranslator | None, 
     path = Path(folder)
     if os.environ.get(OFF) == "0":
         return None, f"{OFF}=0"
-    if not path.is_dir() or not (path / "config.json").exists() or model_type(path) != "marian":
+    if not path.is_dir() or not (path / "config.json").exists() or model_type(path) != MODEL_TYPE:
         return None, "not a MarianMT folder"
     try:
         parts = folder_parts(path)
