@@ -1,5 +1,5 @@
 """Plain translation without torch: a MarianMT folder's greedy and beam search in numpy, over its weights
-memory-mapped as stored, for ``attnviz translate`` when no attention is captured (``engine.plain.translator``).
+read as stored, for ``attnviz translate`` when no attention is captured (``engine.plain.translator``).
 
 It chooses the same tokens as the torch path (``engine.translator``): the same rules, float32 throughout, the same
 search; the sums run in another order, so two candidates whose scores agree to float32's last bits (an exact

@@ -27,7 +27,7 @@ from attnviz.engine.text.vocab import PAD_ID
 
 
 class PlainMarian:
-    """The network of a MarianMT folder's ``cfg`` over its mapped ``weights`` (Marian's names, checked against the
+    """The network of a MarianMT folder's ``cfg`` over its ``weights`` (Marian's names, checked against the
     folder's plan), reading attnviz ids through ``src_order``/``tgt_order`` (the Marian row of each)."""
 
     def __init__(self, cfg: ModelConfig, weights: Mapping[str, Array], src_order: Sequence[int],

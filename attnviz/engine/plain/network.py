@@ -1,5 +1,5 @@
 """attnviz's post-norm Transformer (kind ``marian``) in numpy, for plain translation: no attention weights kept, no
-probe points, float32, over weights memory-mapped as stored (``engine.plain.weights``).
+probe points, float32, over the weights as stored (``engine.plain.weights``).
 
 It computes what ``engine.models.transformer`` computes for a MarianMT folder: token embeddings scaled by sqrt(D)
 plus Marian's sinusoids (sin in the first half, cos in the second), post-LN layers ``LN(x + f(x))``, the feed-forward
@@ -77,7 +77,7 @@ BLOCK = 128  # weight rows a block: measured fastest for 5-15 rows of OPUS-MT's 
 
 
 class Dense:
-    """A linear layer ``x @ weight.T + bias`` over a stored weight [out, in] (a memory-mapped view). Up to ``SMALL``
+    """A linear layer ``x @ weight.T + bias`` over a stored weight [out, in]. Up to ``SMALL``
     rows it multiplies ``BLOCK`` weight rows at a time (one batched call over the weight's blocks, views of it) and
     then the rest: 2-3x faster than one product there; more rows take one product."""
 

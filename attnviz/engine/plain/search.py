@@ -104,15 +104,16 @@ def greedy(model: PlainMarian, src: np.ndarray, decode: DecodeConfig, cols: Colu
 
 
 def _candidates(scores: np.ndarray, logp: np.ndarray, width: int, cols: Columns) -> list[Candidate]:
-    """The ``width`` best extensions of hypotheses with ``scores`` [n] by next-token ``logp`` [n, V], best first."""
-    vocab = logp.shape[-1]
-    total = (scores[:, None] + logp).ravel()
-    width = min(width, total.size)
-    kth = np.partition(total, total.size - width)[total.size - width]  # the width-th best score
-    # the width best and any tied with the last (cut below); at -inf only the finite ones (``prune`` stops there)
-    top = np.flatnonzero(total >= kth) if kth > NEG_INF else np.flatnonzero(total > NEG_INF)
-    top = top[np.argsort(-total[top], kind="stable")][:width]
-    return [Candidate(float(total[i]), int(i) // vocab, int(cols.ids[i % vocab])) for i in top]
+    """The ``width`` best extensions of hypotheses with ``scores`` [n] by next-token ``logp`` [n, V], best first.
+    They are among each row's ``width`` best tokens (a row's extensions rank as its log-probabilities), so only
+    those are added up and sorted."""
+    n, vocab = logp.shape
+    width = min(width, vocab)
+    top = np.argpartition(logp, vocab - width, axis=1)[:, vocab - width:]  # [n, width]
+    total = (scores[:, None] + np.take_along_axis(logp, top, axis=1)).ravel()
+    flat = (np.arange(n)[:, None] * vocab + top).ravel()
+    order = np.lexsort((flat, -total))[:width]  # best first; ties in the order of the flattened index (as topk's)
+    return [Candidate(float(total[i]), int(flat[i]) // vocab, int(cols.ids[flat[i] % vocab])) for i in order]
 
 
 def beam(model: PlainMarian, src: np.ndarray, decode: DecodeConfig, cols: Columns) -> list[list[int]]:

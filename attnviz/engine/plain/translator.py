@@ -2,7 +2,7 @@
 attention captured), and ``open_plain``, which opens one or says why it does not (the caller then takes the torch
 path, which covers everything: capture, int8, half precision, other kinds, and says what is wrong with a folder).
 
-Opening reads the folder's files once (``folder_parts``), maps the safetensors weights (``engine.plain.weights``),
+Opening reads the folder's files once (``folder_parts``), reads the safetensors weights (``engine.plain.weights``),
 checks their names and shapes against the folder's plan and their values for inf and NaN, and reorders nothing.
 """
 
@@ -24,7 +24,7 @@ from attnviz.engine.kinds import kind_of
 from attnviz.engine.plain.model import PlainMarian
 from attnviz.engine.plain.network import ACTIVATIONS
 from attnviz.engine.plain.search import Columns, beam, greedy
-from attnviz.engine.plain.weights import finite, mapped_float32
+from attnviz.engine.plain.weights import finite, read_float32
 from attnviz.engine.text.source import SourceText, _text
 from attnviz.engine.text.vocab import PAD_ID
 
@@ -114,7 +114,7 @@ def open_plain(folder: str | os.PathLike[str]) -> tuple[PlainTranslator | None, 
             why = "its weights are not a safetensors file"
         if why is not None:
             return None, why
-        tensors, why = mapped_float32(weights)
+        tensors, why = read_float32(weights)
         if tensors is None:
             return None, why
         plan = plan_of_parts(parts)
