@@ -20,6 +20,7 @@ from attnviz.engine.config import DecodeConfig
 from attnviz.engine.loading import load_translator
 from attnviz.engine.plain.network import SMALL, Dense
 from attnviz.engine.plain.translator import open_plain
+from attnviz.engine.plain.weights import read_float32
 from tests.folder_samples import write_marian_folder
 
 SENTENCES = ["Zwei Hunde spielen im Schnee.", "Ein Mann fährt Fahrrad auf einer Straße.", "Kinder spielen.",
@@ -77,6 +78,14 @@ def test_varied_lengths_and_stopping_rules_match(tmp_path, data_dir):
         tree = SearchTree.from_events(translator.beam_steps(SENTENCES[3], decode))
         ended = {n.step.index for n in tree.nodes.values() if n.status == "finished"}
         assert len(ended) > 1  # hypotheses finished at different lengths: the ranking and stopping rules ran
+
+
+def test_weights_read_are_the_files_tensors(folder):
+    read, why = read_float32(folder / "model.safetensors")
+    assert read is not None, why
+    stored = load_file(folder / "model.safetensors")
+    assert read.keys() == stored.keys()
+    assert all(np.array_equal(read[name], stored[name]) and read[name].dtype == np.float32 for name in stored)
 
 
 def test_blocked_products_equal_one_product():

@@ -56,7 +56,7 @@ def read_float32(path: Path) -> tuple[dict[str, np.ndarray] | None, str]:
                 return None, f"tensor {name!r} is not laid out as its shape says"
             tensors[name] = np.empty(shape, dtype=np.float32)
             f.seek(first)
-            if f.readinto(memoryview(tensors[name]).cast("B")) != last - first:
+            if f.readinto(tensors[name].data.cast("B")) != last - first:
                 return None, f"tensor {name!r} could not be read whole"
     return tensors, ""
 
