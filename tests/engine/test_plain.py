@@ -150,6 +150,13 @@ def test_it_declines_and_says_why(folder, tmp_path):
     assert open_plain(_copy(folder, tmp_path / "nan", damaged)) == (
         None, "tensor 'model.decoder.layers.0.fc1.weight' holds inf or NaN")
     assert open_plain(tmp_path / "nowhere") == (None, "not a MarianMT folder")
+    broken = tmp_path / "broken.safetensors"
+    header = json.dumps({"w": {"dtype": "F32", "shape": [2, "x"], "data_offsets": [0, 8]}}).encode()
+    broken.write_bytes(len(header).to_bytes(8, "little") + header + bytes(8))
+    assert read_float32(broken) == (None, "tensor 'w' has no readable offsets or shape")
+    header = json.dumps({"w": {"dtype": "F32", "shape": [4], "data_offsets": [0, 8]}}).encode()
+    broken.write_bytes(len(header).to_bytes(8, "little") + header + bytes(8))
+    assert read_float32(broken) == (None, "tensor 'w' is not laid out as its shape says")
     # a damaged folder is reported by the torch path, as before
     done = _cli(tmp_path / "nan", SENTENCES[2])
     assert done.returncode == 1 and "TORCH True" in done.stderr and "damaged" in done.stderr

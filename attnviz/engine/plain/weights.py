@@ -7,6 +7,7 @@ tensor not aligned for float32, so that the caller falls back to the torch loade
 from __future__ import annotations
 
 import json
+import math
 import struct
 from pathlib import Path
 
@@ -50,9 +51,12 @@ def read_float32(path: Path) -> tuple[dict[str, np.ndarray] | None, str]:
                 continue
             if not isinstance(entry, dict) or entry.get("dtype") != "F32":
                 return None, f"tensor {name!r} is stored as {entry.get('dtype') if isinstance(entry, dict) else '?'}"
-            first, last = (start + int(o) for o in entry["data_offsets"])
-            shape = tuple(int(n) for n in entry["shape"])
-            if last > size or last - first != 4 * int(np.prod(shape, dtype=np.int64)):
+            try:
+                first, last = (start + int(o) for o in entry["data_offsets"])
+                shape = tuple(int(n) for n in entry["shape"])
+            except (KeyError, TypeError, ValueError):
+                return None, f"tensor {name!r} has no readable offsets or shape"
+            if first < start or last > size or min(shape, default=1) < 0 or last - first != 4 * math.prod(shape):
                 return None, f"tensor {name!r} is not laid out as its shape says"
             tensors[name] = np.empty(shape, dtype=np.float32)
             f.seek(first)
