@@ -8,6 +8,8 @@ runs interleaved tool by tool in one process, one thread each (CTranslate2: intr
 are the medians of the per-round ratios (each round runs every tool back to back, so a busy moment of a shared
 machine hits both sides of a ratio alike), and the load average is printed with each part:
 
+- the plain runtime (``engine.plain``: numpy, no torch), which ``attnviz translate -m FOLDER`` runs without
+  capture: greedy, beam 5 and the batch (``*/numpy``) against CTranslate2 and against the torch path;
 - greedy with every attention map: ``Translator.translate`` vs ``generate(output_attentions=True)``; without
   capture (``translate_batch``, what ``attnviz translate`` runs) vs CTranslate2;
 - beam 5 with every candidate's attention: ``beam_steps`` into a ``SearchTree`` vs ``generate(num_beams=5,
@@ -46,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_decode import _beam_tree as beam_tree  # noqa: E402 (sibling modules, found from the script's folder)
@@ -55,6 +58,7 @@ from step_floor import floor_figures  # noqa: E402
 from attnviz.engine.config import DecodeConfig  # noqa: E402
 from attnviz.engine.loading import load_translator  # noqa: E402
 from attnviz.engine.models.quantize import quantize_int8  # noqa: E402
+from attnviz.engine.plain.translator import open_plain  # noqa: E402
 from attnviz.engine.search.shortlist import Shortlist, Vmap  # noqa: E402
 
 SIZES = {"marian": dict(d_model=512, layers=6, heads=8, ffn=2048, vocab=58_101, pieces=8000),
@@ -184,7 +188,13 @@ def decoding_runs(folder: Path, tokens: int, texts: list[str], ct2, batch: int,
                 model.generate(**tok(texts[start:start + batch], return_tensors="pt", padding=True), num_beams=1,
                                max_new_tokens=tokens, min_new_tokens=tokens)
 
+    plain, why = open_plain(folder)  # what `attnviz translate -m FOLDER` runs: numpy, no torch (engine.plain)
+    if plain is None:
+        raise SystemExit(f"the plain runtime declined {folder}: {why}")
     runs = {"greedy/attnviz": lambda: translator.translate(SENTENCE, greedy),
+            "greedy_plain/numpy": lambda: plain.translate_batch([SENTENCE], greedy),
+            "beam5_plain/numpy": lambda: plain.translate_batch([SENTENCE], beam),
+            "batch/numpy": lambda: plain.translate_batch(texts, greedy, batch),
             "greedy/transformers": lambda: _generate(model, one, hf_args, 1),
             "greedy_plain/attnviz": lambda: translator.translate_batch([SENTENCE], greedy),
             "beam5/attnviz": lambda: beam_tree(translator, SENTENCE, beam),
@@ -248,24 +258,29 @@ def opening_figures(folder: Path, ct2, repeats: int, baseline: Path | None, toke
     """Opening, measured as ``bench_loading`` measures it (``loading_probe``, each a fresh interpreter, one thread,
     interleaved): open + first token for attnviz, ``transformers`` and the ``baseline`` checkout (the loading
     before issue 29), peak memory as each process's own VmHWM; a cold ``attnviz translate -m FOLDER`` (20 tokens)
-    against the same with ``transformers``, wall time (its ru_maxrss would count this process's size)."""
+    against the same with ``transformers``, wall time, and its own peak (VmHWM) against CTranslate2's cold run's."""
     sides: dict[str, tuple[str, Path | None]] = {"attnviz": ("attnviz", None), "transformers": ("transformers", None)}
     if baseline is not None:
         sides["baseline"] = ("attnviz", baseline.resolve())
     opened: dict[str, list[dict]] = {side: [] for side in sides}
     cold: dict[str, list[float]] = {"attnviz": [], "transformers": []}
+    cold_peak: list[float] = []  # attnviz translate's own peak (VmHWM)
     ct2_runs: list[tuple[float, float]] = []
     for _ in range(repeats):
         for side, (which, root) in sides.items():
             opened[side].append(open_probe(which, folder, root))
             if side in cold:
-                cold[side].append(cold_translate(which, folder, root)["wall_s"])
+                run = cold_translate(which, folder, root)
+                cold[side].append(run["wall_s"])
+                if side == "attnviz":
+                    cold_peak.append(run["peak_mib"])
         if ct2 is not None:
             ct2_runs.append(ct2_open(folder, ct2[1], tokens))
     out: dict[str, object] = {f"open_{side}": {key: round(statistics.median(r[key] for r in runs), 3)
                                                for key in ("open_s", "first_token_s", "peak_mib")}
                               for side, runs in opened.items()}
     out["cold_translate_s"] = {side: round(statistics.median(walls), 2) for side, walls in cold.items()}
+    out["cold_translate_peak_mib"] = {"attnviz": round(statistics.median(cold_peak))}
     if ct2_runs:
         out["open_ctranslate2"] = {"cold_translate_s": round(statistics.median(w for w, _ in ct2_runs), 2),
                                    "peak_mib": round(statistics.median(p for _, p in ct2_runs))}
@@ -275,6 +290,8 @@ def opening_figures(folder: Path, ct2, repeats: int, baseline: Path | None, toke
     if ct2_runs:  # paired: each round's attnviz process against the CTranslate2 one after it
         ratios["cold_translate_vs_ctranslate2"] = round(statistics.median(
             a / w for a, (w, _) in zip(cold["attnviz"], ct2_runs, strict=True)), 2)
+        ratios["cold_peak_vs_ctranslate2"] = round(statistics.median(
+            a / p for a, (_, p) in zip(cold_peak, ct2_runs, strict=True)), 2)
         ratios["peak_vs_ctranslate2"] = round(statistics.median(
             r["peak_mib"] / p for r, (_, p) in zip(opened["attnviz"], ct2_runs, strict=True)), 2)
     if baseline is not None:
@@ -304,11 +321,19 @@ PAIRS = {"greedy_vs_transformers": ("greedy/attnviz", "greedy/transformers"),
          "batch_shortlist_vs_plain": ("batch_shortlist/attnviz", "batch/attnviz"),
          "greedy_shortlist_vs_ctranslate2": ("greedy_shortlist/attnviz", "greedy_plain/ctranslate2"),
          "beam5_shortlist_vs_ctranslate2": ("beam5_shortlist/attnviz", "beam5_plain/ctranslate2"),
-         "batch_shortlist_vs_ctranslate2": ("batch_shortlist/attnviz", "batch/ctranslate2")}
+         "batch_shortlist_vs_ctranslate2": ("batch_shortlist/attnviz", "batch/ctranslate2"),
+         "greedy_numpy_vs_ctranslate2": ("greedy_plain/numpy", "greedy_plain/ctranslate2"),
+         "beam5_numpy_vs_ctranslate2": ("beam5_plain/numpy", "beam5_plain/ctranslate2"),
+         "batch_numpy_vs_ctranslate2": ("batch/numpy", "batch/ctranslate2"),
+         "greedy_numpy_vs_torch": ("greedy_plain/numpy", "greedy_plain/attnviz"),
+         "beam5_numpy_vs_torch": ("beam5_plain/numpy", "beam5_plain/attnviz"),
+         "batch_numpy_vs_torch": ("batch/numpy", "batch/attnviz")}
 TARGETS = {"greedy_plain_vs_ctranslate2": 1.15, "beam5_plain_vs_ctranslate2": 1.15, "batch_vs_ctranslate2": 1.3,
            "batch_int8_vs_ctranslate2": 1.3, "cold_translate_vs_ctranslate2": 2.0, "peak_vs_ctranslate2": 1.5,
+           "cold_peak_vs_ctranslate2": 1.5,
            "beam5_plain_vs_captured": 1.0, "step_vs_floor": 1.8, "open_peak_vs_transformers": 1.1,
-           "open_time_vs_baseline": 0.5, "cold_translate_vs_transformers": 0.6}
+           "open_time_vs_baseline": 0.5, "cold_translate_vs_transformers": 0.6, "greedy_numpy_vs_ctranslate2": 1.15,
+           "beam5_numpy_vs_ctranslate2": 1.15, "batch_numpy_vs_ctranslate2": 1.3}
 
 
 def ratios(times: dict[str, list[float]]) -> dict[str, float]:
@@ -333,6 +358,7 @@ def main() -> None:
                                                  "de-en-multi30k.safetensors"))
     args = parser.parse_args()
     torch.set_num_threads(1)
+    threadpool_limits(1, user_api="blas")  # numpy's products (the plain runtime), one thread as every tool
     folder = build_folder(args.folder, args.size)
     ct2_module, ct2_path = ctranslate2_folder(folder)
     ct2 = (ct2_module, ct2_path) if ct2_module is not None else None

@@ -8,8 +8,9 @@ from different code (attnviz from another checkout, ``transformers``) compare in
   (a MarianMT folder) or "transformers-m2m100" (an NLLB-shaped folder, fed ids).
 - ``cold_translate(which, folder, root=None, tokens=20)``: the whole command a user waits for, ``attnviz translate
   -m FOLDER SENTENCE`` or the same with ``transformers`` (import, load, translate greedily at most ``tokens``
-  tokens), timed from outside; returns ``wall_s`` and ``peak_mib`` (``os.wait4``'s ru_maxrss of that child, which
-  includes its parent's resident size at the fork: keep the measuring process small, as ``bench_loading`` does).
+  tokens), timed from outside; returns ``wall_s`` and ``peak_mib`` (attnviz's own VmHWM, which it writes at exit;
+  else ``os.wait4``'s ru_maxrss of that child, which includes its parent's resident size at the fork: keep the
+  measuring process small, as ``bench_loading`` does).
 - ``marian_folder(folder, size)``: the random MarianMT folder both read (``tests.folder_samples``; "marian" is
   OPUS-MT's shape: d 512, 6+6 layers, 58k pieces), or with ``size`` "nllb600m" a random NLLB folder of
   NLLB-200-distilled-600M's shape (d 1024, 12+12 layers, 256,206 entries).
@@ -77,11 +78,21 @@ with torch.inference_mode():
 print(tokenizer.batch_decode(out, skip_special_tokens=True)[0])
 """
 
-_ATTNVIZ = "import sys, torch; torch.set_num_threads(1); from attnviz.cli.main import main; sys.exit(main())"
+# one thread through OMP_NUM_THREADS (``_env``), which torch and OpenBLAS read: importing torch here would time it on
+# the plain runtime's path, which never imports it; the peak is the program's own VmHWM, written as PEAK_KIB at exit
+_ATTNVIZ = ("import atexit, sys\n"
+            "def _peak():\n"
+            "    with open('/proc/self/status') as status:\n"
+            "        sys.stderr.write(''.join('PEAK_KIB ' + line.split()[1] + chr(10) for line in status "
+            "if line[:6] == 'VmHWM:'))\n"
+            "atexit.register(_peak)\n"
+            "from attnviz.cli.main import main\n"
+            "sys.exit(main())")
 
 
 def _env(root: Path | None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"} | {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+                                                                             "OPENBLAS_NUM_THREADS": "1"}
     return env | {"PYTHONPATH": str(root or ROOT)}
 
 
@@ -110,7 +121,9 @@ def cold_translate(which: str, folder: Path, root: Path | None = None, tokens: i
     if child.returncode != 0:
         err = child.stderr.read().decode() if child.stderr else ""
         raise SystemExit(f"translating with {which} failed: {err[-2000:]}")
-    return {"wall_s": wall, "peak_mib": usage.ru_maxrss / 1024}
+    err = child.stderr.read().decode() if child.stderr else ""
+    peaks = [int(line.split()[1]) for line in err.splitlines() if line.startswith("PEAK_KIB ")]
+    return {"wall_s": wall, "peak_mib": (peaks[-1] if peaks else usage.ru_maxrss) / 1024}
 
 
 def marian_folder(folder: Path, size: str = "marian") -> Path:

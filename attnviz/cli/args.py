@@ -26,6 +26,7 @@ from attnviz.engine.errors import CheckpointError, InputError, quoted
 
 if TYPE_CHECKING:
     from attnviz.engine.config import DecodeConfig
+    from attnviz.engine.plain.translator import PlainTranslator
     from attnviz.engine.translator import Translator
 
 MAX_BEAM = 64  # wider beams give no better translations and need beam x batch decoder states
@@ -168,7 +169,7 @@ def add_decoding(p: argparse.ArgumentParser) -> None:
                         "--length-penalty and --max-len change either")
 
 
-def decoding(args: argparse.Namespace, translator: Translator, **fields: Any) -> DecodeConfig:
+def decoding(args: argparse.Namespace, translator: Translator | PlainTranslator, **fields: Any) -> DecodeConfig:
     """The ``DecodeConfig`` of ``add_decoding``'s flags (and ``fields``): the model's configured decoding, said on
     stderr, unless ``--decoding attnviz`` or the model configures none; the flags given change it."""
     from attnviz.engine.config import DecodeConfig

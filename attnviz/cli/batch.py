@@ -69,8 +69,7 @@ def translate_lines(translator, lines: list[Line], decode, capture: bool = False
     sentences a batch and the vocabulary shortlist or None); ``capture`` (attention export) or ``n_best`` runs the
     search sentence by sentence as events (``beam_steps``, greedy when the beam is 1), which chooses the same tokens
     and keeps every hypothesis' attention and score."""
-    from attnviz.engine.search.greedy import step_limit
-    from attnviz.engine.search.limit import limit_warning
+    from attnviz.engine.search.limit import capped_limit, limit_warning
 
     todo = []
     for line in lines:
@@ -80,7 +79,7 @@ def translate_lines(translator, lines: list[Line], decode, capture: bool = False
                 todo.append(line)
             except InputError as exc:
                 line.error = str(exc)
-    limit, forced_end = step_limit(translator.model, decode.max_len), decode.forced_eos >= 0
+    limit, forced_end = capped_limit(decode.max_len, translator.model.max_target_len), decode.forced_eos >= 0
     if decode.temperature > 0 and decode.beam == 1:  # sampled (an LLM folder's own decoding): each line seeded
         ended = [_sample_line(translator, line, limit, decode) for line in todo]
     elif capture or n_best:

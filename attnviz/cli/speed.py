@@ -15,6 +15,7 @@ from attnviz.cli.args import int_range
 from attnviz.engine.errors import InputError
 
 if TYPE_CHECKING:
+    from attnviz.engine.plain.translator import PlainTranslator
     from attnviz.engine.search.shortlist import Shortlist
     from attnviz.engine.translator import Translator
 
@@ -31,7 +32,7 @@ def add_speed(p: argparse.ArgumentParser) -> None:
                         f"{DEFAULT_BATCH['float32']} at float32, {DEFAULT_BATCH['int8']} with --int8, "
                         f"{DEFAULT_BATCH['float16']} at half precision")
     p.add_argument("--threads", type=int_range(1, MAX_THREADS), metavar="N",
-                   help="CPU threads torch may use (default: torch's own choice, one per core)")
+                   help="CPU threads the products may use (default: one per core)")
     p.add_argument("--vmap", metavar="FILE",
                    help="opt-in vocabulary shortlist: restrict each batch's output to the target pieces a "
                         "CTranslate2 vocabulary map (lines 'SOURCE PIECES<TAB>TARGET PIECES') lists for its "
@@ -40,14 +41,38 @@ def add_speed(p: argparse.ArgumentParser) -> None:
 
 
 def apply_threads(args: argparse.Namespace) -> None:
-    """``--threads N``: torch's intra-op threads, set before the model is read."""
+    """``--threads N``: the threads of numpy's BLAS (the plain runtime's products) and, when it is imported (the
+    torch path imports it after this), torch's intra-op threads; set before the model is read."""
+    if args.threads is not None:
+        from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]  # (it ships no types)
+
+        threadpool_limits(args.threads, user_api="blas")
+        if "torch" in sys.modules:
+            torch_threads(args)
+
+
+def torch_threads(args: argparse.Namespace) -> None:
+    """``--threads N`` for torch, on the torch path."""
     if args.threads is not None:
         import torch
 
         torch.set_num_threads(args.threads)
 
 
-def batch_size(args: argparse.Namespace, translator: Translator) -> int:
+def plain_translator(args: argparse.Namespace) -> PlainTranslator | None:
+    """The torch-free runtime (``engine.plain``) for what it covers: a MarianMT folder of float32 safetensors
+    weights, translated without attention, n-best lists, int8, half precision, head masks, a shortlist, languages
+    or a prompt; None for anything else (the torch path then runs it, and says what is wrong, if anything)."""
+    wanted = (args.attention or args.n_best or args.int8 or args.vmap or args.mask_heads or args.rescale_heads
+              or args.src_lang or args.tgt_lang or args.prompt is not None)
+    if wanted or args.dtype not in (None, "auto", "float32") or not args.model:
+        return None
+    from attnviz.engine.plain.translator import open_plain
+
+    return open_plain(args.model)[0]
+
+
+def batch_size(args: argparse.Namespace, translator: Translator | PlainTranslator) -> int:
     """``--batch-size``, else the default for the precision the model runs at."""
     if args.batch_size is not None:
         return int(args.batch_size)

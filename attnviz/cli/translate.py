@@ -28,7 +28,7 @@ from attnviz.cli.args import (
     int_range,
 )
 from attnviz.cli.jsonout import json_text
-from attnviz.cli.speed import add_speed, apply_threads, batch_size, shortlist
+from attnviz.cli.speed import add_speed, apply_threads, batch_size, plain_translator, shortlist, torch_threads
 from attnviz.engine.errors import InputError
 from attnviz.paths import default_model_path
 
@@ -110,7 +110,7 @@ def _refuse_model_as_sentence(args: argparse.Namespace) -> None:
 
 
 def cmd_translate(args: argparse.Namespace) -> int:
-    from attnviz.cli.batch import read_lines, translate_lines, utf8_stdout, write_lines
+    from attnviz.cli.batch import read_lines, translate_lines
     from attnviz.engine.loading import load_translator
 
     if args.n_best and args.n_best > (args.beam or 1) and args.decoding == "attnviz":
@@ -120,6 +120,13 @@ def cmd_translate(args: argparse.Namespace) -> int:
     apply_threads(args)
     lines = read_lines(args.sentences)
     args.model = args.model or _default_model()
+    # plain translation of a MarianMT folder runs without torch (engine.plain); everything else on the torch path
+    plain = plain_translator(args)
+    if plain is not None:
+        decode = decoding(args, plain)
+        translate_lines(plain, lines, decode, batch=(batch_size(args, plain), None))
+        return _written(args, lines)
+    torch_threads(args)
     translator = load_translator(args.model, args.dtype)
     if not translator.has_source:
         raise InputError(f"{args.model} is a language model: it continues text instead of translating it. Use "
@@ -137,6 +144,13 @@ def cmd_translate(args: argparse.Namespace) -> int:
                     batch=(batch_size(args, translator), shortlist(args, translator)))
     if args.attention:
         _save_attention(args, translator, lines)
+    return _written(args, lines)
+
+
+def _written(args: argparse.Namespace, lines: list[Line]) -> int:
+    """Print the translated ``lines``; the exit status (1 when a line failed)."""
+    from attnviz.cli.batch import utf8_stdout, write_lines
+
     utf8_stdout()
     failed = write_lines(lines, args.json, args.n_best or 0)
     if failed:

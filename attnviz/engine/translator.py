@@ -27,7 +27,7 @@ from attnviz.engine.checkpoints.parts import checked_languages, checkpoint_parts
 from attnviz.engine.checkpoints.store import check_against_index, check_finite, model_shapes, save_tensors
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.corpus.batching import pad_batch
-from attnviz.engine.errors import InputError, NotTextError, cut
+from attnviz.engine.errors import InputError, cut
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, Translation, assemble
 from attnviz.engine.kinds import ModelKind, kind_of
 from attnviz.engine.models.protocol import IncrementalModel, count_parameters, stored_state
@@ -37,15 +37,9 @@ from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch
 from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.search.shortlist import Shortlist, restriction
 from attnviz.engine.text.languages import Languages, iso
-from attnviz.engine.text.tokenize import (
-    LANGUAGE_NAMES,
-    MULTILINGUAL,
-    TokenizerSpec,
-    hidden_characters,
-    languages_label,
-    visible_token,
-)
-from attnviz.engine.text.vocab import EOS, SOS, Vocab
+from attnviz.engine.text.source import SourceText, _fit, _read_text, _text
+from attnviz.engine.text.tokenize import MULTILINGUAL, TokenizerSpec, languages_label
+from attnviz.engine.text.vocab import Vocab
 
 GREEDY = DecodeConfig()
 SAMPLED = DecodeConfig(temperature=1.0)
@@ -56,39 +50,7 @@ def build_model(cfg: ModelConfig) -> IncrementalModel:
     return kind_of(cfg).build(cfg)
 
 
-def _fit(tokens: list[str], vocab: Vocab, limit: int, too_long: str) -> tuple[list[str], list[str]]:
-    """Cut ``tokens`` to ``limit``, warning with ``too_long`` (a template of n, limit and dropped), and warn about
-    tokens the vocabulary lacks."""
-    warnings = []
-    if len(tokens) > limit:
-        warnings.append(too_long.format(n=len(tokens), limit=limit, dropped=len(tokens) - limit))
-        tokens = tokens[:limit]
-    unknown = sorted({t for t in tokens if t not in vocab})
-    if unknown:
-        shown = ", ".join(visible_token(t, named=True) for t in unknown[:8]) + (" ..." if len(unknown) > 8 else "")
-        warnings.append(f"Not in the model's vocabulary (read as <unk>): {shown}")
-    return tokens, warnings
-
-
-def _text(value: object, what: str) -> str:
-    """``value`` if it is text (``None`` reads as no text). Bytes are refused, not decoded: the engine cannot know
-    their encoding (Latin-1 bytes would decode wrongly or not at all), and a program that reads bytes knows it; the
-    command line decodes its input itself and reports each line it cannot."""
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    hint = f": decode it first, e.g. {what}.decode('utf-8')" if isinstance(value, (bytes, bytearray)) else ""
-    raise NotTextError(f"The {what} must be text (str), not {type(value).__name__}{hint}.")
-
-
-def _read_text(spec: TokenizerSpec, text: str) -> tuple[list[str], list[str]]:
-    """``text``'s tokens, and a warning when invisible characters in it were read as spaces or left out."""
-    hidden = hidden_characters(text)
-    return spec.tokenize(text), [hidden] if hidden else []
-
-
-class Translator:
+class Translator(SourceText):
     """A model ready to translate: tokenizer -> vocab ids -> model -> search -> tokens -> text."""
 
     def __init__(self, model: IncrementalModel, src_vocab: Vocab, tgt_vocab: Vocab, src_spec: TokenizerSpec,
@@ -163,29 +125,6 @@ class Translator:
 
     # -- source preparation ---------------------------------------------------------------------------------------
 
-    def prepare_source(self, text: str) -> tuple[list[str], list[int], list[str]]:
-        """Tokenize ``text`` into (labels, ids, warnings); labels and ids include ``<sos>``/``<eos>``."""
-        text = _text(text, "sentence")
-        if not text.strip():
-            raise InputError("Nothing to translate: the sentence is empty. Type a sentence in "
-                             f"{LANGUAGE_NAMES.get(self.src_spec.lang, self.src_spec.lang)}.")
-        tokens, hidden = _read_text(self.src_spec, text)
-        if not tokens:
-            raise InputError("Nothing to translate: the text has no words after removing control characters.")
-        tag, note = self.languages.source_tag(text) if self.languages is not None else (None, None)
-        tokens, warnings = _fit(tokens, self.src_vocab, self.model.max_source_len - 2 - (tag is not None),
-                                "The sentence has {n} tokens but the model reads at most {limit}; the last {dropped} "
-                                "were dropped.")
-        warnings = hidden + warnings + ([note] if note else [])
-        labels, ids = [SOS, *tokens, EOS], self.src_vocab.encode(tokens, add_sos_eos=True)
-        if not self.kind.source_bos:  # the kind reads no <sos> before the source
-            labels, ids = labels[1:], ids[1:]
-        if tag is not None:  # a multilingual model's source language tag, before the pieces or after </s>
-            at = len(ids) if self.languages is not None and self.languages.src_suffix else 0
-            labels.insert(at, tag)
-            ids.insert(at, self.src_vocab.id(tag))
-        return labels, ids, warnings
-
     def refuse_beyond_positions(self, text: str, why: str) -> None:
         """Refuse (InputError, with the limit) a text longer than the model reads at once, where cutting it, as a
         translation does with a warning, would answer for another text (``why`` says what was asked)."""
@@ -236,10 +175,6 @@ class Translator:
             raise InputError(f"Not in the model's output vocabulary: {', '.join(cut(t) for t in unknown[:8])}. Choose "
                              "words the model knows (its top-k lists show some).")
         return self.tgt_vocab.encode(tokens)
-
-    def detokenize(self, tokens: Sequence[str]) -> str:
-        tags = set(self.languages.tags) if self.languages is not None else set()
-        return self.tgt_spec.detokenize([t for t in tokens if t != EOS and t not in tags])
 
     # -- decoding ---------------------------------------------------------------------------------------------------
 

@@ -23,6 +23,7 @@ from attnviz.engine.hub.marian_files import (
     EMBEDDINGS,
     FIELDS,
     MODEL_TYPE,
+    MarianParts,
     folder_parts,
     model_type,
     weight_plan,
@@ -52,7 +53,12 @@ def _identify(folder: Path) -> str | None:
 
 def marian_plan(folder: Path) -> FolderPlan:
     """A Marian folder's card and weight plan, without torch: what the model picker and ``attnviz info`` show."""
-    parts = folder_parts(folder)
+    return plan_of_parts(folder_parts(folder))
+
+
+def plan_of_parts(parts: MarianParts) -> FolderPlan:
+    """``marian_plan`` of a folder already read (``folder_parts``), so that it is parsed once."""
+    folder = parts.folder
     plan = weight_plan(parts, weights_file(folder))
     parameters = sum(math.prod(s) for s in plan.required.values())
     parameters += sum(math.prod(plan.optional[n]) for n in plan.optional if n not in EMBEDDINGS)

@@ -24,11 +24,14 @@ from attnviz.engine.search.capture import capture_dtype, encoder_maps, on_host
 from attnviz.engine.search.greedy import DecodeInput, device_of, forcing, step_limit
 from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.search.rules import (
+    Candidate,
+    Pruned,
     constrain,
     forced_token,
     length_penalty,  # noqa: F401 (part of this module's interface: tests and tools rank with it)
     log_probs,
     normalised,
+    prune,
     search_settled,
     settled,  # noqa: F401 (as length_penalty)
 )
@@ -36,33 +39,6 @@ from attnviz.engine.search.shortlist import Restriction, step_logits
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID, Vocab
 
 NEG_INF = float("-inf")
-
-
-class Candidate(NamedTuple):
-    score: float  # total log-probability of the extended hypothesis
-    origin: int  # the live hypothesis (row) it extends
-    token: int
-
-
-class Pruned(NamedTuple):
-    kept: list[Candidate]  # live after this step, best first
-    ended: list[Candidate]  # finished at this step
-    dropped: list[Candidate]  # looked at but not kept
-
-
-def prune(candidates: list[Candidate], beam: int, last: bool) -> Pruned:
-    """Split one sentence's candidates (best first) into kept, finished and pruned; ``last``: the step limit."""
-    result = Pruned([], [], [])
-    for rank, cand in enumerate(candidates):
-        if cand.score == NEG_INF:
-            break
-        if len(result.kept) == beam:
-            result.dropped.append(cand)
-        elif cand.token == EOS_ID or last:
-            (result.ended if rank < beam else result.dropped).append(cand)  # an ending counts among the beam best
-        else:
-            result.kept.append(cand)
-    return result
 
 
 def _candidates(scores: Tensor, logp: Tensor, width: int) -> list[Candidate]:

@@ -14,14 +14,22 @@ generated tokens (``<eos>`` included, the decoder's start token not) to the powe
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-from torch import Tensor
+from typing import TYPE_CHECKING, NamedTuple
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID
 
+if TYPE_CHECKING:  # torch's tensors are only typed here: the plain runtime (``engine.plain``) reads the pure rules
+    from torch import Tensor
+
 NEG_INF = float("-inf")
+
+
+def not_a_number(dtype: str) -> CheckpointError:
+    """What a search says when the model's logits hold NaN or +inf (at ``dtype``)."""
+    return CheckpointError(f"the model's output is not a number (inf or NaN) at {dtype}: its weights or activations "
+                           "overflow the arithmetic (weights damaged or wrongly scaled); the translation cannot go on.")
 
 
 def log_probs(logits: Tensor, decode: DecodeConfig) -> Tensor:
@@ -31,9 +39,7 @@ def log_probs(logits: Tensor, decode: DecodeConfig) -> Tensor:
     model's own vocabulary (an imported model's ``<sos>`` row repeats its decoder start token's, so it is left out),
     and ``<pad>`` banned after it, as its ``bad_words_ids`` ban it."""
     if bool((logits.isnan() | (logits == float("inf"))).any()):
-        raise CheckpointError(f"the model's output is not a number (inf or NaN) at {str(logits.dtype)[6:]}: its "
-                              "weights or activations overflow the arithmetic (weights damaged or wrongly scaled); "
-                              "the translation cannot go on.")
+        raise not_a_number(str(logits.dtype)[6:])
     logits = logits.float().clone()
     logits[..., SOS_ID] = NEG_INF
     if not decode.configured:
@@ -141,3 +147,30 @@ def search_settled(finished: list[float], best_alive: float, t: int, steps: int,
         return False
     length = steps if decode.early_stopping == "never" and decode.length_penalty > 0 else t + 1
     return normalised(best_alive, length, decode) <= best[-1]
+
+
+class Candidate(NamedTuple):
+    score: float  # total log-probability of the extended hypothesis
+    origin: int  # the live hypothesis (row) it extends
+    token: int
+
+
+class Pruned(NamedTuple):
+    kept: list[Candidate]  # live after this step, best first
+    ended: list[Candidate]  # finished at this step
+    dropped: list[Candidate]  # looked at but not kept
+
+
+def prune(candidates: list[Candidate], beam: int, last: bool) -> Pruned:
+    """Split one sentence's candidates (best first) into kept, finished and pruned; ``last``: the step limit."""
+    result = Pruned([], [], [])
+    for rank, cand in enumerate(candidates):
+        if cand.score == NEG_INF:
+            break
+        if len(result.kept) == beam:
+            result.dropped.append(cand)
+        elif cand.token == EOS_ID or last:
+            (result.ended if rank < beam else result.dropped).append(cand)  # an ending counts among the beam best
+        else:
+            result.kept.append(cand)
+    return result
