@@ -24,6 +24,7 @@ import numpy as np
 
 from attnviz.engine.analysis.corpus import Example, attention_batches
 from attnviz.engine.analysis.goldset import parse_pharaoh
+from attnviz.engine.analysis.llm_words import llm_examples, prompt_settings
 from attnviz.engine.analysis.run import AnalysisProgress
 from attnviz.engine.analysis.scoring import Counts, aer, score_links
 from attnviz.engine.analysis.setwords import TokenReport, WordTokens, tokenize_words, word_attention
@@ -124,7 +125,10 @@ def _within_positions(number: int, side: str, words: WordTokens, limit: int) -> 
 
 def _examples(translator, sources, targets, report: TokenReport | None) -> list[tuple[Example, WordTokens,
                                                                                        WordTokens, int]]:
-    """Each pair as ids, with its token -> word maps and the column of its first source token."""
+    """Each pair as ids, with its token -> word maps and the column of its first source token (an LLM's: its
+    prompt's, the span's first column: ``llm_words``)."""
+    if translator.kind.reads_prompt:
+        return llm_examples(translator, sources, targets, report)[0]
     src_vocab, tgt_vocab = translator.src_vocab, translator.tgt_vocab
     offset = 1 if translator.kind.source_bos else 0
     out = []
@@ -234,11 +238,6 @@ def align_steps(translator, sources: Sequence[str | Sequence[str]], targets: Seq
     ``layer``/``head`` (and ``reverse_layer``/``reverse_head``, the same by default) count from 0."""
     if symmetrise not in SYMMETRISATIONS:
         raise InputError(f"symmetrisation must be one of {', '.join(SYMMETRISATIONS)}, not {symmetrise!r}")
-    for model in (translator, reverse):
-        if model is not None and model.kind.reads_prompt:
-            raise InputError(f"Word alignment reads a model's attention from its words to the source's words; a "
-                             f"{model.kind.title} reads a whole prompt, and aligning its sentence's span is not "
-                             "written yet. Its maps (attnviz translate --attention, the app) show the span.")
     _check_head(translator, layer, head)
     if reverse is not None:
         reverse_layer, reverse_head = (layer, head) if reverse_layer is None and reverse_head is None \
@@ -274,7 +273,8 @@ def align_steps(translator, sources: Sequence[str | Sequence[str]], targets: Seq
         "symmetrisation": symmetrise if reverse is not None else None,
         "reverse_layer": None if reverse is None or reverse_layer is None else reverse_layer + 1,
         "reverse_head": None if reverse is None or reverse_head is None else reverse_head + 1,
-        "predicted_links": sum(len(links) for links in lines), "output_indexing": "0-based, source-target"}
+        "predicted_links": sum(len(links) for links in lines), "output_indexing": "0-based, source-target",
+        **prompt_settings(translator, src_words, reverse)}
     texts = tuple(format_pharaoh(links) for links in lines)
     if gold is None:
         yield AlignmentReady(texts, chosen, tokens=report, settings=settings)
