@@ -90,8 +90,10 @@ def cmd_align(args: argparse.Namespace) -> int:
         raise InputError("--average and --layer/--head exclude each other")
     if args.reverse_model is not None and args.reverse_prompted:
         raise InputError("--reverse-model and --reverse-prompted exclude each other: give one reverse model")
-    if args.reverse_model is None and not args.reverse_prompted and (args.reverse_layer is not None or args.reverse_head is not None):
-        raise InputError("--reverse-layer/--reverse-head choose a head of --reverse-model; give --reverse-model too")
+    reverse_head = args.reverse_layer is not None or args.reverse_head is not None
+    if args.reverse_model is None and not args.reverse_prompted and reverse_head:
+        raise InputError("--reverse-layer/--reverse-head choose a head of --reverse-model (or of --reverse-prompted); "
+                         "give one of them too")
     one_based = True if args.one_based else False if args.zero_based else None
     gold_set = read_set(args.text, args.src, args.tgt, args.gold, one_based=one_based, reverse=args.reverse,
                         limit=args.limit)  # refused before any model is read

@@ -8,6 +8,7 @@ stdout. The corpus flags of ``heads`` are defined in ``cli.args``.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from attnviz.cli import align
 from attnviz.cli.args import add_corpus, add_model
@@ -46,6 +47,18 @@ def _stats(translator, args):
     return ready.stats
 
 
+def note_lines(notes: dict) -> list[str]:
+    """An LLM's notes on what its head figures are over (``llm_heads``), one line each: groups, windows, views."""
+    lines = [f"note: {value}" for key, value in notes.items() if key.endswith("note") or key == "same_heads"]
+    if notes.get("windowed_layers"):
+        lines.append(f"sliding-window layers: {', '.join(map(str, notes['windowed_layers']))}")
+    if notes.get("kv_groups"):
+        groups = "; ".join(f"kv {g}: heads {', '.join(map(str, heads))}" for g, heads in
+                           enumerate(notes["kv_groups"], 1))
+        lines.append(f"grouped-query attention, {notes['kv_heads']} key/value heads shared by query heads: {groups}")
+    return lines
+
+
 def _print_table(rows: list[dict]) -> None:
     """Rows of ``HeadStats.table``/``compare_stats`` (0-based) printed with layers and heads from 1."""
     rows = [numbered(row) for row in rows]
@@ -75,5 +88,7 @@ def cmd_heads(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text(stats.to_json()))
     else:
+        for line in note_lines(stats.notes):
+            print(line, file=sys.stderr)
         _print_table(stats.table())
     return 0
