@@ -14,6 +14,7 @@ from attnviz.cli import align
 from attnviz.cli.args import add_corpus, add_model
 from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
+from attnviz.engine.analysis.llm_heads import note_lines
 from attnviz.engine.errors import InputError
 from attnviz.engine.heads import NUMBERING, numbered
 
@@ -45,18 +46,6 @@ def _stats(translator, args):
         targets = None
     ready: HeadStatsReady = run_analysis(head_stats_steps(translator, sources, targets))
     return ready.stats
-
-
-def note_lines(notes: dict) -> list[str]:
-    """An LLM's notes on what its head figures are over (``llm_heads``), one line each: groups, windows, views."""
-    lines = [f"note: {value}" for key, value in notes.items() if key.endswith("note") or key == "same_heads"]
-    if notes.get("windowed_layers"):
-        lines.append(f"sliding-window layers: {', '.join(map(str, notes['windowed_layers']))}")
-    if notes.get("kv_groups"):
-        groups = "; ".join(f"kv {g}: heads {', '.join(map(str, heads))}" for g, heads in
-                           enumerate(notes["kv_groups"], 1))
-        lines.append(f"grouped-query attention, {notes['kv_heads']} key/value heads shared by query heads: {groups}")
-    return lines
 
 
 def _print_table(rows: list[dict]) -> None:

@@ -125,9 +125,9 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 def cmd_head_importance(args: argparse.Namespace) -> int:
 
-    from attnviz.cli.analysis import note_lines
     from attnviz.cli.progress import run_analysis
     from attnviz.engine.analysis.importance import ImportanceReady, importance_steps
+    from attnviz.engine.analysis.llm_heads import note_lines
     from attnviz.engine.heads import SHORT_NAMES
     from attnviz.engine.loading import load_translator
 

@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from attnviz.engine.analysis.llm_heads import note_lines
 from attnviz.engine.analysis.names import STATS
 from attnviz.gui.analysis.run_document import (
     AlignmentArrived,
@@ -32,6 +33,19 @@ from attnviz.gui.analysis.run_document import (
 )
 from attnviz.gui.analysis.widgets import AER, HeadMap, thresholds_text
 from attnviz.gui.widgets import add_labelled, copyable, named
+
+
+def short_notes(notes: dict) -> str:
+    """An LLM's notes (``llm_heads``) in one line under the thresholds; the label's tooltip has them in full."""
+    if not notes:
+        return ""
+    parts = ["<b>LLM</b>: output rows over the whole prompt, renormalised"]
+    if notes.get("windowed_layers"):
+        parts.append(f"sliding-window layers {', '.join(map(str, notes['windowed_layers']))}: entropy over the "
+                     "window's keys")
+    if notes.get("kv_groups"):
+        parts.append("key/value groups: heads " + "; ".join(f"{g[0]}-{g[-1]}" for g in notes["kv_groups"]))
+    return "<br>" + "; ".join(parts) + " (hover for details)."
 
 
 class HeadsPage(QWidget):
@@ -98,6 +112,8 @@ class HeadsPage(QWidget):
     def _fill_choices(self) -> None:
         stats = self.run.stats
         assert stats is not None
+        self.thresholds.setText(thresholds_text() + short_notes(stats.notes))
+        self.thresholds.setToolTip("\n".join(note_lines(stats.notes)))  # an LLM's, in full: llm_heads
         for combo, items in ((self.stat_combo, (*STATS, "alignment_proxy")), (self.kind_combo, stats.kinds)):
             combo.blockSignals(True)
             combo.clear()
