@@ -25,7 +25,8 @@ def add_command(sub) -> None:
                                    "words (the set's space-separated words, whatever the model's tokenizer does); "
                                    "print one Pharaoh line (i-j, source-target, 0-based) per pair. With --gold, "
                                    "precision, recall and AER of the method, every head, every layer's average, "
-                                   "the shift variant and the diagonal baseline.")
+                                   "the shift variant and the diagonal baseline. A decoder-only LLM is aligned from "
+                                   "the sentence's span of its prompt, each row renormalised over the span.")
     add_model(p)
     p.add_argument("--text", metavar="PAIRS", help="sentence pairs, one per line: 'source ||| target', tokenised "
                    "(words separated by spaces)")

@@ -7,7 +7,9 @@ input is the word itself); both are measured in one pass. A link is the row's ar
 weight >= a threshold; the chosen method is one layer's head or the average of all layers and heads. With gold links
 every head, every layer's average and the chosen method get precision, recall and AER, beside two baselines: the
 diagonal and the best single head. Given a model of the other direction, its links are turned round and combined
-with these (intersection, union, grow-diag-final), as the published neural AERs are computed.
+with these (intersection, union, grow-diag-final), as the published neural AERs are computed. A decoder-only LLM
+(a kind that ``reads_prompt``) is aligned from its sentence's span of the prompt, renormalised over the span
+(``llm_words``); its reverse is the same model prompted the other way, or another folder.
 
 Links are (source word, target word), 0-based, written ``i-j`` (Pharaoh). Names: L layers, H heads, n target
 words, m source words.
