@@ -89,3 +89,26 @@ def test_align_says_which_layers_a_sliding_window_limits(tmp_path, capsys):
     assert main(["align", "-m", str(folder), "--src", str(src), "--tgt", str(ref), "--json"]) == 0
     found = json.loads(capsys.readouterr().out)
     assert found["windowed_layers"] == [1, 3] and found["window"] == 6 and "sliding-window" in found["window_note"]
+
+
+def test_heads_and_head_importance_report_groups_and_what_they_read(tmp_path, capsys):
+    folder = make_llm_folder(tmp_path, "mistral")  # every layer slides (window 6), 2 key/value heads
+    src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
+    src.write_text("Der Hund läuft .\n")
+    ref.write_text("The dog runs .\n")
+    assert main(["heads", "-m", str(folder), "--src", str(src), "--tgt", str(ref), "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["kv_groups"] == [[1, 2], [3, 4]] and found["windowed_layers"] == [1, 2, 3]
+    assert {row["kind"] for row in found["heads"]} == {"cross", "decoder", "encoder"}
+    assert main(["heads", "-m", str(folder), "--src", str(src), "--tgt", str(ref)]) == 0
+    err = capsys.readouterr().err
+    assert "note: cross: each output step's row over the whole prompt" in err
+    assert "sliding-window layers: 1, 2, 3" in err
+    assert main(["head-importance", "-m", str(folder), "--src", str(src), "--ref", str(ref), "--max-len", "2",
+                 "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["layout"] == {"cross": [3, 4]} and len(found["heads"]) == 12  # each head once, not three times
+    assert found["kv_groups"] == [[1, 2], [3, 4]] and "measured once" in found["same_heads"]
+    assert main(["align", "-m", str(folder), "--src", str(src), "--tgt", str(ref), "--reverse-prompted",
+                 "--reverse-model", str(folder)]) != 0
+    assert "exclude each other" in capsys.readouterr().err

@@ -93,8 +93,8 @@ def cmd_align(args: argparse.Namespace) -> int:
         raise InputError("--reverse-model and --reverse-prompted exclude each other: give one reverse model")
     reverse_head = args.reverse_layer is not None or args.reverse_head is not None
     if args.reverse_model is None and not args.reverse_prompted and reverse_head:
-        raise InputError("--reverse-layer/--reverse-head choose a head of --reverse-model (or of --reverse-prompted); "
-                         "give one of them too")
+        raise InputError("--reverse-layer/--reverse-head choose a head of --reverse-model; give --reverse-model too "
+                         "(or, for an LLM, --reverse-prompted)")
     one_based = True if args.one_based else False if args.zero_based else None
     gold_set = read_set(args.text, args.src, args.tgt, args.gold, one_based=one_based, reverse=args.reverse,
                         limit=args.limit)  # refused before any model is read
