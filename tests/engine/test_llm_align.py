@@ -104,3 +104,20 @@ def test_reverse_by_prompting_the_other_way_and_its_refusals(llm):
             prompted_the_other_way(llm)
     finally:
         llm.set_prompt(None)
+
+
+def test_batches_of_mixed_prompt_lengths_align_as_one_by_one(llm):
+    gold = [(p, set()) for p in LINKS]
+    one = list(align_steps(llm, SOURCES, TARGETS, gold, batch_size=1))[-1]
+    both = list(align_steps(llm, SOURCES, TARGETS, gold, batch_size=2))[-1]
+    assert one.alignments == both.alignments
+    np.testing.assert_allclose(one.aer_heads, both.aer_heads)
+
+
+def test_a_window_that_cannot_reach_the_span_links_nothing(tmp_path):
+    gemma3 = load_translator(make_llm_folder(tmp_path, "gemma3"), "float32")  # window 6 on layers 1 and 3
+    examples, spans, _ = llm_examples(gemma3, SOURCES, TARGETS, None)
+    assert all(len(e.src) - 1 - last >= 6 for (e, *_), (_, last) in zip(examples, spans, strict=True))
+    ready = list(align_steps(gemma3, SOURCES, TARGETS, [(p, set()) for p in LINKS]))[-1]
+    assert np.all(ready.aer_heads[[0, 2]] == 1.0) and np.all(ready.aer_heads[1] < 1.0)
+    assert ready.settings["windowed_layers"] == [1, 3] and ready.settings["window"] == 6
