@@ -29,7 +29,7 @@ def test_llm_head_statistics_and_alignment_in_the_analysis_tab(qtbot, window, tm
     qtbot.waitUntil(lambda: not tab.is_running() and tab.stats is not None and tab.alignment is not None,
                     timeout=60000)
     text, details = tab.thresholds.text(), tab.thresholds.toolTip()
-    assert "whole prompt" in text and "sliding-window layers 1, 3" in text and "heads 1-2; 3-4" in text
+    assert "whole prompt" in text and "windowed layers 1, 3" in text and "kv groups 1-2, 3-4" in text
     assert "sliding-window layers: 1, 3" in details and "kv 1: heads 1, 2; kv 2: heads 3, 4" in details
     assert tab.alignment.aer_heads.shape == (3, 4) and tab.alignment.settings["spans"]
     assert tab.stat_combo.currentData() == "aer" and tab.head_map.data().matrix.shape == (3, 4)

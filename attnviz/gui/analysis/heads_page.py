@@ -39,13 +39,12 @@ def short_notes(notes: dict) -> str:
     """An LLM's notes (``llm_heads``) in one line under the thresholds; the label's tooltip has them in full."""
     if not notes:
         return ""
-    parts = ["<b>LLM</b>: output rows over the whole prompt, renormalised"]
+    parts = ["<b>LLM</b>: rows over the whole prompt"]
     if notes.get("windowed_layers"):
-        parts.append(f"sliding-window layers {', '.join(map(str, notes['windowed_layers']))}: entropy over the "
-                     "window's keys")
+        parts.append(f"windowed layers {', '.join(map(str, notes['windowed_layers']))}")
     if notes.get("kv_groups"):
-        parts.append("key/value groups: heads " + "; ".join(f"{g[0]}-{g[-1]}" for g in notes["kv_groups"]))
-    return "<br>" + "; ".join(parts) + " (hover for details)."
+        parts.append("kv groups " + ", ".join(f"{g[0]}-{g[-1]}" for g in notes["kv_groups"]))
+    return "<br>" + "; ".join(parts) + " (hover: details)"
 
 
 class HeadsPage(QWidget):
@@ -86,6 +85,7 @@ class HeadsPage(QWidget):
         for shown, stretch in ((self.head_map, 3), (self.head_map.note, 0), (self.thresholds, 0)):
             layout.addWidget(shown, stretch)
         layout.addWidget(self.head_title)
+        self.sentence_list.setMinimumHeight(40)  # at 1024x700 it yields room to the map before the map overlaps
         layout.addWidget(self.sentence_list, 2)
         layout.addWidget(self.open_button, 0, Qt.AlignmentFlag.AlignRight)
 
