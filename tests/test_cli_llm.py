@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+
+import numpy as np
 import pytest
 
 from attnviz.cli.main import main
@@ -62,5 +65,50 @@ def test_evaluate_reads_references_with_the_llms_tokenizer_and_align_says_what_i
     out = capsys.readouterr().out
     loss = float(out.split("loss ")[1].split()[0])
     assert 0 < loss < 20  # every reference token is one the model can produce: no <unk> at an impossible logit
-    assert main(["align", "-m", str(folder), "--src", str(src), "--tgt", str(ref)]) != 0
-    assert "aligning its sentence's span is not written yet" in capsys.readouterr().err
+    gold = tmp_path / "gold.txt"
+    src.write_text("Der Hund läuft .\nEine Katze .\n")
+    ref.write_text("The dog runs .\nA cat .\n")
+    gold.write_text("0-0 1-1 2-2 3-3\n0-0 1-1 2-2\n")
+    assert main(["align", "-m", str(folder), "--src", str(src), "--tgt", str(ref), "--gold", str(gold),
+                 "--zero-based", "--json", "--reverse-prompted"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["attention"].startswith("the prompt columns of the sentence's span") and len(found["spans"]) == 2
+    assert "German: Der Hund läuft ." in found["first_prompt"] and found["prompt_languages"] == ["de", "en"]
+    assert found["reverse_model"].endswith("(prompted the other way)") and "windowed_layers" not in found
+    assert len(found["alignments"]) == 2 and np.array(found["aer_heads"]).shape == (3, 4)
+    assert main(["align", "-m", str(folder), "--src", str(src), "--tgt", str(ref), "--reverse-prompted",
+                 "--prompt", "{text} =>"]) != 0
+    assert "names no language" in capsys.readouterr().err
+
+
+def test_align_says_which_layers_a_sliding_window_limits(tmp_path, capsys):
+    folder = make_llm_folder(tmp_path, "gemma3")
+    src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
+    src.write_text("Der Hund läuft .\n")
+    ref.write_text("The dog runs .\n")
+    assert main(["align", "-m", str(folder), "--src", str(src), "--tgt", str(ref), "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["windowed_layers"] == [1, 3] and found["window"] == 6 and "sliding-window" in found["window_note"]
+
+
+def test_heads_and_head_importance_report_groups_and_what_they_read(tmp_path, capsys):
+    folder = make_llm_folder(tmp_path, "mistral")  # every layer slides (window 6), 2 key/value heads
+    src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
+    src.write_text("Der Hund läuft .\n")
+    ref.write_text("The dog runs .\n")
+    assert main(["heads", "-m", str(folder), "--src", str(src), "--tgt", str(ref), "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["kv_groups"] == [[1, 2], [3, 4]] and found["windowed_layers"] == [1, 2, 3]
+    assert {row["kind"] for row in found["heads"]} == {"cross", "decoder", "encoder"}
+    assert main(["heads", "-m", str(folder), "--src", str(src), "--tgt", str(ref)]) == 0
+    err = capsys.readouterr().err
+    assert "note: cross: each output step's row over the whole prompt" in err
+    assert "sliding-window layers: 1, 2, 3" in err
+    assert main(["head-importance", "-m", str(folder), "--src", str(src), "--ref", str(ref), "--max-len", "2",
+                 "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert found["layout"] == {"cross": [3, 4]} and len(found["heads"]) == 12  # each head once, not three times
+    assert found["kv_groups"] == [[1, 2], [3, 4]] and "measured once" in found["same_heads"]
+    assert main(["align", "-m", str(folder), "--src", str(src), "--tgt", str(ref), "--reverse-prompted",
+                 "--reverse-model", str(folder)]) != 0
+    assert "exclude each other" in capsys.readouterr().err

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from attnviz.cli.args import HEAD_NUMBER, PROBABILITY, add_limit, add_model, check_model
+from attnviz.cli.args import HEAD_NUMBER, PROBABILITY, add_languages, add_limit, add_model, add_prompt, check_model
 from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
 from attnviz.engine.errors import InputError
@@ -25,7 +25,8 @@ def add_command(sub) -> None:
                                    "words (the set's space-separated words, whatever the model's tokenizer does); "
                                    "print one Pharaoh line (i-j, source-target, 0-based) per pair. With --gold, "
                                    "precision, recall and AER of the method, every head, every layer's average, "
-                                   "the shift variant and the diagonal baseline.")
+                                   "the shift variant and the diagonal baseline. A decoder-only LLM is aligned from "
+                                   "the sentence's span of its prompt, each row renormalised over the span.")
     add_model(p)
     p.add_argument("--text", metavar="PAIRS", help="sentence pairs, one per line: 'source ||| target', tokenised "
                    "(words separated by spaces)")
@@ -50,10 +51,14 @@ def add_command(sub) -> None:
     p.add_argument("--threshold", type=PROBABILITY, help="link every source word with weight >= this (default argmax)")
     p.add_argument("--reverse-model", metavar="MODEL", help="a model of the other direction (target -> source): "
                    "its links are combined with these")
+    p.add_argument("--reverse-prompted", action="store_true", help="an LLM: the same model prompted the other way "
+                   "(the prompt's languages swapped) is the reverse model")
     p.add_argument("--reverse-layer", type=HEAD_NUMBER, help="the reverse model's layer (default: --layer)")
     p.add_argument("--reverse-head", type=HEAD_NUMBER, help="the reverse model's head (default: --head)")
     p.add_argument("--symmetrise", choices=SYMMETRISATIONS, default="grow-diag-final",
                    help="how --reverse-model's links combine with these (default grow-diag-final)")
+    add_languages(p)
+    add_prompt(p)
     add_limit(p)
     p.add_argument("--json", action="store_true", help="print the alignments, figures and settings as one JSON object")
     p.set_defaults(func=cmd_align)
@@ -79,24 +84,34 @@ def _print_scores(scores: dict, out) -> None:
 def cmd_align(args: argparse.Namespace) -> int:
     from attnviz.engine.analysis.alignment import AlignmentReady, align_steps
     from attnviz.engine.analysis.goldset import read_set
+    from attnviz.engine.analysis.llm_words import prompted_the_other_way
     from attnviz.engine.loading import load_translator
 
     if args.average and args.layer is not None:
         raise InputError("--average and --layer/--head exclude each other")
-    if args.reverse_model is None and (args.reverse_layer is not None or args.reverse_head is not None):
-        raise InputError("--reverse-layer/--reverse-head choose a head of --reverse-model; give --reverse-model too")
+    if args.reverse_model is not None and args.reverse_prompted:
+        raise InputError("--reverse-model and --reverse-prompted exclude each other: give one reverse model")
+    reverse_head = args.reverse_layer is not None or args.reverse_head is not None
+    if args.reverse_model is None and not args.reverse_prompted and reverse_head:
+        raise InputError("--reverse-layer/--reverse-head choose a head of --reverse-model; give --reverse-model too "
+                         "(or, for an LLM, --reverse-prompted)")
     one_based = True if args.one_based else False if args.zero_based else None
     gold_set = read_set(args.text, args.src, args.tgt, args.gold, one_based=one_based, reverse=args.reverse,
                         limit=args.limit)  # refused before any model is read
     check_model(args.reverse_model)
     translator = load_translator(args.model)
+    translator.use_languages(args.src_lang, args.tgt_lang)
+    translator.use_prompt(None if args.prompt is None else args.prompt.replace("\\n", "\n"))  # \n: a new line
     reverse = load_translator(args.reverse_model) if args.reverse_model else None
+    if args.reverse_prompted:
+        reverse = prompted_the_other_way(translator)
     result: AlignmentReady = run_analysis(align_steps(
         translator, gold_set.sources, gold_set.targets, gold_set.gold(), layer=_minus_one(args.layer),
         head=_minus_one(args.head), shift=args.shift, threshold=args.threshold, reverse=reverse,
         reverse_layer=_minus_one(args.reverse_layer), reverse_head=_minus_one(args.reverse_head),
         symmetrise=args.symmetrise))
-    card = {"model": args.model, "reverse_model": args.reverse_model,
+    card = {"model": args.model, "reverse_model": args.model + " (prompted the other way)" if args.reverse_prompted
+            else args.reverse_model,
             "direction": f"{translator.src_spec.lang}->{translator.tgt_spec.lang}", **gold_set.to_json()}
     if args.json:
         print(json_text({**card, **result.to_json()}))
@@ -106,6 +121,8 @@ def cmd_align(args: argparse.Namespace) -> int:
     if gold_set.indexing is not None:
         print(f"{gold_set.describe()}; method: {result.chosen}{', shift' if args.shift else ''}", file=sys.stderr)
     print(f"tokens: {result.tokens.summary()}", file=sys.stderr)
+    if "attention" in result.settings:
+        print(f"attention: {result.settings['attention']}", file=sys.stderr)
     if result.scores:
         _print_scores(result.scores, sys.stderr)
     return 0

@@ -8,11 +8,13 @@ stdout. The corpus flags of ``heads`` are defined in ``cli.args``.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from attnviz.cli import align
 from attnviz.cli.args import add_corpus, add_model
 from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
+from attnviz.engine.analysis.llm_heads import note_lines
 from attnviz.engine.errors import InputError
 from attnviz.engine.heads import NUMBERING, numbered
 
@@ -75,5 +77,7 @@ def cmd_heads(args: argparse.Namespace) -> int:
     if args.json:
         print(json_text(stats.to_json()))
     else:
+        for line in note_lines(stats.notes):
+            print(line, file=sys.stderr)
         _print_table(stats.table())
     return 0

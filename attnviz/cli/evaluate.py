@@ -127,6 +127,7 @@ def cmd_head_importance(args: argparse.Namespace) -> int:
 
     from attnviz.cli.progress import run_analysis
     from attnviz.engine.analysis.importance import ImportanceReady, importance_steps
+    from attnviz.engine.analysis.llm_heads import note_lines
     from attnviz.engine.heads import SHORT_NAMES
     from attnviz.engine.loading import load_translator
 
@@ -146,6 +147,8 @@ def cmd_head_importance(args: argparse.Namespace) -> int:
     print(f"{result.sentences} sentences ({source}), {result.decode}: baseline bleu_tok {result.baseline:.2f}; "
           "delta = BLEU lost with the head alone off; 95% interval: paired bootstrap over the sentences (* = "
           "excludes 0; without *, this corpus cannot tell the delta from noise)")
+    for line in note_lines(result.extra):
+        print(line)
     if result.sample:
         print(f"measured {result.sample['measured']} of {result.sample['of']} heads, drawn at random (--seed "
               f"{result.sample['seed']}); the others were not switched off")

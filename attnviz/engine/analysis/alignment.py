@@ -7,7 +7,9 @@ input is the word itself); both are measured in one pass. A link is the row's ar
 weight >= a threshold; the chosen method is one layer's head or the average of all layers and heads. With gold links
 every head, every layer's average and the chosen method get precision, recall and AER, beside two baselines: the
 diagonal and the best single head. Given a model of the other direction, its links are turned round and combined
-with these (intersection, union, grow-diag-final), as the published neural AERs are computed.
+with these (intersection, union, grow-diag-final), as the published neural AERs are computed. A decoder-only LLM
+(a kind that ``reads_prompt``) is aligned from its sentence's span of the prompt, renormalised over the span
+(``llm_words``); its reverse is the same model prompted the other way, or another folder.
 
 Links are (source word, target word), 0-based, written ``i-j`` (Pharaoh). Names: L layers, H heads, n target
 words, m source words.
@@ -24,6 +26,7 @@ import numpy as np
 
 from attnviz.engine.analysis.corpus import Example, attention_batches
 from attnviz.engine.analysis.goldset import parse_pharaoh
+from attnviz.engine.analysis.llm_words import llm_examples, prompt_settings
 from attnviz.engine.analysis.run import AnalysisProgress
 from attnviz.engine.analysis.scoring import Counts, aer, score_links
 from attnviz.engine.analysis.setwords import TokenReport, WordTokens, tokenize_words, word_attention
@@ -124,7 +127,10 @@ def _within_positions(number: int, side: str, words: WordTokens, limit: int) -> 
 
 def _examples(translator, sources, targets, report: TokenReport | None) -> list[tuple[Example, WordTokens,
                                                                                        WordTokens, int]]:
-    """Each pair as ids, with its token -> word maps and the column of its first source token."""
+    """Each pair as ids, with its token -> word maps and the column of its first source token (an LLM's: its
+    prompt's, the span's first column: ``llm_words``)."""
+    if translator.kind.reads_prompt:
+        return llm_examples(translator, sources, targets, report)[0]
     src_vocab, tgt_vocab = translator.src_vocab, translator.tgt_vocab
     offset = 1 if translator.kind.source_bos else 0
     out = []
@@ -234,11 +240,6 @@ def align_steps(translator, sources: Sequence[str | Sequence[str]], targets: Seq
     ``layer``/``head`` (and ``reverse_layer``/``reverse_head``, the same by default) count from 0."""
     if symmetrise not in SYMMETRISATIONS:
         raise InputError(f"symmetrisation must be one of {', '.join(SYMMETRISATIONS)}, not {symmetrise!r}")
-    for model in (translator, reverse):
-        if model is not None and model.kind.reads_prompt:
-            raise InputError(f"Word alignment reads a model's attention from its words to the source's words; a "
-                             f"{model.kind.title} reads a whole prompt, and aligning its sentence's span is not "
-                             "written yet. Its maps (attnviz translate --attention, the app) show the span.")
     _check_head(translator, layer, head)
     if reverse is not None:
         reverse_layer, reverse_head = (layer, head) if reverse_layer is None and reverse_head is None \
@@ -274,7 +275,8 @@ def align_steps(translator, sources: Sequence[str | Sequence[str]], targets: Seq
         "symmetrisation": symmetrise if reverse is not None else None,
         "reverse_layer": None if reverse is None or reverse_layer is None else reverse_layer + 1,
         "reverse_head": None if reverse is None or reverse_head is None else reverse_head + 1,
-        "predicted_links": sum(len(links) for links in lines), "output_indexing": "0-based, source-target"}
+        "predicted_links": sum(len(links) for links in lines), "output_indexing": "0-based, source-target",
+        **prompt_settings(translator, src_words, reverse)}
     texts = tuple(format_pharaoh(links) for links in lines)
     if gold is None:
         yield AlignmentReady(texts, chosen, tokens=report, settings=settings)

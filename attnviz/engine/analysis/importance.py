@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from attnviz.engine.analysis.bootstrap import Resamples, bleu_of_stats, sentence_stats
+from attnviz.engine.analysis.llm_heads import distinct_kinds, importance_notes
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import InputError
 from attnviz.engine.heads import KIND_ALIASES, NUMBERING, SHORT_NAMES, HeadRef
@@ -135,7 +136,7 @@ def kinds_to_measure(translator, kinds: Sequence[str] | None) -> dict[str, tuple
     """The layout of the attention kinds to measure: all the model has, or ``kinds`` (enc/dec/cross aliases)."""
     layout = dict(translator.kind.layout(translator.config))
     if not kinds:
-        return layout
+        return distinct_kinds(translator, layout)  # an LLM's three views are one set of heads
     chosen = {}
     for name in kinds:
         kind = KIND_ALIASES.get(name.strip().lower())
@@ -143,7 +144,7 @@ def kinds_to_measure(translator, kinds: Sequence[str] | None) -> dict[str, tuple
             have = ", ".join(SHORT_NAMES[k] for k in layout)
             raise InputError(f"Unknown or absent attention kind {name!r}: this model has {have}.")
         chosen[kind] = layout[kind]
-    return chosen
+    return distinct_kinds(translator, chosen)
 
 
 def bleu_scorer(translator, pairs: Sequence[tuple[str, str]]):
@@ -226,7 +227,7 @@ def importance_steps(translator, pairs: Sequence[tuple[str, str]], decode: Decod
     scores.sort(key=lambda s: (-s.delta, s.kind, s.layer, s.head))
     yield ImportanceReady(baseline, tuple(scores), layout, len(pairs), source,
                           f"beam {decode.beam}" if decode.beam > 1 else "greedy", decode.rescale_heads,
-                          bootstrap=resamples.describe(), sample=drawn)
+                          extra=importance_notes(translator), bootstrap=resamples.describe(), sample=drawn)
 
 
 def compute_importance(translator, pairs, decode: DecodeConfig | None = None,

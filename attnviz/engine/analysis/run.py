@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from attnviz.engine.analysis.corpus import Example, attention_batches, batch_order, encode_corpus, greedy_targets
+from attnviz.engine.analysis.llm_heads import prompt_rows, stats_notes
 from attnviz.engine.analysis.names import STATS
 from attnviz.engine.analysis.stats import HeadStats, punctuation_table, row_statistics, start_table
 from attnviz.engine.corpus.reader import load_splits, read_lines, read_parallel, resolve_data_dir
@@ -134,8 +135,10 @@ def head_stats_steps(translator, sources: Sequence[str], targets: Sequence[str] 
     for batch in attention_batches(translator.model, examples, kinds, batch_size):
         for kind, attn in batch.attention.items():
             side = "tgt" if kind == "decoder" else "src"
-            figures, count = row_statistics(attn, batch.queries(kind), batch.keys(kind), punct[side], kind,
-                                            starts[side])
+            queries, keys, seen = batch.queries(kind), batch.keys(kind), None
+            if translator.kind.reads_prompt:  # one softmax over prompt and output: see llm_heads
+                attn, queries, keys, seen = prompt_rows(translator, kind, attn, batch.src, batch.tgt_in)
+            figures, count = row_statistics(attn, queries, keys, punct[side], kind, starts[side], seen)
             rows[kind][batch.index] = count.numpy()
             for name, value in figures.items():
                 sums[kind][name][batch.index] = value.numpy()
@@ -146,7 +149,8 @@ def head_stats_steps(translator, sources: Sequence[str], targets: Sequence[str] 
     per_sentence = {k: {s: v / np.maximum(rows[k], 1)[:, None, None] for s, v in sums[k].items()} for k in kinds}
     texts = sources if translator.has_source or targets is None else targets  # a language model: its texts
     yield HeadStatsReady(HeadStats(tuple(texts), per_sentence, rows,
-                                   "greedy" if targets is None and translator.has_source else "reference"))
+                                   "greedy" if targets is None and translator.has_source else "reference",
+                                   stats_notes(translator)))
 
 
 def compute_head_stats(translator, sources: Sequence[str], targets: Sequence[str] | None = None,

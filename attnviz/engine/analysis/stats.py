@@ -22,7 +22,7 @@ layers, H heads, N sentences, Tq queries, Tk keys, V vocabulary.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -79,26 +79,27 @@ def _diagonal_distance(attn: Tensor, qmask: Tensor, kmask: Tensor) -> Tensor:
 
 
 def row_statistics(attn: Tensor, qmask: Tensor, key_ids: Tensor, punct: Tensor, kind: str,
-                   starts: Tensor | None = None) -> tuple[dict[str, Tensor], Tensor]:
+                   starts: Tensor | None = None, seen: Tensor | None = None) -> tuple[dict[str, Tensor], Tensor]:
     """Per-sentence sums over real query rows of every figure: stat -> [B, L, H], and rows per sentence [B].
 
     ``attn`` [B, L, H, Tq, Tk] (rows sum to 1 over real keys), ``qmask`` [B, Tq] real queries, ``key_ids`` [B, Tk]
     (PAD_ID where there is no key), ``punct`` [V] bool, ``starts`` [V] bool: the keys counted as ``sos``
-    (``start_table``; ``<sos>`` alone when None). Self-attention kinds must have Tq == Tk.
+    (``start_table``; ``<sos>`` alone when None), ``seen`` [B, L, Tq, Tk] the keys each row may see where they
+    differ by layer (a sliding window: ``llm_heads.prompt_rows``). Self-attention kinds must have Tq == Tk.
     """
     attn = attn.float()
     kmask = key_ids != PAD_ID  # [B, Tk]
-    if kind == "decoder":  # causal: query i sees keys 0..i
-        seen = kmask[:, None, :] & torch.ones(attn.size(-2), attn.size(-1), dtype=torch.bool).tril()[None]
-    else:
-        seen = kmask[:, None, :].expand(-1, attn.size(-2), -1)  # [B, Tq, Tk]
-    n_keys = seen.sum(-1).float()  # [B, Tq]
+    if seen is None and kind == "decoder":  # causal: query i sees keys 0..i
+        seen = (kmask[:, None, :] & torch.ones(attn.size(-2), attn.size(-1), dtype=torch.bool).tril()[None])[:, None]
+    elif seen is None:
+        seen = kmask[:, None, None, :].expand(-1, 1, attn.size(-2), -1)  # [B, 1, Tq, Tk]
+    n_keys = seen.sum(-1).float()[:, :, None]  # [B, L or 1, 1, Tq]
     plogp = torch.where(attn > 0, attn * attn.clamp(min=1e-30).log(), torch.zeros_like(attn))
     entropy = -plogp.sum(-1)  # [B, L, H, Tq]
     share = {name: (attn * m[:, None, None, None, :].float()).sum(-1)
              for name, m in (("sos", key_ids == SOS_ID if starts is None else starts[key_ids]),
                              ("eos", key_ids == EOS_ID), ("punct", punct[key_ids]))}
-    rows = {"entropy": entropy, "norm_entropy": entropy / n_keys.clamp(min=2).log()[:, None, None],
+    rows = {"entropy": entropy, "norm_entropy": entropy / n_keys.clamp(min=2).log(),
             "max_weight": attn.max(-1).values, **share, "sink": share["sos"] + share["eos"] + share["punct"]}
     nan = torch.full_like(entropy, math.nan)
     if kind == "cross":
@@ -132,6 +133,7 @@ class HeadStats:
     per_sentence: dict[str, dict[str, np.ndarray]]  # kind -> stat -> per-sentence mean over rows [N, L, H]
     rows: dict[str, np.ndarray]  # kind -> query rows per sentence [N]
     targets: str = "greedy"  # which targets were teacher-forced: "greedy" or "reference"
+    notes: dict = field(default_factory=dict)  # what the figures are over, where a kind differs (``llm_heads``)
 
     @property
     def kinds(self) -> tuple[str, ...]:
@@ -145,7 +147,8 @@ class HeadStats:
         w = self.rows[kind].astype(np.float64)[:, None, None]
         total = max(float(w.sum()), 1.0)
         out = {name: (np.nan_to_num(v) * w).sum(0) / total for name, v in self.per_sentence[kind].items()}
-        for name in SELF_ONLY if kind == "cross" else CROSS_ONLY:
+        absent = self.notes.get("not_applicable", {}).get(kind, ())  # e.g. an LLM's prompt has no diagonal
+        for name in (*(SELF_ONLY if kind == "cross" else CROSS_ONLY), *absent):
             out[name] = np.full_like(out[name], np.nan)
         out["alignment_proxy"] = out["max_weight"] * (1 - out["sink"]) if kind == "cross" else \
             np.full_like(out["sink"], np.nan)
@@ -182,7 +185,8 @@ class HeadStats:
     def to_json(self) -> dict:
         """What ``attnviz heads --json`` prints: heads numbered as everywhere else (``NUMBERING``)."""
         return {"sentences": len(self.sentences), "targets": self.targets, "thresholds": THRESHOLDS,
-                "proxy": PROXY, "numbering": NUMBERING, "heads": [numbered(row) for row in self.table()]}
+                "proxy": PROXY, "numbering": NUMBERING, **self.notes,
+                "heads": [numbered(row) for row in self.table()]}
 
 
 def compare_stats(a: HeadStats, b: HeadStats) -> list[dict]:

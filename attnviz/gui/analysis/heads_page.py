@@ -21,6 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from attnviz.engine.analysis.llm_heads import note_lines
 from attnviz.engine.analysis.names import STATS
 from attnviz.gui.analysis.run_document import (
     AlignmentArrived,
@@ -32,6 +33,18 @@ from attnviz.gui.analysis.run_document import (
 )
 from attnviz.gui.analysis.widgets import AER, HeadMap, thresholds_text
 from attnviz.gui.widgets import add_labelled, copyable, named
+
+
+def short_notes(notes: dict) -> str:
+    """An LLM's notes (``llm_heads``) in one line under the thresholds; the label's tooltip has them in full."""
+    if not notes:
+        return ""
+    parts = ["<b>LLM</b>: rows over the whole prompt"]
+    if notes.get("windowed_layers"):
+        parts.append(f"windowed layers {', '.join(map(str, notes['windowed_layers']))}")
+    if notes.get("kv_groups"):
+        parts.append("kv groups " + ", ".join(f"{g[0]}-{g[-1]}" for g in notes["kv_groups"]))
+    return "<br>" + "; ".join(parts) + " (hover: details)"
 
 
 class HeadsPage(QWidget):
@@ -72,6 +85,7 @@ class HeadsPage(QWidget):
         for shown, stretch in ((self.head_map, 3), (self.head_map.note, 0), (self.thresholds, 0)):
             layout.addWidget(shown, stretch)
         layout.addWidget(self.head_title)
+        self.sentence_list.setMinimumHeight(40)  # at 1024x700 it yields room to the map before the map overlaps
         layout.addWidget(self.sentence_list, 2)
         layout.addWidget(self.open_button, 0, Qt.AlignmentFlag.AlignRight)
 
@@ -98,6 +112,8 @@ class HeadsPage(QWidget):
     def _fill_choices(self) -> None:
         stats = self.run.stats
         assert stats is not None
+        self.thresholds.setText(thresholds_text() + short_notes(stats.notes))
+        self.thresholds.setToolTip("\n".join(note_lines(stats.notes)))  # an LLM's, in full: llm_heads
         for combo, items in ((self.stat_combo, (*STATS, "alignment_proxy")), (self.kind_combo, stats.kinds)):
             combo.blockSignals(True)
             combo.clear()

@@ -10,6 +10,7 @@ The engine (``engine.analysis.importance``) does the work; this page asks for it
 from __future__ import annotations
 
 import json
+from html import escape
 from pathlib import Path
 
 from PySide6.QtCore import Qt, Signal, Slot
@@ -25,8 +26,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from attnviz.engine.analysis.importance import HeadScore, ImportanceProgress, ImportanceReady
+from attnviz.engine.analysis.importance import HeadScore, ImportanceProgress, ImportanceReady, kinds_to_measure
 from attnviz.engine.analysis.jobs import importance_job
+from attnviz.engine.analysis.llm_heads import note_lines
 from attnviz.engine.errors import AttnvizError
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.engine.training.clock import format_clock
@@ -175,7 +177,7 @@ class ImportancePanel(QWidget):
             self.status.emit("Head importance needs references: choose a source file and its reference file")
             return
         translator, corpus, limit, data = self.translator, (split, src, tgt), self.limit_spin.value(), self.data_dir()
-        layout = dict(translator.kind.layout(translator.config))
+        layout = kinds_to_measure(translator, None)  # an LLM's one set of heads once
         self.result = None  # the old map goes: it belonged to other settings
         self.partial = ImportanceReady(0.0, (), layout, 0, "running")
         self._fill_kinds(layout)
@@ -255,7 +257,8 @@ class ImportancePanel(QWidget):
         self.summary.setText(f"Baseline bleu_tok {result.baseline:.2f} on {result.sentences} sentences "
                              f"({result.source}, {result.decode}); colour: BLEU lost when the head alone is off "
                              f"(red: it helps; blue: the corpus scores better without it).{best}"
-                             f"{noise_text(result)}{sample_text(result)}")
+                             f"{noise_text(result)}{sample_text(result)}"
+                             + "".join(f"<br>{escape(line)}" for line in note_lines(result.extra)))
         self._set_running(self.is_running())
         self._show()
         self.status.emit(f"Head importance: {len(result.heads)} heads measured")
