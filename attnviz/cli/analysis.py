@@ -14,7 +14,7 @@ from attnviz.cli import align
 from attnviz.cli.args import add_corpus, add_model
 from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
-from attnviz.engine.analysis.llm_heads import note_lines
+from attnviz.engine.analysis.names import note_lines
 from attnviz.engine.errors import InputError
 from attnviz.engine.heads import NUMBERING, numbered
 

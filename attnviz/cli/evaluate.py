@@ -127,7 +127,7 @@ def cmd_head_importance(args: argparse.Namespace) -> int:
 
     from attnviz.cli.progress import run_analysis
     from attnviz.engine.analysis.importance import ImportanceReady, importance_steps
-    from attnviz.engine.analysis.llm_heads import note_lines
+    from attnviz.engine.analysis.names import note_lines
     from attnviz.engine.heads import SHORT_NAMES
     from attnviz.engine.loading import load_translator
 

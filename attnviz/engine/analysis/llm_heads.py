@@ -108,15 +108,3 @@ def prompt_rows(translator, kind: str, attn: Tensor, src: Tensor, tgt_in: Tensor
     if kind == "cross":
         attn = attn / attn.sum(-1, keepdim=True).clamp(min=1e-12)
     return attn, queries, keys, seen
-
-
-def note_lines(notes: dict) -> list[str]:
-    """An LLM's notes on what its head figures are over (``llm_heads``), one line each: groups, windows, views."""
-    lines = [f"note: {value}" for key, value in notes.items() if key.endswith("note") or key == "same_heads"]
-    if notes.get("windowed_layers"):
-        lines.append(f"sliding-window layers: {', '.join(map(str, notes['windowed_layers']))}")
-    if notes.get("kv_groups"):
-        groups = "; ".join(f"kv {g}: heads {', '.join(map(str, heads))}" for g, heads in
-                           enumerate(notes["kv_groups"], 1))
-        lines.append(f"grouped-query attention, {notes['kv_heads']} key/value heads shared by query heads: {groups}")
-    return lines

@@ -21,8 +21,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from attnviz.engine.analysis.llm_heads import note_lines
-from attnviz.engine.analysis.names import STATS
+from attnviz.engine.analysis.names import STATS, note_lines
 from attnviz.gui.analysis.run_document import (
     AlignmentArrived,
     AnalysisChange,

@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.analysis.importance import HeadScore, ImportanceProgress, ImportanceReady, kinds_to_measure
 from attnviz.engine.analysis.jobs import importance_job
-from attnviz.engine.analysis.llm_heads import note_lines
+from attnviz.engine.analysis.names import note_lines
 from attnviz.engine.errors import AttnvizError
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.engine.training.clock import format_clock
