@@ -72,6 +72,9 @@ class ImportanceProgress:
     eta_s: float | None = None  # the time the remaining decodes will take, at the pace so far
 
 
+NOTE_KEYS = ("same_heads", "kv_heads", "query_heads_per_kv_head", "kv_groups")  # an LLM's notes, kept on reopening
+
+
 @dataclass(frozen=True)
 class ImportanceReady:
     baseline: float  # bleu_tok with every head on
@@ -115,7 +118,7 @@ class ImportanceReady:
                 raise ValueError("head outside the layout")
             return cls(float(data["baseline_bleu"]), heads, layout, int(data["sentences"]), str(data["source"]),
                        str(data.get("decode", "greedy")), bool(data.get("rescale_heads", False)),
-                       bootstrap=dict(data.get("bootstrap") or {}),
+                       extra={k: data[k] for k in NOTE_KEYS if k in data}, bootstrap=dict(data.get("bootstrap") or {}),
                        sample={k: int(v) for k, v in (data.get("sample") or {}).items()})
         except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
             raise InputError(f"This is not a head-importance file written by attnviz ({exc}); make one with "

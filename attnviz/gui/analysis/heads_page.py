@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from attnviz.engine.analysis.names import STATS, note_lines
+from attnviz.gui.analysis.llm_notes import group_size
 from attnviz.gui.analysis.run_document import (
     AlignmentArrived,
     AnalysisChange,
@@ -64,6 +65,7 @@ class HeadsPage(QWidget):
         self.head_title = QLabel("<b>Sentences of a head</b> (click one in the table or the map)")
         self.head_title.setWordWrap(True)  # it also says why an analysis failed: a long message wraps, never widens
         self.sentence_list = copyable(named(QListWidget(), "headSentences", "Typical and unusual sentences of a head"))
+        self.sentence_list.setMinimumHeight(32)  # a row or so: at 700 pixels high the map keeps room for its labels
         self.open_button = named(QPushButton("Open in Tr&anslate"), "openSentenceButton",
                                  "Open the selected sentence in the Translate tab")
         self._lay_out()
@@ -113,6 +115,7 @@ class HeadsPage(QWidget):
         assert stats is not None
         self.thresholds.setText(thresholds_text() + short_notes(stats.notes))
         self.thresholds.setToolTip("\n".join(note_lines(stats.notes)))  # an LLM's, in full: llm_heads
+        self.head_map.kv_group = group_size(stats.notes)  # lines part grouped-query attention's groups
         for combo, items in ((self.stat_combo, (*STATS, "alignment_proxy")), (self.kind_combo, stats.kinds)):
             combo.blockSignals(True)
             combo.clear()
