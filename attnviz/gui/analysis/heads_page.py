@@ -65,7 +65,6 @@ class HeadsPage(QWidget):
         self.head_title = QLabel("<b>Sentences of a head</b> (click one in the table or the map)")
         self.head_title.setWordWrap(True)  # it also says why an analysis failed: a long message wraps, never widens
         self.sentence_list = copyable(named(QListWidget(), "headSentences", "Typical and unusual sentences of a head"))
-        self.sentence_list.setMinimumHeight(32)  # a row or so: at 700 pixels high the map keeps room for its labels
         self.open_button = named(QPushButton("Open in Tr&anslate"), "openSentenceButton",
                                  "Open the selected sentence in the Translate tab")
         self._lay_out()
