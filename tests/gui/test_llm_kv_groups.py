@@ -106,4 +106,5 @@ def test_importance_names_the_one_attention_and_keeps_the_groups(qtbot, window, 
     panel.map.kv_group = 0
     panel.open_file(str(saved))
     assert panel.result.extra["kv_groups"] == [[1, 2], [3, 4]] and panel.map.kv_group == 2
+    assert len(panel.result.extra["spans"]) == 2 and "Der Hund läuft." in panel.result.extra["first_prompt"]
     assert panel.kind_combo.currentText() == ALL_VIEWS

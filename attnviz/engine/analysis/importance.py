@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from attnviz.engine.analysis.bootstrap import Resamples, bleu_of_stats, sentence_stats
-from attnviz.engine.analysis.llm_heads import distinct_kinds, importance_notes
+from attnviz.engine.analysis.llm_heads import distinct_kinds, importance_notes, prompt_card
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import InputError
 from attnviz.engine.heads import KIND_ALIASES, NUMBERING, SHORT_NAMES, HeadRef
@@ -72,7 +72,8 @@ class ImportanceProgress:
     eta_s: float | None = None  # the time the remaining decodes will take, at the pace so far
 
 
-NOTE_KEYS = ("same_heads", "kv_heads", "query_heads_per_kv_head", "kv_groups")  # an LLM's notes, kept on reopening
+NOTE_KEYS = ("same_heads", "kv_heads", "query_heads_per_kv_head", "kv_groups", "prompt", "prompt_languages", "spans",
+             "first_prompt")  # an LLM's notes and prompts (``llm_heads``), kept when a saved file is reopened
 
 
 @dataclass(frozen=True)
@@ -230,7 +231,8 @@ def importance_steps(translator, pairs: Sequence[tuple[str, str]], decode: Decod
     scores.sort(key=lambda s: (-s.delta, s.kind, s.layer, s.head))
     yield ImportanceReady(baseline, tuple(scores), layout, len(pairs), source,
                           f"beam {decode.beam}" if decode.beam > 1 else "greedy", decode.rescale_heads,
-                          extra=importance_notes(translator), bootstrap=resamples.describe(), sample=drawn)
+                          extra={**importance_notes(translator), **prompt_card(translator, [s for s, _ in pairs])},
+                          bootstrap=resamples.describe(), sample=drawn)
 
 
 def compute_importance(translator, pairs, decode: DecodeConfig | None = None,

@@ -1,5 +1,6 @@
-"""``attnviz align --out FILE.npz``: the links and AER arrays of an alignment run with a JSON sidecar holding what
-``--json`` prints (for a decoder-only LLM: the prompt, the sentence's spans and the settings that reproduce it)."""
+"""Exports of a decoder-only LLM's alignment and head figures: ``attnviz align --out FILE.npz`` (the links and AER
+arrays with a JSON sidecar holding what ``--json`` prints), and the prompt, languages and sentence spans in the JSON
+of ``attnviz heads`` and ``attnviz head-importance`` (what reproduces their prompts)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 
 from attnviz.cli.main import main
 from attnviz.engine.analysis.align_export import link_array
+from attnviz.engine.loading import load_translator
 
 pytest.importorskip("transformers")
 from tests.llm_folder import make_llm_folder  # noqa: E402  (needs transformers)
@@ -61,3 +63,27 @@ def test_out_must_name_an_npz_file(tmp_path, capsys):
                  "--out", str(bad)]) != 0
     assert (f"--out {bad}: give a file name ending in .npz (its JSON sidecar is written beside it)"
             in capsys.readouterr().err) and not bad.exists()
+
+
+def _check_prompts(found: dict, translator, sources: list[str]) -> None:
+    assert found["prompt"] == translator.prompt_template and found["prompt_languages"] == ["de", "en"]
+    assert found["first_prompt"] == translator.prompt(sources[0]).text and "Der Hund läuft." in found["first_prompt"]
+    assert len(found["spans"]) == len(sources)
+    for (a, b), text in zip(found["spans"], sources, strict=True):
+        roles = translator.prompt(text).roles
+        assert set(roles[a:b]) == {"source"} and "source" not in roles[:a] + roles[b:]  # the sentence, only it
+        assert {"template", "instruction"} <= set(roles[:a])
+
+
+def test_heads_and_importance_json_carry_the_prompts(tmp_path, capsys):
+    folder = make_llm_folder(tmp_path, "qwen2")
+    sources = ["Der Hund läuft.", "Das Haus ist rot."]
+    src, ref = tmp_path / "src.txt", tmp_path / "ref.txt"
+    src.write_text("\n".join(sources) + "\n", encoding="utf-8")
+    ref.write_text("The dog runs.\nThe house is red.\n", encoding="utf-8")
+    translator = load_translator(str(folder))
+    assert main(["heads", "-m", str(folder), "--src", str(src), "--tgt", str(ref), "--json"]) == 0
+    _check_prompts(json.loads(capsys.readouterr().out), translator, sources)
+    out = tmp_path / "importance.json"
+    assert main(["head-importance", "-m", str(folder), "--src", str(src), "--ref", str(ref), "--out", str(out)]) == 0
+    _check_prompts(json.loads(out.read_text(encoding="utf-8")), translator, sources)
