@@ -3,7 +3,8 @@
 The set is read as published (``engine.analysis.goldset``: ``--text`` pairs or ``--src``/``--tgt``, links ``i-j``,
 ``ipj``, ``i?j`` or NAACL 2003 link lines, numbering from the flags or detected, ``--reverse``); alignment and
 scoring are the engine's (``align_steps``). Pharaoh lines go to stdout (0-based, as Pharaoh files are), the figures
-to stderr, or everything, with what reproduces it, as one JSON object with ``--json``.
+to stderr, or everything, with what reproduces it, as one JSON object with ``--json``; ``--out FILE.npz`` writes
+the links and AER arrays with that object as a JSON sidecar (``engine.analysis.align_export``).
 """
 
 from __future__ import annotations
@@ -11,7 +12,16 @@ from __future__ import annotations
 import argparse
 import sys
 
-from attnviz.cli.args import HEAD_NUMBER, PROBABILITY, add_languages, add_limit, add_model, add_prompt, check_model
+from attnviz.cli.args import (
+    HEAD_NUMBER,
+    PROBABILITY,
+    add_languages,
+    add_limit,
+    add_model,
+    add_prompt,
+    check_model,
+    output_file,
+)
 from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
 from attnviz.engine.errors import InputError
@@ -61,6 +71,8 @@ def add_command(sub) -> None:
     add_prompt(p)
     add_limit(p)
     p.add_argument("--json", action="store_true", help="print the alignments, figures and settings as one JSON object")
+    p.add_argument("--out", metavar="FILE.npz", type=output_file, help="also write the links (and, with --gold, the "
+                   "AER per head and per layer) as arrays, with a JSON sidecar FILE.json of what --json prints")
     p.set_defaults(func=cmd_align)
 
 
@@ -89,6 +101,8 @@ def cmd_align(args: argparse.Namespace) -> int:
 
     if args.average and args.layer is not None:
         raise InputError("--average and --layer/--head exclude each other")
+    if args.out is not None and not args.out.endswith(".npz"):
+        raise InputError(f"--out {args.out}: give a file name ending in .npz (its JSON sidecar is written beside it)")
     if args.reverse_model is not None and args.reverse_prompted:
         raise InputError("--reverse-model and --reverse-prompted exclude each other: give one reverse model")
     reverse_head = args.reverse_layer is not None or args.reverse_head is not None
@@ -113,6 +127,10 @@ def cmd_align(args: argparse.Namespace) -> int:
     card = {"model": args.model, "reverse_model": args.model + " (prompted the other way)" if args.reverse_prompted
             else args.reverse_model,
             "direction": f"{translator.src_spec.lang}->{translator.tgt_spec.lang}", **gold_set.to_json()}
+    if args.out is not None:
+        from attnviz.engine.analysis.align_export import save_alignment
+
+        print(f"wrote {args.out} and {save_alignment(args.out, result, card)}", file=sys.stderr)
     if args.json:
         print(json_text({**card, **result.to_json()}))
         return 0

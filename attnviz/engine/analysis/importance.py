@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from attnviz.engine.analysis.bootstrap import Resamples, bleu_of_stats, sentence_stats
-from attnviz.engine.analysis.llm_heads import distinct_kinds, importance_notes
+from attnviz.engine.analysis.llm_heads import distinct_kinds, importance_notes, prompt_card
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import InputError
 from attnviz.engine.heads import KIND_ALIASES, NUMBERING, SHORT_NAMES, HeadRef
@@ -72,6 +72,10 @@ class ImportanceProgress:
     eta_s: float | None = None  # the time the remaining decodes will take, at the pace so far
 
 
+NOTE_KEYS = ("same_heads", "kv_heads", "query_heads_per_kv_head", "kv_groups", "prompt", "prompt_languages", "spans",
+             "first_prompt")  # an LLM's notes and prompts (``llm_heads``), kept when a saved file is reopened
+
+
 @dataclass(frozen=True)
 class ImportanceReady:
     baseline: float  # bleu_tok with every head on
@@ -115,7 +119,7 @@ class ImportanceReady:
                 raise ValueError("head outside the layout")
             return cls(float(data["baseline_bleu"]), heads, layout, int(data["sentences"]), str(data["source"]),
                        str(data.get("decode", "greedy")), bool(data.get("rescale_heads", False)),
-                       bootstrap=dict(data.get("bootstrap") or {}),
+                       extra={k: data[k] for k in NOTE_KEYS if k in data}, bootstrap=dict(data.get("bootstrap") or {}),
                        sample={k: int(v) for k, v in (data.get("sample") or {}).items()})
         except (AttributeError, KeyError, TypeError, ValueError, IndexError) as exc:
             raise InputError(f"This is not a head-importance file written by attnviz ({exc}); make one with "
@@ -227,7 +231,8 @@ def importance_steps(translator, pairs: Sequence[tuple[str, str]], decode: Decod
     scores.sort(key=lambda s: (-s.delta, s.kind, s.layer, s.head))
     yield ImportanceReady(baseline, tuple(scores), layout, len(pairs), source,
                           f"beam {decode.beam}" if decode.beam > 1 else "greedy", decode.rescale_heads,
-                          extra=importance_notes(translator), bootstrap=resamples.describe(), sample=drawn)
+                          extra={**importance_notes(translator), **prompt_card(translator, [s for s, _ in pairs])},
+                          bootstrap=resamples.describe(), sample=drawn)
 
 
 def compute_importance(translator, pairs, decode: DecodeConfig | None = None,

@@ -23,6 +23,7 @@ Names: B batch, L layers, H query heads, G key/value heads, Tq queries, Tk keys.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -64,6 +65,17 @@ def stats_notes(translator) -> dict[str, Any]:
     window = {"windowed_layers": layers, "window_note": WINDOW_NOTE} if layers else {}
     return {"prompt_note": PROMPT_NOTE, "not_applicable": {"cross": ["diag_distance"]}, **window,
             **kv_groups(translator)}
+
+
+def prompt_card(translator, sources: Sequence[str]) -> dict[str, Any]:
+    """What reproduces an LLM's prompts (nothing for other kinds): the instruction, the languages it names, each
+    sentence's span ``[first, last)`` in its prompt and the first prompt as read."""
+    if not translator.kind.reads_prompt:
+        return {}
+    return {"prompt": translator.prompt_template,
+            "prompt_languages": [translator.src_spec.lang, translator.tgt_spec.lang],
+            "spans": [list(translator.prompt(text).span) for text in sources],
+            "first_prompt": translator.prompt(sources[0]).text if sources else None}
 
 
 def importance_notes(translator) -> dict[str, Any]:

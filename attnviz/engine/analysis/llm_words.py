@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from attnviz.engine.analysis.corpus import Example
+from attnviz.engine.analysis.llm_heads import prompt_card
 from attnviz.engine.analysis.setwords import TokenReport, WordTokens
 from attnviz.engine.errors import InputError
 from attnviz.engine.hub.llm_prompt import DEFAULT_PROMPT
@@ -120,11 +121,7 @@ def prompt_settings(translator, sources: Sequence[Sequence[str]], reverse=None) 
     ``reverse`` LLM, its instruction and languages."""
     if not translator.kind.reads_prompt:
         return {}
-    spans = [list(translator.prompt(" ".join(words)).span) for words in sources]
-    out: dict[str, Any] = {"attention": SPAN_NOTE, "prompt": translator.prompt_template,
-                           "prompt_languages": [translator.src_spec.lang, translator.tgt_spec.lang],
-                           "spans": spans, "first_prompt": translator.prompt(" ".join(sources[0])).text
-                           if sources else None}
+    out: dict[str, Any] = {"attention": SPAN_NOTE, **prompt_card(translator, [" ".join(w) for w in sources])}
     arch = LLMArch.from_dict(translator.config.arch)
     windowed = [layer + 1 for layer in range(translator.config.dec_layers) if arch.sliding(layer)]
     if windowed:  # a step of these layers sees only its last keys: a span farther back gets no weight, no link

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from attnviz.engine.analysis.corpus import Example, attention_batches, batch_order, encode_corpus, greedy_targets
-from attnviz.engine.analysis.llm_heads import prompt_rows, stats_notes
+from attnviz.engine.analysis.llm_heads import prompt_card, prompt_rows, stats_notes
 from attnviz.engine.analysis.names import STATS
 from attnviz.engine.analysis.stats import HeadStats, punctuation_table, row_statistics, start_table
 from attnviz.engine.corpus.reader import load_splits, read_lines, read_parallel, resolve_data_dir
@@ -150,7 +150,7 @@ def head_stats_steps(translator, sources: Sequence[str], targets: Sequence[str] 
     texts = sources if translator.has_source or targets is None else targets  # a language model: its texts
     yield HeadStatsReady(HeadStats(tuple(texts), per_sentence, rows,
                                    "greedy" if targets is None and translator.has_source else "reference",
-                                   stats_notes(translator)))
+                                   {**stats_notes(translator), **prompt_card(translator, sources)}))
 
 
 def compute_head_stats(translator, sources: Sequence[str], targets: Sequence[str] | None = None,

@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from attnviz.engine.analysis.names import STATS, note_lines
+from attnviz.gui.analysis.llm_notes import group_size
 from attnviz.gui.analysis.run_document import (
     AlignmentArrived,
     AnalysisChange,
@@ -113,6 +114,7 @@ class HeadsPage(QWidget):
         assert stats is not None
         self.thresholds.setText(thresholds_text() + short_notes(stats.notes))
         self.thresholds.setToolTip("\n".join(note_lines(stats.notes)))  # an LLM's, in full: llm_heads
+        self.head_map.kv_group = group_size(stats.notes)  # lines part grouped-query attention's groups
         for combo, items in ((self.stat_combo, (*STATS, "alignment_proxy")), (self.kind_combo, stats.kinds)):
             combo.blockSignals(True)
             combo.clear()

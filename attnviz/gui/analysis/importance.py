@@ -28,15 +28,18 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.analysis.importance import HeadScore, ImportanceProgress, ImportanceReady, kinds_to_measure
 from attnviz.engine.analysis.jobs import importance_job
+from attnviz.engine.analysis.llm_heads import importance_notes
 from attnviz.engine.analysis.names import note_lines
 from attnviz.engine.errors import AttnvizError
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.engine.training.clock import format_clock
+from attnviz.gui.analysis.llm_notes import group_size
 from attnviz.gui.analysis.widgets import HeadMap
 from attnviz.gui.data_folder import missing_data_hint
 from attnviz.gui.widgets import add_labelled, named
 from attnviz.gui.worker import JobFailure, Worker
 
+ALL_VIEWS = "Every view (one attention)"  # a decoder-only model: a head is off in the prompt and every output step
 JSON_FILTER = "Head importance (*.json);;All files (*)"
 
 
@@ -45,6 +48,13 @@ def sample_text(result: ImportanceReady) -> str:
     drawn = result.sample
     return (f" Measured {drawn['measured']} of {drawn['of']} heads, drawn at random (seed {drawn['seed']}); the "
             "blank tiles were not switched off." if drawn else "")
+
+
+def kind_label(result: ImportanceReady | None, kind: str) -> str:
+    """The name of an attention kind measured: an LLM's one attention, whose views are the same heads, as such."""
+    if result is not None and result.extra.get("same_heads"):
+        return ALL_VIEWS
+    return ATTENTION_KINDS[kind].label if kind in ATTENTION_KINDS else kind
 
 
 class ImportanceMap(HeadMap):
@@ -63,7 +73,7 @@ class ImportanceMap(HeadMap):
         if result is None or kind not in result.layout:
             self.set_data(None)
             return
-        label = ATTENTION_KINDS[kind].label if kind in ATTENTION_KINDS else kind
+        label = kind_label(result, kind)
         self.show_matrix(result.matrix(kind), f"{label}: BLEU lost when the head alone is off "
                          f"(baseline {result.baseline:.2f})", False, signed=True)
 
@@ -179,7 +189,7 @@ class ImportancePanel(QWidget):
         translator, corpus, limit, data = self.translator, (split, src, tgt), self.limit_spin.value(), self.data_dir()
         layout = kinds_to_measure(translator, None)  # an LLM's one set of heads once
         self.result = None  # the old map goes: it belonged to other settings
-        self.partial = ImportanceReady(0.0, (), layout, 0, "running")
+        self.partial = ImportanceReady(0.0, (), layout, 0, "running", extra=importance_notes(translator))
         self._fill_kinds(layout)
         self.map.set_data(None)
         self.map.placeholder = "Decoding the corpus with every head on; then the map fills in head by head"
@@ -224,7 +234,7 @@ class ImportancePanel(QWidget):
         """The map as it fills: the heads measured so far, the others blank ("not measured yet" on hover)."""
         assert self.partial is not None
         measured = self.partial.heads + ((score,) if score is not None else ())
-        self.partial = ImportanceReady(baseline, measured, self.partial.layout, 0, "running")
+        self.partial = ImportanceReady(baseline, measured, self.partial.layout, 0, "running", extra=self.partial.extra)
         self.summary.setText(f"Measuring: {len(measured)} of {heads} heads so far (baseline bleu_tok "
                              f"{baseline:.2f}); the map fills in as each head is switched off.")
         self.map.show_result(self.partial, self.kind_combo.currentData())
@@ -244,7 +254,7 @@ class ImportancePanel(QWidget):
         self.kind_combo.blockSignals(True)
         self.kind_combo.clear()
         for kind in layout:
-            self.kind_combo.addItem(ATTENTION_KINDS[kind].label if kind in ATTENTION_KINDS else kind, kind)
+            self.kind_combo.addItem(kind_label(self.result or self.partial, kind), kind)
         self.kind_combo.setCurrentIndex(max(0, self.kind_combo.findData(current)))
         self.kind_combo.blockSignals(False)
 
@@ -259,6 +269,7 @@ class ImportancePanel(QWidget):
                              f"(red: it helps; blue: the corpus scores better without it).{best}"
                              f"{noise_text(result)}{sample_text(result)}"
                              + "".join(f"<br>{escape(line)}" for line in note_lines(result.extra)))
+        self.map.kv_group = group_size(result.extra)  # lines part grouped-query attention's groups
         self._set_running(self.is_running())
         self._show()
         self.status.emit(f"Head importance: {len(result.heads)} heads measured")

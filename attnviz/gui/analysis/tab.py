@@ -34,6 +34,7 @@ from attnviz.engine.analysis.names import IMPORTANCE_SPLIT
 from attnviz.gui.analysis.gold import GoldChoice
 from attnviz.gui.analysis.heads_page import HeadsPage
 from attnviz.gui.analysis.importance import ImportancePanel
+from attnviz.gui.analysis.llm_notes import with_kv_column
 from attnviz.gui.analysis.run_document import (
     AnalysisChange,
     AnalysisRunDocument,
@@ -304,7 +305,7 @@ class AnalysisTab(QWidget):
             case StatsArrived(compare=False):
                 stats = self.run_document.stats
                 assert stats is not None
-                self.table_model.set_rows(stats.table())
+                self.table_model.set_rows(with_kv_column(stats.table(), stats.notes))
                 self.table_model.size_columns(self.table)
             case RunFailed():
                 self.progress.setRange(0, 1)  # stopped: no busy bar, no stale count

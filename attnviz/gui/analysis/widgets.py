@@ -20,6 +20,7 @@ from attnviz.engine.analysis.names import PROXY, SIDE_BY_SIDE, SIGNED_VIEWS, THR
 from attnviz.engine.events import ATTENTION_KINDS
 from attnviz.engine.training.runs import RunPaths, run_checkpoint
 from attnviz.gui.analysis import baselines
+from attnviz.gui.analysis.llm_notes import draw_groups, group_of
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.widgets import NO_PARENT, ModelIndex, add_labelled, guarded_paint, named
 
@@ -44,6 +45,9 @@ def run_partner(path: str | None) -> str:
     return str(current.parent)
 
 
+HEAD_NUMBERS = ("layer", "head", "kv_head")  # shown from 1
+
+
 class StatsTableModel(QAbstractTableModel):
     """One row per head (``HeadStats.table()`` rows); layers and heads shown from 1 as in the Translate tab."""
 
@@ -63,7 +67,8 @@ class StatsTableModel(QAbstractTableModel):
         metrics = table.fontMetrics()
         for column in range(self.columnCount()):
             title = self.headerData(column, Qt.Orientation.Horizontal)
-            sample = {"tags": "positional, diffuse", "kind": "encoder", "layer": "12", "head": "12"}.get(title, "0.000")
+            sample = {"tags": "positional, diffuse", "kind": "encoder", "layer": "12", "head": "12",
+                      "kv head": "12"}.get(title, "0.000")
             width = max(metrics.horizontalAdvance(title), metrics.horizontalAdvance(sample))
             table.setColumnWidth(column, width + 18)
 
@@ -88,12 +93,12 @@ class StatsTableModel(QAbstractTableModel):
         name = self._columns[index.column()]
         value = self._rows[index.row()][name]
         if role == Qt.ItemDataRole.UserRole:  # sort key: numbers as numbers, missing values last
-            if name in ("layer", "head") or isinstance(value, float):
+            if name in HEAD_NUMBERS or isinstance(value, float):
                 return float(value)
             return -1e9 if value is None else str(value)
         if role != Qt.ItemDataRole.DisplayRole:
             return None
-        if name in ("layer", "head"):
+        if name in HEAD_NUMBERS:
             return str(value + 1)
         if name == "tags":
             return ", ".join(value)
@@ -117,6 +122,7 @@ class HeadMap(HeatmapView):
         self.setAccessibleName("Statistic per layer and head")
         self.placeholder = "Run the analysis to see a statistic per layer and head"
         self.marks: baselines.Baselines | None = None  # on the AER map: the best head and the diagonal baseline
+        self.kv_group = 0  # query heads per key/value head: grouped-query attention's groups are parted by lines
         self.note = named(QLabel(), "headMapNote", "What the map marks")  # the tab lays it out under the map
         self.note.setWordWrap(True)
         self.note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -161,10 +167,16 @@ class HeadMap(HeatmapView):
     def paintEvent(self, event) -> None:  # noqa: N802 (Qt naming)
         super().paintEvent(event)
         data, g = self.data(), self._geometry
-        if self.marks is not None and data is not None and g is not None:
-            painter = QPainter(self)
+        if data is None or g is None or (self.marks is None and not self.kv_group):
+            return
+        painter = QPainter(self)
+        draw_groups(painter, self._cells, g, data.matrix.shape[1], self.kv_group)
+        if self.marks is not None:
             baselines.draw(painter, self._cells, g, data.matrix, self.marks, *self.colour_range())
-            painter.end()
+        painter.end()
+
+    def describe_cell(self, row: int, col: int) -> str:
+        return super().describe_cell(row, col) + group_of(col, self.kv_group)
 
     def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802
         cell = self.cell_at(event.position().toPoint())
