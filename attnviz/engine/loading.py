@@ -25,6 +25,7 @@ from attnviz.engine.checkpoints.parts import checkpoint_parts
 from attnviz.engine.config import DEFAULT_KIND
 from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.hub import FolderPlan, format_of
+from attnviz.engine.hub.parsed import parsed_once
 from attnviz.engine.kinds import ModelKind, get_kind
 
 if TYPE_CHECKING:
@@ -81,10 +82,11 @@ def load_translator(path: str | os.PathLike[str], dtype: str = AUTO) -> Translat
             return load_llm_checkpoint(path, run)
         return load_checkpoint(path, run)
     folder = Path(path)
-    plan, _, _ = _folder_plan(folder)
-    run = resolve_dtype(dtype, plan.card.dtype, keep_stored=plan.card.kind.stored_precision)
-    check_fits(folder, plan.card.parameters, run)
-    translator = format_of(folder).load(folder, run)
+    with parsed_once():  # the inspection and the load read the folder's files once
+        plan, _, _ = _folder_plan(folder)
+        run = resolve_dtype(dtype, plan.card.dtype, keep_stored=plan.card.kind.stored_precision)
+        check_fits(folder, plan.card.parameters, run)
+        translator = format_of(folder).load(folder, run)
     _check_loaded(folder, plan.card, translator)
     translator.metadata["dtype"] = plan.card.dtype  # what the card says the weights are stored as
     return translator

@@ -37,6 +37,7 @@ from attnviz.engine.hub.marian_files import (
     layer_shapes,
     read_vocab_file,
 )
+from attnviz.engine.hub.parsed import once
 from attnviz.engine.kinds import check
 from attnviz.engine.kinds.m2m100 import M2M100 as M2M100_KIND
 from attnviz.engine.kinds.mbart import MBART as MBART_KIND
@@ -220,6 +221,7 @@ class FairseqParts:
                 "imported_from": f"{self.family.title} folder", "generation": self.generation}
 
 
+@once
 def folder_parts(folder: str | Path, model_type: str) -> FairseqParts:
     """Everything but the weights, read and checked (CheckpointError naming the file and field otherwise)."""
     folder = Path(folder)

@@ -19,6 +19,7 @@ from attnviz.engine.errors import CheckpointError
 from attnviz.engine.hub.families import holds
 from attnviz.engine.hub.generation import read_generation
 from attnviz.engine.hub.llm_config import MODEL_TYPES, model_config, refusal, unchecked
+from attnviz.engine.hub.parsed import once
 from attnviz.engine.models.llm_arch import LLMArch
 
 SINGLE = "model.safetensors"
@@ -149,6 +150,7 @@ def read_template(folder: Path) -> str | None:
     return template
 
 
+@once
 def read_folder(folder: Path) -> LLMFolder:
     """Every file of an LLM folder but the weights' values, checked."""
     config = read_config(folder)

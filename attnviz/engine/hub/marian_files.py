@@ -34,6 +34,7 @@ from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import CheckpointError, ConfigError
 from attnviz.engine.hub.families import holds
 from attnviz.engine.hub.generation import read_generation
+from attnviz.engine.hub.parsed import once
 from attnviz.engine.kinds import check
 from attnviz.engine.kinds.marian import MARIAN
 from attnviz.engine.text.tokenize import TokenizerSpec
@@ -230,6 +231,7 @@ def _vocabularies(folder: Path, config: dict[str, Any], separate: bool) -> tuple
     return source, target
 
 
+@once
 def folder_parts(folder: str | Path) -> MarianParts:
     """Everything but the weights, read and checked (CheckpointError naming the file and field otherwise)."""
     folder = Path(folder)
