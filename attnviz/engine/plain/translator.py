@@ -16,6 +16,7 @@ import numpy as np
 
 from attnviz.engine.checkpoints.card import ModelCard
 from attnviz.engine.checkpoints.folder import check_shapes
+from attnviz.engine.checkpoints.memory import check_fits
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import CheckpointError, InputError
 from attnviz.engine.hub.marian import plan_of_parts
@@ -114,10 +115,11 @@ def open_plain(folder: str | os.PathLike[str]) -> tuple[PlainTranslator | None, 
             why = "its weights are not a safetensors file"
         if why is not None:
             return None, why
+        plan = plan_of_parts(parts)
+        check_fits(path, plan.card.parameters, "float32")  # before any weight is read, as the torch path checks
         tensors, why = read_float32(weights)
         if tensors is None:
             return None, why
-        plan = plan_of_parts(parts)
         check_shapes(plan.weights, {name: list(t.shape) for name, t in tensors.items()})
         if plan.card.decoding is not None and plan.card.decoding.temperature > 0:
             return None, "its configured decoding samples"
