@@ -241,7 +241,8 @@ class QuantityJob:
         q, t = self.quantity, self.translation
         yield QuantityProgress(0, len(t.tokens), f"{q.label}...")
         settings = AttributionSettings(**q.settings)
-        for event in attribution_steps(self.translator, q.method or q.key, t.src_tokens, t.tokens, settings, stop):
+        for event in attribution_steps(self.translator, q.method or q.key, t.src_tokens, t.tokens, settings, stop,
+                                       roles=t.roles):
             if isinstance(event, Attribution):
                 yield attribution_result(q, event)
             else:
@@ -256,7 +257,7 @@ def attribution_result(quantity: Quantity, attribution) -> QuantityResult:
     settings = {k: v for k, v in a.settings.items()}
     return QuantityResult(quantity, {ATTRIBUTION.key: maps}, tuple(a.src_tokens) + a.decoder_inputs,
                           len(a.src_tokens), settings, tuple(a.notes),
-                          a.source_share()[-1] if a.src_tokens else None)  # no source, no share to show
+                          a.shares()[-1, :, 0] if a.src_tokens else None)  # the source SPAN's; no source, none
 
 
 def lens_result(quantity: Quantity, lens) -> QuantityResult:
