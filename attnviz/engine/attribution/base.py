@@ -216,6 +216,7 @@ class AttributionMethod:
     settings: tuple[str, ...] = ()  # the ``AttributionSettings`` fields it reads
     not_defined: Callable[[ModelKind], str | None] = _always  # why it is not defined for a kind; None: it is
     default_aggregate: str | None = None  # the aggregation when ``settings.aggregate`` is None
+    reads_roles: bool = False  # its compute takes ``roles=`` (an LLM prompt's) as a keyword
 
     def why_not(self, kind: ModelKind) -> str | None:
         """A sentence saying why this method is not defined for ``kind``; None where it is."""
@@ -278,7 +279,8 @@ def attribution_steps(translator: Translator, method: str, src_tokens: Sequence[
     if roles and len(roles) != len(src):
         raise InputError(f"The prompt's roles name {len(roles)} tokens, but the source has {len(src)}: give the "
                          "roles of the translation attributed (Translation.roles).")
-    for event in entry.compute(translator, src, out, settings, stop):
+    given = {"roles": tuple(roles)} if entry.reads_roles else {}
+    for event in entry.compute(translator, src, out, settings, stop, **given):
         yield dataclasses.replace(event, src_roles=tuple(roles)) if roles and isinstance(event, Attribution) else event
 
 
