@@ -72,10 +72,10 @@ def test_patching_maps_the_prompt_the_prefix_and_the_heads(llm):
     heads = translator.model.cfg.heads
     assert found.source.shape == (layers, t, s) and found.prefix.shape == (layers, t, t)
     assert found.extras["encoder_heads"].shape == (t, layers, heads) and "cross_heads" not in found.extras
-    assert found.src_roles == tuple(translation.roles) and "span replaced by the folder's first ordinary token" in found.notes[1]
+    assert found.src_roles == tuple(translation.roles)
+    assert "span replaced by the folder's first ordinary token" in found.notes[1]
     np.testing.assert_allclose(found.scores, found.extras["clean_logp"] - found.extras["corrupt_logp"])
-    # the first decoder input is the prompt's last token: at layer 0, it and the prompt together carry everything,
-    # and at the last layer no prompt position reaches an output step any more
+    # at the last layer no prompt position reaches an output step any more, and each step's own position is all
     restorable = found.extras["restorable"].astype(bool)
     np.testing.assert_allclose(found.source[-1], 0.0, atol=1e-9)
     np.testing.assert_allclose(np.diagonal(found.prefix[-1])[restorable], 1.0, rtol=1e-9)
