@@ -10,7 +10,15 @@ MarianMT-sized model with random weights (d 512, 6+6 layers, 8 heads, ff 2048, a
 The issue's targets on the bundled model are printed beside the figures. The load average is reported, since a
 loaded machine slows every figure.
 
+``--llm NAME`` (``qwen2.5-0.5b``, ``llama-3.2-1b``, ``gemma-3-1b``: ``llm_large.SHAPES``) measures instead, beside the
+bundled model, a decoder-only LLM of that shape with random weights (the folder ``llm_large`` writes once into its
+cache, ``ATTNVIZ_BENCH_CACHE``), the prompt of ``SENTENCE`` and ``--tokens`` greedy output tokens (random weights do
+not reach its end token first), ``--llm-repeats`` runs after a warm-up; a method not defined for it is listed with
+why. Its targets (issue 37): gradient x input <= 2 s, ALTI <= 3 s (CPU seconds, one thread).
+
     python benchmarks/bench_attribution.py [--threads 2] [--repeats 5] [--steps 32] [--tokens 20] [--no-marian]
+    python benchmarks/bench_attribution.py --llm qwen2.5-0.5b --threads 1 --repeats 3 --llm-repeats 1 \
+        [--only gradient-x-input,alti-plus,value-zeroing,integrated-gradients,logit-lens]
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import argparse
 import json
 import os
 import statistics
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,6 +43,7 @@ BUNDLED = Path(__file__).resolve().parents[1] / "models" / "de-en-multi30k.safet
 SENTENCE = "Ein kleines Mädchen in einem rosa Kleid klettert eine Treppe hinauf , während ihr Vater am Fuß der " \
            "Treppe wartet ."
 TARGETS_S = {"gradient-x-input": 0.5, "integrated-gradients": 5.0, "alti-plus": 1.0, "value-zeroing": 2.0}
+LLM_TARGETS_CPU_S = {"gradient-x-input": 2.0, "alti-plus": 3.0}  # issue 37, one thread, 20 output tokens
 
 
 def _timed(run, repeats: int) -> dict:
@@ -50,20 +60,41 @@ def _timed(run, repeats: int) -> dict:
             "runs": [round(r, 3) for r in wall]}
 
 
-def measure(translator, tokens: int, repeats: int, steps: int) -> dict:
-    """Seconds per sentence of every method defined for the translator's kind, and of the logit lens."""
+def measure(translator, tokens: int, repeats: int, steps: int, only: tuple[str, ...] = ()) -> dict:
+    """Seconds per sentence of every method defined for the translator's kind (those in ``only`` when given), and
+    of the logit lens."""
     translation = translator.translate(SENTENCE, DecodeConfig(max_len=tokens))
     src, out = translation.src_tokens, translation.tokens
     figures: dict[str, dict] = {}
     for method in methods_for(translator.kind).defined:
+        if only and method.name not in only:
+            figures[method.name] = {"skipped": "not in --only"}
+            continue
         settings = AttributionSettings(steps=steps) if "steps" in method.settings else AttributionSettings()
-        figures[method.name] = _timed(lambda m=method.name, s=settings: list(attribution_steps(translator, m, src,
-                                                                                                out, s)), repeats)
+        figures[method.name] = _timed(lambda m=method.name, s=settings: list(attribution_steps(
+            translator, m, src, out, s, roles=translation.roles)), repeats)
         if "steps" in method.settings:
             figures[method.name]["steps"] = steps
-    if lens_not_defined(translator.kind) is None:
+    if lens_not_defined(translator.kind) is None and (not only or "logit-lens" in only):
         figures["logit-lens"] = _timed(lambda: list(logit_lens_steps(translator, src, out)), repeats)
-    return {"src_tokens": len(src), "output_tokens": len(out), "translation": translation.text, "methods": figures}
+    undefined = {method.name: why for method, why in methods_for(translator.kind).undefined}
+    return {"src_tokens": len(src), "output_tokens": len(out), "translation": translation.text, "methods": figures,
+            "not_defined": undefined}
+
+
+def llm_figures(name: str, tokens: int, repeats: int, steps: int, only: tuple[str, ...] = ()) -> dict:
+    """``measure`` on the random ``name``-shaped LLM folder (written once into ``llm_large``'s cache)."""
+    from llm_large import SHAPES, write_folder
+
+    if name not in SHAPES:
+        raise SystemExit(f"--llm: unknown shape {name!r}; choose one of {', '.join(SHAPES)}")
+    root = Path(os.environ.get("ATTNVIZ_BENCH_CACHE", Path(tempfile.gettempdir()) / "attnviz-bench"))
+    root.mkdir(parents=True, exist_ok=True)
+    figures = measure(load_translator(write_folder(name, root, "float32")), tokens, repeats, steps, only)
+    within = {m: figures["methods"][m]["cpu_s_median"] <= limit for m, limit in LLM_TARGETS_CPU_S.items()
+              if "cpu_s_median" in figures["methods"].get(m, {})}
+    return {"model": f"{name}-shaped, random weights (float32)", **figures, "targets_cpu_s": LLM_TARGETS_CPU_S,
+            "within_target": within}
 
 
 def main() -> None:
@@ -75,17 +106,26 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=20, help="most output tokens (the MarianMT model's output)")
     parser.add_argument("--marian-repeats", type=int, default=1)
     parser.add_argument("--no-marian", action="store_true", help="skip the MarianMT-sized measurement")
+    parser.add_argument("--llm", metavar="SHAPE", help="a random decoder-only LLM of this shape (qwen2.5-0.5b...) "
+                                                       "instead of the MarianMT-sized model")
+    parser.add_argument("--llm-repeats", type=int, default=1)
+    parser.add_argument("--only", default="", help="comma-separated methods (and logit-lens) to measure; default all")
     args = parser.parse_args()
+    only = tuple(name for name in args.only.split(",") if name)
     torch.set_num_threads(args.threads)
     load = os.getloadavg()
-    bundled = measure(load_translator(args.model), args.tokens, args.repeats, args.steps)
+    bundled = measure(load_translator(args.model), args.tokens, args.repeats, args.steps, only)
     within = {name: bundled["methods"][name]["s_median"] <= limit for name, limit in TARGETS_S.items()
-              if name in bundled["methods"]}
-    marian = None if args.no_marian else measure(marian_translator(), args.tokens, args.marian_repeats, args.steps)
-    print(json.dumps({"model": Path(args.model).name, "threads": args.threads, "repeats": args.repeats,
-                      "load_average_1min": [round(load[0], 1), round(os.getloadavg()[0], 1)],
-                      "bundled": bundled, "targets_s": TARGETS_S, "within_target": within,
-                      "marian_sized": marian or "skipped (--no-marian)"}, ensure_ascii=False))
+              if "s_median" in bundled["methods"].get(name, {})}
+    report = {"model": Path(args.model).name, "threads": args.threads, "repeats": args.repeats, "bundled": bundled,
+              "targets_s": TARGETS_S, "within_target": within}
+    if args.llm:
+        report["llm"] = llm_figures(args.llm, args.tokens, args.llm_repeats, args.steps, only)
+    else:
+        report["marian_sized"] = "skipped (--no-marian)" if args.no_marian else \
+            measure(marian_translator(), args.tokens, args.marian_repeats, args.steps)
+    report["load_average_1min"] = [round(load[0], 1), round(os.getloadavg()[0], 1)]
+    print(json.dumps(report, ensure_ascii=False))
 
 
 if __name__ == "__main__":

@@ -95,6 +95,18 @@ def test_attribution_benchmark_times_every_registered_method():
     assert all(figure["s_median"] > 0 for figure in methods.values())
 
 
+def test_attribution_benchmark_measures_an_llm_shape_beside_the_bundled_model():
+    pytest.importorskip("transformers")
+    report = bench("bench_attribution", "--repeats", "1", "--steps", "2", "--tokens", "3", "--threads", "1",
+                   "--llm", "tiny", "--only", "gradient-x-input,patching,logit-lens")
+    llm = report["llm"]
+    assert llm["model"] == "tiny-shaped, random weights (float32)" and llm["output_tokens"] == 3
+    assert llm["methods"]["gradient-x-input"]["cpu_s_median"] > 0 and llm["methods"]["patching"]["s_median"] > 0
+    assert llm["methods"]["saliency"] == {"skipped": "not in --only"} and "logit-lens" in llm["methods"]
+    assert set(llm["targets_cpu_s"]) == {"gradient-x-input", "alti-plus"} and "marian_sized" not in report
+    assert report["bundled"]["methods"]["gradient-x-input"]["s_median"] > 0
+
+
 def test_peers_benchmark_measures_every_figure_at_toy_size(tmp_path):
     """The side-by-side script on a toy folder it builds with transformers (CTranslate2 only where it imports)."""
     pytest.importorskip("transformers")

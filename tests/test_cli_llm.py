@@ -112,3 +112,30 @@ def test_heads_and_head_importance_report_groups_and_what_they_read(tmp_path, ca
     assert main(["align", "-m", str(folder), "--src", str(src), "--tgt", str(ref), "--reverse-prompted",
                  "--reverse-model", str(folder)]) != 0
     assert "exclude each other" in capsys.readouterr().err
+
+
+def test_attribute_prints_and_exports_the_three_shares_of_an_llm_prompt(tmp_path, capsys):
+    import json
+
+    import numpy as np
+
+    folder = make_llm_folder(tmp_path / "m", "qwen2")
+    out_file = tmp_path / "a.npz"
+    assert main(["attribute", "-m", str(folder), "--method", "gradient-x-input", "--target", "der Hund",
+                 "--out", str(out_file), "Der Hund läuft."]) == 0
+    printed = capsys.readouterr().out
+    rows = [line for line in printed.splitlines() if " span " in line]
+    assert rows and all(" instr " in line and " prefix " in line for line in rows)
+    for line in rows:  # span x instr y prefix z: three shares summing to 1 (to the printed rounding)
+        words = line.split()
+        values = [float(words[words.index(name) + 1]) for name in ("span", "instr", "prefix")]
+        assert all(v >= 0 for v in values) and abs(sum(values) - 1) <= 0.015
+    assert "the sentence (source span): columns" in printed
+    arrays = np.load(out_file)
+    sidecar = json.loads(out_file.with_suffix(".json").read_text())
+    a, b = sidecar["span"]
+    assert arrays["shares"].shape == (1, len(sidecar["tokens"]), 3) and arrays["span"].tolist() == [a, b]
+    np.testing.assert_allclose(arrays["shares"].sum(-1), 1.0, rtol=1e-6)
+    assert sidecar["src_roles"][a:b] == ["source"] * (b - a) and "instruction" in sidecar["src_roles"][:a]
+    assert sidecar["source_text"] == "Der Hund läuft." and sidecar["settings"]["aggregate"] == "sum"
+    assert "".join(sidecar["src_tokens"][a:b]).replace("\u2581", " ").strip().startswith("Der")

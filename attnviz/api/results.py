@@ -110,7 +110,8 @@ class TranslationResult:
         except TypeError:
             raise InputError(f"unknown attribution setting in {sorted(settings)}; the settings are aggregate, "
                              "steps, baseline, target, foil, corrupt") from None
-        result = last_event(attribution_steps(self.translator, method, self.src_tokens, self.tokens, chosen),
+        result = last_event(attribution_steps(self.translator, method, self.src_tokens, self.tokens, chosen,
+                                              roles=self.translation.roles),
                             Attribution)
         at = index(layer, result.layers, "layer")
         return attribution_map(result, at, f"{result.method}, layer {at} (from 0): {self.source}")

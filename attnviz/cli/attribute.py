@@ -81,23 +81,25 @@ def _sentence(args: argparse.Namespace) -> str:
     return lines[0]
 
 
-def _forced(translator, sentence: str, target: str | None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """(source tokens, output tokens): the greedy translation's, or ``target``'s tokens then ``<eos>``."""
+def _forced(translator, sentence: str, target: str | None) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """(source tokens, output tokens, the prompt's roles): the greedy translation's, or ``target``'s tokens then
+    ``<eos>`` (the source as decoding reads it: an LLM's prompt without its last token, its first decoder input)."""
     if target is None:
         translation = translator.translate(sentence)
         for warning in translation.warnings:
             print(f"attnviz: warning: {warning}", file=sys.stderr)
-        return translation.src_tokens, translation.tokens
+        return translation.src_tokens, translation.tokens, tuple(translation.roles)
     if not translator.has_source:
         raise InputError("--target is for translation models; a language model attributes its text (SENTENCE) and "
                          "what it generates after it")
-    labels, _, warnings = translator.prepare_source(sentence)
-    for warning in warnings:
+    found = translator.prepare(sentence)
+    for warning in found.warnings:
         print(f"attnviz: warning: {warning}", file=sys.stderr)
     ids = translator.target_ids(target)
     if not ids:
         raise InputError("--target is empty: give the translation to attribute")
-    return tuple(labels), (*translator.tgt_vocab.decode(ids, strip_specials=False), "<eos>")
+    return (tuple(found.src_tokens), (*translator.tgt_vocab.decode(ids, strip_specials=False), "<eos>"),
+            tuple(found.roles))
 
 
 def _settings(args: argparse.Namespace):
@@ -153,12 +155,12 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     sentence = _sentence(args)
     translator = lens_corpus.load(args)
     translator.refuse_beyond_positions(sentence, "an attribution" if args.method != LENS else "a logit lens")
-    src_tokens, tokens = _forced(translator, sentence, args.target)
+    src_tokens, tokens, roles = _forced(translator, sentence, args.target)
     result: Attribution | LogitLens
     if args.method == LENS:
         result = run_analysis(logit_lens_steps(translator, src_tokens, tokens, top_k=args.top))
     else:
-        result = run_analysis(attribution_steps(translator, args.method, src_tokens, tokens, settings))
+        result = run_analysis(attribution_steps(translator, args.method, src_tokens, tokens, settings, roles=roles))
     info = translator.info
     if args.out:
         save_attribution(args.out, result, info, sentence)
@@ -200,16 +202,23 @@ def _print_attribution(result, top: int) -> None:
     if result.layered:
         print(f"layers: {result.layers}; shown: after the last layer")
     print("source: " + " ".join(map(visible_token, result.src_tokens)))
-    print("per output token: f, the source's share of |attribution|, the largest contributors")
+    prompt = bool(result.src_roles)
+    if prompt:
+        first, last = result.span
+        print(f"the sentence (source span): columns {first + 1} to {last} of the prompt")
+    print("per output token: f, the shares of |attribution| from the " +
+          ("source span, the instruction and template, the output prefix" if prompt else "source") +
+          ", the largest contributors")
     for note in result.notes:
         print(f"note: {note}")
-    share = result.source_share()[-1]
-    scores = result.scores
+    shares, scores = result.shares()[-1], result.scores
     for t, token in enumerate(result.tokens):
         score = "" if scores is None else f" f {scores[t]:+.4f}"
+        share = (f"span {shares[t, 0]:.2f} instr {shares[t, 1]:.2f} prefix {shares[t, 2]:.2f}" if prompt
+                 else f"share {shares[t, 0]:.2f}")
         src = f" | source: {_top(result.source[-1, t], result.src_tokens, top)}" if result.src_tokens else ""
         prefix = _top(result.prefix[-1, t, : t + 1], result.decoder_inputs, top)
-        print(f"{t + 1:>3} {visible_token(token)}{score} share {share[t]:.2f}{src} | prefix: {prefix}")
+        print(f"{t + 1:>3} {visible_token(token)}{score} {share}{src} | prefix: {prefix}")
 
 
 def _print_lens(lens, top: int) -> None:

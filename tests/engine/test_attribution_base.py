@@ -49,8 +49,26 @@ def test_source_share_uses_absolute_values_and_is_zero_without_any_attribution()
     prefix = np.array([[[2.0, 0.0], [0.0, 0.0]]])
     result = Attribution("m", {}, ("a", "b"), ("x", "y"), source, prefix)
     np.testing.assert_allclose(result.source_share(), [[0.5, 0.0]])
-    assert set(result.arrays()) == {"source", "prefix", "source_share", "src_tokens", "tokens", "decoder_inputs"}
+    assert set(result.arrays()) == {"source", "prefix", "source_share", "shares", "src_tokens", "src_roles", "span",
+                                    "tokens", "decoder_inputs"}
     assert result.metadata()["decoder_inputs"] == ["<sos>", "x"]
+    # an encoder-decoder's source is all span: (source share, 0, the rest)
+    np.testing.assert_allclose(result.shares(), [[[0.5, 0.0, 0.5], [0.0, 0.0, 0.0]]])
+    assert result.roles == ("source", "source") and result.span == (0, 2)
+
+
+def test_shares_split_a_prompt_into_span_instruction_and_prefix_by_magnitude():
+    source = np.array([[[1.0, -2.0, 3.0, 0.5], [0.0, 0.0, 0.0, 0.0]]])  # [1, T=2, S=4]
+    prefix = np.array([[[-1.5, 0.0], [0.0, 0.0]]])
+    roles = ("template", "source", "source", "instruction")
+    result = Attribution("m", {}, ("a", "b", "c", "d"), ("x", "y"), source, prefix, src_roles=roles)
+    np.testing.assert_allclose(result.shares(), [[[5 / 8, 1.5 / 8, 1.5 / 8], [0.0, 0.0, 0.0]]])
+    assert result.span == (1, 3) and result.metadata()["src_roles"] == list(roles)
+    assert result.arrays()["span"].tolist() == [1, 3]
+    with pytest.raises(ValueError, match="src_roles name 3 tokens, but the source has 4"):
+        Attribution("m", {}, ("a", "b", "c", "d"), ("x", "y"), source, prefix, src_roles=roles[:3])
+    with pytest.raises(ValueError, match="src_roles holds 'span'; a role is one of template, instruction, source"):
+        Attribution("m", {}, ("a", "b", "c", "d"), ("x", "y"), source, prefix, src_roles=("span",) * 4)
 
 
 def test_settings_are_validated_on_creation():

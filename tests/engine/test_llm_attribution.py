@@ -1,6 +1,6 @@
 """Attribution on a decoder-only LLM folder's prompt: the gradient methods and the logit lens run over the prompt
-(the source) and the output prefix; activation patching, not written for them yet, says what is defined instead
-(ALTI and value zeroing: ``test_llm_mixing``)."""
+(the source) and the output prefix (ALTI and value zeroing: ``test_llm_mixing``; patching: ``test_llm_patching``;
+gradients against transformers: ``test_llm_gradient_parity``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,6 @@ import pytest
 from attnviz.engine.attribution.base import Attribution, attribution_steps
 from attnviz.engine.attribution.logit_lens import LogitLens, logit_lens_steps
 from attnviz.engine.config import DecodeConfig
-from attnviz.engine.errors import InputError
 from attnviz.engine.loading import load_translator
 from tests.llm_folder import make_llm_folder
 
@@ -46,11 +45,3 @@ def test_the_last_layers_lens_is_the_models_own_distribution(llm):
     assert isinstance(lens, LogitLens) and lens.chosen_prob.shape == (translator.config.dec_layers,
                                                                          len(translation.words))
     np.testing.assert_allclose(lens.chosen_prob[-1], translation.probabilities[:len(translation.words)], rtol=1e-4)
-
-
-@pytest.mark.parametrize("method", ["patching"])
-def test_methods_not_written_for_llms_say_what_is_defined(llm, method):
-    translator, translation = llm
-    with pytest.raises(InputError, match="saliency, gradient x input, integrated gradients and the logit lens are "
-                                         "defined for it"):
-        result(translator, translation, method)

@@ -163,3 +163,27 @@ def test_the_analysis_tab_ranks_an_llms_translations_and_says_what_it_reads(qtbo
     assert panel.table.model().rowCount() == 3
     assert all(0 < r["alti_source_share"] < 1 and 0 <= r["attn_ign_src"] <= 1 for r in panel.model.records)
     assert "no cross-attention" in panel.summary.text() and SPAN_NOTE in panel.summary.toolTip()
+
+
+def test_the_step_table_shows_an_llms_span_instruction_and_prefix_shares(qtbot, window, qwen):
+    from PySide6.QtCore import Qt
+
+    from attnviz.gui.translate.step_model import PARTS, SHARE
+
+    tab = load(qtbot, window, str(qwen))
+    translate(qtbot, window, SENTENCE)
+    tab.go_to(0)
+    from tests.gui.test_quantities import ready
+
+    ready(qtbot, window, "gradient-x-input")
+    parts = tab.quantity.result.parts
+    t = len(tab.document.steps)
+    assert parts.shape == (t, 3) and np.all(parts >= 0)
+    np.testing.assert_allclose(parts.sum(-1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(tab.quantity.result.share, parts[:, 0])  # the bars show the span's share
+    model = tab.step_model
+    column = model.columns().index(SHARE)
+    assert model.headerData(column, Qt.Orientation.Horizontal) == PARTS
+    assert "the instruction and chat template" in model.headerData(column, Qt.Orientation.Horizontal,
+                                                                   Qt.ItemDataRole.ToolTipRole)
+    assert model.data(model.index(0, column)) == "·".join(f"{100 * v:.0f}" for v in parts[0])

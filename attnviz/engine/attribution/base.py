@@ -12,6 +12,7 @@ so adding one is adding a module. This module is torch-free: listing the methods
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields
@@ -32,6 +33,8 @@ BASELINES = ("zero", "pad", "unk")  # integrated gradients' reference input: zer
 # embedding replaced by that of <pad> / <unk>
 TARGETS = ("log-probability", "probability")  # what is attributed: log p(chosen) (default) or p(chosen)
 MAX_STEPS = 1024
+PROMPT_ROLES = ("template", "instruction", "source")  # an LLM prompt token's role (``hub.llm_prompt``)
+SHARES = ("source span", "instruction and template", "output prefix")  # the last axis of ``Attribution.shares``
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,15 @@ def _labels(name: str, tokens: Sequence[str]) -> tuple[str, ...]:
     return tuple(tokens)
 
 
+def _check_roles(roles: Sequence[str], s: int) -> None:
+    if roles and len(roles) != s:
+        raise ValueError(f"src_roles name {len(roles)} tokens, but the source has {s}")
+    unknown = sorted({role for role in roles if role not in PROMPT_ROLES})
+    if unknown:
+        raise ValueError(f"src_roles holds {', '.join(map(repr, unknown))}; a role is one of "
+                         f"{', '.join(PROMPT_ROLES)}")
+
+
 @dataclass(frozen=True)
 class Attribution:
     """One method's attribution of every output token of one translation (CPU numpy, safe across threads).
@@ -100,9 +112,11 @@ class Attribution:
     notes: tuple[str, ...] = ()
     scores: np.ndarray | None = None  # [T]
     extras: Mapping[str, np.ndarray] = field(default_factory=dict)  # per output token [T, ...]: a method's figures
+    src_roles: tuple[str, ...] = ()  # an LLM prompt's role per source column (``PROMPT_ROLES``); () all "source"
 
     def __post_init__(self) -> None:
         s, t = len(_labels("src_tokens", self.src_tokens)), len(_labels("tokens", self.tokens))
+        _check_roles(self.src_roles, s)
         for name, array, cols in (("source", self.source, s), ("prefix", self.prefix, t)):
             if not isinstance(array, np.ndarray) or array.ndim != 3 or array.shape[1:] != (t, cols):
                 shape = getattr(array, "shape", type(array).__name__)
@@ -136,16 +150,43 @@ class Attribution:
         total = src + np.abs(self.prefix).sum(-1)
         return np.divide(src, total, out=np.zeros_like(total, dtype=np.float64), where=total > 0)
 
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """Each source column's role: ``src_roles``, or "source" everywhere (an encoder-decoder's source)."""
+        return self.src_roles or ("source",) * len(self.src_tokens)
+
+    @property
+    def span(self) -> tuple[int, int]:
+        """[first, last + 1) of the sentence's own columns (the whole source when no roles say otherwise)."""
+        inside = [i for i, role in enumerate(self.roles) if role == "source"]
+        return (inside[0], inside[-1] + 1) if inside else (0, len(self.src_tokens))
+
+    def shares(self) -> np.ndarray:
+        """[L', T, 3]: each output token's attribution split into the source SPAN (the sentence's own tokens), the
+        rest of the prompt (instruction and chat template) and the output PREFIX (the decoder inputs), each part's
+        sum of |value| over the whole's (absolute values: a signed gradient's negative evidence counts by its size,
+        so every share is >= 0 and the three sum to 1); all 0 where the attribution is 0 everywhere. An
+        encoder-decoder's source is all span, so its shares are (source_share, 0, 1 - source_share)."""
+        magnitude = np.abs(self.source)
+        in_span = np.array([role == "source" for role in self.roles], dtype=bool)
+        parts = np.stack([magnitude[..., in_span].sum(-1), magnitude[..., ~in_span].sum(-1),
+                          np.abs(self.prefix).sum(-1)], axis=-1).astype(np.float64)
+        total = parts.sum(-1, keepdims=True)
+        return np.divide(parts, total, out=np.zeros_like(parts), where=total > 0)
+
     def metadata(self) -> dict[str, Any]:
         """What a JSON sidecar or ``--json`` says about it beside the arrays."""
         return {"method": self.method, "settings": dict(self.settings), "layered": self.layered,
-                "layers": self.layers, "src_tokens": list(self.src_tokens), "tokens": list(self.tokens),
+                "layers": self.layers, "src_tokens": list(self.src_tokens), "src_roles": list(self.roles),
+                "span": list(self.span), "shares": list(SHARES), "tokens": list(self.tokens),
                 "decoder_inputs": list(self.decoder_inputs), "notes": list(self.notes)}
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays of an NPZ export (no pickled objects): maps, the share, labels and the scores if any."""
         out = {"source": self.source, "prefix": self.prefix, "source_share": self.source_share(),
-               "src_tokens": np.array(self.src_tokens, dtype=str), "tokens": np.array(self.tokens, dtype=str),
+               "shares": self.shares(), "src_tokens": np.array(self.src_tokens, dtype=str),
+               "src_roles": np.array(self.roles, dtype=str), "span": np.array(self.span, dtype=np.int64),
+               "tokens": np.array(self.tokens, dtype=str),
                "decoder_inputs": np.array(self.decoder_inputs, dtype=str)}
         if self.scores is not None:
             out["scores"] = self.scores
@@ -175,6 +216,7 @@ class AttributionMethod:
     settings: tuple[str, ...] = ()  # the ``AttributionSettings`` fields it reads
     not_defined: Callable[[ModelKind], str | None] = _always  # why it is not defined for a kind; None: it is
     default_aggregate: str | None = None  # the aggregation when ``settings.aggregate`` is None
+    reads_roles: bool = False  # its compute takes ``roles=`` (an LLM prompt's) as a keyword
 
     def why_not(self, kind: ModelKind) -> str | None:
         """A sentence saying why this method is not defined for ``kind``; None where it is."""
@@ -215,11 +257,12 @@ def check_settings(method: AttributionMethod, settings: AttributionSettings) -> 
 
 
 def attribution_steps(translator: Translator, method: str, src_tokens: Sequence[str], tokens: Sequence[str],
-                      settings: AttributionSettings | None = None,
-                      stop: threading.Event | None = None) -> Iterator[AttributionEvent]:
+                      settings: AttributionSettings | None = None, stop: threading.Event | None = None,
+                      roles: Sequence[str] = ()) -> Iterator[AttributionEvent]:
     """The one entry the CLI, the GUI and tests call: ``method`` (a registry name) on one teacher-forced
     translation, refused with one clear message when the method does not apply to the model's kind, reads none of
-    the settings given, or the tokens do not fit the model."""
+    the settings given, or the tokens do not fit the model. ``roles`` (an LLM prompt's, ``Translation.roles``) are
+    set on the result here, for every method, so that its ``shares`` split the prompt."""
     entry = get_method(method)
     why = entry.why_not(translator.kind)
     if why is not None:
@@ -233,7 +276,12 @@ def attribution_steps(translator: Translator, method: str, src_tokens: Sequence[
         raise InputError("Nothing to attribute: the source has no tokens.")
     if not translator.has_source and src:
         raise InputError("A language model reads no source; give its text as the output tokens.")
-    yield from entry.compute(translator, src, out, settings, stop)
+    if roles and len(roles) != len(src):
+        raise InputError(f"The prompt's roles name {len(roles)} tokens, but the source has {len(src)}: give the "
+                         "roles of the translation attributed (Translation.roles).")
+    given = {"roles": tuple(roles)} if entry.reads_roles else {}
+    for event in entry.compute(translator, src, out, settings, stop, **given):
+        yield dataclasses.replace(event, src_roles=tuple(roles)) if roles and isinstance(event, Attribution) else event
 
 
 @dataclass(frozen=True)

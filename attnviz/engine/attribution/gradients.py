@@ -32,6 +32,7 @@ from attnviz.engine.attribution.base import (
     register,
 )
 from attnviz.engine.attribution.forced import GRADIENT_AT, Forced, embedded, foil_id, forced_ids, quantity, scores
+from attnviz.engine.errors import InputError
 from attnviz.engine.text.vocab import PAD_ID, UNK_ID
 
 MAX_ROWS = 128  # rows of one batched pass: the sequences of one forward and backward
@@ -170,6 +171,10 @@ def _completeness(src_sum: Tensor | None, tgt_sum: Tensor, delta: Tensor) -> tup
 
 def _integrated(translator, src_tokens, tokens, settings, stop) -> Generator[AttributionEvent, None, None]:
     model = translator.model
+    if settings.baseline == "pad" and translator.kind.reads_prompt:
+        raise InputError("baseline pad is not defined for a model reading a prompt: its folder has no <pad> token "
+                         "of its own and padding is left out of the prompt, so a prompt of <pad> is empty. Use "
+                         "baseline unk (every token the folder's first token) or zero.")
     forced, foil, how, probability, reported = _reading(translator, src_tokens, tokens, settings, "sum")
     reported |= {"steps": settings.steps, "baseline": settings.baseline, "quadrature": "Gauss-Legendre"}
     x = embedded(model, forced)

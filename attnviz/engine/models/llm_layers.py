@@ -22,8 +22,8 @@ from attnviz.engine.models.rope import rotate
 
 
 class RMSNorm(nn.Module):
-    """x / rms(x), in float32, times ``weight`` (Llama: cast back, then scaled) or ``1 + weight`` (Gemma: scaled,
-    then cast back)."""
+    """x / rms(x), in float32 (float64 stays float64: the exactness tests), times ``weight`` (Llama: cast back, then
+    scaled) or ``1 + weight`` (Gemma: scaled, then cast back)."""
 
     def __init__(self, dim: int, eps: float, gemma: bool):
         super().__init__()
@@ -31,10 +31,10 @@ class RMSNorm(nn.Module):
         self.eps, self.gemma = eps, gemma
 
     def forward(self, x: Tensor) -> Tensor:
-        h = x.float()
+        h = x.float() if x.dtype != torch.float64 else x
         h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
         if self.gemma:
-            return (h * (1.0 + self.weight.float())).type_as(x)
+            return (h * (1.0 + self.weight.to(h.dtype))).type_as(x)
         return self.weight * h.to(x.dtype)
 
     def gain(self) -> Tensor:

@@ -193,6 +193,7 @@ class QuantityResult:
     settings: Mapping[str, Any] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
     share: np.ndarray | None = None  # [T] an attribution's source share per output token (last layer)
+    parts: np.ndarray | None = None  # [T, 3] an LLM prompt's: source span, instruction and template, output prefix
 
 
 def contribution_result(quantity: Quantity, views: dict[str, dict[str, np.ndarray]]) -> QuantityResult:
@@ -241,7 +242,8 @@ class QuantityJob:
         q, t = self.quantity, self.translation
         yield QuantityProgress(0, len(t.tokens), f"{q.label}...")
         settings = AttributionSettings(**q.settings)
-        for event in attribution_steps(self.translator, q.method or q.key, t.src_tokens, t.tokens, settings, stop):
+        for event in attribution_steps(self.translator, q.method or q.key, t.src_tokens, t.tokens, settings, stop,
+                                       roles=t.roles):
             if isinstance(event, Attribution):
                 yield attribution_result(q, event)
             else:
@@ -256,7 +258,8 @@ def attribution_result(quantity: Quantity, attribution) -> QuantityResult:
     settings = {k: v for k, v in a.settings.items()}
     return QuantityResult(quantity, {ATTRIBUTION.key: maps}, tuple(a.src_tokens) + a.decoder_inputs,
                           len(a.src_tokens), settings, tuple(a.notes),
-                          a.source_share()[-1] if a.src_tokens else None)  # no source, no share to show
+                          a.shares()[-1, :, 0] if a.src_tokens else None,  # the source SPAN's; no source, none
+                          a.shares()[-1] if a.src_roles else None)
 
 
 def lens_result(quantity: Quantity, lens) -> QuantityResult:
@@ -274,6 +277,8 @@ def export_fields(result: QuantityResult, sinks_hidden: bool) -> tuple[dict[str,
     arrays = {f"{prefix}_{kind}": m.astype(np.float32) for kind, m in result.maps.items()}
     if result.share is not None:
         arrays[f"{prefix}_source_share"] = np.asarray(result.share, dtype=np.float32)
+    if result.parts is not None:  # [T, 3]: source span, instruction and template, output prefix
+        arrays[f"{prefix}_shares"] = np.asarray(result.parts, dtype=np.float32)
     if result.columns:
         arrays[f"{prefix}_columns"] = np.array(result.columns, dtype=str)
     layout = ("[layers, 1, output tokens, source tokens then decoder inputs]; the first `sources` columns are the "

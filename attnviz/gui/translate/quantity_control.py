@@ -174,7 +174,9 @@ class QuantityControl(QObject):
         share = self.result.share if self.result is not None else None
         name = self.result.quantity.label if self.result is not None else ""
         self.output_view.set_shares(None if share is None else share[: step + 1].tolist(), name)
-        if self.step_model.set_shares(None if share is None else [float(v) for v in share], name) \
+        found = self.result.parts if self.result is not None else None
+        parts = None if found is None else [(float(a), float(b), float(c)) for a, b, c in found]
+        if self.step_model.set_shares(None if share is None else [float(v) for v in share], name, parts) \
                 and 0 <= step < self.step_model.rowCount():
             self.step_table.selectRow(step)  # a column more or less resets the table and its selection
 

@@ -19,6 +19,7 @@ COLUMNS = ("Step", "Token", "Probability", "Entropy (nats)", "Runner-up")
 AT_LIMIT = " (cut)"  # after the last token of a translation stopped at the length limit (its tooltip says which)
 FORCED_RUNNER = "none: forced"
 SHARE = "Source share"
+PARTS = "% span·instr·prefix"  # an LLM prompt's three shares (``Attribution.shares``) in the Source share column
 
 
 def describe_step(step: DecodeStep) -> str:
@@ -40,6 +41,7 @@ class StepTableModel(QAbstractTableModel):
         self._rows = 0  # the rows views were told of: the document's list grows before this model hears of it
         self._shares: list[float] | None = None  # per step, the source share of the attribution shown
         self._share_name = ""
+        self._parts: list[tuple[float, float, float]] | None = None  # an LLM's: span, instruction, prefix shares
         self._limit: int | None = None  # the length limit the hypothesis shown stopped at, if it did
         document.subscribe(self._on_document_changed)
 
@@ -55,15 +57,23 @@ class StepTableModel(QAbstractTableModel):
                 self._rows = len(self._document.steps)
                 self.endResetModel()
 
-    def set_shares(self, shares: list[float] | None, name: str = "") -> bool:
-        """Show (or, None, hide) the Source share column: per step, the share of its attribution from the source.
-        Whether anything changed (the table was reset)."""
-        if shares == self._shares and name == self._share_name:
+    def set_shares(self, shares: list[float] | None, name: str = "",
+                   parts: list[tuple[float, float, float]] | None = None) -> bool:
+        """Show (or, None, hide) the Source share column: per step, the share of its attribution from the source
+        (``parts``, an LLM prompt's: the source span's, the instruction and template's and the prefix's). Whether
+        anything changed (the table was reset)."""
+        if shares == self._shares and name == self._share_name and parts == self._parts:
             return False
         self.beginResetModel()
-        self._shares, self._share_name = shares, name
+        self._shares, self._share_name, self._parts = shares, name, parts
         self.endResetModel()
         return True
+
+    def _share_text(self, row: int) -> str:
+        if self._parts is not None and row < len(self._parts):
+            return "·".join(f"{100 * v:.0f}" for v in self._parts[row])  # narrow: "5·80·15" (%)
+        share = self._shares[row] if self._shares is not None and row < len(self._shares) else None
+        return "" if share is None else f"{share:.0%}"
 
     def mark_limit(self, limit: int | None) -> None:
         """Mark the last row as where the translation stopped at the length ``limit`` (None: it chose its end)."""
@@ -90,8 +100,14 @@ class StepTableModel(QAbstractTableModel):
         if orientation != Qt.Orientation.Horizontal or section >= len(self.columns()):
             return None
         if role == Qt.ItemDataRole.ToolTipRole and self.columns()[section] == SHARE:
+            if self._parts is not None:
+                return f"{PARTS} ({self._share_name}): how much of the output token's |attribution| comes from the " \
+                       "sentence's own tokens (the source span), from the instruction and chat template, and from " \
+                       "the output prefix, in percent; the three sum to 100"
             return f"{SHARE} ({self._share_name}): how much of the output token's attribution comes from the source; " \
                    "the rest comes from the target prefix"
+        if role == Qt.ItemDataRole.DisplayRole and self.columns()[section] == SHARE and self._parts is not None:
+            return PARTS
         if role in (Qt.ItemDataRole.DisplayRole, Qt.ItemDataRole.ToolTipRole):
             return self.columns()[section]  # the tooltip: the whole title, when a narrow column elides it
         return None
@@ -105,10 +121,8 @@ class StepTableModel(QAbstractTableModel):
             runner = FORCED_RUNNER if step.forced else runner  # nothing was chosen, so nothing ran up
             token = visible_token(step.token) + (" (forced)" if step.forced else "")  # given, not chosen by the model
             token += AT_LIMIT if self._at_limit(index.row()) else ""
-            share = self._shares[index.row()] if self._shares is not None and index.row() < len(self._shares) \
-                else None
             return (str(step.index + 1), token, f"{step.probability:.4f}", f"{step.entropy:.3f}",
-                    runner, "" if share is None else f"{share:.0%}")[index.column()]
+                    runner, self._share_text(index.row()))[index.column()]
         if role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.AccessibleTextRole):
             # the whole row in words: columns may be too narrow, and a screen reader needs the column names
             cut = (f". The translation stopped here, at the length limit of {self._limit} tokens, not by choosing "

@@ -18,6 +18,7 @@ from torch import Tensor
 from attnviz.engine.analysis.names import is_language_tag
 from attnviz.engine.attribution.corruption import DEFAULT, Corruption
 from attnviz.engine.errors import InputError, cut
+from attnviz.engine.models.causal_lm import SPECIALS
 from attnviz.engine.text.tokenize import visible_token
 from attnviz.engine.text.vocab import EOS, PAD, SOS, UNK
 
@@ -42,23 +43,51 @@ def numbered(tokens: Sequence[str]) -> str:
     return listed + (", ..." if len(tokens) > SHOWN else "")
 
 
-def corrupted_source(translator, src_tokens: Sequence[str], corruption: Corruption) -> CorruptedSource:
-    """The corrupted source for the clean ``src_tokens`` (labels with the specials the kind reads)."""
+def corrupted_source(translator, src_tokens: Sequence[str], corruption: Corruption,
+                     roles: Sequence[str] = ()) -> CorruptedSource:
+    """The corrupted source for the clean ``src_tokens`` (labels with the specials the kind reads); ``roles``, an
+    LLM prompt's, give its default corruption: the sentence's span (see ``prompt_default``)."""
     if corruption.sentence is not None:
         return _sentence(translator, src_tokens, corruption.sentence)
     if corruption.which is not None and corruption.word is not None:
         return _edit(translator, src_tokens, corruption.which, corruption.word)
+    if translator.kind.reads_prompt:
+        return prompt_default(translator, src_tokens, roles)
     tokens = tuple(t if t in KEPT or is_language_tag(t) else UNK for t in src_tokens)
     return _made(translator, tokens, DEFAULT, ())
 
 
+def prompt_default(translator, src_tokens: Sequence[str], roles: Sequence[str]) -> CorruptedSource:
+    """An LLM prompt's default corruption: every token of the sentence's span (role "source") replaced by the
+    folder's first ordinary token (no special: "!" in Qwen's and Llama's vocabularies; an LLM has no <unk> of its
+    own), the chat template and the instruction kept, so that only what is to be translated is taken away and the
+    prompt keeps its length and its shape."""
+    if len(roles) != len(src_tokens):
+        raise InputError("Activation patching of a prompt corrupts the sentence's span by default, which needs the "
+                         "prompt's roles (Translation.roles); give them, or a corruption (WHICH=WORD or a sentence).")
+    filler = _first_ordinary(translator)
+    tokens = tuple(filler if role == "source" else t for t, role in zip(src_tokens, roles))
+    said = f"every token of the sentence's span replaced by the folder's first ordinary token {filler!r}"
+    return _made(translator, tokens, said, ())
+
+
+def _first_ordinary(translator) -> str:
+    """The folder's first token that is no special (``<...>``, ``<|...|>``), as its vocabulary labels it."""
+    vocab = translator.tgt_vocab
+    for i in range(SPECIALS, len(vocab)):
+        token = vocab.token(i)
+        if not (token.startswith("<") and token.endswith(">")) and token.strip():
+            return token
+    raise InputError("The folder's vocabulary holds only special tokens: give a corruption (WHICH=WORD).")
+
+
 def _made(translator, tokens: Sequence[str], said: str, notes: tuple[str, ...]) -> CorruptedSource:
-    ids = torch.tensor(translator.src_vocab.encode(tokens), dtype=torch.long)
+    ids = torch.tensor(translator.source_ids(tokens), dtype=torch.long)
     return CorruptedSource(ids, tuple(tokens), said, notes)
 
 
 def _sentence(translator, src_tokens: Sequence[str], sentence: str) -> CorruptedSource:
-    labels, _, _ = translator.prepare_source(sentence)
+    labels = list(translator.prepare(sentence).src_tokens)
     if len(labels) != len(src_tokens):
         raise InputError(f"The corrupted sentence reads as {len(labels)} tokens ({numbered(labels)}) but the source "
                          f"as {len(src_tokens)} ({numbered(src_tokens)}); activation patching compares the two runs "

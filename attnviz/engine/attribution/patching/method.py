@@ -47,21 +47,39 @@ class Row:
     patch: Patch
 
 
+def _depths(model) -> tuple[int, int]:
+    """(layers over the source, layers over the decoder inputs), from the probe points the network offers: an
+    LLM's prompt passes its layers under the encoder's names (``enc.{l}.out``), the output steps under the decoder's."""
+    offered = set(model.probes.names)
+    return tuple(sum(layer_point(side, layer, "out") in offered for layer in range(model.cfg.dec_layers
+                                                                                    + model.cfg.enc_layers))
+                 for side in ("encoder", "decoder"))  # type: ignore[return-value]
+
+
 def _layouts(model) -> tuple[int, int, int]:
     """(L', encoder offset, decoder offset): the maps' layers, aligned at the last layer of each side."""
-    enc, dec = model.cfg.enc_layers, model.cfg.dec_layers
+    enc, dec = _depths(model)
     depth = max(enc, dec)
     return depth, depth - enc, depth - dec
+
+
+def head_layout(model) -> dict[str, tuple[int, int]]:
+    """Attention kind -> (layers, heads) of the per-head outputs the network offers (an LLM has no cross block:
+    its prompt and output columns are one softmax, patched through the ``encoder`` and ``decoder`` heads)."""
+    offered = set(model.probes.names)
+    return {kind: (layers, heads) for kind, (layers, heads) in kind_of(model.cfg).layout(model.cfg).items()
+            if layers and attention_point(kind, 0, "heads") in offered}
 
 
 def plan_rows(model, s: int, t: int) -> list[Row]:
     """Every patched run of a sentence with ``s`` source and ``t`` target tokens."""
     _, enc_at, dec_at = _layouts(model)
+    enc, dec = _depths(model)
     rows = [Row("source", enc_at + layer, j, Patch((Site(layer_point("encoder", layer, "out"), j),)))
-            for layer in range(model.cfg.enc_layers) for j in range(s)]
+            for layer in range(enc) for j in range(s)]
     rows += [Row("prefix", dec_at + layer, i, Patch((Site(layer_point("decoder", layer, "out"), i),)))
-             for layer in range(model.cfg.dec_layers) for i in range(t)]
-    for kind, (layers, heads) in kind_of(model.cfg).layout(model.cfg).items():
+             for layer in range(dec) for i in range(t)]
+    for kind, (layers, heads) in head_layout(model).items():
         rows += [Row(kind, layer, h, Patch((Site(attention_point(kind, layer, "heads"), h),)))
                  for layer in range(layers) for h in range(heads)]
     return rows
@@ -73,12 +91,13 @@ def chunk_rows(vocab: int, t: int) -> int:
 
 
 def patching_steps(translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...], settings: AttributionSettings,
-                   stop: threading.Event | None) -> Generator[AttributionEvent, None, None]:
+                   stop: threading.Event | None, roles: Sequence[str] = ()) -> Generator[AttributionEvent, None, None]:
     """The registered method ``patching``: the clean and corrupted runs, then the patched runs in batches (progress
-    and a stop check after each), then the ``Attribution``."""
+    and a stop check after each), then the ``Attribution``. ``roles``: an LLM prompt's (its default corruption
+    replaces the sentence's span)."""
     model = translator.model
     forced = forced_ids(translator, src_tokens, tokens)
-    corrupted = corrupted_source(translator, src_tokens, parse_corruption(settings.corrupt))
+    corrupted = corrupted_source(translator, src_tokens, parse_corruption(settings.corrupt), roles)
     rows = plan_rows(model, len(src_tokens), len(tokens))
     yield AttributionProgress(0, len(rows), "activation patching", "patched runs")
     clean = clean_run(model, forced, sorted({site.point for row in rows for site in row.patch.sites}))
@@ -113,7 +132,7 @@ def _result(model, src_tokens: Sequence[str], tokens: Sequence[str], settings: A
     restored, restorable = restored_fractions(found, clean, corrupt)  # [rows, T]
     depth, s, t = _layouts(model)[0], len(src_tokens), len(tokens)
     source, prefix = np.zeros((depth, t, s)), np.zeros((depth, t, t))
-    layout = kind_of(model.cfg).layout(model.cfg)  # attention kind -> (layers, heads): extras[f"{kind}_heads"]
+    layout = head_layout(model)  # attention kind -> (layers, heads): extras[f"{kind}_heads"]
     heads = {kind: np.zeros((t, layers, count)) for kind, (layers, count) in layout.items()}
     for row, values in zip(rows, restored):
         if row.target == "source":
@@ -134,10 +153,10 @@ def _result(model, src_tokens: Sequence[str], tokens: Sequence[str], settings: A
 def _notes(model, tokens: Sequence[str], corrupted: CorruptedSource, restorable: np.ndarray) -> tuple[str, ...]:
     notes = ["Activation patching: the share of the corruption's effect on log p(chosen) that one clean activation "
              "restores in the corrupted run, (log p patched - log p corrupted) / (log p clean - log p corrupted): 1 "
-             "all of it, 0 none. Source columns: the encoder layer's output at that source position; prefix columns: "
-             "the decoder layer's output at that decoder input.",
+             "all of it, 0 none. Source columns: the encoder layer's (an LLM's layer over the prompt's) output at "
+             "that source position; prefix columns: the decoder layer's output at that decoder input.",
              f"Corrupted run: {corrupted.said}.", *corrupted.notes]
-    enc, dec = model.cfg.enc_layers, model.cfg.dec_layers
+    enc, dec = _depths(model)
     if enc != dec:
         shallow = "decoder" if dec < enc else "encoder"
         notes.append(f"The encoder has {enc} layers and the decoder {dec}: the maps align their last layers, so the "
