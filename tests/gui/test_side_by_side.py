@@ -51,9 +51,9 @@ class HeldRanking:
                     self.span.append(time.monotonic())
                 yield seen
 
-        def components(translator, examples, with_alti):
+        def components(translator, examples, with_alti, *more):
             self._mine.scoring = self.armed.is_set()  # this thread is the ranking's (not the test's own run)
-            yield from real_components(translator, examples, with_alti)
+            yield from real_components(translator, examples, with_alti, *more)
 
         monkeypatch.setattr(mixing_capture, "probe_capture", capture)
         monkeypatch.setattr(suspect_batch, "batch_components", components)
