@@ -199,3 +199,12 @@ def test_given_embeddings_stay_in_their_thread():
     assert torch.equal(seen["other"][0], tgt.module.weight[forced.tgt_in] * tgt.scale)  # looked up as usual
     assert torch.equal(seen["mine"], zeros)
     assert torch.equal(embedded(model, forced)[1], seen["other"][0])
+
+
+def test_passes_keep_their_rows_within_the_activation_budget():
+    from attnviz.engine.attribution.gradients import ACTIVATION_BUDGET, LOGIT_BUDGET, MAX_ROWS, _chunk_rows
+
+    per_row = 60_000_000  # a Qwen2.5-0.5B-shaped LLM over a 100-token prompt and a 20-token output
+    assert _chunk_rows(151_936, 640, per_row) == ACTIVATION_BUDGET // per_row == 6
+    assert _chunk_rows(151_936, 640) == LOGIT_BUDGET // 151_936  # without a size, the logit budget alone
+    assert _chunk_rows(1_000, 640, 1_000) == MAX_ROWS and _chunk_rows(1_000, 640, 10 ** 12) == 1

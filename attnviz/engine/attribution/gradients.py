@@ -37,13 +37,24 @@ from attnviz.engine.text.vocab import PAD_ID, UNK_ID
 
 MAX_ROWS = 128  # rows of one batched pass: the sequences of one forward and backward
 LOGIT_BUDGET = 8_000_000  # fewer rows for a large vocabulary: one pass holds rows x V log-probabilities
+ACTIVATION_BUDGET = 400_000_000  # values a pass keeps for its backward: rows x tokens x layers x (8 D + 3 ff), about
+# 1.6 GB in float32 (a Qwen2.5-0.5B-shaped LLM over a 100-token prompt keeps 60M a row: 52 rows took 18 GB)
 
 
-def _chunk_rows(vocab: int, rows: int) -> int:
-    """Rows per pass: at most ``MAX_ROWS`` and the logit budget; at least 4 passes when there are enough rows, so
-    that the early positions' passes read short prefixes (each pass decodes up to its last row's position: 14% less
-    CPU time for integrated gradients on the bundled de-en model's 20-token sentence)."""
-    return max(1, min(MAX_ROWS, LOGIT_BUDGET // max(vocab, 1), max(8, -(-rows // 4))))
+def _chunk_rows(vocab: int, rows: int, per_row: int = 0) -> int:
+    """Rows per pass: at most ``MAX_ROWS``, the logit budget and the activation budget (``per_row`` values a row keeps
+    for the backward); at least 4 passes when there are enough rows, so that the early positions' passes read short
+    prefixes (each pass decodes up to its last row's position: 14% less CPU time for integrated gradients on the
+    bundled de-en model's 20-token sentence)."""
+    kept = ACTIVATION_BUDGET // per_row if per_row else MAX_ROWS
+    return max(1, min(MAX_ROWS, LOGIT_BUDGET // max(vocab, 1), kept, max(8, -(-rows // 4))))
+
+
+def _kept_per_row(model, forced: Forced) -> int:
+    """About the values one row's pass keeps for its backward: every token, every layer, 8 widths and 3 ff widths."""
+    cfg = model.cfg
+    tokens = forced.src.numel() + forced.tgt_in.numel()
+    return tokens * (cfg.enc_layers + cfg.dec_layers) * (8 * cfg.d_model + 3 * cfg.ff_dim)
 
 
 def aggregate(values: Tensor, how: str) -> Tensor:
@@ -64,7 +75,7 @@ def _path_gradients(model, forced: Forced, x: tuple[Tensor | None, Tensor], base
     g_src = None if src_x is None else torch.zeros(t_len, *src_x.shape, dtype=tgt_x.dtype, device=tgt_x.device)
     g_tgt = torch.zeros(t_len, *tgt_x.shape, dtype=tgt_x.dtype, device=tgt_x.device)
     values = torch.zeros(t_len, k, dtype=tgt_x.dtype)
-    size = _chunk_rows(model.cfg.tgt_vocab_size, len(rows))
+    size = _chunk_rows(model.cfg.tgt_vocab_size, len(rows), _kept_per_row(model, forced))
     for start in range(0, len(rows), size):
         chunk = rows[start:start + size]
         length = chunk[-1][0] + 1  # rows go by position: this pass reads the decoder inputs up to its last one
