@@ -83,7 +83,8 @@ def test_loading_benchmark_reports_opening_and_cold_translate_figures():
     assert report["size"] == "tiny" and report["repeats"] == 1 and report["ratios"] == {}
     opened, cold = report["attnviz"], report["attnviz_cold_translate"]
     assert opened["open_s_median"] > 0 and opened["first_token_s_median"] > 0 and opened["peak_mib_median"] > 50
-    assert cold["wall_s_median"] > opened["open_s_median"] and cold["peak_mib_median"] > 50
+    # a plain translate of a MarianMT folder runs on the numpy runtime: no torch, so tens of MiB, not hundreds
+    assert cold["wall_s_median"] > opened["open_s_median"] and 10 < cold["peak_mib_median"] < opened["peak_mib_median"]
 
 
 def test_attribution_benchmark_times_every_registered_method():
@@ -120,7 +121,8 @@ def test_peers_benchmark_measures_every_figure_at_toy_size(tmp_path):
     assert report["open_attnviz"]["peak_mib"] > 0 and report["open_baseline"]["open_s"] > 0
     assert len(report["decoding_load_average"]) == 3 and len(report["opening_load_average"]) == 3
     opening = report["opening_ratios"]  # every opening ratio the issues set a target for, from the same run
-    peers = {"cold_translate_vs_ctranslate2", "peak_vs_ctranslate2"}  # where CTranslate2 imports (the peers extra)
+    peers = {"cold_translate_vs_ctranslate2", "peak_vs_ctranslate2", "cold_peak_vs_ctranslate2"}  # where CTranslate2
+    # imports (the peers extra)
     assert set(opening) - peers == {"open_peak_vs_transformers", "cold_translate_vs_transformers",
                                     "open_time_vs_baseline"}
     assert all(opening[key] > 0 and key in report["targets"] for key in opening)

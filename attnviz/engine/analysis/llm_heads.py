@@ -24,13 +24,14 @@ Names: B batch, L layers, H query heads, G key/value heads, Tq queries, Tk keys.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import torch
-from torch import Tensor
 
 from attnviz.engine.text.vocab import PAD_ID
+
+if TYPE_CHECKING:  # the notes are read by the GUI at start-up, before torch: only ``prompt_rows`` needs it
+    from torch import Tensor
 
 PROMPT_NOTE = ("cross: each output step's row over the whole prompt (template, instruction and sentence), "
                "renormalised over the prompt's columns; the prompt's last token is the first output step's input, "
@@ -99,6 +100,7 @@ def prompt_rows(translator, kind: str, attn: Tensor, src: Tensor, tgt_in: Tensor
                 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """An LLM batch's ``kind`` attention [B, L, H, Tq, Tk] as ``stats.row_statistics`` reads it: (attention, real
     queries [B, Tq], key ids [B, Tk] (PAD_ID where no key), keys each row may see [B, L, Tq, Tk])."""
+    import torch
     cfg, model_kind = translator.config, translator.kind
     tq, tk = attn.shape[-2:]
     shown = (src != PAD_ID).sum(1) - 1  # [B] prompt tokens shown; the last is the first output step's input
