@@ -24,6 +24,15 @@ def _legend(ax, where: str = "upper left") -> None:
     ax.legend(handles=handles, loc=where, bbox_to_anchor=(1.01, 1.0), fontsize="small", frameon=False)
 
 
+def _finish(fig, ax, title: str) -> None:
+    """The title, the legend and the heuristic's note under the plot."""
+    if title:
+        ax.set_title(title, wrap=True)
+    _legend(ax)
+    fig.text(0.01, 0.01, NOTE, fontsize="x-small", color="#555555", wrap=True)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+
+
 def draw_language_shares(fig: Figure, shares: np.ndarray, title: str = "") -> None:
     """Stacked bars on ``fig`` (cleared first): per decoder layer (x, from 1), each language's share [L, 5] of the
     steps whose top token it is, in ``LANGUAGES`` order from the bottom."""
@@ -40,11 +49,7 @@ def draw_language_shares(fig: Figure, shares: np.ndarray, title: str = "") -> No
     ax.set_xticks(layers if len(layers) <= 32 else layers[::max(1, len(layers) // 16)])
     ax.set_xlabel("decoder layer (read through the output projection as if it were the last)")
     ax.set_ylabel("share of output steps whose top token is ...")
-    if title:
-        ax.set_title(title, wrap=True)
-    _legend(ax)
-    fig.text(0.01, 0.01, NOTE, fontsize="x-small", color="#555555", wrap=True)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    _finish(fig, ax, title)
 
 
 def save_language_shares(path: str, shares: np.ndarray, title: str = "", dpi: int = 150) -> None:
@@ -76,11 +81,7 @@ def draw_language_strip(fig: Figure, languages: np.ndarray, top_tokens: np.ndarr
     ax.set_yticks(range(layers), labels=[str(n + 1) for n in range(layers)])
     ax.set_xlabel("output step (the chosen token)")
     ax.set_ylabel("decoder layer")
-    if title:
-        ax.set_title(title, wrap=True)
-    _legend(ax)
-    fig.text(0.01, 0.01, NOTE, fontsize="x-small", color="#555555", wrap=True)
-    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    _finish(fig, ax, title)
 
 
 def save_language_strip(path: str, languages: np.ndarray, top_tokens: np.ndarray, steps: Sequence[str],
