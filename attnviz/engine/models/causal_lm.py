@@ -297,10 +297,9 @@ class CausalLM(IncrementalModel):
     def finish_layer(self, layer: int, x: Tensor, attention: Tensor) -> Tensor:
         """Layer ``layer``'s output [..., D] from its input ``x`` [..., D] and its attention block's output before
         the residual (and before Gemma's post-norm) ``attention`` [..., D]: the residual sum, then the feed-forward
-        (value zeroing changes the attention's output and runs the rest of the layer on it)."""
-        module = self.decoder_layers()[layer]
-        resid = x + module.post_attention(attention)
-        return resid + module.feed_forward(resid)
+        (value zeroing changes the attention's output and runs the rest of the layer on it), through the output
+        steps' probe points (``dec.{l}.self.resid``, ``dec.{l}.ff.out``, ``dec.{l}.out``)."""
+        return self.decoder_layers()[layer].finish(x, attention, self.probes.plan(), prompt=False)
 
     def run_stream_layer(self, layer: int, x: Tensor) -> Tensor:
         """Layer ``layer`` alone over whole sequences ``x`` [B, N, D] (the prompt's slots then the decoder inputs,

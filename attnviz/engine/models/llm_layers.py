@@ -171,8 +171,14 @@ class LLMLayer(nn.Module):
         names, block = self.names["prompt" if prompt else "output"]
         x = tap(plan, names.input, x)
         out, weights = self.self_attn(self.input_layernorm(x), rope, cache, at, mask, need_weights, plan, block)
+        return self.finish(x, out, plan, prompt), weights
+
+    def finish(self, x: Tensor, out: Tensor, plan: Plan | None, prompt: bool) -> Tensor:
+        """The rest of the layer after its attention block's output ``out`` (before the residual): the residual sum
+        and the feed-forward, through the pass's probe points (``resid``, ``ff.out``, ``out``)."""
+        names, block = self.names["prompt" if prompt else "output"]
         x = tap(plan, block.resid, x + self.post_attention(out))
-        return tap(plan, names.out, x + tap(plan, names.ff, self.feed_forward(x))), weights
+        return tap(plan, names.out, x + tap(plan, names.ff, self.feed_forward(x)))
 
     def post_attention(self, out: Tensor) -> Tensor:
         """What the residual adds of the attention block's output [..., D]: itself (Llama) or its post-norm (Gemma)."""
