@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from PySide6.QtCore import Qt
 
 from tests.gui.conftest import load, translate
 
@@ -187,3 +188,25 @@ def test_the_step_table_shows_an_llms_span_instruction_and_prefix_shares(qtbot, 
     assert "the instruction and chat template" in model.headerData(column, Qt.Orientation.Horizontal,
                                                                    Qt.ItemDataRole.ToolTipRole)
     assert model.data(model.index(0, column)) == "·".join(f"{100 * v:.0f}" for v in parts[0])
+
+
+def test_a_models_own_length_limit_is_said_and_max_length_waits_for_attnvizs_decoding(qtbot, window, qwen):
+    from attnviz.gui.translate.playback import MAX_LEN_TIP
+
+    tab = load(qtbot, window, str(qwen))  # its generation_config.json: at most 12 new tokens
+    spin = tab.playback.max_len_spin
+    assert tab.sampling_row.uses_configured() and not spin.isEnabled() and "stops at 12 tokens" in spin.toolTip()
+    statuses: list[str] = []
+    window.statusBar().messageChanged.connect(statuses.append)
+    translate(qtbot, window, SENTENCE)  # the random model never ends: cut at the model's 12
+    assert len(tab.document.steps) == 12
+    told = "raise Max length, after choosing Greedy or Beam search in Decoding: the model's own decoding stops at 12"
+    assert any(told in s for s in statuses) and told in tab.message.text()
+    last = tab.step_model.index(tab.step_model.rowCount() - 1, 1)
+    assert told in tab.step_model.data(last, Qt.ItemDataRole.ToolTipRole)
+    tab.sampling_combo.setCurrentIndex(0)  # attnviz's greedy: Max length applies, and is what the messages name
+    assert spin.isEnabled() and spin.toolTip() == MAX_LEN_TIP
+    spin.setValue(5)
+    translate(qtbot, window, SENTENCE)
+    assert len(tab.document.steps) == 5 and "(raise Max length to let it finish)" in tab.message.text()
+    assert "Decoding" not in tab.message.text()

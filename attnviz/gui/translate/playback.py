@@ -28,6 +28,17 @@ from attnviz.gui.widgets import named, stored
 SPEEDS = {"Slow": 700, "Normal": 350, "Fast": 120, "Very fast": 40}  # milliseconds per token
 
 
+MAX_LEN_TIP = "Most output tokens per translation (<eos> included); the model's position table may allow fewer"
+
+
+def length_setting(decode: DecodeConfig | None) -> str:
+    """What raises the length limit of a decode run with ``decode``: the Max length box, which a model's own
+    decoding (its generation_config.json, ``DecodeConfig.configured``) does not read."""
+    if decode is not None and decode.configured:
+        return (f"Max length, after choosing Greedy or Beam search in Decoding: the model's own decoding stops at "
+                f"{decode.max_len} tokens")
+    return "Max length"
+
 class PlaybackBar(QWidget):
     """Scrubbing through the decoded steps, and how the next translation is decoded and shown."""
 
@@ -51,9 +62,7 @@ class PlaybackBar(QWidget):
         self.speed_label.setBuddy(self.speed_combo)
         self.instant_check = named(QCheckBox("&Instant"), "instantCheck", "Instant",
                                    "Show every step as soon as it is decoded")
-        self.max_len_spin = named(QSpinBox(), "maxLenSpin", "Maximum output length",
-                                  "Most output tokens per translation (<eos> included); the model's position table "
-                                  "may allow fewer")
+        self.max_len_spin = named(QSpinBox(), "maxLenSpin", "Maximum output length", MAX_LEN_TIP)
         self.max_len_spin.setRange(1, 1000)
         self.max_len_spin.setValue(DecodeConfig().max_len)
         self.max_len_label = QLabel("Ma&x length")

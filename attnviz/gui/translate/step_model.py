@@ -43,6 +43,7 @@ class StepTableModel(QAbstractTableModel):
         self._share_name = ""
         self._parts: list[tuple[float, float, float]] | None = None  # an LLM's: span, instruction, prefix shares
         self._limit: int | None = None  # the length limit the hypothesis shown stopped at, if it did
+        self._setting = "Max length"  # what raises it (``mark_limit``)
         document.subscribe(self._on_document_changed)
 
     def _on_document_changed(self, change: DocumentChange) -> None:
@@ -75,8 +76,10 @@ class StepTableModel(QAbstractTableModel):
         share = self._shares[row] if self._shares is not None and row < len(self._shares) else None
         return "" if share is None else f"{share:.0%}"
 
-    def mark_limit(self, limit: int | None) -> None:
-        """Mark the last row as where the translation stopped at the length ``limit`` (None: it chose its end)."""
+    def mark_limit(self, limit: int | None, setting: str = "Max length") -> None:
+        """Mark the last row as where the translation stopped at the length ``limit`` (None: it chose its end);
+        ``setting`` says what raises it."""
+        self._setting = setting
         if limit != self._limit:
             self._limit = limit
             if self._rows:
@@ -126,7 +129,7 @@ class StepTableModel(QAbstractTableModel):
         if role in (Qt.ItemDataRole.ToolTipRole, Qt.ItemDataRole.AccessibleTextRole):
             # the whole row in words: columns may be too narrow, and a screen reader needs the column names
             cut = (f". The translation stopped here, at the length limit of {self._limit} tokens, not by choosing "
-                   "its end: raise Max length to let it finish") if self._at_limit(index.row()) else ""
+                   f"its end: raise {self._setting} to let it finish") if self._at_limit(index.row()) else ""
             return describe_step(step) + cut
         if role == Qt.ItemDataRole.TextAlignmentRole and index.column() in (0, 2, 3, 5):
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)

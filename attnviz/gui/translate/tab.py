@@ -45,7 +45,7 @@ from attnviz.gui.translate.languages import LanguagePicker
 from attnviz.gui.translate.layout import TranslateLayout
 from attnviz.gui.translate.loading import LoadingGate
 from attnviz.gui.translate.mode import ModeTexts, mode_texts
-from attnviz.gui.translate.playback import PlaybackBar
+from attnviz.gui.translate.playback import MAX_LEN_TIP, PlaybackBar, length_setting
 from attnviz.gui.translate.quantity_control import QuantityControl
 from attnviz.gui.translate.step_model import StepTableModel
 from attnviz.gui.translate.step_views import StepViews
@@ -90,6 +90,7 @@ class TranslateTab(QWidget):
         self.sampling_combo, self.temperature_spin, self.seed_spin = (
             self.sampling_row.sampling_combo, self.sampling_row.temperature_spin, self.sampling_row.seed_spin)
         self.playback = PlaybackBar(self.document)
+        self.sampling_combo.currentIndexChanged.connect(self._on_decoding_chosen)
         self.message = WarningList()
         self.attention = AttentionPanel()
         self.step_views = StepViews(self.document, self.attention, self)  # token strips, text, top-k
@@ -170,6 +171,7 @@ class TranslateTab(QWidget):
         self.examples_combo.setVisible(not generating)
         self.sampling_row.set_generating(generating)
         self.sampling_row.set_configured(card.decoding if card else None, card.decoding_label() if card else None)
+        self._on_decoding_chosen()
         self.languages.set_translator(translator)
         self.search.set_translator(translator)
         self.examples_combo.clear()
@@ -227,6 +229,20 @@ class TranslateTab(QWidget):
         self.playback.decode_started(beam)
         self.status.emit("Generating..." if self.generating else "Translating...")
 
+    def _length_setting(self) -> str:
+        request = self.document.request
+        return length_setting(None if request is None else request.decode)
+
+    @Slot()
+    def _on_decoding_chosen(self) -> None:
+        """A model's own decoding has its own length limit: the Max length box is off while it is chosen, and says
+        why."""
+        own = self.sampling_row.configured if self.sampling_row.uses_configured() else None
+        spin = self.playback.max_len_spin
+        spin.setEnabled(own is None)
+        spin.setToolTip(MAX_LEN_TIP if own is None else f"The model's own decoding stops at {own.max_len} tokens "
+                        "(its generation_config.json); choose Greedy or Beam search in Decoding to set Max length")
+
     def _decode_config(self) -> DecodeConfig:
         """The decoding settings of this run; a sampled one advances the seed for the next."""
         return self.sampling_row.drawn(self.search.config(DecodeConfig(max_len=self.playback.max_len_spin.value())))
@@ -247,8 +263,8 @@ class TranslateTab(QWidget):
             self.document.finish()
             verb = "Generated" if self.generating else "Translated"
             limit = self.document.stopped_at_limit(self.translator.model.max_target_len) if self.translator else None
-            after = (f" Stopped at the length limit of {limit} tokens: raise Max length to let it finish." if limit
-                     else " Scrub or hover to explore.")
+            after = (f" Stopped at the length limit of {limit} tokens: raise {self._length_setting()} to "
+                     "let it finish." if limit else " Scrub or hover to explore.")
             size, precision = self.document.kept_maps()
             kept = f" Attention kept: {size_text(size)} ({precision})." if precision != "float32" or size >= 2**24 \
                 else ""  # an LLM's (float16), or maps large enough to matter
@@ -271,8 +287,9 @@ class TranslateTab(QWidget):
     def _show_warnings(self) -> None:
         """The input's warnings and, once finished, whether the hypothesis shown was cut at Max length."""
         if self.translator is not None and self.document.finished:
-            self.message.set_messages(self.document.warnings(self.translator.model.max_target_len, "Max length"))
-            self.step_model.mark_limit(self.document.stopped_at_limit(self.translator.model.max_target_len))
+            setting = self._length_setting()
+            self.message.set_messages(self.document.warnings(self.translator.model.max_target_len, setting))
+            self.step_model.mark_limit(self.document.stopped_at_limit(self.translator.model.max_target_len), setting)
 
     # -- what the search explorer may ask (ExplorerHost) -------------------------------------------------------------
 
