@@ -15,7 +15,6 @@ from attnviz.engine.plain.network import (
     Array,
     Block,
     Cache,
-    Dense,
     Layer,
     build_layers,
     halves_table,
@@ -23,6 +22,7 @@ from attnviz.engine.plain.network import (
     softmax,
     split_heads,
 )
+from attnviz.engine.plain.panels import Panels
 from attnviz.engine.text.vocab import PAD_ID
 
 
@@ -40,7 +40,10 @@ class PlainMarian:
         self.tgt_embed = shared[0] if cfg.share_embeddings else weights["model.decoder.embed_tokens.weight"]
         out = self.tgt_embed if cfg.tie_output else weights["lm_head.weight"]
         bias = weights.get("final_logits_bias")
-        self.out = Dense(out, np.zeros(out.shape[0], np.float32) if bias is None else bias[0])
+        self.out = Panels(out, np.zeros(out.shape[0], np.float32) if bias is None else bias[0])
+        # a table the panels rearranged is read through them (the tied embedding)
+        self.src_lookup = self.out.rows if self.src_embed is out else self.src_embed.__getitem__
+        self.tgt_lookup = self.out.rows if self.tgt_embed is out else self.tgt_embed.__getitem__
         self.src_rows = np.asarray(src_order, dtype=np.int64)
         self.tgt_rows = np.asarray(tgt_order, dtype=np.int64)
         self.scale = np.float32(math.sqrt(cfg.d_model) if cfg.scale_embedding else 1.0)
@@ -54,7 +57,7 @@ class PlainMarian:
     @property
     def vocab_columns(self) -> int:
         """The logits' width: Marian's target vocabulary."""
-        return int(self.out.weight.shape[0])
+        return self.out.vocab
 
     def _ff(self, layer: Layer, x: Array) -> Array:
         fc1, fc2 = layer.ff
@@ -73,7 +76,7 @@ class PlainMarian:
         if src.shape[1] > self.max_source_len:
             raise ValueError(f"sequence length {src.shape[1]} exceeds the model's {self.max_source_len} positions")
         mask = np.where(src == PAD_ID, np.float32(-np.inf), np.float32(0.0))[:, None, None, :]
-        x = self.src_embed[self.src_rows[src]] * self.scale + self.table[:src.shape[1]]
+        x = self.src_lookup(self.src_rows[src]) * self.scale + self.table[:src.shape[1]]
         for layer in self.encoder:
             x = self._ff(layer, self._self_block(layer.attn, x, mask))
         return x, mask
@@ -109,12 +112,10 @@ class PlainMarian:
         """One token a row (attnviz ids [N]) -> logits [N, V] in Marian's column order; the cache grows a step."""
         if cache.length >= self.max_target_len:
             raise ValueError(f"sequence length {cache.length + 1} exceeds the model's {self.max_target_len} positions")
-        x = self.tgt_embed[self.tgt_rows[tokens]] * self.scale + self.table[cache.length]
+        x = self.tgt_lookup(self.tgt_rows[tokens]) * self.scale + self.table[cache.length]
         for i, layer in enumerate(self.decoder):
             assert layer.cross is not None
             x = self._decoder_self(layer.attn, x, cache, i)
             x = self._ff(layer, self._decoder_cross(layer.cross, x, cache, i))
         cache.length += 1
-        if x.shape[0] == 1:  # one row: the matrix-vector product
-            return (self.out.weight @ x[0] + self.out.bias)[None]
         return self.out(x)
