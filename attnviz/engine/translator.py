@@ -277,11 +277,6 @@ def check_index(path: str | os.PathLike[str], cfg: ModelConfig, index: dict[str,
     check_against_index(path, build_model, cfg, weights)
 
 
-def check_values(path: str | os.PathLike[str], translator: Translator, advice: str) -> None:
-    """Refuse a loaded model with NaN or infinite weights, naming the tensor (whoever read them)."""
-    check_finite(path, stored_state(translator.model), advice)
-
-
 def load_checkpoint(path: str | os.PathLike[str], dtype: str = "float32") -> Translator:
     """Load a checkpoint file into a ready ``Translator`` running at ``dtype`` (its weights mapped, not copied, at
     their stored dtype: ``engine.checkpoints.assign``); raises ``CheckpointError`` with a clear message."""

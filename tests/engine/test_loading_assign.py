@@ -15,6 +15,7 @@ from safetensors.torch import load_file, save_file
 from attnviz.cli.main import main
 from attnviz.engine.checkpoints import memory
 from attnviz.engine.checkpoints.assign import build_loaded
+from attnviz.engine.checkpoints.mapped import mapping_of
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import CheckpointError, InputError
 from attnviz.engine.hub.marian_files import folder_parts
@@ -40,12 +41,20 @@ def _old_loading(cfg, tensors: dict[str, torch.Tensor]) -> torch.nn.Module:
     return model.eval()
 
 
-def _same_outputs(a: Translator, b: Translator, text: str) -> None:
+def _same_outputs(a: Translator, b: Translator, text: str, exact: bool = True) -> None:
+    """The same translation; bit for bit, or (``exact`` False) within float32's rounding, which a weight mapped at
+    an offset that is not a multiple of 64 may change in a one-row product (``engine.checkpoints.mapped``)."""
     x, y = a.translate(text, DECODE), b.translate(text, DECODE)
-    assert x.tokens == y.tokens and x.probabilities == y.probabilities
+    assert x.tokens == y.tokens
     assert x.attention.keys() == y.attention.keys()
+    if exact:
+        assert x.probabilities == y.probabilities
+    np.testing.assert_allclose(x.probabilities, y.probabilities, rtol=1e-5)
     for kind in x.attention:
-        assert x.attention[kind].dtype == np.float32 and np.array_equal(x.attention[kind], y.attention[kind])
+        assert x.attention[kind].dtype == np.float32
+        if exact:
+            assert np.array_equal(x.attention[kind], y.attention[kind])
+        np.testing.assert_allclose(x.attention[kind], y.attention[kind], rtol=1e-5, atol=1e-7)
 
 
 def _on_cpu_and_finite(model: torch.nn.Module) -> None:
@@ -77,7 +86,9 @@ def folder(tmp_path_factory) -> Path:
     return write_marian_folder(tmp_path_factory.mktemp("marian") / "opus-mt-de-en")
 
 
-def test_a_marian_folder_loads_as_the_old_loading_did_with_one_shared_embedding(folder):
+def test_a_marian_folder_loads_the_old_loadings_weights_mapped_with_one_shared_embedding(folder):
+    """The same weights, bit for bit, now views of the file (the shared table shifted, not copied); the outputs
+    within float32's rounding of the copied weights' (an imported folder maps tensors wherever float32 allows)."""
     loaded = load_translator(folder)
     parts = folder_parts(folder)
     expected = stored_state(build_model(parts.cfg))
@@ -86,8 +97,10 @@ def test_a_marian_folder_loads_as_the_old_loading_did_with_one_shared_embedding(
     _on_cpu_and_finite(loaded.model)
     assert all(torch.equal(v, old.state_dict()[k]) for k, v in loaded.model.state_dict().items())
     _same_outputs(loaded, Translator(old, loaded.src_vocab, loaded.tgt_vocab, loaded.src_spec, loaded.tgt_spec),
-                  "ein hund läuft")
+                  "ein hund läuft", exact=False)
     model = loaded.model
+    copied = [name for name, t in stored_state(model).items() if mapping_of(t) is None]
+    assert copied == ["out_proj.bias"]  # final_logits_bias's reordered copy (a row of V values); the rest are views
     shared = (model.src_embed.tokens.weight, model.tgt_embed.tokens.weight, model.out_proj.weight)
     assert shared[0] is shared[1] is shared[2]  # one parameter, as the network's constructor ties them
     assert len({t.data_ptr() for t in shared}) == 1

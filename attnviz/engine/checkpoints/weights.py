@@ -45,7 +45,7 @@ def read_weights(plan: WeightPlan, copied: Collection[str] = ()) -> dict[str, to
     path = plan.path
     if path.suffix == ".safetensors":
         check_weight_file(plan)  # framing, offsets and shapes from the header, before the data is read
-        weights: object = map_tensors(path, read_index(path)[1], FOLDER_FILE, copied)
+        weights: object = map_tensors(path, read_index(path)[1], FOLDER_FILE, copied, exact=False)
     else:
         weights = _read_bin(path)
     if not isinstance(weights, dict) or not all(isinstance(k, str) and isinstance(v, torch.Tensor)

@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from attnviz.engine.checkpoints.assign import build_loaded
-from attnviz.engine.checkpoints.mapped import gathered_rows
+from attnviz.engine.checkpoints.mapped import reordered_rows
 from attnviz.engine.checkpoints.weights import read_weights
 from attnviz.engine.hub.fairseq_files import EMBEDDINGS, LEARNED_OFFSET, FairseqParts, folder_parts, weight_plan
 from attnviz.engine.hub.marian_files import weights_file
@@ -34,8 +34,8 @@ def fairseq_state(weights: dict[str, Tensor], parts: FairseqParts) -> dict[str, 
     plan (``weight_plan``): every name read here is there with its shape."""
     cfg, rows = parts.cfg, torch.tensor(parts.order)
     embed = next(weights[n] for n in EMBEDDINGS if n in weights)  # one table: model.shared, else a side's copy
-    table = gathered_rows(embed, rows)  # 1 GB for NLLB-600M's 256k x 1024: reordered once, never held twice
-    out = table if cfg.tie_output else gathered_rows(weights["lm_head.weight"], rows)
+    table = reordered_rows(embed, rows)  # 1 GB for NLLB-600M's 256k x 1024: reordered once, never held twice
+    out = table if cfg.tie_output else reordered_rows(weights["lm_head.weight"], rows)
     bias = weights.get("final_logits_bias", torch.zeros(1, embed.size(0)))
     state = {"src_embed.tokens.weight": table, "tgt_embed.tokens.weight": table, "out_proj.weight": out,
              "out_proj.bias": bias[0].index_select(0, rows)}

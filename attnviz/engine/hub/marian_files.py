@@ -129,19 +129,17 @@ def attnviz_vocab(path: Path, marian: dict[str, int], pad_id: int, eos_id: int,
     """attnviz's vocabulary for Marian's (read from ``path``), and ``order``: the Marian id behind each attnviz
     id; ``<sos>`` takes the row of the decoder start token ``start_id`` (Marian's: ``pad_id``, the default)."""
     unk_id = marian["<unk>"]
-    by_id = sorted(marian.items(), key=lambda kv: kv[1])
+    by_id = [""] * len(marian)  # the ids are 0 .. n - 1, each once (``read_vocab_file``): placed, not sorted
+    for piece, i in marian.items():
+        by_id[i] = piece
     start = pad_id if start_id is None else start_id
-    order = [unk_id, pad_id, start, eos_id]  # <unk>, <pad>, <sos> (= the decoder start), <eos> (= </s>)
-    pieces = list(SPECIALS)
-    for piece, i in by_id:
-        if i in (pad_id, eos_id, unk_id):
-            continue
-        if piece in SPECIALS:
-            raise CheckpointError(f"{path} uses {piece!r} for an ordinary piece (id {i}); attnviz reserves it, so this "
-                                  "folder cannot be opened: download the model folder again.")
-        pieces.append(piece)
-        order.append(i)
-    return Vocab(pieces), order
+    kept = [i for i in range(len(by_id)) if i not in (pad_id, eos_id, unk_id)]
+    for i in kept:
+        if by_id[i] in SPECIALS:
+            raise CheckpointError(f"{path} uses {by_id[i]!r} for an ordinary piece (id {i}); attnviz reserves it, so "
+                                  "this folder cannot be opened: download the model folder again.")
+    # <unk>, <pad>, <sos> (= the decoder start), <eos> (= </s>), then every other piece in Marian's order
+    return Vocab([*SPECIALS, *(by_id[i] for i in kept)]), [unk_id, pad_id, start, eos_id, *kept]
 
 
 def _language(code: Any, folder: Path, side: int) -> str:

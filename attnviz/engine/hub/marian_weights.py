@@ -17,7 +17,7 @@ import torch
 from torch import Tensor
 
 from attnviz.engine.checkpoints.assign import build_loaded
-from attnviz.engine.checkpoints.mapped import gathered_rows
+from attnviz.engine.checkpoints.mapped import reordered_rows
 from attnviz.engine.checkpoints.weights import read_weights
 from attnviz.engine.hub.marian_files import (
     ATTENTION,
@@ -59,10 +59,10 @@ def marian_state(weights: dict[str, Tensor], parts: MarianParts) -> dict[str, Te
     embeddings = [weights[n] for n in EMBEDDINGS if n in weights]  # shared: model.shared first, else a side's copy
     src_embed = embeddings[0] if cfg.share_embeddings else weights[EMBEDDINGS[1]]
     tgt_embed = embeddings[0] if cfg.share_embeddings else weights[EMBEDDINGS[2]]
-    src = gathered_rows(src_embed, src_rows)  # 119 MB for OPUS-MT's 58k x 512: reordered once, never held twice
+    src = reordered_rows(src_embed, src_rows)  # 119 MB for OPUS-MT's 58k x 512: reordered once, never held twice
     same = tgt_embed is src_embed and parts.tgt_order == parts.src_order
-    tgt = src if same else gathered_rows(tgt_embed, tgt_rows)
-    out = tgt if cfg.tie_output else gathered_rows(weights["lm_head.weight"], tgt_rows)
+    tgt = src if same else reordered_rows(tgt_embed, tgt_rows)
+    out = tgt if cfg.tie_output else reordered_rows(weights["lm_head.weight"], tgt_rows)
     bias = weights.get("final_logits_bias", torch.zeros(1, out.size(0)))
     state = {"src_embed.tokens.weight": src, "tgt_embed.tokens.weight": tgt, "out_proj.weight": out,
              "out_proj.bias": bias[0].index_select(0, tgt_rows)}

@@ -24,13 +24,14 @@ class Vocab:
         itos = list(itos)
         if tuple(itos[:4]) != SPECIALS:
             raise ConfigError(f"a vocabulary must start with the specials {list(SPECIALS)}, got {itos[:4]}")
-        if len(set(itos)) != len(itos):
+        stoi = {tok: i for i, tok in enumerate(itos)}
+        if len(stoi) != len(itos):
             dupes = sorted(t for t, n in Counter(itos).items() if n > 1)[:5]
             raise ConfigError(f"a vocabulary must not repeat tokens; repeated: {dupes}")
-        if any(not isinstance(t, str) or t == "" for t in itos):
+        if "" in stoi or not all(isinstance(t, str) for t in stoi):
             raise ConfigError("every vocabulary entry must be a non-empty string")
         self._itos = itos
-        self._stoi = {tok: i for i, tok in enumerate(itos)}
+        self._stoi = stoi
 
     @classmethod
     def build(cls, counts: Counter[str] | Iterable[Iterable[str]], min_freq: int = 1,
