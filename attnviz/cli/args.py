@@ -6,9 +6,9 @@ not finite (``nan``, ``inf``), empty or thousands of digits long, or an output p
 folder that does not exist gives argparse's usage message and exit status 2 before any model is read, instead of a
 traceback, a silently changed result or an allocation that never ends. The flags:
 the corpus a measuring command reads (``--src``, its references, ``--split``, ``--limit``, ``--data-dir``), the
-decoding settings (``--beam``, ``--length-penalty``, ``--max-len``, ``--int8``), the precision (``--dtype``), the device (``--device``), a
-multilingual model's languages (``--src-lang``, ``--tgt-lang``), the heads switched off (``--mask-heads``,
-``--rescale-heads``) and the attention export (``--attention``).
+decoding settings (``--beam``, ``--length-penalty``, ``--max-len``, ``--int8``), the precision (``--dtype``), the
+device (``--device``), a multilingual model's languages (``--src-lang``, ``--tgt-lang``), the heads switched off
+(``--mask-heads``, ``--rescale-heads``) and the attention export (``--attention``).
 """
 
 from __future__ import annotations

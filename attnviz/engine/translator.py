@@ -44,7 +44,6 @@ from attnviz.engine.text.vocab import Vocab
 
 GREEDY = DecodeConfig()
 SAMPLED = DecodeConfig(temperature=1.0)
-DEVICE_KINDS = frozenset({"llm"})  # the kinds whose decoding runs on a GPU (every tensor it makes on the model's)
 
 
 def resolve_device(choice: str, kind: ModelKind | None = None) -> torch.device:
@@ -53,7 +52,7 @@ def resolve_device(choice: str, kind: ModelKind | None = None) -> torch.device:
     only, is refused (``CheckpointError``) before anything is loaded."""
     check_device_choice(choice)
     gpu = torch.cuda.is_available()
-    runs_there = kind is None or kind.name in DEVICE_KINDS
+    runs_there = kind is None or kind.runs_on_gpu
     if choice == AUTO:
         return torch.device("cuda" if gpu and runs_there else "cpu")
     if choice == "cuda" and not gpu:
