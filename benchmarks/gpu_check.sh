@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One check of attnviz on a lent GPU machine (issues 36 and 20), run from the repository root:
-#   1. the machine: nvidia-smi -L, python, torch, transformers;
+#   1. the machine: nvidia-smi -L, python, torch, transformers; then whether a small random LLM decodes on the GPU
+#      as on the CPU (device_parity.py: greedy, a head off, beam 3, a batch; the tokens and the largest differences);
 #   2. issue 36: the decoder-only LLM benchmark on cuda at bfloat16, llama-3.2-1b then qwen2.5-0.5b (attnviz with
 #      every attention map captured against transformers eager with output_attentions; bench_decode.py --large);
 #   3. issue 20: bench_train.py's GPU part (float32 and bf16 autocast, one process);
@@ -8,8 +9,8 @@
 #      when its time is up: the best checkpoint so far is kept), its test bleu_tok beside the bundled model's.
 # Every part runs under its own `timeout` inside one budget (GPU_CHECK_BUDGET seconds, 330 by default), so one
 # failure or a slow part loses nothing before it. Each part's JSON lands in $OUT (./gpu-out when OUT is unset) and is
-# printed; stderr goes to $OUT/log.txt (its end is printed when a part fails); $OUT/parts.txt says each part's exit
-# status and seconds; machine.txt and the training's own lines (big-train.txt) beside them: 8 files at most.
+# printed; stderr goes to $OUT/log.txt (its end is printed when a part fails); $OUT/status.txt holds the machine's
+# facts and each part's exit status and seconds; the training's own lines are big-train.txt: 8 files at most.
 #
 # The machine needs no spaCy and no network: the Multi30k files come pre-tokenized from the carried folder .gpu/data
 # (bench_train.py --write-tokenized .gpu/data), read with whitespace tokenizers (the same tokens).
@@ -31,7 +32,7 @@ TINY=0
 rm -rf "$WORK"
 mkdir -p "$OUT" "$WORK"
 : > "$OUT/log.txt"
-: > "$OUT/parts.txt"
+: > "$OUT/status.txt"
 
 left() { echo $((BUDGET - (SECONDS - START))); }
 
@@ -42,7 +43,7 @@ part() {
     shift 3
     rest=$(left)
     if [ "$rest" -lt "$least" ]; then
-        echo "== $name: skipped, $rest s left of the budget of $BUDGET s" | tee -a "$OUT/parts.txt"
+        echo "$name: skipped, $rest s left of the budget of $BUDGET s" | tee -a "$OUT/status.txt"
         return 0
     fi
     [ "$limit" -gt "$rest" ] && limit=$rest
@@ -52,8 +53,11 @@ part() {
     timeout --kill-after=20 "$limit" "$@" > "$OUT/$name" 2> "$WORK/$name.err"
     rc=$?
     tr '\r' '\n' < "$WORK/$name.err" | grep -v '^\s*$' >> "$OUT/log.txt"
-    echo "$name: exit $rc, $((SECONDS - begin)) s" | tee -a "$OUT/parts.txt"
-    cat "$OUT/$name"
+    echo "$name: exit $rc, $((SECONDS - begin)) s" | tee -a "$OUT/status.txt"
+    case $name in  # a part's JSON whole; a log's last lines (progress lines would crowd the rest out of view)
+        *.json) cat "$OUT/$name" ;;
+        *) tr '\r' '\n' < "$OUT/$name" | grep -v '^\s*$' | tail -n 15 ;;
+    esac
     if [ "$rc" -ne 0 ]; then
         echo "-- $name failed (exit $rc; 124: its time was up); the end of its stderr:"
         tr '\r' '\n' < "$WORK/$name.err" | grep -v '^\s*$' | tail -n 15
@@ -91,7 +95,8 @@ else
 fi
 
 echo "== machine"
-machine | tee "$OUT/machine.txt"
+machine 2>&1 | tee -a "$OUT/status.txt"
+part parity.json 60 20 "$PY" benchmarks/device_parity.py --device auto
 limits=(150 100)  # seconds: llama-3.2-1b's part, then qwen2.5-0.5b's
 i=0
 for shape in "${SHAPES[@]}"; do
@@ -107,8 +112,9 @@ part big-train.txt $((rest - 60)) 150 "$PY" -m attnviz train --preset multi30k-d
 big="$WORK/de-en-big.safetensors"
 [ -f "$big" ] || big="$WORK/de-en-big.last.safetensors"
 if [ -f "$big" ]; then
-    part big-bleu.json 60 20 "$PY" benchmarks/gpu_bleu.py --data-dir "$DATA" --limit "$BLEU_LIMIT" "$big" \
-        models/de-en-multi30k.safetensors
+    bundled=models/de-en-multi30k.safetensors
+    [ -f "$bundled" ] || bundled=""  # (a working tree cut down to travel may lack it)
+    part big-bleu.json 60 20 "$PY" benchmarks/gpu_bleu.py --data-dir "$DATA" --limit "$BLEU_LIMIT" "$big" $bundled
 fi
 echo "== done in $((SECONDS - START)) s of $BUDGET; results in $OUT:"
 ls "$OUT"

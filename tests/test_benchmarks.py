@@ -55,10 +55,15 @@ def test_the_gpu_check_runs_every_part_at_toy_size(tmp_path, data_dir):
     done = subprocess.run(["bash", str(BENCHMARKS / "gpu_check.sh"), "--tiny"], capture_output=True, text=True,
                           timeout=600, env=env, cwd=BENCHMARKS.parent)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
-    parts = (out / "parts.txt").read_text().splitlines()
-    assert [line.split(":")[0] for line in parts] == ["llm-tiny.json", "train.json", "big-train.txt", "big-bleu.json"]
+    status = (out / "status.txt").read_text()
+    assert '"torch": "' in status and '"gpu": null' in status  # the machine's facts (no GPU here)
+    parts = [line for line in status.splitlines() if ": exit " in line]
+    assert [line.split(":")[0] for line in parts] == ["parity.json", "llm-tiny.json", "train.json", "big-train.txt",
+                                                      "big-bleu.json"]
     assert all(": exit 0, " in line for line in parts), parts
     assert len(list(out.iterdir())) <= 8  # what the device tool brings back
+    parity = json.loads((out / "parity.json").read_text())
+    assert parity["device"] == "cpu" and parity["all_same"] and parity["greedy"]["largest_map_difference"] == 0.0
     llm = json.loads((out / "llm-tiny.json").read_text())
     assert llm["device"] == "cpu" and llm["attnviz"]["tokens"] == llm["transformers_eager_output_attentions"]["tokens"]
     assert json.loads((out / "train.json").read_text())["processes"]["cpu"]["1 process"]["tokens_per_s"] > 0
