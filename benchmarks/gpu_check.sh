@@ -7,7 +7,7 @@
 #   3. issue 20: bench_train.py's GPU part (float32 and bf16 autocast, one process);
 #   4. only with the time left: the 6+6-layer d 512 German-English model trained on the GPU (stopped by SIGTERM
 #      when its time is up: the best checkpoint so far is kept), its test bleu_tok beside the bundled model's.
-# Every part runs under its own `timeout` inside one budget (GPU_CHECK_BUDGET seconds, 330 by default), so one
+# Every part runs under its own `timeout` inside one budget (GPU_CHECK_BUDGET seconds, 345 by default), so one
 # failure or a slow part loses nothing before it. Each part's JSON lands in $OUT (./gpu-out when OUT is unset) and is
 # printed; stderr goes to $OUT/log.txt (its end is printed when a part fails); $OUT/status.txt holds the machine's
 # facts and each part's exit status and seconds; the training's own lines are big-train.txt: 8 files at most.
@@ -24,7 +24,7 @@ export ATTNVIZ_BENCH_CACHE="${ATTNVIZ_BENCH_CACHE:-/tmp/attnviz-bench}"
 OUT="${OUT:-$PWD/gpu-out}"
 DATA="${GPU_CHECK_DATA:-$PWD/.gpu/data}"
 PY="${PYTHON:-python3}"
-BUDGET="${GPU_CHECK_BUDGET:-330}"
+BUDGET="${GPU_CHECK_BUDGET:-345}"
 WORK="${TMPDIR:-/tmp}/attnviz-gpu-check"
 START=$SECONDS
 TINY=0
@@ -97,7 +97,7 @@ fi
 echo "== machine"
 machine 2>&1 | tee -a "$OUT/status.txt"
 part parity.json 60 20 "$PY" benchmarks/device_parity.py --device auto
-limits=(150 100)  # seconds: llama-3.2-1b's part, then qwen2.5-0.5b's
+limits=(180 90)  # seconds: llama-3.2-1b's part, then qwen2.5-0.5b's
 i=0
 for shape in "${SHAPES[@]}"; do
     part "llm-$shape.json" "${limits[$i]}" 60 "$PY" benchmarks/bench_decode.py --large "$shape" --dtype bfloat16 \
@@ -105,16 +105,16 @@ for shape in "${SHAPES[@]}"; do
     i=$((i + 1))
 done
 part train.json 90 30 env ATTNVIZ_DATA="$DATA" "$PY" benchmarks/bench_train.py --tokenized "${TRAIN[@]}"
-# the larger model: training gets what is left but the BLEU's minute; SIGTERM makes it save and stop
+# the larger model: training gets what is left but the BLEU's 45 s; SIGTERM makes it save and stop
 rest=$(left)
-part big-train.txt $((rest - 60)) 150 "$PY" -m attnviz train --preset multi30k-de-en-plus --data-dir "$DATA" \
+part big-train.txt $((rest - 45)) 110 "$PY" -m attnviz train --preset multi30k-de-en-plus --data-dir "$DATA" \
     --out "$WORK/de-en-big.safetensors" "${BIG[@]}"
 big="$WORK/de-en-big.safetensors"
 [ -f "$big" ] || big="$WORK/de-en-big.last.safetensors"
 if [ -f "$big" ]; then
     bundled=models/de-en-multi30k.safetensors
     [ -f "$bundled" ] || bundled=""  # (a working tree cut down to travel may lack it)
-    part big-bleu.json 60 20 "$PY" benchmarks/gpu_bleu.py --data-dir "$DATA" --limit "$BLEU_LIMIT" "$big" $bundled
+    part big-bleu.json 45 15 "$PY" benchmarks/gpu_bleu.py --data-dir "$DATA" --limit "$BLEU_LIMIT" "$big" $bundled
 fi
 echo "== done in $((SECONDS - START)) s of $BUDGET; results in $OUT:"
 ls "$OUT"
