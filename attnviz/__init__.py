@@ -40,10 +40,11 @@ def bundled() -> tuple[str, ...]:
     return _bundled()
 
 
-def load_translator(path, dtype: str = "auto") -> Translator:
+def load_translator(path, dtype: str = "auto", device: str = "cpu") -> Translator:
     """Load a checkpoint file or an imported model's folder into a ``Translator`` running at ``dtype`` ("auto",
-    "float32", "float16" or "bfloat16"; raises ``CheckpointError`` with a clear message on a bad one, or one too large
-    for the available memory)."""
+    "float32", "float16" or "bfloat16") on ``device`` ("cpu", "cuda": a decoder-only LLM on the GPU, or "auto");
+    raises ``CheckpointError`` with a clear message on a bad one, one too large for the available memory, or a
+    device that cannot run it."""
     from attnviz.engine.loading import load_translator as _load
 
-    return _load(path, dtype)
+    return _load(path, dtype, device)

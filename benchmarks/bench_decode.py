@@ -29,7 +29,10 @@ than real translation, whose outputs average about 13 tokens.
 ``--large qwen2.5-0.5b``, ``llama-3.2-1b`` or ``gemma-3-1b`` measures a decoder-only LLM of that shape (random
 weights, written once by transformers into a cache folder) against transformers (eager, ``output_attentions``):
 time to the first token, milliseconds per later token and each process's peak RSS, and their ratios
-(``benchmarks/llm_large.py``).
+(``benchmarks/llm_large.py``); with ``--device cuda`` both sides run on the GPU, each side's peak GPU memory beside
+its peak RSS (``benchmarks/gpu_check.sh`` runs it on a lent GPU machine):
+
+    python benchmarks/bench_decode.py --large llama-3.2-1b --dtype bfloat16 --device cuda --tokens 30 --repeats 3
 """
 
 from __future__ import annotations
@@ -158,10 +161,14 @@ def main() -> None:
                              "measured against transformers (eager, every attention map), each in its own process")
     parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"),
                         help="an LLM shape's precision on both sides")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"),
+                        help="where an LLM shape runs, on both sides (the other measurements run on the CPU)")
     args = parser.parse_args()
+    if args.device != "cpu" and args.large not in SHAPES:
+        parser.error("--device cuda measures a decoder-only LLM shape (--large " + "|".join(sorted(SHAPES)) + ")")
     torch.set_num_threads(args.threads)
     if args.large in SHAPES:
-        figures = large_llm_figures(args.large, args.tokens, args.repeats, args.threads, args.dtype)
+        figures = large_llm_figures(args.large, args.tokens, args.repeats, args.threads, args.dtype, args.device)
         print(json.dumps({"threads": args.threads, **figures}, indent=2))
         return
     if args.large:

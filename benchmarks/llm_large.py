@@ -8,6 +8,10 @@ template, ``tokens`` new tokens greedily (the end tokens are ones random weights
 at the same place, whose count is reported), ``repeats`` times after one warm-up; milliseconds to the first token
 (the prompt's prefill and one step), per later token, and the process's peak RSS. transformers is the test-only
 extra; attnviz itself never imports it.
+
+``device`` ``cuda`` runs both sides on the GPU (attnviz's ``load_translator(..., device="cuda")``, transformers'
+model and inputs ``.to("cuda")``), synchronising before every clock read, and reports each side's peak GPU memory
+(``torch.cuda.max_memory_allocated``) beside its peak RSS, and the GPU's name.
 """
 
 from __future__ import annotations
@@ -75,49 +79,58 @@ def write_folder(name: str, root: Path, dtype: str) -> Path:
     return folder
 
 
-def _attnviz(folder: Path, dtype: str, tokens: int, repeats: int) -> dict:
+def clock(device: str) -> float:
+    """``time.perf_counter()`` once the GPU has finished what it was given (on ``cuda``)."""
+    if device == "cuda":
+        import torch
+
+        torch.cuda.synchronize()
+    return time.perf_counter()
+
+
+def _attnviz(folder: Path, dtype: str, tokens: int, repeats: int, device: str = "cpu") -> dict:
     from attnviz.engine.config import DecodeConfig
     from attnviz.engine.events import DecodeStep
     from attnviz.engine.loading import load_translator
 
-    start = time.perf_counter()
-    translator = load_translator(folder, dtype)
-    loaded = time.perf_counter() - start
+    start = clock(device)
+    translator = load_translator(folder, dtype, device)
+    loaded = clock(device) - start
     decode = DecodeConfig(max_len=tokens)
 
     def once() -> tuple[float, float, int]:
-        start = time.perf_counter()
+        start = clock(device)
         first, count = 0.0, 0
         for event in translator.steps(SENTENCE, decode):
             if isinstance(event, DecodeStep):
                 count += 1
-                first = first or time.perf_counter() - start
-        return first, time.perf_counter() - start, count
+                first = first or clock(device) - start
+        return first, clock(device) - start, count
 
     return {"load_s": loaded, "runs": [once() for _ in range(repeats + 1)][1:],
             "prompt_tokens": len(translator.prompt(SENTENCE).ids)}
 
 
-def _transformers(folder: Path, dtype: str, tokens: int, repeats: int) -> dict:
+def _transformers(folder: Path, dtype: str, tokens: int, repeats: int, device: str = "cpu") -> dict:
     import torch
     import transformers
 
-    start = time.perf_counter()
+    start = clock(device)
     model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=getattr(torch, dtype),
-                                                              attn_implementation="eager").eval()
+                                                              attn_implementation="eager").eval().to(device)
     tokenizer = transformers.AutoTokenizer.from_pretrained(folder)
-    loaded = time.perf_counter() - start
+    loaded = clock(device) - start
     message = f"Translate the following text from German into English.\nGerman: {SENTENCE}\nEnglish:"
     text = tokenizer.apply_chat_template([{"role": "user", "content": message}], tokenize=False,
                                          add_generation_prompt=True)
-    ids = torch.tensor([tokenizer(text, add_special_tokens=False)["input_ids"]])
+    ids = torch.tensor([tokenizer(text, add_special_tokens=False)["input_ids"]], device=device)
 
     def generate(n: int) -> tuple[float, int]:
-        start = time.perf_counter()
+        start = clock(device)
         with torch.inference_mode():
             out = model.generate(ids, attention_mask=torch.ones_like(ids), do_sample=False, max_new_tokens=n,
                                  output_attentions=True, return_dict_in_generate=True)
-        return time.perf_counter() - start, out.sequences.size(1) - ids.size(1)
+        return clock(device) - start, out.sequences.size(1) - ids.size(1)
 
     def once() -> tuple[float, float, int]:
         first, _ = generate(1)
@@ -127,15 +140,27 @@ def _transformers(folder: Path, dtype: str, tokens: int, repeats: int) -> dict:
     return {"load_s": loaded, "runs": [once() for _ in range(repeats + 1)][1:], "prompt_tokens": ids.size(1)}
 
 
-def child(side: str, folder: str, dtype: str, tokens: int, repeats: int, threads: int) -> None:
+def child(side: str, folder: str, dtype: str, tokens: int, repeats: int, threads: int, device: str = "cpu") -> None:
     """One side's measurement, printed as JSON (run in a process of its own)."""
     import torch
 
     torch.set_num_threads(threads)
     measure = _attnviz if side == "attnviz" else _transformers
-    result = measure(Path(folder), dtype, tokens, repeats)
+    result = measure(Path(folder), dtype, tokens, repeats, device)
     result["peak_rss_mib"] = peak_rss_mib()
+    if device == "cuda":
+        result["peak_gpu_mib"] = torch.cuda.max_memory_allocated() / 2**20
     print(json.dumps(result))
+
+
+def device_figures(device: str) -> dict:
+    """The device both sides ran on, and the GPU's name and torch's CUDA version on ``cuda``."""
+    if device != "cuda":
+        return {"device": device}
+    import torch
+
+    return {"device": device, "gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
+            "cuda": torch.version.cuda}
 
 
 def peak_rss_mib() -> float:
@@ -156,11 +181,13 @@ def _summary(result: dict) -> dict:
     return {"first_token_ms": round(statistics.median(firsts), 1),
             "ms_per_token": round(statistics.median(per_token), 1), "tokens": result["runs"][0][2],
             "prompt_tokens": result["prompt_tokens"],
-            "peak_rss_mib": round(result["peak_rss_mib"]), "load_s": round(result["load_s"], 1)}
+            "peak_rss_mib": round(result["peak_rss_mib"]), "load_s": round(result["load_s"], 1),
+            **({"peak_gpu_mib": round(result["peak_gpu_mib"])} if "peak_gpu_mib" in result else {})}
 
 
-def large_llm_figures(name: str, tokens: int, repeats: int, threads: int, dtype: str = "float32") -> dict:
-    """Both sides on the ``name``-shaped random folder, each in its own process, and the ratios."""
+def large_llm_figures(name: str, tokens: int, repeats: int, threads: int, dtype: str = "float32",
+                      device: str = "cpu") -> dict:
+    """Both sides on the ``name``-shaped random folder, each in its own process, on ``device``, and the ratios."""
     root = Path(os.environ.get("ATTNVIZ_BENCH_CACHE", Path(tempfile.gettempdir()) / "attnviz-bench"))
     root.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
@@ -169,14 +196,16 @@ def large_llm_figures(name: str, tokens: int, repeats: int, threads: int, dtype:
     sides = {}
     for side in ("attnviz", "transformers"):
         code = ("import sys; sys.path.insert(0, sys.argv[1]); from llm_large import child; "
-                "child(*sys.argv[2:4], sys.argv[4], *map(int, sys.argv[5:8]))")
+                "child(*sys.argv[2:4], sys.argv[4], *map(int, sys.argv[5:8]), sys.argv[8])")
         out = subprocess.run([sys.executable, "-c", code, str(Path(__file__).parent), side, str(folder), dtype,
-                              str(tokens), str(repeats), str(threads)], capture_output=True, text=True)
+                              str(tokens), str(repeats), str(threads), device], capture_output=True, text=True)
         if out.returncode:
             raise SystemExit(f"{side} failed:\n{out.stderr[-3000:]}")
         sides[side] = _summary(json.loads(out.stdout.strip().splitlines()[-1]))
     ours, theirs = sides["attnviz"], sides["transformers"]
-    ratios = {key: round(ours[key] / theirs[key], 3) for key in ("ms_per_token", "first_token_ms", "peak_rss_mib")}
-    return {"model": f"{name}-shaped, random weights ({dtype})", "folder_written_s": round(written, 1),
+    ratios = {key: round(ours[key] / theirs[key], 3) for key in ("ms_per_token", "first_token_ms", "peak_rss_mib",
+                                                                  "peak_gpu_mib") if key in ours and theirs.get(key)}
+    return {"model": f"{name}-shaped, random weights ({dtype})", **device_figures(device),
+            "folder_written_s": round(written, 1),
             "attnviz": ours, "transformers_eager_output_attentions": theirs, "attnviz_over_transformers": ratios,
             "load_average": os.getloadavg()}

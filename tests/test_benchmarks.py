@@ -40,6 +40,36 @@ def test_decode_benchmark_measures_an_llm_shape_against_transformers(tmp_path, m
     ours, theirs = report["attnviz"], report["transformers_eager_output_attentions"]
     assert ours["tokens"] == theirs["tokens"] and ours["prompt_tokens"] == theirs["prompt_tokens"] > 10
     assert all(value > 0 for value in report["attnviz_over_transformers"].values())
+    assert report["device"] == "cpu" and "peak_gpu_mib" not in ours  # GPU memory only on --device cuda
+
+
+def test_the_gpu_check_runs_every_part_at_toy_size(tmp_path, data_dir):
+    """``gpu_check.sh --tiny`` on the CPU: what the lead runs once on a lent GPU machine, every part at toy size, on
+    Multi30k pre-tokenized as the carried folder holds it (spaCy's tokens; the GPU machine has no spaCy)."""
+    pytest.importorskip("transformers")
+    tokenized, out = tmp_path / "data", tmp_path / "out"
+    written = bench("bench_train", "--write-tokenized", str(tokenized), data=True)["written"]
+    assert written["multi30k_train.de.gz"] == 29_000 and written["multi30k_test_2016_flickr.en.gz"] == 1_000
+    env = dict(os.environ, OUT=str(out), PYTHON=sys.executable, GPU_CHECK_DATA=str(tokenized),
+               ATTNVIZ_BENCH_CACHE=str(tmp_path / "cache"), TMPDIR=str(tmp_path))
+    done = subprocess.run(["bash", str(BENCHMARKS / "gpu_check.sh"), "--tiny"], capture_output=True, text=True,
+                          timeout=600, env=env, cwd=BENCHMARKS.parent)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    status = (out / "status.txt").read_text()
+    assert '"torch": "' in status and '"gpu": null' in status  # the machine's facts (no GPU here)
+    parts = [line for line in status.splitlines() if ": exit " in line]
+    assert [line.split(":")[0] for line in parts] == ["parity.json", "llm-tiny.json", "train.json", "big-train.txt",
+                                                      "big-bleu.json"]
+    assert all(": exit 0, " in line for line in parts), parts
+    assert len(list(out.iterdir())) <= 8  # what the device tool brings back
+    parity = json.loads((out / "parity.json").read_text())
+    assert parity["device"] == "cpu" and parity["all_same"] and parity["greedy"]["largest_map_difference"] == 0.0
+    llm = json.loads((out / "llm-tiny.json").read_text())
+    assert llm["device"] == "cpu" and llm["attnviz"]["tokens"] == llm["transformers_eager_output_attentions"]["tokens"]
+    assert json.loads((out / "train.json").read_text())["processes"]["cpu"]["1 process"]["tokens_per_s"] > 0
+    bleu = json.loads((out / "big-bleu.json").read_text())
+    assert bleu["de-en-big.last.safetensors"]["config"]["d_model"] == 32 and bleu["split"] == "test"
+    assert bleu["de-en-multi30k.safetensors"]["sentences"] == 20 and bleu["de-en-multi30k.safetensors"]["bleu_tok"] > 10
 
 
 def test_probe_overhead_benchmark_pairs_two_versions_of_the_code():

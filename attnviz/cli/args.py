@@ -6,9 +6,9 @@ not finite (``nan``, ``inf``), empty or thousands of digits long, or an output p
 folder that does not exist gives argparse's usage message and exit status 2 before any model is read, instead of a
 traceback, a silently changed result or an allocation that never ends. The flags:
 the corpus a measuring command reads (``--src``, its references, ``--split``, ``--limit``, ``--data-dir``), the
-decoding settings (``--beam``, ``--length-penalty``, ``--max-len``, ``--int8``), the precision (``--dtype``), a
-multilingual model's languages (``--src-lang``, ``--tgt-lang``), the heads switched off (``--mask-heads``,
-``--rescale-heads``) and the attention export (``--attention``).
+decoding settings (``--beam``, ``--length-penalty``, ``--max-len``, ``--int8``), the precision (``--dtype``), the
+device (``--device``), a multilingual model's languages (``--src-lang``, ``--tgt-lang``), the heads switched off
+(``--mask-heads``, ``--rescale-heads``) and the attention export (``--attention``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from attnviz.engine.checkpoints.header import require_path
-from attnviz.engine.checkpoints.memory import AUTO, DTYPE_CHOICES
+from attnviz.engine.checkpoints.memory import AUTO, DEVICE_CHOICES, DTYPE_CHOICES
 from attnviz.engine.errors import CheckpointError, InputError, quoted
 
 if TYPE_CHECKING:
@@ -126,6 +126,21 @@ def add_dtype(p: argparse.ArgumentParser, default: str | None = AUTO) -> None:
                    help="precision the model runs at: auto (float32 on the CPU; a decoder-only LLM at its stored "
                         "precision), float32, or float16/bfloat16 (half the memory; a model too large for the free "
                         "memory is refused with the figures)")
+
+
+def device_choice(text: str) -> str:
+    """An argparse type: a device a model can be asked to run on (``engine.checkpoints.memory.DEVICE_CHOICES``);
+    whether the machine has that device is known only when the model is loaded (it needs torch)."""
+    if text not in DEVICE_CHOICES:
+        raise argparse.ArgumentTypeError(f"expected one of {', '.join(DEVICE_CHOICES)}, not {quoted(text)}")
+    return text
+
+
+def add_device(p: argparse.ArgumentParser) -> None:
+    """``--device``: where the model runs (a decoder-only LLM on a CUDA GPU; every other kind on the CPU)."""
+    p.add_argument("--device", type=device_choice, default="cpu", metavar="{" + ",".join(DEVICE_CHOICES) + "}",
+                   help="where the model runs: cpu (default), cuda (a decoder-only LLM on the GPU; refused without "
+                        "one, or for another kind), or auto (the GPU when there is one and the model runs there)")
 
 
 def check_model(path: str | None) -> None:

@@ -61,11 +61,11 @@ def torch_threads(args: argparse.Namespace) -> None:
 
 def plain_translator(args: argparse.Namespace) -> PlainTranslator | None:
     """The torch-free runtime (``engine.plain``) for what it covers: a MarianMT folder of float32 safetensors
-    weights, translated without attention, n-best lists, int8, half precision, head masks, a shortlist, languages
-    or a prompt; None for anything else (the torch path then runs it, and says what is wrong, if anything)."""
+    weights, translated on the CPU without attention, n-best lists, int8, half precision, head masks, a shortlist,
+    languages or a prompt; None for anything else (the torch path then runs it, and says what is wrong, if any)."""
     wanted = (args.attention or args.n_best or args.int8 or args.vmap or args.mask_heads or args.rescale_heads
               or args.src_lang or args.tgt_lang or args.prompt is not None)
-    if wanted or args.dtype not in (None, "auto", "float32") or not args.model:
+    if wanted or args.dtype not in (None, "auto", "float32") or args.device != "cpu" or not args.model:
         return None
     from attnviz.engine.plain.translator import open_plain
 

@@ -15,6 +15,7 @@ from attnviz.cli.args import (
     MAX_BEAM,
     add_attention_export,
     add_decoding,
+    add_device,
     add_dtype,
     add_head_flags,
     add_int8,
@@ -65,6 +66,7 @@ def add_commands(sub) -> None:
                         "list in each --json object")
     add_head_flags(p)
     add_dtype(p)
+    add_device(p)
     p.set_defaults(func=cmd_translate)
 
     p = sub.add_parser("generate", help="continue a prefix with a language model (e.g. names-char)",
@@ -72,6 +74,7 @@ def add_commands(sub) -> None:
                                    "(--temperature 0) or by sampling from the softmax at the given temperature.")
     add_model(p, help="language-model checkpoint (.safetensors)")
     add_dtype(p)
+    add_device(p)
     p.add_argument("--prefix", default="", help="the start of every sequence (default: empty)")
     p.add_argument("--n", type=int_range(1, 100_000), default=10, help="how many sequences (default 10)")
     p.add_argument("--temperature", type=float_range(0.0, 1000.0),
@@ -127,7 +130,7 @@ def cmd_translate(args: argparse.Namespace) -> int:
         translate_lines(plain, lines, decode, batch=(batch_size(args, plain), None))
         return _written(args, lines)
     torch_threads(args)
-    translator = load_translator(args.model, args.dtype)
+    translator = load_translator(args.model, args.dtype, args.device)
     if not translator.has_source:
         raise InputError(f"{args.model} is a language model: it continues text instead of translating it. Use "
                          f"attnviz generate -m {args.model} --prefix TEXT")
@@ -192,7 +195,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
         DecodeConfig(temperature=args.temperature)  # validates before the model is read
     if args.n < 1:
         raise InputError(f"--n must be at least 1, not {args.n}")
-    translator = load_translator(args.model, args.dtype)
+    translator = load_translator(args.model, args.dtype, args.device)
     if translator.has_source:
         raise InputError(f"{args.model} is a translation model ({translator.card.languages}); it needs a "
                          f"sentence to translate. Use attnviz translate -m {args.model} \"SENTENCE\"")

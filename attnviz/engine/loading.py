@@ -20,7 +20,14 @@ from typing import TYPE_CHECKING
 from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata, checkpoint_card, stored_parameters
 from attnviz.engine.checkpoints.folder import check_weight_file
 from attnviz.engine.checkpoints.header import read_header, read_index, require_path
-from attnviz.engine.checkpoints.memory import AUTO, DTYPES, check_fits, resolve_dtype, stored_dtype
+from attnviz.engine.checkpoints.memory import (
+    AUTO,
+    DTYPES,
+    check_device_choice,
+    check_fits,
+    resolve_dtype,
+    stored_dtype,
+)
 from attnviz.engine.checkpoints.parts import checkpoint_parts
 from attnviz.engine.config import DEFAULT_KIND
 from attnviz.engine.errors import CheckpointError, ConfigError
@@ -63,10 +70,13 @@ def _folder_plan(folder: Path, size: bool = True) -> tuple[FolderPlan, list[str]
     return plan, checked, notes
 
 
-def load_translator(path: str | os.PathLike[str], dtype: str = AUTO) -> Translator:
+def load_translator(path: str | os.PathLike[str], dtype: str = AUTO, device: str = "cpu") -> Translator:
     """A checkpoint file or an imported model's folder as a ready ``Translator`` running at ``dtype`` (one of
-    ``DTYPE_CHOICES``; ``auto``: see ``resolve_dtype``), refused before any weight is read if it would not fit in
-    the available memory (``CheckpointError`` with a clear message for that and anything else)."""
+    ``DTYPE_CHOICES``; ``auto``: see ``resolve_dtype``) on ``device`` (one of ``DEVICE_CHOICES``; ``cuda``: a
+    decoder-only LLM on the GPU, see ``translator.resolve_device``), refused before any weight is read if it would
+    not fit in the available memory, or the device cannot run it (``CheckpointError`` with a clear message for that
+    and anything else). The weights are read into the CPU's memory, checked, then moved to the device."""
+    check_device_choice(device)
     if not require_path(path).is_dir():
         from attnviz.engine.translator import load_checkpoint  # torch: only when a model is loaded
 
@@ -75,20 +85,37 @@ def load_translator(path: str | os.PathLike[str], dtype: str = AUTO) -> Translat
         run = resolve_dtype(dtype, meta["dtype"] if meta.get("dtype") in DTYPES else "float32",
                             keep_stored=kind is not None and kind.stored_precision)
         check_fits(path, stored_parameters(index), run)
+        where = _device(device, kind)
         if _converted_llm(meta):  # a converted LLM folder: its tokenizer,
             # template and instruction are inside (an LLM built over attnviz's own vocabulary loads as any model)
             from attnviz.engine.hub.llm_weights import load_llm_checkpoint
 
-            return load_llm_checkpoint(path, run)
-        return load_checkpoint(path, run)
+            return _moved(load_llm_checkpoint(path, run), where)
+        return _moved(load_checkpoint(path, run), where)
     folder = Path(path)
     with parsed_once():  # the inspection and the load read the folder's files once
         plan, _, _ = _folder_plan(folder)
         run = resolve_dtype(dtype, plan.card.dtype, keep_stored=plan.card.kind.stored_precision)
         check_fits(folder, plan.card.parameters, run)
+        where = _device(device, plan.card.kind)
         translator = format_of(folder).load(folder, run)
     _check_loaded(folder, plan.card, translator)
     translator.metadata["dtype"] = plan.card.dtype  # what the card says the weights are stored as
+    return _moved(translator, where)
+
+
+def _device(device: str, kind: ModelKind | None) -> str:
+    """The device ``device`` resolves to for ``kind`` ("cpu" needs no torch), refused before anything is read."""
+    if device == "cpu":
+        return device
+    from attnviz.engine.translator import resolve_device  # torch: whether it sees a GPU
+
+    return resolve_device(device, kind).type
+
+
+def _moved(translator: Translator, device: str) -> Translator:
+    if device != "cpu":
+        translator.to_device(device)
     return translator
 
 

@@ -23,11 +23,12 @@ from attnviz.engine.checkpoints.assign import build_loaded
 from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata
 from attnviz.engine.checkpoints.header import TOKENIZER_PREFIX, read_header
 from attnviz.engine.checkpoints.mapped import map_tensors
+from attnviz.engine.checkpoints.memory import AUTO, check_device_choice
 from attnviz.engine.checkpoints.parts import checked_languages, checkpoint_parts
 from attnviz.engine.checkpoints.store import check_against_index, check_finite, model_shapes, save_tensors
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.corpus.batching import pad_batch
-from attnviz.engine.errors import InputError, cut
+from attnviz.engine.errors import CheckpointError, InputError, cut
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, Translation, assemble
 from attnviz.engine.kinds import ModelKind, kind_of
 from attnviz.engine.models.protocol import IncrementalModel, count_parameters, stored_state
@@ -43,6 +44,24 @@ from attnviz.engine.text.vocab import Vocab
 
 GREEDY = DecodeConfig()
 SAMPLED = DecodeConfig(temperature=1.0)
+
+
+def resolve_device(choice: str, kind: ModelKind | None = None) -> torch.device:
+    """The device ``choice`` names (``DEVICE_CHOICES``) for a model of ``kind``: ``auto`` is the CUDA GPU when torch
+    sees one and the kind decodes there, else the CPU; ``cuda`` without a GPU, or for a kind that decodes on the CPU
+    only, is refused (``CheckpointError``) before anything is loaded."""
+    check_device_choice(choice)
+    gpu = torch.cuda.is_available()
+    runs_there = kind is None or kind.runs_on_gpu
+    if choice == AUTO:
+        return torch.device("cuda" if gpu and runs_there else "cpu")
+    if choice == "cuda" and not gpu:
+        raise CheckpointError(f"device 'cuda' was asked but torch {torch.__version__} sees no CUDA GPU on this "
+                              "machine; run on the CPU (device cpu), or auto (the GPU when there is one).")
+    if choice == "cuda" and kind is not None and not runs_there:
+        raise CheckpointError(f"a {kind.title} decodes on the CPU only in attnviz (device cuda is for decoder-only "
+                              "LLMs); run it on the CPU (device cpu or auto).")
+    return torch.device(choice)
 
 
 def build_model(cfg: ModelConfig) -> IncrementalModel:
@@ -103,6 +122,17 @@ class Translator(SourceText):
     def has_source(self) -> bool:
         """False for a language model: it continues a prefix instead of translating a sentence."""
         return self.kind.has_source
+
+    @property
+    def device(self) -> str:
+        """The device the model runs on ("cpu", "cuda:0")."""
+        return str(next(self.model.parameters()).device)
+
+    def to_device(self, choice: str) -> None:
+        """Run the model on the device ``choice`` names (``resolve_device``: refused clearly where it cannot): its
+        weights and buffers move there, and decoding makes every tensor on the model's device, bringing what the
+        events hold (captured attention, probabilities) to the CPU once per step."""
+        self.model.to(resolve_device(choice, self.kind))
 
     @property
     def dtype(self) -> str:

@@ -24,6 +24,14 @@ from attnviz.engine.errors import CheckpointError, InputError
 DTYPES = ("float32", "float16", "bfloat16")  # what a model can run at
 AUTO = "auto"
 DTYPE_CHOICES = (AUTO, *DTYPES)
+DEVICE_CHOICES = ("cpu", "cuda", AUTO)  # where a model runs: auto is the GPU when torch sees one
+
+
+def check_device_choice(choice: str) -> str:
+    """``choice`` if it names a device a model can be asked to run on (``DEVICE_CHOICES``), else ``InputError``."""
+    if choice not in DEVICE_CHOICES:
+        raise InputError(f"unknown device {choice!r:.40}: choose one of {', '.join(DEVICE_CHOICES)}")
+    return choice
 ITEM_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 SAFETENSORS_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16"}
 MEMINFO = Path("/proc/meminfo")

@@ -82,6 +82,7 @@ LLM = register(ModelKind(
     stored_precision=True,
     capture_dtype="float16",
     layer_readout=True,
+    runs_on_gpu=True,
     kv_heads=lambda cfg: LLMArch.from_dict(cfg.arch).kv_heads,
     outside_window=lambda cfg, kind, layer, src_len, rows, cols: LLMArch.from_dict(cfg.arch).outside_window(
         kind, layer, src_len, rows, cols),

@@ -74,6 +74,9 @@ class ModelKind:
     # each decoder layer's output can be read through what follows the last layer (``read_out``: the logit lens);
     # kinds with ``value_vectors`` can too
     layer_readout: bool = False
+    # decoding runs on a CUDA GPU (``load_translator(..., device="cuda")``): every tensor its network and search make
+    # is made on the model's device; other kinds decode on the CPU only
+    runs_on_gpu: bool = False
     # the attention kinds whose probe points carry a kind's heads, when they are not its own (a decoder-only LLM's
     # one attention runs in the prompt's pass, named as an encoder's, and in the output steps, as a decoder's; its
     # cross kind is a view of the steps): a head switched off in any view is off in every pass

@@ -112,7 +112,7 @@ def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, deco
                 logits, self_rows, cross_rows = _recomputed_step(model, prefix, enc, True)
             else:
                 logits, self_rows, cross_rows = model.step(torch.tensor([prefix[-1]], device=device), cache, True)
-        logp = log_probs(logits, decode)[0]
+        logp = log_probs(logits, decode)[0].cpu()  # from a GPU, once: the step's figures are read on the CPU
         probs = logp.exp()
         top_p, top_i = probs.topk(k)
         ruled = forced_token(t, limit, decode)
