@@ -73,6 +73,13 @@ def test_a_file_changed_since_it_was_mapped_is_not_mapped_again(tmp_path):
     assert torch.equal(reordered_rows(mapped, rows), table[rows])
 
 
+def test_the_files_own_order_is_the_table_itself(tmp_path):
+    table = torch.randn(20, 4)
+    _, mapped = _mapped(tmp_path, {"before": torch.randn(8), "table": table})
+    assert reordered_rows(mapped, torch.arange(20)) is mapped
+    assert torch.equal(mapped, table)
+
+
 def test_an_ordinary_tensor_is_gathered(tmp_path):
     table = torch.randn(30, 4)
     rows = _vocab_order(31, -1, 4)

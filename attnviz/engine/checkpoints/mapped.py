@@ -147,7 +147,8 @@ def reordered_rows(table: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
     shifted = shifted_rows(table, rows)
     if shifted is None:
         return gathered_rows(table, rows)
-    release(table)
+    if shifted is not table:
+        release(table)
     return shifted
 
 
@@ -169,6 +170,8 @@ def shifted_rows(table: torch.Tensor, rows: torch.Tensor) -> torch.Tensor | None
     start = table.data_ptr() - _address(mapped) + shift * row_bytes
     if first > FEW_ROWS or start < 0 or start + n * row_bytes > len(mapped):
         return None
+    if not first and not shift and n == table.size(0):
+        return table  # the file's own order
     path, identity = known
     try:
         with open(path, "rb") as f:
