@@ -18,6 +18,15 @@ def quoted(text: str) -> str:
     return repr(cut(text))
 
 
+def check_on_cpu(translator: object, what: str) -> None:
+    """Refuse ``what`` (an analysis) of a model placed on a GPU: decoding alone runs there (``Translator.device``;
+    a model without one runs on the CPU)."""
+    device = str(getattr(translator, "device", "cpu"))
+    if not device.startswith("cpu"):
+        raise InputError(f"{what} runs on the CPU, and this model is on {device}: move it back first "
+                         "(translator.to_device('cpu')); on a GPU attnviz only decodes (translate, generate).")
+
+
 class AttnvizError(Exception):
     """Base class of every error a user can cause; the CLI prints it, the GUI shows it in a dialog."""
 

@@ -91,3 +91,35 @@ def test_the_command_line_says_why_cuda_cannot_run(folder, capsys):
         main(["generate", "-m", "models/names-char.safetensors", "--device", "gpu"])
     assert exited.value.code == 2
     assert "argument --device: expected one of cpu, cuda, auto, not 'gpu'" in capsys.readouterr().err
+
+
+def test_every_analysis_refuses_a_model_on_a_gpu_in_one_line(monkeypatch):
+    """On a GPU attnviz only decodes: each analysis entry says so, naming itself and the device, before it reads
+    anything (the device is faked: no GPU here)."""
+    from attnviz.engine.analysis.alignment import align_steps
+    from attnviz.engine.analysis.importance import importance_steps
+    from attnviz.engine.analysis.run import head_stats_steps
+    from attnviz.engine.attribution.base import attribution_steps
+    from attnviz.engine.attribution.lens_languages import lens_language_steps
+    from attnviz.engine.attribution.suspect_corpus import suspect_sentence, suspect_steps
+    from attnviz.engine.translator import Translator
+    from tests.helpers import make_toy_translator
+
+    translator = make_toy_translator(seed=1)
+    monkeypatch.setattr(Translator, "device", property(lambda self: "cuda:0"))
+    calls = {
+        "Saliency": lambda: next(attribution_steps(translator, "saliency", ["w1"], ["x1"])),
+        "The logit lens": lambda: next(lens_language_steps(translator, ["w1 w2"])),
+        "The suspect score": lambda: suspect_sentence(translator, "w1 w2"),
+        "Head statistics": lambda: next(head_stats_steps(translator, ["w1 w2"])),
+        "Word alignment": lambda: next(align_steps(translator, ["w1 w2"], ["x1 x2"])),
+        "Head importance": lambda: next(importance_steps(translator, [("w1 w2", "x1 x2")])),
+    }
+    for what, call in calls.items():
+        with pytest.raises(InputError) as refused:
+            call()
+        assert str(refused.value) == (f"{what} runs on the CPU, and this model is on cuda:0: move it back first "
+                                      "(translator.to_device('cpu')); on a GPU attnviz only decodes (translate, "
+                                      "generate).")
+    with pytest.raises(InputError, match="The suspect score runs on the CPU"):
+        next(suspect_steps(translator, ["w1 w2"]))

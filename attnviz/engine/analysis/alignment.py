@@ -31,7 +31,7 @@ from attnviz.engine.analysis.run import AnalysisProgress
 from attnviz.engine.analysis.scoring import Counts, aer, score_links
 from attnviz.engine.analysis.setwords import TokenReport, WordTokens, tokenize_words, word_attention
 from attnviz.engine.analysis.symmetrise import SYMMETRISATIONS, diagonal
-from attnviz.engine.errors import ConfigError, InputError
+from attnviz.engine.errors import ConfigError, InputError, check_on_cpu
 from attnviz.engine.heads import NUMBERING
 
 __all__ = ["AlignmentReady", "aer", "align_steps", "format_pharaoh", "link_matrix", "parse_pharaoh", "to_links"]
@@ -241,6 +241,8 @@ def align_steps(translator, sources: Sequence[str | Sequence[str]], targets: Seq
     if symmetrise not in SYMMETRISATIONS:
         raise InputError(f"symmetrisation must be one of {', '.join(SYMMETRISATIONS)}, not {symmetrise!r}")
     _check_head(translator, layer, head)
+    for model in (translator, reverse):
+        check_on_cpu(model, "Word alignment")
     if reverse is not None:
         reverse_layer, reverse_head = (layer, head) if reverse_layer is None and reverse_head is None \
             else (reverse_layer, reverse_head)

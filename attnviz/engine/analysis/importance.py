@@ -26,7 +26,7 @@ import numpy as np
 from attnviz.engine.analysis.bootstrap import Resamples, bleu_of_stats, sentence_stats
 from attnviz.engine.analysis.llm_heads import distinct_kinds, importance_notes, prompt_card
 from attnviz.engine.config import DecodeConfig
-from attnviz.engine.errors import InputError
+from attnviz.engine.errors import InputError, check_on_cpu
 from attnviz.engine.heads import KIND_ALIASES, NUMBERING, SHORT_NAMES, HeadRef
 from attnviz.engine.training.clock import remaining_seconds
 
@@ -201,6 +201,7 @@ def importance_steps(translator, pairs: Sequence[tuple[str, str]], decode: Decod
     """Every head of ``kinds`` (default: all) switched off alone, or a random ``sample`` of them drawn with
     ``seed`` (a 576-head NLLB model would take 577 decodes of the corpus; the result's ``sample`` says how many
     were measured, and its map leaves the others blank); ``decode``'s own ``heads_off`` are ignored."""
+    check_on_cpu(translator, "Head importance")
     if not translator.has_source:
         raise InputError("Head importance is measured in BLEU, which needs a translation model; this is a "
                          "language model.")

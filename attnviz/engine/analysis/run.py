@@ -20,7 +20,7 @@ from attnviz.engine.analysis.llm_heads import prompt_card, prompt_rows, stats_no
 from attnviz.engine.analysis.names import STATS
 from attnviz.engine.analysis.stats import HeadStats, punctuation_table, row_statistics, start_table
 from attnviz.engine.corpus.reader import load_splits, read_lines, read_parallel, resolve_data_dir
-from attnviz.engine.errors import ConfigError, InputError
+from attnviz.engine.errors import ConfigError, InputError, check_on_cpu
 
 
 @dataclass(frozen=True)
@@ -115,6 +115,7 @@ def head_stats_steps(translator, sources: Sequence[str], targets: Sequence[str] 
                      batch_size: int = 64, stop: threading.Event | None = None
                      ) -> Iterator[AnalysisProgress | HeadStatsReady]:
     """Statistics of every head over the corpus; targets None teacher-forces the model's own greedy outputs."""
+    check_on_cpu(translator, "Head statistics")
     examples: list[Example] = []
     for item in prepare_examples(translator, sources, targets, stop):
         if isinstance(item, AnalysisProgress):

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import numpy as np
 
 from attnviz.engine.attribution.corruption import parse_corruption
-from attnviz.engine.errors import ConfigError, InputError
+from attnviz.engine.errors import ConfigError, InputError, check_on_cpu
 from attnviz.engine.plugins import Registry
 
 if TYPE_CHECKING:  # the types only: nothing here imports torch
@@ -264,6 +264,7 @@ def attribution_steps(translator: Translator, method: str, src_tokens: Sequence[
     the settings given, or the tokens do not fit the model. ``roles`` (an LLM prompt's, ``Translation.roles``) are
     set on the result here, for every method, so that its ``shares`` split the prompt."""
     entry = get_method(method)
+    check_on_cpu(translator, entry.label)
     why = entry.why_not(translator.kind)
     if why is not None:
         raise InputError(f"{entry.label} is not defined for a {translator.kind.title}: {why}")

@@ -23,7 +23,7 @@ import numpy as np
 from attnviz.engine.attribution.base import AttributionProgress
 from attnviz.engine.attribution.logit_lens import LogitLens, lens_not_defined, logit_lens_steps
 from attnviz.engine.config import DecodeConfig
-from attnviz.engine.errors import InputError
+from attnviz.engine.errors import InputError, check_on_cpu
 from attnviz.engine.text.token_language import HEURISTIC, LANGUAGE_LABELS, LANGUAGES
 
 MAX_SKIPS_SAID = 5  # the sentences left out that the result names (all are counted)
@@ -81,6 +81,7 @@ def lens_language_steps(translator, sentences: Sequence[str], decode: DecodeConf
                         stop: threading.Event | None = None) -> Iterator[AttributionProgress | LensLanguages]:
     """A progress event per sentence, then the ``LensLanguages`` of ``sentences`` translated with ``decode``
     (default greedy; those read so far, ``stopped``, when ``stop`` is set)."""
+    check_on_cpu(translator, "The logit lens")
     why = lens_not_defined(translator.kind)
     if why is not None:
         raise InputError(f"The logit lens is not defined for a {translator.kind.title}: {why}")

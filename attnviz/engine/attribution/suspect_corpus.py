@@ -17,7 +17,7 @@ from attnviz.engine.attribution.base import AttributionProgress, get_method
 from attnviz.engine.attribution.suspect import SPAN_SHORT, components, prompt_span
 from attnviz.engine.attribution.suspect_rank import SuspectRanking, SuspectRow
 from attnviz.engine.attribution.suspect_store import calibration_of
-from attnviz.engine.errors import InputError
+from attnviz.engine.errors import InputError, check_on_cpu
 from attnviz.engine.events import Translation
 
 
@@ -47,6 +47,7 @@ def has_alti(translator) -> bool:
 
 def suspect_sentence(translator, text: str) -> tuple[Translation, dict[str, float]]:
     """The greedy translation of ``text`` and its suspect-score components."""
+    check_on_cpu(translator, "The suspect score")
     if not translator.has_source:
         raise InputError("The suspect-translation score reads a translation's source; a language model has none.")
     translation = translator.translate(text)
@@ -79,6 +80,7 @@ def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] 
     once ``stop`` is set. An empty source line raises ``InputError`` naming it (as the other analysis jobs)."""
     from attnviz.engine.attribution.mixing.suspect_batch import batch_components
 
+    check_on_cpu(translator, "The suspect score")
     if not translator.has_source:
         raise InputError("The suspect-translation score reads a translation's source; a language model has none.")
     examples = yield from decoded_with_progress(translator, sources, stop)
