@@ -5,9 +5,9 @@ multiplies 1-15 rows by its transpose slowly: ``x @ W.T`` streams W at about hal
 row blocks of W (``network.Dense``) still computes 5 rows in about three times what reading W once takes. Laid out
 as panels, ``[V // PANEL, D, PANEL]`` (each panel the transpose of ``PANEL`` consecutive rows), one batched product
 ``x @ panels`` is 1.7x (1 row) to 2.6x (5 rows) faster there, and level with ``x @ W.T`` at 128 rows
-(``docs/benchmarks.md#plain-runtime``). The table is rearranged in place, panel by panel (no second copy of it), and
-its rows are still read from the panels for the embedding (``rows``). Rows past the last whole panel stay as they
-were and are multiplied on their own.
+(``docs/benchmarks.md#without-attention-against-ctranslate2``). The table is rearranged in place, ``CHUNK`` panels
+at a time (no second copy of it), and its rows are still read from the panels for the embedding (``rows``). Rows
+past the last whole panel stay as they were and are multiplied on their own.
 """
 
 from __future__ import annotations
