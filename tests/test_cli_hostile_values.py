@@ -45,6 +45,21 @@ def test_other_long_values_are_cut_too(model, option, capsys):
     assert CUT in _error(capsys)
 
 
+@pytest.mark.parametrize("command", ["translate", "generate"])
+@pytest.mark.parametrize("option, choices", [("--dtype", "auto, float32, float16, bfloat16"),
+                                             ("--device", "cpu, cuda, auto")])
+@pytest.mark.parametrize("value, shown", [(LONG, CUT), ("", ""), ("CUDA", "CUDA"), ("float32 ", "float32 "),
+                                          ("cpu\n", "cpu\\n")])
+def test_a_choice_option_refuses_every_other_value_in_one_line(model, capsys, command, option, choices, value, shown):
+    """--dtype and --device take exactly one of their names: case, spaces, a newline, nothing or 5,000 characters
+    are usage errors (exit 2) naming the choices, before any model is read."""
+    with pytest.raises(SystemExit) as exited:
+        main([command, "-m", model, option, value, "q1"])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1].endswith(
+        f"argument {option}: expected one of {choices}, not '{shown}'")
+
+
 def test_json_escapes_the_characters_line_readers_split_on(model, capsys, monkeypatch):
     import io
     import sys

@@ -17,6 +17,7 @@ import argparse
 import math
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -113,11 +114,19 @@ def add_model(p: argparse.ArgumentParser, help: str | None = None) -> None:
     p.add_argument("-m", "--model", required=True, help=help)
 
 
-def dtype_choice(text: str) -> str:
-    """An argparse type: a precision a model can run at (``engine.checkpoints.memory.DTYPE_CHOICES``)."""
-    if text not in DTYPE_CHOICES:
-        raise argparse.ArgumentTypeError(f"expected one of {', '.join(DTYPE_CHOICES)}, not {quoted(text)}")
-    return text
+def one_of(choices: tuple[str, ...]) -> Callable[[str], str]:
+    """An argparse type taking exactly one of ``choices`` (a refusal names them and quotes the value, cut)."""
+    def choice(text: str) -> str:
+        if text not in choices:
+            raise argparse.ArgumentTypeError(f"expected one of {', '.join(choices)}, not {quoted(text)}")
+        return text
+
+    return choice
+
+
+dtype_choice = one_of(DTYPE_CHOICES)  # a precision a model can run at (``engine.checkpoints.memory``)
+# a device a model can be asked to run on; whether the machine has it is known only when the model is loaded (torch)
+device_choice = one_of(DEVICE_CHOICES)
 
 
 def add_dtype(p: argparse.ArgumentParser, default: str | None = AUTO) -> None:
@@ -126,14 +135,6 @@ def add_dtype(p: argparse.ArgumentParser, default: str | None = AUTO) -> None:
                    help="precision the model runs at: auto (float32 on the CPU; a decoder-only LLM at its stored "
                         "precision), float32, or float16/bfloat16 (half the memory; a model too large for the free "
                         "memory is refused with the figures)")
-
-
-def device_choice(text: str) -> str:
-    """An argparse type: a device a model can be asked to run on (``engine.checkpoints.memory.DEVICE_CHOICES``);
-    whether the machine has that device is known only when the model is loaded (it needs torch)."""
-    if text not in DEVICE_CHOICES:
-        raise argparse.ArgumentTypeError(f"expected one of {', '.join(DEVICE_CHOICES)}, not {quoted(text)}")
-    return text
 
 
 def add_device(p: argparse.ArgumentParser) -> None:

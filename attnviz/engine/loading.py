@@ -114,8 +114,9 @@ def _device(device: str, kind: ModelKind | None) -> str:
 
 
 def _moved(translator: Translator, device: str) -> Translator:
+    """``translator`` with its model on ``device``, which ``_device`` already resolved and checked."""
     if device != "cpu":
-        translator.to_device(device)
+        translator.model.to(device)
     return translator
 
 
