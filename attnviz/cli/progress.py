@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, TypeVar
 
-from attnviz.engine.training.clock import format_clock
+from attnviz.engine.training.clock import format_left
 
 if TYPE_CHECKING:  # the engine's analysis (torch) is imported when a command runs, not when the parser is built
     from attnviz.engine.analysis.importance import ImportanceProgress
@@ -66,7 +66,7 @@ def run_analysis(steps: Iterable[AnalysisProgress | ImportanceProgress | Attribu
             case AttributionProgress(done=done, total=total, phase=phase, unit=unit):
                 progress.show(phase, done, total, unit)
             case ImportanceProgress(done=done, total=total, phase=phase, unit=unit, eta_s=eta):
-                progress.show(phase, done, total, unit + (f", ETA {format_clock(eta)}" if eta is not None else ""))
+                progress.show(phase, done, total, unit + (f", {format_left(eta)}" if eta is not None else ""))
             case _:
                 result = event
     progress.end()

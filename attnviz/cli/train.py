@@ -23,7 +23,7 @@ from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import ProgressLine, bar
 from attnviz.engine.config import TrainConfig
 from attnviz.engine.errors import ConfigError, InputError
-from attnviz.engine.training.clock import format_clock
+from attnviz.engine.training.clock import format_clock, format_left
 
 if TYPE_CHECKING:
     from attnviz.engine.events import TrainEvent, TrainStep
@@ -263,7 +263,7 @@ class _Progress:
         self.last_print = now
         line = (f"epoch {event.epoch} [{bar(event.progress)}] {event.progress:6.1%} step {event.step} "
                 f"loss {event.loss:.3f} lr {event.lr:.2e} {event.tokens_per_s:,.0f} tok/s "
-                f"ETA {format_clock(event.eta_s)}")
+                f"{format_left(event.eta_s)}")
         self.line.write(line)
 
 

@@ -10,7 +10,7 @@ def test_started_and_step_lines_carry_the_run_figures():
     assert started_text(started) == ("9,037,316 parameters, 29,000 training pairs, 2,270 steps on cpu, resumed at "
                                      "step 454")
     step = TrainStep(step=1_234, epoch=6, loss=2.3456, lr=5e-4, tokens_per_s=4_321.7, progress=0.54, eta_s=3_725.0)
-    assert step_text(step, 2_270) == "Epoch 6 · step 1,234 of 2,270 · loss 2.346 · 4,322 tokens/s · ETA 1:02:05"
+    assert step_text(step, 2_270) == "Epoch 6 · step 1,234 of 2,270 · loss 2.346 · 4,322 tokens/s · 1 h 02 min left"
 
 
 def test_the_ends_of_a_run_say_what_was_kept():

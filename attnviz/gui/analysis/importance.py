@@ -32,7 +32,7 @@ from attnviz.engine.analysis.llm_heads import importance_notes
 from attnviz.engine.analysis.names import note_lines
 from attnviz.engine.errors import AttnvizError
 from attnviz.engine.events import ATTENTION_KINDS
-from attnviz.engine.training.clock import format_clock
+from attnviz.engine.training.clock import format_left
 from attnviz.gui.analysis.llm_notes import group_size
 from attnviz.gui.analysis.widgets import HeadMap
 from attnviz.gui.data_folder import missing_data_hint
@@ -221,7 +221,7 @@ class ImportancePanel(QWidget):
         if isinstance(event, ImportanceProgress):
             self.progress.setMaximum(event.total)
             self.progress.setValue(event.done)
-            eta = f" · ETA {format_clock(event.eta_s)}" if event.eta_s is not None else ""
+            eta = f" · {format_left(event.eta_s)}" if event.eta_s is not None else ""
             self.progress.setFormat(f"%v / %m decodes{eta}")
             if self.partial is not None and event.baseline is not None:
                 self._show_partial(event.score, event.baseline, event.total - 1)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 from attnviz.engine.events import EvalStarted, TrainFailed, TrainFinished, TrainStarted, TrainStep, TrainStopped
-from attnviz.engine.training.clock import format_clock
+from attnviz.engine.training.clock import format_left
 
 
 class TrainJob:
@@ -57,7 +57,7 @@ def started_text(event: TrainStarted) -> str:
 
 def step_text(step: TrainStep, total_steps: int) -> str:
     return (f"Epoch {step.epoch} · step {step.step:,} of {total_steps:,} · loss {step.loss:.3f} · "
-            f"{step.tokens_per_s:,.0f} tokens/s · ETA {format_clock(step.eta_s)}")
+            f"{step.tokens_per_s:,.0f} tokens/s · {format_left(step.eta_s)}")
 
 
 def evaluating_text(event: EvalStarted) -> str:

@@ -234,7 +234,7 @@ class QuantityJob:
             if isinstance(event, LogitLens):
                 yield lens_result(self.quantity, event)
             else:
-                yield QuantityProgress(event.done, event.total, f"{self.quantity.label}: {event.phase}")
+                yield QuantityProgress(event.done, event.total, progress_text(self.quantity.label, event.phase))
 
     def _attribution(self, stop: threading.Event) -> Iterator[QuantityProgress | QuantityResult]:
         from attnviz.engine.attribution.base import Attribution, AttributionSettings, attribution_steps
@@ -247,7 +247,13 @@ class QuantityJob:
             if isinstance(event, Attribution):
                 yield attribution_result(q, event)
             else:
-                yield QuantityProgress(event.done, event.total, f"{q.label}: {event.phase}")
+                yield QuantityProgress(event.done, event.total, progress_text(q.label, event.phase))
+
+
+def progress_text(label: str, phase: str) -> str:
+    """``label: phase``, or the label alone where the phase only repeats it ("Integrated gradients", not
+    "Integrated gradients: integrated gradients")."""
+    return label if phase.casefold() in label.casefold() else f"{label}: {phase}"
 
 
 def attribution_result(quantity: Quantity, attribution) -> QuantityResult:

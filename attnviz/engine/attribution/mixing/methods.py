@@ -67,6 +67,7 @@ def alti_steps(translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...],
     maps = sentence_alti(translator, src_tokens, tokens)
     if stop is not None and stop.is_set():
         return
+    yield AttributionProgress(1, 1, "ALTI+", "passes")  # the pass is done: no "0/1" left behind on a terminal
     source, prefix = _split(maps.total, len(src_tokens))
     notes: tuple[str, ...] = ("ALTI+ rolled out through the layers: layer l shows what each output token rests on "
                               "after decoder layer l; rows sum to 1 over the source and the prefix.",)
