@@ -59,6 +59,9 @@ def test_json_output_is_valid_utf8_with_an_error_object_per_bad_line(model_path)
         assert ("error" in obj) == (ok is False), obj
     assert objects[4] == {"line": 5, "error": "not valid UTF-8 (byte 0xff at position 3); the line was not read"}
     assert objects[8]["source"] == "q1 \U0001f600" and objects[0]["tokens"] == ["w2", "w1"]
+    # the blank line's record says what stderr says of it
+    assert objects[5]["text"] == "" and objects[5]["warnings"] == ["empty line left untranslated"]
+    assert out.stderr.decode("utf-8").count("line 6: empty line left untranslated") == 1
 
 
 def test_undecodable_argument_bytes_are_reported_never_echoed(model_path):

@@ -19,6 +19,8 @@ def test_translate_and_info_open_an_llm_folder(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "Gemma-like decoder" in out and "4 query heads sharing 2 key/value heads" in out
     assert "2 sliding-window layers (6)" in out
+    rows = json.loads((folder / "config.json").read_text())["vocab_size"]  # the embedding's, not attnviz's ids
+    assert f"vocab      {rows:,} tokens (the embedding's rows), one vocabulary for the prompt and the answer" in out
     assert main(["translate", "-m", str(folder), "--max-len", "4", "Der Hund läuft."]) == 0
     first = capsys.readouterr()
     assert first.out.strip() and "limit of 4 tokens" in first.err

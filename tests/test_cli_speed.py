@@ -59,6 +59,33 @@ def test_batch_size_and_threads_change_no_output(model_path, capsys):
         torch.set_num_threads(threads)
 
 
+ANALYSES = {  # every analysis command on the torch path, with what it needs beside the model
+    "heads": ["--src", "SRC"], "align": ["--text", "PAIRS"], "attribute": ["--method", "alti-plus", "q1 q2"],
+    "evaluate": ["--src", "SRC", "--ref", "REF"], "head-importance": ["--src", "SRC", "--ref", "REF", "--limit", "1"],
+}
+
+
+@pytest.mark.parametrize("command", ANALYSES)
+def test_every_analysis_takes_threads_validated_and_used(command, model_path, tmp_path, capsys):
+    (tmp_path / "s.txt").write_text("q1 q2\n")
+    (tmp_path / "r.txt").write_text("w2 w1\n")
+    (tmp_path / "p.txt").write_text("q1 q2 ||| w2 w1\n")
+    files = {"SRC": tmp_path / "s.txt", "REF": tmp_path / "r.txt", "PAIRS": tmp_path / "p.txt"}
+    rest = [str(files[a]) if a in files else a for a in ANALYSES[command]]
+    with pytest.raises(SystemExit) as exit_:
+        main([command, "-m", model_path, "--threads", "0", *rest])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err.splitlines()[-1] == (f"attnviz {command}: error: argument --threads: must be "
+                                                         "from 1 to 1,024, not 0")
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)
+        assert main([command, "-m", model_path, "--threads", "1", *rest]) == 0, capsys.readouterr().err
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_default_batch_size_follows_the_precision(trained_translator):
     args = argparse.Namespace(batch_size=None, int8=False)
     assert batch_size(args, trained_translator) == DEFAULT_BATCH["float32"]

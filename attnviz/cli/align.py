@@ -24,6 +24,7 @@ from attnviz.cli.args import (
 )
 from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
+from attnviz.cli.speed import add_threads, torch_threads
 from attnviz.engine.errors import InputError
 
 SYMMETRISATIONS = ("grow-diag-final", "intersection", "union")  # engine.analysis.symmetrise's, torch-free here
@@ -38,6 +39,7 @@ def add_command(sub) -> None:
                                    "the shift variant and the diagonal baseline. A decoder-only LLM is aligned from "
                                    "the sentence's span of its prompt, each row renormalised over the span.")
     add_model(p)
+    add_threads(p)
     p.add_argument("--text", metavar="PAIRS", help="sentence pairs, one per line: 'source ||| target', tokenised "
                    "(words separated by spaces)")
     p.add_argument("--src", help="source sentences, one per line (instead of --text), plain or '<s snum=ID> words "
@@ -94,6 +96,7 @@ def _print_scores(scores: dict, out) -> None:
 
 
 def cmd_align(args: argparse.Namespace) -> int:
+    torch_threads(args)  # --threads, before the model is read
     from attnviz.engine.analysis.alignment import AlignmentReady, align_steps
     from attnviz.engine.analysis.goldset import read_set
     from attnviz.engine.analysis.llm_words import prompted_the_other_way

@@ -14,6 +14,7 @@ from attnviz.cli import align
 from attnviz.cli.args import add_corpus, add_model
 from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
+from attnviz.cli.speed import add_threads, torch_threads
 from attnviz.engine.analysis.names import note_lines
 from attnviz.engine.errors import InputError
 from attnviz.engine.heads import NUMBERING, numbered
@@ -24,6 +25,7 @@ def add_commands(sub) -> None:
                        description="Mean entropy, max weight, sink and positional shares, diagonal distance and "
                                    "tags of every layer x head, over the model's val/test split or a text file.")
     add_model(p)
+    add_threads(p)
     add_corpus(p, split="val", reference="--tgt", reference_help="references aligned with --src (optional)")
     p.add_argument("--targets", choices=["reference", "greedy"],
                    help="what the decoder is fed: the references (default when the corpus has them) or the "
@@ -59,6 +61,7 @@ def _print_table(rows: list[dict]) -> None:
 
 
 def cmd_heads(args: argparse.Namespace) -> int:
+    torch_threads(args)  # --threads, before the model is read
     from attnviz.engine.analysis.run import load_comparable
     from attnviz.engine.analysis.stats import compare_stats
     from attnviz.engine.loading import load_translator

@@ -21,6 +21,7 @@ from attnviz.cli import lens_corpus
 from attnviz.cli.args import MAX_LENGTH, add_languages, add_limit, add_model, add_prompt, int_range, output_file
 from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
+from attnviz.cli.speed import add_threads, torch_threads
 from attnviz.engine.attribution.base import AGGREGATIONS, BASELINES, MAX_STEPS
 from attnviz.engine.errors import InputError, quoted
 from attnviz.engine.text.tokenize import visible_token
@@ -40,6 +41,7 @@ def add_command(sub) -> None:
                                    "decoder layer would predict (--method logit-lens). --method list prints the "
                                    "methods defined for the model, and why the others are not.")
     add_model(p)
+    add_threads(p)
     p.add_argument("sentence", nargs="?", metavar="SENTENCE", help="the sentence (default: standard input, one line); "
                    "a language model's prefix")
     p.add_argument("--method", required=True, help="an attribution method (e.g. gradient-x-input, "
@@ -136,6 +138,7 @@ def _check_method(name: str) -> None:
 
 
 def cmd_attribute(args: argparse.Namespace) -> int:
+    torch_threads(args)  # --threads, before the model is read
     from attnviz.engine.attribution.base import attribution_steps
     from attnviz.engine.attribution.export import save_attribution, sidecar
     from attnviz.engine.attribution.logit_lens import logit_lens_steps

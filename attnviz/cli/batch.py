@@ -131,6 +131,9 @@ def _search_line(translator, line: Line, limit: int, decode, n_best: int) -> boo
     return ended
 
 
+BLANK_WARNING = "empty line left untranslated"
+
+
 def write_lines(lines: list[Line], as_json: bool, n_best: int = 0) -> int:
     """Print one line per input line (warnings on stderr), or with ``n_best`` one line per hypothesis (LINE, RANK,
     normalised score, summed log-probability, text; tab-separated); returns how many lines failed."""
@@ -138,10 +141,10 @@ def write_lines(lines: list[Line], as_json: bool, n_best: int = 0) -> int:
 
     failed = 0
     for line in lines:
+        if line.blank:  # said on stderr and in the line's own --json record alike
+            line.warnings = [*line.warnings, BLANK_WARNING]
         for w in line.warnings:
             print(f"warning: line {line.number}: {w}", file=sys.stderr)
-        if line.blank:
-            print(f"warning: line {line.number}: empty line left untranslated", file=sys.stderr)
         if line.error is not None:
             failed += 1
             print(f"warning: line {line.number}: not translated: {line.error}", file=sys.stderr)

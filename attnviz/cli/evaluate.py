@@ -27,6 +27,7 @@ from attnviz.cli.args import (
     output_file,
 )
 from attnviz.cli.jsonout import json_text
+from attnviz.cli.speed import add_threads, torch_threads
 from attnviz.engine.analysis.names import IMPORTANCE_SPLIT
 from attnviz.engine.errors import ConfigError, InputError
 
@@ -34,6 +35,7 @@ from attnviz.engine.errors import ConfigError, InputError
 def _measuring_flags(p: argparse.ArgumentParser, split: str = "test") -> None:
     """The model, the corpus (its own ``split`` by default) and the decoding of a measuring command."""
     add_model(p)
+    add_threads(p)
     p.add_argument("--preset", help="use this recipe's corpus (default: the one stored in the checkpoint)")
     add_corpus(p, split=split, reference="--ref", reference_help="reference file aligned with --src")
     add_decoding(p)
@@ -92,6 +94,7 @@ def _pairs(translator, args) -> tuple[list, str]:
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
+    torch_threads(args)  # --threads, before the model is read
     from attnviz.engine.loading import load_translator
     from attnviz.engine.training.evaluation import evaluate_files, evaluate_split
 
@@ -124,7 +127,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
 
 
 def cmd_head_importance(args: argparse.Namespace) -> int:
-
+    torch_threads(args)  # --threads, before the model is read
     from attnviz.cli.progress import run_analysis
     from attnviz.engine.analysis.importance import ImportanceReady, importance_steps
     from attnviz.engine.analysis.names import note_lines

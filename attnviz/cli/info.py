@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from attnviz.cli.args import add_dtype
 from attnviz.cli.jsonout import json_text
 from attnviz.engine.checkpoints.memory import DTYPES, memory_by_dtype, resolve_dtype, size_text
+from attnviz.engine.models.llm_arch import LLMArch
 
 if TYPE_CHECKING:
     from attnviz.engine.checkpoints.card import ModelCard
@@ -47,7 +48,7 @@ def _format_info(card: ModelCard, dtype: str) -> str:
         f"  parameters {card.parameters:,}  (stored as {card.dtype}, runs as {_runs_as(card, dtype)} with --dtype "
         f"{dtype})",
         f"  memory     {memory}",
-        f"  vocab      {card.src_vocab_size:,} {card.src_lang} / {card.tgt_vocab_size:,} {card.tgt_lang}",
+        _vocab_line(card),
     ]
     if card.preset:
         lines.append(f"  preset     {card.preset}")
@@ -61,6 +62,15 @@ def _format_info(card: ModelCard, dtype: str) -> str:
                           for k in INFO_FIGURES if k in values)
         lines.append(f"  {split:<12} {shown}")
     return "\n".join(lines)
+
+
+def _vocab_line(card: ModelCard) -> str:
+    """The vocabularies as the model has them: an LLM's one table of its embedding's rows (the ids attnviz adds for
+    its own search are not the model's), an encoder-decoder's source and target sizes."""
+    if card.kind.reads_prompt:
+        rows = LLMArch.from_dict(card.config.arch).vocab
+        return f"  vocab      {rows:,} tokens (the embedding's rows), one vocabulary for the prompt and the answer"
+    return f"  vocab      {card.src_vocab_size:,} {card.src_lang} / {card.tgt_vocab_size:,} {card.tgt_lang}"
 
 
 def _language_lines(languages: Mapping[str, Any] | None, shown: int = 8) -> list[str]:

@@ -31,13 +31,18 @@ def add_speed(p: argparse.ArgumentParser) -> None:
                    help="sentences searched together (sorted by length) when no attention is captured; default: "
                         f"{DEFAULT_BATCH['float32']} at float32, {DEFAULT_BATCH['int8']} with --int8, "
                         f"{DEFAULT_BATCH['float16']} at half precision")
-    p.add_argument("--threads", type=int_range(1, MAX_THREADS), metavar="N",
-                   help="CPU threads the products may use (default: one per core)")
+    add_threads(p)
     p.add_argument("--vmap", metavar="FILE",
                    help="opt-in vocabulary shortlist: restrict each batch's output to the target pieces a "
                         "CTranslate2 vocabulary map (lines 'SOURCE PIECES<TAB>TARGET PIECES') lists for its "
                         "sources; faster, and a token outside the map is never produced (not with --attention or "
                         "--n-best)")
+
+
+def add_threads(p: argparse.ArgumentParser) -> None:
+    """``--threads N``: translate's, and every analysis command's (they run on the torch path: ``torch_threads``)."""
+    p.add_argument("--threads", type=int_range(1, MAX_THREADS), metavar="N",
+                   help="CPU threads the products may use (default: one per core)")
 
 
 def apply_threads(args: argparse.Namespace) -> None:
