@@ -13,7 +13,10 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.timeout(900)  # each benchmark runs in a subprocess given up to 300 s
+# Each benchmark runs at toy size in a subprocess with a generous limit: a loaded machine may be many times slower
+# than a quiet one, and speed is never what these tests check.
+pytestmark = pytest.mark.timeout(900)
+SUBPROCESS_LIMIT_S = 840
 
 BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 
@@ -21,7 +24,7 @@ BENCHMARKS = Path(__file__).resolve().parents[1] / "benchmarks"
 def bench(name: str, *args: str, data: bool = False) -> dict:
     env = {k: v for k, v in os.environ.items() if data or k != "ATTNVIZ_DATA"} | {"QT_QPA_PLATFORM": "offscreen"}
     out = subprocess.run([sys.executable, str(BENCHMARKS / f"{name}.py"), *args], capture_output=True, text=True,
-                         timeout=300, env=env)
+                         timeout=SUBPROCESS_LIMIT_S, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     return json.loads(out.stdout)
 
@@ -53,7 +56,7 @@ def test_the_gpu_check_runs_every_part_at_toy_size(tmp_path, data_dir):
     env = dict(os.environ, OUT=str(out), PYTHON=sys.executable, GPU_CHECK_DATA=str(tokenized),
                ATTNVIZ_BENCH_CACHE=str(tmp_path / "cache"), TMPDIR=str(tmp_path))
     done = subprocess.run(["bash", str(BENCHMARKS / "gpu_check.sh"), "--tiny"], capture_output=True, text=True,
-                          timeout=600, env=env, cwd=BENCHMARKS.parent)
+                          timeout=SUBPROCESS_LIMIT_S, env=env, cwd=BENCHMARKS.parent)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     status = (out / "status.txt").read_text()
     assert '"torch": "' in status and '"gpu": null' in status  # the machine's facts (no GPU here)
