@@ -11,7 +11,8 @@ from attnviz.cli.reference import commands, reference_markdown
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 TEST_COMMAND = ('<!-- test-command: .ci/run runs exactly the next line -->\n```bash\n'
-                'python3 -m venv .venv && .venv/bin/pip install -e ".[test]" && .venv/bin/python -m pytest -n auto\n```\n')
+                'python3 -m venv .venv && .venv/bin/pip install -e ".[test]" && '
+                '.venv/bin/python -m pytest -n auto\n```\n')
 
 
 def test_readme_is_short_and_links_the_cli_reference():

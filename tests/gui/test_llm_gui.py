@@ -32,12 +32,22 @@ def test_the_map_shows_the_output_over_the_sentence_and_the_whole_prompt_a_click
     assert panel.kind == "cross" and bar.span_check.isVisible() and bar.span_check.isChecked()
     a, b = encoder.span
     assert set(encoder.roles[a:b]) == {"source"} and "template" in encoder.roles and "instruction" in encoder.roles
+    panel.select(head=0)
     shown = panel.heatmap.data()
-    assert shown is not None and len(shown.cols) == b - a  # the sentence's own tokens only
-    assert "one softmax" in panel.caption.text()
+    assert shown is not None and len(shown.cols) == b - a  # the sentence's own tokens only...
+    np.testing.assert_allclose(shown.matrix.sum(-1), 1, atol=1e-5)  # ... each row renormalised over them, and said
+    assert "renormalised over the sentence's tokens" in panel.caption.text()
+    # the Source strip folds the template's and the instruction's runs into one chip each
+    chips = tab.source_view.tokens()
+    runs = sum(1 for i, r in enumerate(encoder.roles) if r != "source" and (i == 0 or encoder.roles[i - 1] != r))
+    assert len(chips) == b - a + runs and chips[chips.index(encoder.src_tokens[a]):][:b - a] == \
+        list(encoder.src_tokens[a:b])
+    assert any(c.startswith("template\u00d7") for c in chips) and any(c.startswith("instruction\u00d7") for c in chips)
     bar.span_check.setChecked(False)
-    assert len(panel.heatmap.data().cols) == len(encoder.src_tokens)  # the whole prompt
-    np.testing.assert_allclose(panel.heatmap.data().matrix[:, a:b], shown.matrix, atol=1e-6)  # the same weights
+    assert len(panel.heatmap.data().cols) == len(encoder.src_tokens)  # the whole prompt, as the model weighs it
+    assert "one softmax" in panel.caption.text() and tab.source_view.tokens() == list(encoder.src_tokens)
+    whole = panel.heatmap.data().matrix[:, a:b]
+    np.testing.assert_allclose(whole / whole.sum(-1, keepdims=True), shown.matrix, atol=1e-5)
     assert "The sentence:" in tab.source_view.accessible_value()  # the strip marks the template apart
     assert any("Attention kept:" in s and "float16" in s for s in statuses)
 

@@ -111,6 +111,21 @@ def test_fit_fills_a_wide_view_with_wide_cells(qtbot):
     assert cells.width() >= min(0.6 * view.width(), 6 * FIT_MAX_CELL - 1)  # as wide as the view or the cap allows
 
 
+def test_a_long_answer_over_a_short_prompt_fills_the_view_with_tall_narrow_cells(qtbot):
+    """256 output tokens over a 9-token sentence: square cells would leave a strip 9 cells of 2 px wide."""
+    view = HeatmapView()
+    qtbot.addWidget(view)
+    view.resize(800, 560)
+    rows = tuple(f"w{i}" for i in range(256))
+    cols = tuple(WORDS[:9])
+    view.set_data(HeatmapData(np.full((256, 9), 1 / 9, dtype=np.float32), rows, cols, "rows", "cols", "title", 255))
+    view.repaint()
+    cells = view.map_rect()
+    assert QRect(QPoint(0, 0), view.size()).contains(cells)
+    assert cells.width() >= 0.5 * view.width() and cells.height() >= 0.5 * view.height(), cells
+    assert labels_of(view, "column") == list(range(9))  # every prompt token still named
+
+
 def test_the_lstm_thumbnail_is_smaller_than_its_map(qtbot, window):
     tab = load(qtbot, window, str(MODELS / "de-en-lstm-multi30k.safetensors"))
     sized(qtbot, window, (1366, 768))

@@ -51,6 +51,11 @@ def without_sinks(maps: np.ndarray, sinks: np.ndarray) -> np.ndarray:
         raise ValueError(f"sink mask of shape {sinks.shape} for maps with {maps.shape[-1]} columns")
     if sinks.all():
         return maps
-    kept = maps[..., ~sinks]
-    total = np.abs(kept).sum(-1, keepdims=True)
-    return np.divide(kept, total, out=np.zeros_like(kept), where=total > 0)
+    return renormalised(maps[..., ~sinks])
+
+
+def renormalised(maps: np.ndarray) -> np.ndarray:
+    """``maps`` [..., R, C] with each row scaled to sum to 1 by its absolute values (signs kept; a zero row stays
+    zero): the share of what a view shows that each shown column has."""
+    total = np.abs(maps).sum(-1, keepdims=True)
+    return np.divide(maps, total, out=np.zeros_like(maps), where=total > 0)

@@ -41,6 +41,24 @@ def visible_token(token: str, named: bool = False) -> str:
     return f"{shown} ({name})" if named and name else shown
 
 
+QUIET_WORD_MARK = "\u00b7"  # "·": where a label of one line cannot draw a chip's tick, a word start's quiet mark
+
+
+def piece_text(token: str) -> tuple[str, bool]:
+    """A subword piece as the tokenizer writes words: SentencePiece's word-start mark "▁" (which most fonts draw as
+    an underscore, "▁man" reading as "_man") taken off, and whether the piece starts a word. A lone "▁" is a space
+    and a token that is not a piece is returned as it is."""
+    if len(token) > 1 and token.startswith(WORD_START) and not token[1:].startswith(WORD_START):
+        return token[1:], True
+    return token, False
+
+
+def piece_label(token: str) -> str:
+    """``token`` for an axis label: its word start marked by a small middle dot instead of "▁", blanks visible."""
+    text, starts = piece_text(token)
+    return (QUIET_WORD_MARK if starts else "") + visible_token(text.replace(WORD_START, " ") if starts else text)
+
+
 _TATOEBA_PUNCT = re.compile(r"([.!?])")
 _TATOEBA_OTHER = re.compile(r"[^a-zA-Z.!?]+")
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QFont, QFontMetrics
 
+from attnviz.engine.text.tokenize import piece_label
 from attnviz.gui.attention.layout import AXIS_BAND, Geometry, shown_labels
 
 
@@ -16,13 +17,13 @@ from attnviz.gui.attention.layout import AXIS_BAND, Geometry, shown_labels
 class DrawnLabel:
     axis: str  # "row" or "column"
     index: int
-    text: str  # as drawn: the token, or its start and "…" when it is longer than the band
+    text: str  # as drawn: the token (a piece's "▁" as a quiet "·"), or its start and "…" when longer than the band
     full: str
     rect: QRect  # the text's box in widget coordinates (a column label's box is upright: it is drawn rotated)
 
     @property
     def elided(self) -> bool:
-        return self.text != self.full
+        return self.text != piece_label(self.full)
 
 
 def scaled_font(base: QFont, scale: float) -> QFont:
@@ -45,12 +46,12 @@ def plan_labels(rows: tuple[str, ...], cols: tuple[str, ...], cells: QRect, g: G
     line = metrics.height()
     for i in shown_labels(len(rows), g.row_every, g.cell_h, line * 0.9, highlight):
         y = int(cells.top() + (i + 0.5) * g.cell_h)
-        text = metrics.elidedText(rows[i], Qt.TextElideMode.ElideRight, g.row_band)
+        text = metrics.elidedText(piece_label(rows[i]), Qt.TextElideMode.ElideRight, g.row_band)
         plan.append(DrawnLabel("row", i, text, rows[i], QRect(AXIS_BAND, y - line // 2, g.row_band, line)))
     metrics = QFontMetrics(scaled_font(base, g.col_scale))
     line = metrics.height()
     for j in shown_labels(len(cols), g.col_every, g.cell_w, line * 0.9):
         x = int(cells.left() + (j + 0.5) * g.cell_w)
-        text = metrics.elidedText(cols[j], Qt.TextElideMode.ElideRight, g.col_band)
+        text = metrics.elidedText(piece_label(cols[j]), Qt.TextElideMode.ElideRight, g.col_band)
         plan.append(DrawnLabel("column", j, text, cols[j], QRect(x - line // 2, cells.bottom() + 6, line, g.col_band)))
     return plan

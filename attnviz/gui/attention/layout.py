@@ -2,8 +2,9 @@
 much room the label bands may take (capped, long labels elided), and the colour bar's ticks with enough digits.
 
 Pure functions of sizes and font metrics, so the rules are tested without painting. Fit uses the width and the
-height on their own (cells may be wider than tall, within ``MAX_ASPECT``), so a short, wide view is filled rather
-than left as a small square. A label band never takes more than ``LABEL_SHARE`` of the view (nor ``MAX_LABEL``
+height on their own (cells may be wider than tall, within ``MAX_ASPECT``, or within the ratio of the counts for a map
+far longer one way, such as a 256-token answer), so a short, wide view is filled rather than left as a small square
+or a strip. A label band never takes more than ``LABEL_SHARE`` of the view (nor ``MAX_LABEL``
 pixels): one long token (``blockchain-transaktionen``) is elided, with the full text on hover, instead of squeezing
 every cell. Labels shrink a little (down to ``MIN_LABEL_SCALE`` of the font) before they are thinned, and zooming
 makes cells large enough to label them all, with scroll bars.
@@ -20,7 +21,9 @@ MIN_BAND = 48  # ... but never less than this, so a short view still shows a few
 AXIS_BAND = 20  # the axis title beside the row labels and under the column labels
 MIN_ZOOM, MAX_ZOOM = 4.0, 96.0  # cell sizes (pixels) a zoom may choose
 FIT_MAX_CELL = 72.0  # "fit" never makes cells larger than this (a 3-token map would otherwise be huge)
-MAX_ASPECT = 3.0  # fitted cells are at most this many times wider than tall, or taller than wide
+MAX_ASPECT = 3.0  # fitted cells are at most this many times wider than tall, or taller than wide...
+MAX_STRETCH = 40.0  # ... unless one side has far more cells (a 256-token output over a 9-token sentence): then up to
+# the ratio of the counts, capped here, so that the map is not squashed into a strip a few cells wide
 MIN_LABEL_SCALE = 0.75  # labels may shrink to this share of the font before every other one is left out
 MARGIN_RIGHT = 84  # colour bar and its tick labels, when the view does not measure its ticks
 
@@ -79,11 +82,20 @@ def label_band(widths: list[int], cap: int = MAX_LABEL) -> int:
     return min(max(widths, default=0) + 6, cap)
 
 
+def aspect_limit(rows: int, cols: int) -> float:
+    """How much wider than tall (or taller than wide) a fitted cell may be: MAX_ASPECT, or the ratio of the counts
+    when one side has far more cells (at most MAX_STRETCH)."""
+    ratio = max(rows, 1) / max(cols, 1)
+    return min(MAX_STRETCH, max(MAX_ASPECT, ratio, 1 / ratio))
+
+
 def fitted_cells(avail_w: float, avail_h: float, rows: int, cols: int) -> tuple[float, float]:
-    """Cell width and height that fill ``avail_w`` x ``avail_h``, each at most FIT_MAX_CELL and within MAX_ASPECT."""
+    """Cell width and height that fill ``avail_w`` x ``avail_h``, each at most FIT_MAX_CELL and within
+    ``aspect_limit``."""
+    aspect = aspect_limit(rows, cols)
     cw = min(avail_w / max(cols, 1), FIT_MAX_CELL)
     ch = min(avail_h / max(rows, 1), FIT_MAX_CELL)
-    cw, ch = min(cw, ch * MAX_ASPECT), min(ch, cw * MAX_ASPECT)
+    cw, ch = min(cw, ch * aspect), min(ch, cw * aspect)
     return max(1.0, cw), max(1.0, ch)
 
 

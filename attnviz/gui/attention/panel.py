@@ -30,7 +30,7 @@ from PySide6.QtWidgets import (
 from attnviz.gui.attention.head_grid import HeadGrid
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.attention.selector_rows import SelectorRows
-from attnviz.gui.attention.source import AttentionSource
+from attnviz.gui.attention.source import AttentionSource, peaked_layer
 from attnviz.gui.widgets import add_labelled, scrolled
 
 MEAN = "Mean of heads"
@@ -73,6 +73,7 @@ class AttentionPanel(QWidget):
         self._step = -1
         self._chosen_kind: str | None = None  # the kind the user picked; kept across translations
         self.chosen_layer: int | None = None  # likewise the layer and head (None: not chosen, the last layer)
+        self._peak_pending = False  # an LLM's peaked layer waits for the first output row (``display``)
         self.chosen_head = 0  # index in the head selector: 0 is the mean of heads
         self.kind_combo = _combo("attentionKindCombo", "Attention kind", 96)
         self.layer_combo = _combo("layerCombo", "Layer")
@@ -242,8 +243,22 @@ class AttentionPanel(QWidget):
         self._source, self._step = source, step
         self.merge_check.setEnabled(source is not None and source.mergeable)
         self._sync_kinds()
+        self._settle_peaked_layer()
         self.redraw()
         self.wrap_selectors()  # the selectors' items may have changed their widths
+
+    def _settle_peaked_layer(self) -> None:
+        """Open on the most peaked layer once the first output row is there (no choice of the user's is replaced)."""
+        kind = self.kind
+        if not self._peak_pending or self.chosen_layer is not None or self._source is None or kind is None:
+            return
+        maps = self._source.maps(kind, self._step, self.merged)
+        if maps is None or maps.shape[-2] == 0:
+            return
+        self._peak_pending = False
+        self.layer_combo.blockSignals(True)  # the panel's pick, not the user's: not remembered as chosen
+        self.layer_combo.setCurrentIndex(peaked_layer(maps))
+        self.layer_combo.blockSignals(False)
 
     def _sync_kinds(self) -> None:
         source = self._source
@@ -265,8 +280,15 @@ class AttentionPanel(QWidget):
         maps = self._source.maps(kind, self._step, self.merged) if self._source and kind else None
         layers, heads = (maps.shape[0], maps.shape[1]) if maps is not None else (0, 0)
         # the user's choice survives a new translation (the selectors are emptied meanwhile) and a restart;
-        # without one, the last layer, the one the references show
-        layer = self.chosen_layer if self.chosen_layer is not None and self.chosen_layer < layers else layers - 1
+        # without one, the last layer, the one the references show, or an LLM's most peaked one
+        if self.chosen_layer is not None and self.chosen_layer < layers:
+            layer = self.chosen_layer
+        elif maps is not None and layers > 1 and self._source is not None and kind is not None \
+                and self._source.opens_on_peaked_layer(kind):
+            self._peak_pending = maps.shape[-2] == 0  # no output row yet: chosen at the first one (``display``)
+            layer = layers - 1 if self._peak_pending else peaked_layer(maps)
+        else:
+            layer = layers - 1
         set_choices(self.layer_combo, [f"Layer {i + 1}" for i in range(layers)], layer, layers > 1)
         set_choices(self.head_combo, *head_choices(heads, self.chosen_head if self.chosen_head <= heads else 0),
                     heads > 1)

@@ -52,3 +52,18 @@ class AttentionSource(Protocol):
                 merged: bool = False) -> tuple[np.ndarray, tuple[str, ...], tuple[str, ...], int | None] | None:
         """(matrix [R, C], row labels, column labels, highlighted row) of one layer and head (None: the mean)."""
         ...
+
+    def opens_on_peaked_layer(self, kind: str) -> bool:
+        """Whether, with no layer chosen, the panel opens ``kind`` on its most peaked layer (``peaked_layer``) rather
+        than the last: an LLM's rows, whose most weight sits on ``<bos>`` and the template, differ most by layer."""
+        ...
+
+
+def peaked_layer(maps: np.ndarray) -> int:
+    """The layer of ``maps`` [L, H, R, C] whose mean of heads has the least row entropy relative to its width: the
+    one whose rows pick out a few columns, so that the first map shown has structure to see."""
+    mean = np.asarray(maps, dtype=np.float64).mean(axis=1)  # [L, R, C]
+    rows = mean / np.maximum(np.abs(mean).sum(-1, keepdims=True), 1e-12)
+    logs = np.log(np.where(rows > 0, rows, 1.0))
+    entropy = -(rows * logs).sum(-1).mean(-1) / np.log(max(maps.shape[-1], 2))  # [L], 0 (one column) .. 1 (even)
+    return int(np.argmin(entropy))

@@ -72,8 +72,10 @@ class QuantityBar(QWidget):
         self.span_check.setObjectName("spanCheck")
         self.span_check.setAccessibleName("Show only the sentence's tokens of the prompt")
         self.span_check.setToolTip("An LLM reads a prompt: the chat template's tokens, the instruction and the "
-                                   "sentence. Checked, the maps' prompt axis shows the sentence's own tokens; "
-                                   "unchecked, the whole prompt. The weights stay as the model gave them.")
+                                   "sentence. Checked, the maps' prompt axis and the Source strip show the "
+                                   "sentence's own tokens, each attention row renormalised over them (the template "
+                                   "and the instruction fold into one chip each); unchecked, the whole prompt with "
+                                   "the weights as the model gave them.")
         self.span_check.setChecked(True)
         self.span_check.hide()  # shown for a model that reads a prompt
         self.beside_check = QCheckBox("&Juxtapose")

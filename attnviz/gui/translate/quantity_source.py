@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from attnviz.engine.analysis.sinks import sink_columns, without_sinks
+from attnviz.engine.analysis.sinks import renormalised, sink_columns, without_sinks
 from attnviz.engine.events import ATTENTION_KINDS, AttentionKind, Translation
 from attnviz.engine.subwords import WordAttention
 from attnviz.engine.text.tokenize import visible_token
@@ -26,7 +26,8 @@ class QuantitySource:
     """The attention panel's source (``AttentionSource``) for one quantity over a decode document: the document's
     own maps for attention, else ``result``'s cut at the step; with ``sinks`` False, the sink columns hidden and the
     rows renormalised; with ``span``, an LLM prompt's axis cut to the sentence's own tokens (its template and
-    instruction left out, the weights as they are: each row's share of the sentence)."""
+    instruction left out) and each attention row renormalised over them: an LLM puts most of a row on ``<bos>`` and
+    the template, so the sentence's raw weights would all read near 0 on the 0..1 scale."""
 
     def __init__(self, document, result: QuantityResult | None, sinks: bool = True, span: bool = False):
         self.document, self.result, self.sinks, self.span = document, result, sinks, span
@@ -54,6 +55,9 @@ class QuantitySource:
 
     def kv_heads(self) -> int:
         return self.document.kv_heads()
+
+    def opens_on_peaked_layer(self, kind: str) -> bool:
+        return kind == "cross" and self.result is None and self._cut_span(kind, False) is not None
 
     # -- an LLM prompt's sentence span -------------------------------------------------------------------------------
 
@@ -121,13 +125,18 @@ class QuantitySource:
         """What an attention map's rows add up to: 1, or for an LLM's output rows 1 with the other part of the one
         softmax (the prompt's columns and the output's), and less when the view is cut to the sentence."""
         shared = [k for k in self.shared(kind) if k != kind and k != "encoder"]
+        cut = self._cut_span(kind, False) is not None
         if kind == "encoder" or not shared:
-            return "each row sums to 1." if not self._cut_span(kind, False) else \
-                "each row is the sentence's share of its row (template and instruction left out)."
+            return "each row sums to 1." if not cut else \
+                "the view is cut to the sentence (template and instruction left out) and each row renormalised " \
+                "over its tokens: a cell is that token's share of the row's attention to the sentence."
         other = self.document.kind_info(shared[0]).label
-        cut = " The view is cut to the sentence: template and instruction columns are left out." \
-            if self._cut_span(kind, False) else ""
-        return f"each row and the same step's row of '{other}' are one softmax: together they sum to 1.{cut}"
+        if cut:
+            return (f"the view is cut to the sentence: template and instruction columns are left out and each row "
+                    f"renormalised over the sentence's tokens (a cell is that token's share of the row's attention "
+                    f"to the sentence; untick Prompt: sentence only for the model's own weights, whose row and the "
+                    f"same step's row of '{other}' are one softmax).")
+        return f"each row and the same step's row of '{other}' are one softmax: together they sum to 1."
 
     def _labels(self, kind: str, upto: int, merged: bool) -> tuple[tuple[str, ...], tuple[str, ...]]:
         view: Translation | WordAttention = self.document.view(upto, merged)
@@ -167,7 +176,10 @@ class QuantitySource:
         maps = self.document.maps(kind, upto, merged) if self.result is None else self._cut(kind, upto)
         if maps is None:
             return None
+        cut = kind in ATTENTION_KINDS and self._cut_span(kind, merged) is not None
         maps = self._spanned(kind, maps, merged)
+        if cut:  # attention weights over the sentence alone: each row's share of what is shown
+            maps = renormalised(maps)
         if self.sinks:
             return maps
         return without_sinks(maps, sink_columns(self._labels(kind, upto, merged)[1]))

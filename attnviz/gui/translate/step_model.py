@@ -10,7 +10,7 @@ from typing import Any
 from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt
 
 from attnviz.engine.events import DecodeStep
-from attnviz.engine.text.tokenize import visible_token
+from attnviz.engine.text.tokenize import piece_label
 from attnviz.gui.translate.changes import Cleared, DocumentChange, Encoded, PathShown, StepAdded
 from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.widgets import NO_PARENT, ModelIndex
@@ -120,9 +120,9 @@ class StepTableModel(QAbstractTableModel):
             return None
         step = self._document.steps[index.row()]
         if role == Qt.ItemDataRole.DisplayRole:
-            runner = f"{visible_token(step.topk[1][0])} ({step.topk[1][1]:.3f})" if len(step.topk) > 1 else ""
+            runner = f"{piece_label(step.topk[1][0])} ({step.topk[1][1]:.3f})" if len(step.topk) > 1 else ""
             runner = FORCED_RUNNER if step.forced else runner  # nothing was chosen, so nothing ran up
-            token = visible_token(step.token) + (" (forced)" if step.forced else "")  # given, not chosen by the model
+            token = piece_label(step.token) + (" (forced)" if step.forced else "")  # given, not chosen by the model
             token += AT_LIMIT if self._at_limit(index.row()) else ""
             return (str(step.index + 1), token, f"{step.probability:.4f}", f"{step.entropy:.3f}",
                     runner, self._share_text(index.row()))[index.column()]

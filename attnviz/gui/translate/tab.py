@@ -143,6 +143,9 @@ class TranslateTab(QWidget):
         self.topk_view.alternative.connect(self.search.what_if)
         self.attention.head_toggled.connect(self.search.toggle_head)
         self.step_table.clicked.connect(self._on_step_table_clicked)
+        span = self.quantity.bar.span_check  # the Source strip follows Prompt: sentence only
+        self.step_views.set_fold(span.isChecked())
+        span.toggled.connect(self.step_views.set_fold)
 
     # -- model and settings ------------------------------------------------------------------------------------------
 

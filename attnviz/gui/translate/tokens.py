@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from PySide6.QtCore import QEvent, QRect, QRectF, QSize, Qt, Signal
+from PySide6.QtCore import QEvent, QPointF, QRect, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import (
     QColor,
     QFont,
@@ -22,7 +22,7 @@ from PySide6.QtGui import (
 )
 from PySide6.QtWidgets import QMenu, QSizePolicy, QWidget
 
-from attnviz.engine.text.tokenize import visible_token
+from attnviz.engine.text.tokenize import piece_text, visible_token
 from attnviz.gui.accessible import announce
 from attnviz.gui.attention.colormap import color_at
 from attnviz.gui.widgets import guarded_paint
@@ -61,6 +61,7 @@ class TokenStrip(QWidget):
         self._labels: list[str] = []
         self._room: list[str] = []  # the labels the strip's height is for (``set_tokens``)
         self._roles: list[str] = []  # an LLM prompt's: each token's role (template, instruction, source)
+        self._starts: list[bool] = []  # per chip: a subword piece that starts a word (SentencePiece's "▁")
 
     def set_placeholder(self, text: str) -> None:
         self._placeholder = text
@@ -91,8 +92,11 @@ class TokenStrip(QWidget):
         if list(tokens) != self._tokens and (kept <= 0 or list(tokens[:kept]) != self._tokens[:kept]):
             self._selected = -1
         self._tokens, self._current, self._weights = list(tokens), current, None
-        self._labels = [visible_token(t) for t in self._tokens]  # a space drawn as a glyph, not as nothing
-        self._room = [visible_token(t) for t in room] if len(room) > len(tokens) else self._labels
+        # a space drawn as a glyph, not as nothing; a piece as words are written, its word start a dot (``_paint``)
+        pieces = [piece_text(t) for t in self._tokens]
+        self._labels = [visible_token(t) for t, _ in pieces]
+        self._starts = [start for _, start in pieces]
+        self._room = [visible_token(piece_text(t)[0]) for t in room] if len(room) > len(tokens) else self._labels
         self.updateGeometry()
         self.update()
         announce(self)
@@ -224,6 +228,10 @@ class TokenStrip(QWidget):
                 painter.setFont(font)
             painter.drawText(rect, Qt.AlignmentFlag.AlignCenter, tok)
             painter.setFont(self.font())
+            if i < len(self._starts) and self._starts[i]:  # a word starts here: a quiet dot, not an underscore
+                painter.setPen(Qt.PenStyle.NoPen)
+                painter.setBrush(pal.color(QPalette.ColorRole.Mid) if self._weights is None else text)
+                painter.drawEllipse(QPointF(rect.left() + 3.5, rect.top() + 3.5), 1.3, 1.3)
             if self._shares is not None and i < len(self._shares):
                 self._paint_share(painter, rect, self._shares[i])
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from PySide6.QtCore import QRect, QSize, Qt, Signal
-from PySide6.QtGui import QMouseEvent, QPainter, QPalette, QPen
+from PySide6.QtGui import QFontMetrics, QMouseEvent, QPainter, QPalette, QPen
 from PySide6.QtWidgets import QMenu, QWidget
 
-from attnviz.engine.text.tokenize import visible_token
+from attnviz.engine.text.tokenize import piece_label, visible_token
 from attnviz.gui.accessible import announce
 from attnviz.gui.attention.colormap import color_at
 from attnviz.gui.widgets import guarded_paint
@@ -128,18 +128,29 @@ class TopKView(QWidget):
         width = self.width() // columns
         return [QRect((i // per_column) * width, top + (i % per_column) * row_h, width, row_h) for i in range(n)]
 
+    def _widths(self, cell_w: int, metrics: QFontMetrics) -> tuple[int, int]:
+        """(value, label) widths in a cell ``cell_w`` wide: the tokens whole where they fit, the bar giving way down
+        to an eighth of the cell (a narrow two-column chart in beam mode cut words to five letters when labels had
+        half of what the value left)."""
+        value_w = metrics.horizontalAdvance("0.000 \u2190") + 4
+        widest = max((metrics.horizontalAdvance(piece_label(t)) for t, _ in self._items), default=0) + 10
+        return value_w, min(widest, max(40, cell_w - value_w - 8 - max(16, cell_w // 8)))
+
+    def label_text(self, tok: str, cell_w: int, metrics: QFontMetrics | None = None) -> str:
+        """A candidate's label as drawn in a cell ``cell_w`` wide (elided in the middle only where it cannot fit)."""
+        metrics = metrics or self.fontMetrics()
+        label_w = self._widths(cell_w, metrics)[1]
+        return metrics.elidedText(piece_label(tok), Qt.TextElideMode.ElideMiddle, label_w - 6)
+
     def _paint_bar(self, painter: QPainter, cell: QRect, tok: str, p: float) -> None:
         """A candidate in ``cell``: its token right-aligned, its bar, its probability (an arrow on the token taken)."""
         pal, metrics = self.palette(), painter.fontMetrics()
-        value_w = metrics.horizontalAdvance("0.000 \u2190") + 4
-        widest = max(metrics.horizontalAdvance(visible_token(t)) for t, _ in self._items) + 10
-        label_w = min(90, widest, max(40, (cell.width() - value_w) // 2))  # the tokens whole where they fit
+        value_w, label_w = self._widths(cell.width(), metrics)
         bar_w = max(10, cell.width() - label_w - value_w - 8)
         x, y, row_h = cell.left(), cell.top(), cell.height()
         painter.setPen(pal.color(QPalette.ColorRole.WindowText))
         right = Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter
-        painter.drawText(QRect(x + 4, y, label_w - 6, row_h), right,
-                         metrics.elidedText(visible_token(tok), Qt.TextElideMode.ElideMiddle, label_w - 6))
+        painter.drawText(QRect(x + 4, y, label_w - 6, row_h), right, self.label_text(tok, cell.width(), metrics))
         chosen = self._is_chosen(tok)
         painter.fillRect(QRect(x + label_w, y + 2, int(bar_w * p), row_h - 3),
                          pal.color(QPalette.ColorRole.Highlight) if chosen else color_at(0.35 + 0.5 * p))
