@@ -34,3 +34,34 @@ def test_a_translation_that_ends_says_nothing_of_the_limit(qtbot, loaded):
     assert "length limit" not in loaded.statusBar().currentMessage()
     assert not any(AT_LIMIT in tab.step_model.index(r, 1).data() for r in range(tab.step_model.rowCount()))
 
+
+
+def test_max_length_is_each_models_own_and_survives_a_restart(qtbot, window, settings, toy_checkpoint, tmp_path,
+                                                                trained_translator):
+    from attnviz.engine.config import DecodeConfig
+    from attnviz.gui.main_window import MainWindow
+    from tests.gui.conftest import load
+
+    other = tmp_path / "other.safetensors"
+    trained_translator.save(other, name="other")
+    tab = load(qtbot, window, toy_checkpoint)
+    spin = tab.playback.max_len_spin
+    spin.setValue(20)  # set for one model...
+    load(qtbot, window, str(other))
+    assert spin.value() == DecodeConfig().max_len  # ... the next opens on the default, not cut at 20
+    spin.setValue(7)
+    load(qtbot, window, toy_checkpoint)
+    assert spin.value() == 20
+    window.close()  # saves the settings
+    again = MainWindow(settings)
+    qtbot.addWidget(again)
+    load(qtbot, again, str(other))
+    assert again.translate_tab.playback.max_len_spin.value() == 7
+
+
+@pytest.mark.parametrize("text", ["", "not json", "[1, 2]", '{"a": "x", "b": 0, "c": true, "d": 5000}'])
+def test_hostile_stored_lengths_are_set_aside(text):
+    from attnviz.gui.translate.playback import remembered_lengths
+
+    assert remembered_lengths(text) == {}
+    assert remembered_lengths('{"m.safetensors": 30, "x": 0}') == {"m.safetensors": 30}

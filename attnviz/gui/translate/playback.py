@@ -1,5 +1,6 @@
 """The Translate tab's playback bar: step back / play / step forward, the step slider and its label, the speed and
-its timer, Instant, and the maximum output length, each remembering its setting.
+its timer, Instant, and the maximum output length, each remembering its setting (the length per model: 20 tokens set
+for an LLM must not cut the next model's sentences at 20).
 
 It is a view and a controller of the tab's ``DecodeDocument``: it listens to it (the slider spans the steps of the
 hypothesis shown and follows the step shown; while a decode runs, each new step is shown at once with Instant, else
@@ -8,6 +9,8 @@ when the user scrubs, steps or plays.
 """
 
 from __future__ import annotations
+
+import json
 
 from PySide6.QtCore import QSettings, Qt, QTimer, Slot
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QSlider, QSpinBox, QStyle, QWidget
@@ -28,7 +31,10 @@ from attnviz.gui.widgets import named, stored
 SPEEDS = {"Slow": 700, "Normal": 350, "Fast": 120, "Very fast": 40}  # milliseconds per token
 
 
-MAX_LEN_TIP = "Most output tokens per translation (<eos> included); the model's position table may allow fewer"
+MAX_LEN_TIP = ("Most output tokens per translation (<eos> included), remembered for each model; the model's position "
+               "table may allow fewer")
+MAX_LEN_KEY = "translate/maxLenByModel"  # JSON {model: length}, the most recently used models last
+REMEMBERED_LENGTHS = 50
 
 
 def length_setting(decode: DecodeConfig | None) -> str:
@@ -38,6 +44,20 @@ def length_setting(decode: DecodeConfig | None) -> str:
         return (f"Max length, after choosing Greedy or Beam search in Decoding: the model's own decoding stops at "
                 f"{decode.max_len} tokens")
     return "Max length"
+
+def remembered_lengths(text: str) -> dict[str, int]:
+    """The stored lengths per model; a setting that is not such a JSON object (edited by hand, an older version)
+    gives none rather than an error."""
+    try:
+        found = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    if not isinstance(found, dict):
+        return {}
+    low, high = 1, 1000
+    return {k: v for k, v in list(found.items())[-REMEMBERED_LENGTHS:]
+            if isinstance(k, str) and isinstance(v, int) and not isinstance(v, bool) and low <= v <= high}
+
 
 class PlaybackBar(QWidget):
     """Scrubbing through the decoded steps, and how the next translation is decoded and shown."""
@@ -67,6 +87,9 @@ class PlaybackBar(QWidget):
         self.max_len_spin.setValue(DecodeConfig().max_len)
         self.max_len_label = QLabel("Ma&x length")
         self.max_len_label.setBuddy(self.max_len_spin)
+        self.max_lens: dict[str, int] = {}  # per model (its path or name): the length the user set for it
+        self._model = ""  # the model whose length the box shows
+        self.max_len_spin.valueChanged.connect(self._on_max_len_changed)
         layout = QHBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         for w in (self.back_button, self.play_button, self.forward_button, self.slider, self.step_label,
@@ -88,17 +111,32 @@ class PlaybackBar(QWidget):
     def _on_speed_changed(self, name: str) -> None:
         self.timer.setInterval(SPEEDS.get(name, 350))
 
+    def use_model(self, model: str) -> None:
+        """Show the length remembered for ``model`` (the default for one never given a length)."""
+        self._model = ""  # the box's change below is the model's, not the user's
+        self.max_len_spin.setValue(self.max_lens.get(model, DecodeConfig().max_len))
+        self._model = model
+
+    @Slot(int)
+    def _on_max_len_changed(self, value: int) -> None:
+        if self._model:
+            self.max_lens.pop(self._model, None)  # the newest last: the oldest are forgotten first
+            self.max_lens[self._model] = value
+            while len(self.max_lens) > REMEMBERED_LENGTHS:
+                self.max_lens.pop(next(iter(self.max_lens)))
+
     def save_settings(self, settings: QSettings) -> None:
         settings.setValue("translate/speed", self.speed_combo.currentText())
         settings.setValue("translate/instant", self.instant_check.isChecked())
-        settings.setValue("translate/max_len", self.max_len_spin.value())
+        settings.setValue(MAX_LEN_KEY, json.dumps(self.max_lens))
 
     def restore_settings(self, settings: QSettings) -> None:
         speed = stored(settings, "translate/speed", "Normal")
         if speed in SPEEDS:
             self.speed_combo.setCurrentText(speed)
         self.instant_check.setChecked(stored(settings, "translate/instant", False))
-        self.max_len_spin.setValue(stored(settings, "translate/max_len", DecodeConfig().max_len))
+        self.max_lens = remembered_lengths(stored(settings, MAX_LEN_KEY, ""))
+        self.use_model(self._model)
 
     # -- playing -----------------------------------------------------------------------------------------------------
 

@@ -166,6 +166,8 @@ class TranslateTab(QWidget):
         self.translator = translator
         card = translator.card if translator is not None else None
         self.attention.alignment_head = card.alignment_head if card is not None else None
+        if card is not None:
+            self.playback.use_model(str(card.path or card.name))  # its own Max length, or the default
         lang = translator.src_spec.lang if translator else ""
         language = LANGUAGE_NAMES.get(lang, "" if lang == MULTILINGUAL else lang)
         generating = self.generating
