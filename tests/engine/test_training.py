@@ -133,6 +133,29 @@ def test_stop_flag_saves_a_resumable_checkpoint(tmp_path):
     assert (meta["step"], meta["epoch"], meta["batch_index"]) == (3, 1, 3)
 
 
+@pytest.mark.parametrize("eval_every", [4, 0])  # every 4 steps; at each epoch's end (64 pairs of 8: 8 steps)
+def test_a_stop_during_the_step_before_an_evaluation_skips_it_and_resuming_does_it(tmp_path, eval_every):
+    """An evaluation takes minutes on a real corpus: a Stop pressed during the step before one must not wait for it
+    (the docs promise seconds). The skipped evaluation is done on resume, before the next step."""
+    pairs = [(f"a{i} b{i % 5}", f"x{i % 7}") for i in range(64)]
+    recipe = overfit_recipe(tmp_path, pairs).override({"train.batch_size": "8", "train.eval_every": str(eval_every),
+                                                       "train.epochs": "2"})
+    stop, events = threading.Event(), []
+    steps_per_epoch = None
+    for event in train(recipe, tmp_path / "s.safetensors", None, stop=stop):
+        events.append(event)
+        if type(event).__name__ == "TrainStarted":
+            steps_per_epoch = event.total_steps // 2
+        if isinstance(event, TrainStep) and event.step == (eval_every or steps_per_epoch):
+            stop.set()  # during the step, before the evaluation that would follow it
+    assert isinstance(events[-1], TrainStopped) and events[-1].step == (eval_every or steps_per_epoch)
+    assert not [e for e in events if isinstance(e, EvalResult)]
+    resumed = events_of(recipe, tmp_path / "s.safetensors", None, resume=True, max_steps=steps_per_epoch + 1)
+    work = [e for e in resumed if isinstance(e, (EvalResult, TrainStep))]
+    assert isinstance(work[0], EvalResult) and isinstance(work[1], TrainStep)  # the skipped evaluation first
+    assert work[1].step == (eval_every or steps_per_epoch) + 1
+
+
 def test_a_nan_loss_stops_with_a_message_and_keeps_the_last_good_checkpoint(tmp_path, monkeypatch):
     pairs = [(f"a{i}", f"x{i}") for i in range(32)]
     recipe = overfit_recipe(tmp_path, pairs).override({"train.batch_size": "8", "train.eval_every": "2"})

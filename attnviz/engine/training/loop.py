@@ -113,11 +113,20 @@ def _train(run: Trainer, max_steps: int, stop: threading.Event | None) -> Iterat
     busy, window_busy = 0.0, 0.0
     run.model.train()
     epoch_start, watch = run.epoch, DivergenceWatch()
+
+    def stopping() -> bool:  # every rank asks at the same points, so the collective ``agree`` stays in step
+        return ranks.agree(stop is not None and stop.is_set())
+
+    skipped = cfg.eval_every and run.step and run.step % cfg.eval_every == 0 and \
+        not any(r.step == run.step for r in run.history)
+    if skipped:  # a Stop skipped this evaluation on its way out: it comes first now
+        yield from _main_only(run, _evaluate_and_save, run, 0.0, run.epoch, run.batch_index)
+
     for epoch in range(epoch_start, cfg.epochs + 1):
         run.epoch = epoch
         batches = run.batches(epoch)
         for index in ranks.steps(len(batches), run.batch_index if epoch == epoch_start else 0):
-            if ranks.agree(stop is not None and stop.is_set()) or (max_steps and run.step >= max_steps):
+            if stopping() or (max_steps and run.step >= max_steps):
                 yield from _main_only(run, _resume_point, run, epoch, index)
                 if max_steps and run.step >= max_steps:
                     yield TrainFinished(_best_written(run), str(run.paths.last), None)
@@ -136,9 +145,16 @@ def _train(run: Trainer, max_steps: int, stop: threading.Event | None) -> Iterat
                               run.step / total, remaining_seconds(busy, run.step - first_step, total - run.step))
             run.curve.append(step_row(event))
             yield event
-            if cfg.eval_every and run.step % cfg.eval_every == 0:
+            # a Stop pressed during the step skips the evaluation (minutes on a real corpus) on its way out: the
+            # next turn of the loop saves the resume point and stops
+            if cfg.eval_every and run.step % cfg.eval_every == 0 and not stopping():
                 yield from _main_only(run, _evaluate_and_save, run, now - started, epoch, index + ranks.world)
                 window_tokens, window_busy = 0, 0.0
+        if (not cfg.eval_every or cfg.save_epochs) or (cfg.eval_every and run.step % cfg.eval_every):
+            if stopping():  # the epoch's end (an evaluation, an epoch file) or the run's last evaluation: skipped
+                yield from _main_only(run, _resume_point, run, epoch, len(batches))  # resumes at the skipped part
+                yield TrainStopped(run.step, str(run.paths.last))
+                return
         if not cfg.eval_every or cfg.save_epochs:
             yield from _main_only(run, _epoch_end, run, time.perf_counter() - started, epoch)
             window_tokens, window_busy = (0, 0.0) if not cfg.eval_every else (window_tokens, window_busy)

@@ -141,8 +141,9 @@ class TrainRunDocument:
                 self.pending.append(item)
             case EvalResult():
                 self._listeners.tell(EvaluationAdded(item))
-            case EvalStarted():  # it may take a minute: say so, or the window looks frozen
-                self.set_status(wording.evaluating_text(item))
+            case EvalStarted():  # it may take a minute: say so, or the window looks frozen (Stopping stays said)
+                if not self.stopping:
+                    self.set_status(wording.evaluating_text(item))
             case TrainHistory():  # a resumed run: its views continue where they were
                 self._listeners.tell(StepsAdded(tuple(item.steps)))
                 for result in item.evaluations:
