@@ -161,3 +161,21 @@ def test_language_tags_count_with_sos_as_sinks():
     without, _ = row_statistics(attn, ids != PAD_ID, ids, punct, "encoder")
     assert with_tags["sos"][0, 0, 0] / 3 == pytest.approx(0.6) and without["sos"][0, 0, 0] == 0
     assert with_tags["sink"][0, 0, 0] / 3 == pytest.approx(0.7)  # tag + <eos>: past the sink threshold 0.5
+
+
+@pytest.mark.data
+def test_a_model_naming_no_corpus_reads_multi30k_of_its_pair_or_says_what_to_give(data_dir):
+    """An imported folder or an LLM names no training corpus: the Analysis tab's default (the validation split)
+    reads Multi30k's of its language pair; a pair Multi30k lacks is told what to choose, in the tab and the CLI."""
+    from attnviz.engine.analysis.run import corpus_pairs
+    from attnviz.engine.corpus.reader import load_split
+    from attnviz.engine.errors import ConfigError
+    from attnviz.engine.training.presets import get_preset
+
+    translator = make_toy_translator(seed=0)  # de -> en, saved with no recipe
+    assert translator.card.recipe is None
+    sources, targets = corpus_pairs(translator, "val", limit=3, data_dir=data_dir)
+    val = load_split(get_preset("multi30k-de-en").corpus, data_dir, "val")[:3]
+    assert (sources, targets) == ([s for s, _ in val], [t for _, t in val])
+    with pytest.raises(ConfigError, match=r"Multi30k has no es-en pair; .*Corpus, Text files\.\.\..*--src and --ref"):
+        corpus_pairs(make_toy_translator(seed=0, langs=("es", "en")), "val", data_dir=data_dir)

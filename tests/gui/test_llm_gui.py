@@ -220,3 +220,18 @@ def test_a_models_own_length_limit_is_said_and_max_length_waits_for_attnvizs_dec
     translate(qtbot, window, SENTENCE)
     assert len(tab.document.steps) == 5 and "(raise Max length to let it finish)" in tab.message.text()
     assert "Decoding" not in tab.message.text()
+
+
+@pytest.mark.data
+def test_the_analysis_tab_runs_on_an_llm_with_its_default_corpus(qtbot, window, qwen, data_dir, monkeypatch):
+    """An LLM names no training corpus: the tab's default (the validation split) reads Multi30k's."""
+    monkeypatch.setenv("ATTNVIZ_DATA", str(data_dir))
+    load(qtbot, window, str(qwen))
+    tab = window.analysis_tab
+    assert tab.corpus_combo.currentData() == "val"
+    tab.limit_spin.setValue(4)
+    statuses: list[str] = []
+    tab.status.connect(statuses.append)
+    tab.run()
+    qtbot.waitUntil(lambda: tab.run_button.isEnabled() and tab.stats is not None, timeout=120000)
+    assert tab.stats is not None and not [s for s in statuses if "error" in s.lower() or "preset" in s]

@@ -58,13 +58,23 @@ def _language_model_report(translator: Translator, texts: Sequence[str], source:
             "tokens": stats.tokens}
 
 
+# The corpus of a model that names none (an imported folder, an LLM): Multi30k's, for the language pairs it has
+MULTI30K = {("de", "en"): "multi30k-de-en", ("fr", "en"): "multi30k-fr-en", ("en", "de"): "multi30k-en-de"}
+
+
 def recipe_for(translator: Translator, preset: str | None) -> Recipe:
+    """The recipe whose corpus a measurement reads: ``preset``, the one the model was trained with, or (a model
+    that names none, such as an imported folder or an LLM) Multi30k's for its language pair."""
     if preset:
         return get_preset(preset)
     if translator.card.recipe is not None:
         return Recipe.from_dict(dict(translator.card.recipe))
-    raise ConfigError("this checkpoint does not say which corpus it was trained on; name a preset, or give a "
-                      "source file and a reference file", settings=("preset", "src", "ref"))
+    src, tgt = translator.src_spec.lang, translator.tgt_spec.lang
+    if (src, tgt) in MULTI30K:
+        return get_preset(MULTI30K[src, tgt])
+    raise ConfigError(f"this model does not say which corpus it was trained on, and Multi30k has no {src}-{tgt} "
+                      "pair; give a source file and a reference file (the Analysis tab: Corpus, Text files...; "
+                      "the command line: --src and --ref, or --preset)", settings=("preset", "src", "ref"))
 
 
 def split_pairs(translator: Translator, split: str, preset: str | None = None, data_dir=None,
