@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import sys
+import time
 from dataclasses import dataclass, field
 
 from attnviz.engine.errors import InputError
@@ -86,7 +87,13 @@ def translate_lines(translator, lines: list[Line], decode, capture: bool = False
         ended = [_search_line(translator, line, limit, decode, n_best) for line in todo]
     else:
         ended = []
-        found = translator.translate_batch_tokens([x.text for x in todo], decode, *batch)
+        progress = decoding_progress()
+        try:
+            found = translator.translate_batch_tokens([x.text for x in todo], decode, *batch,
+                                                      progress=progress.show if progress else None)
+        finally:
+            if progress:
+                progress.clear()
         for line, toks in zip(todo, found, strict=True):
             line.tokens, line.output = toks, translator.detokenize(toks)
             # a search that stops before its step limit chose <eos>; an <eos> forced at the last step was not chosen
@@ -94,6 +101,30 @@ def translate_lines(translator, lines: list[Line], decode, capture: bool = False
     for line, done in zip(todo, ended, strict=True):
         if not done:
             line.warnings = [*line.warnings, limit_warning(limit, "--max-len", forced_end)]
+
+
+class DecodingProgress:
+    """On a terminal, one line rewritten in place while a batch decodes (an LLM may take minutes over a long answer):
+    the sentences done and the step of the batch decoding now, at most five times a second."""
+
+    def __init__(self) -> None:
+        from attnviz.cli.progress import ProgressLine
+
+        self.line, self.last = ProgressLine(), 0.0
+
+    def show(self, done: int, total: int, step: int, limit: int) -> None:
+        now = time.monotonic()
+        if now - self.last >= 0.2:
+            self.last = now
+            self.line.write(f"translating: {done}/{total} sentences done, step {step} of at most {limit}")
+
+    def clear(self) -> None:
+        self.line.clear()
+
+
+def decoding_progress() -> DecodingProgress | None:
+    """A progress line when stderr is a terminal; none in a log or a pipe (nothing there to rewrite)."""
+    return DecodingProgress() if sys.stderr.isatty() else None
 
 
 def _sample_line(translator, line: Line, limit: int, decode) -> bool:

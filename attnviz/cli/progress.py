@@ -38,6 +38,12 @@ class ProgressLine:
         print(("\r" + line) if self.tty else line, end="" if self.tty else "\n", file=sys.stderr, flush=True)
         self.open = self.tty
 
+    def clear(self) -> None:
+        """Erase an open line on a terminal (a progress line the output should not follow)."""
+        if self.open:
+            print("\r\x1b[K", end="", file=sys.stderr, flush=True)
+            self.open = False
+
     def end(self) -> None:
         """Close an open line on a terminal, so that the next message starts on a line of its own."""
         if self.open:

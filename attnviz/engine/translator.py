@@ -12,8 +12,9 @@ batches (greedy or beam). ``save`` writes the translator back as a self-describi
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from attnviz.engine.text.tokenize import MULTILINGUAL, TokenizerSpec, languages_
 from attnviz.engine.text.vocab import Vocab
 
 GREEDY = DecodeConfig()
+BatchProgress = Callable[[int, int, int, int], None]  # (sentences done, of how many, a batch's step, its limit)
 SAMPLED = DecodeConfig(temperature=1.0)
 
 
@@ -239,10 +241,12 @@ class Translator(SourceText):
         return [self.translate(prefix, decode, generator=generator) for _ in range(n)]
 
     def translate_batch_tokens(self, texts: Sequence[str], decode: DecodeConfig | None = None,
-                               batch_size: int = 128, shortlist: Shortlist | None = None) -> list[list[str]]:
+                               batch_size: int = 128, shortlist: Shortlist | None = None,
+                               progress: BatchProgress | None = None) -> list[list[str]]:
         """Output tokens (no specials) of many sentences, searched in batches of ``batch_size`` sentences of similar
         length; empty inputs give empty outputs. ``shortlist``: restrict each batch's output vocabulary to its
-        sources' candidates (``engine.search.shortlist``, opt-in)."""
+        sources' candidates (``engine.search.shortlist``, opt-in). ``progress(done, total, step, limit)`` hears of
+        each step of each batch: the sentences finished before it, of how many, and its step of the step limit."""
         decode = decode or GREEDY
         texts = [_text(text, "sentence") for text in texts]  # bytes fail the call, not read as an empty line
         prepared: dict[int, tuple[list[str], list[int]]] = {}  # input index -> source pieces and ids
@@ -262,10 +266,11 @@ class Translator(SourceText):
                 restricted = None if shortlist is None else restriction(self.model, shortlist.candidates(
                     [prepared[i][0] for i in chunk], [*lead, decode.forced_bos, decode.forced_eos]),
                     len(self.tgt_vocab))
+                tick = None if progress is None else functools.partial(progress, start, len(order))
                 if decode.beam > 1:
-                    out = beam_batch(self.model, src, decode, lead, restricted)
+                    out = beam_batch(self.model, src, decode, lead, restricted, tick)
                 else:
-                    out = greedy_batch(self.model, src, decode.max_len, decode, lead, restricted)
+                    out = greedy_batch(self.model, src, decode.max_len, decode, lead, restricted, tick)
                 for i, ids in zip(chunk, out, strict=True):
                     results[i] = self.tgt_vocab.decode(ids[len(lead):])
         return results

@@ -25,7 +25,9 @@ from attnviz.engine.models.llm_arch import LLMArch
 SINGLE = "model.safetensors"
 INDEX = "model.safetensors.index.json"
 MAX_TEMPLATE_BYTES = 256 * 1024  # real chat templates are a few KB
-DEFAULT_NEW_TOKENS = 256  # an answer's length when the folder's generation config names no max_new_tokens
+# An answer's length when the folder's generation config names no max_new_tokens: one sentence's translation needs
+# far fewer, and 256 kept a model that never chose its end token decoding for minutes (said in the notes)
+DEFAULT_NEW_TOKENS = 128
 HF_TOP_K = 50  # transformers samples from the 50 most probable tokens when the generation config names no top_k
 
 

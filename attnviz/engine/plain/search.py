@@ -10,7 +10,7 @@ order. Greedy search takes the argmax of the logits themselves (the log-softmax 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -77,9 +77,13 @@ def constrain(scores: np.ndarray, prefixes: Sequence[Sequence[int]], t: int, lim
     return scores
 
 
-def greedy(model: PlainMarian, src: np.ndarray, decode: DecodeConfig, cols: Columns) -> list[list[int]]:
+OnStep = Callable[[int, int], None] | None  # (steps done, the step limit), as the torch path's ``StepCallback``
+
+
+def greedy(model: PlainMarian, src: np.ndarray, decode: DecodeConfig, cols: Columns,
+           on_step: OnStep = None) -> list[list[int]]:
     """Greedy search of a padded batch [B, S]: each sentence's attnviz ids up to (without) ``<eos>``; finished
-    sentences leave the batch (``engine.search.greedy.greedy_batch``)."""
+    sentences leave the batch (``engine.search.greedy.greedy_batch``); ``on_step`` hears of each step."""
     cache = model.start(*model.encode(src))
     b = src.shape[0]
     outputs: list[list[int]] = [[] for _ in range(b)]
@@ -95,6 +99,8 @@ def greedy(model: PlainMarian, src: np.ndarray, decode: DecodeConfig, cols: Colu
         for row, tok in zip(alive.tolist(), tokens.tolist()):
             if tok != EOS_ID:
                 outputs[row].append(tok)
+        if on_step is not None:
+            on_step(t + 1, limit)
         if finished.all():
             break
         if finished.any():
@@ -116,9 +122,10 @@ def _candidates(scores: np.ndarray, logp: np.ndarray, width: int, cols: Columns)
     return [Candidate(float(total[i]), int(flat[i]) // vocab, int(cols.ids[flat[i] % vocab])) for i in order]
 
 
-def beam(model: PlainMarian, src: np.ndarray, decode: DecodeConfig, cols: Columns) -> list[list[int]]:
+def beam(model: PlainMarian, src: np.ndarray, decode: DecodeConfig, cols: Columns,
+         on_step: OnStep = None) -> list[list[int]]:
     """Beam search of a padded batch [B, S] (``engine.search.beam.beam_batch``): the first step runs one row a
-    sentence, then B x beam rows, a dead slot repeating a live row at score -inf."""
+    sentence, then B x beam rows, a dead slot repeating a live row at score -inf; ``on_step`` hears of each step."""
     cache = model.start(*model.encode(src))
     b, width = src.shape[0], decode.beam
     scores = np.zeros((b, 1), dtype=np.float32)  # float32 sums, as the torch search adds them
@@ -129,6 +136,8 @@ def beam(model: PlainMarian, src: np.ndarray, decode: DecodeConfig, cols: Column
     for t in range(steps):
         logp = constrain(log_probs(model.step(tokens, cache), decode, cols), history, t, steps, decode, cols)
         rows, picked, new_scores, done = _advance(logp, scores, (history, finished), t, steps, decode, cols)
+        if on_step is not None:
+            on_step(t + 1, steps)
         if t == steps - 1 or all(done):
             break
         history = [history[r] + [tok] for r, tok in zip(rows, picked)]

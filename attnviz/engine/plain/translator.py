@@ -8,8 +8,9 @@ checks their names and shapes against the folder's plan and their values for inf
 
 from __future__ import annotations
 
+import functools
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -58,9 +59,11 @@ class PlainTranslator(SourceText):
             raise ValueError("the plain runtime reads no prompt; use the torch path for --prompt")
 
     def translate_batch_tokens(self, texts: Sequence[str], decode: DecodeConfig | None = None,
-                               batch_size: int = 128, shortlist: object = None) -> list[list[str]]:
+                               batch_size: int = 128, shortlist: object = None,
+                               progress: Callable[[int, int, int, int], None] | None = None) -> list[list[str]]:
         """``Translator.translate_batch_tokens``: output tokens of many sentences, searched in batches of
-        ``batch_size`` sentences of similar length; empty inputs give empty outputs (no shortlist here)."""
+        ``batch_size`` sentences of similar length, ``progress`` told of each step; empty inputs give empty outputs
+        (no shortlist here)."""
         if shortlist is not None:
             raise ValueError("the plain runtime restricts no output vocabulary; use the torch path for --vmap")
         decode = decode or DecodeConfig()
@@ -80,7 +83,8 @@ class PlainTranslator(SourceText):
             src = np.full((len(chunk), width), PAD_ID, dtype=np.int64)
             for row, i in enumerate(chunk):
                 src[row, :len(prepared[i])] = prepared[i]
-            for i, ids in zip(chunk, search(self.model, src, decode, self.columns), strict=True):
+            tick = None if progress is None else functools.partial(progress, start, len(order))
+            for i, ids in zip(chunk, search(self.model, src, decode, self.columns, tick), strict=True):
                 results[i] = self.tgt_vocab.decode(ids)
         return results
 

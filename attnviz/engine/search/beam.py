@@ -21,7 +21,7 @@ from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import BeamDone, BeamNode, BeamStep, DecodeStep, EncoderPass
 from attnviz.engine.models.protocol import SearchModel
 from attnviz.engine.search.capture import capture_dtype, encoder_maps, on_host
-from attnviz.engine.search.greedy import DecodeInput, device_of, forcing, step_limit
+from attnviz.engine.search.greedy import DecodeInput, StepCallback, device_of, forcing, step_limit
 from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.search.rules import (
     Candidate,
@@ -51,10 +51,10 @@ def _candidates(scores: Tensor, logp: Tensor, width: int) -> list[Candidate]:
 
 @torch.inference_mode()
 def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig, forced: Sequence[int] = (),
-               restricted: Restriction | None = None) -> list[list[int]]:
+               restricted: Restriction | None = None, on_step: StepCallback | None = None) -> list[list[int]]:
     """Beam search (width ``decode.beam``) for a padded batch [B, S]; each sentence's best ids without ``<eos>``,
     the ``forced`` ids first (taken with their log-probabilities, as ``beam_steps`` takes them); ``restricted``: a
-    vocabulary shortlist (``engine.search.shortlist``).
+    vocabulary shortlist (``engine.search.shortlist``); ``on_step(t, limit)`` hears of each step done.
 
     The first step runs one row per sentence (its hypotheses all start alike); then all B x beam hypotheses run as
     one batch with the cache, a dead slot repeating a live row at score -inf.
@@ -73,6 +73,8 @@ def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig, forced: Se
             logp = constrain(log_probs(logits, decode), history, t, steps, decode)
             logp = forcing(logp, t, forced, zero=decode.configured).cpu()  # [B * rows, V]
             rows, picked, new_scores, done = _advance(logp, scores, history, finished, t, (steps, beam), decode)
+            if on_step is not None:
+                on_step(t + 1, steps)
             if t == steps - 1 or all(done):
                 break
             history = [history[r] + [tok] for r, tok in zip(rows, picked)]

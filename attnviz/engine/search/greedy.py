@@ -10,7 +10,7 @@ that tests and benchmarks compare against.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import NamedTuple
 
 import torch
@@ -35,6 +35,9 @@ class DecodeInput(NamedTuple):
     forced: Sequence[int] = ()  # target ids the first steps take instead of choosing (a language model's prefix)
     warnings: Sequence[str] = ()  # about the input (tokens dropped, unknown words)
     roles: Sequence[str] = ()  # an LLM's prompt: each source token's role (``EncoderPass.roles``)
+
+
+StepCallback = Callable[[int, int], None]  # (steps done, the step limit) of a batched search
 
 
 def device_of(model: SearchModel) -> torch.device:
@@ -140,9 +143,11 @@ def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, deco
 
 @torch.inference_mode()
 def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50, decode: DecodeConfig | None = None,
-                 forced: Sequence[int] = (), restricted: Restriction | None = None) -> list[list[int]]:
+                 forced: Sequence[int] = (), restricted: Restriction | None = None,
+                 on_step: StepCallback | None = None) -> list[list[int]]:
     """Greedy search for a padded batch [B, S]; returns each sentence's ids up to (without) ``<eos>``, the
-    ``forced`` ids first (a multilingual model's target language tag).
+    ``forced`` ids first (a multilingual model's target language tag). ``on_step(t, limit)`` hears of each step
+    done (a command line's progress).
 
     Finished sentences leave the batch, so a long straggler does not keep the rest computing. ``decode``'s rules
     (``engine.search.rules``: bans, forced tokens) apply when given; ``restricted``: a vocabulary shortlist
@@ -168,6 +173,8 @@ def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50, decode: Dec
         for row, tok in zip(alive.tolist(), tokens.tolist()):
             if tok != EOS_ID:
                 outputs[row].append(tok)
+        if on_step is not None:
+            on_step(t + 1, limit)
         if finished.all():
             break
         if finished.any():
