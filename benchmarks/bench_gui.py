@@ -12,7 +12,12 @@ with the curves visible and reports the longest stall while the corpus is read a
 first step), the longest stall during training and how often the curves were redrawn.
 Targets: stall < 100 ms, grid redraw < 150 ms, first token < 300 ms, curves updated at least once a second.
 
-    QT_QPA_PLATFORM=offscreen python benchmarks/bench_gui.py [--model CKPT] [--tokens 20] [--train-seconds 30]
+``--model`` may be a model folder, an LLM's among them: it is decoded greedily (not by its own configured decoding,
+whose length limit is its own), so ``--tokens`` holds. ``--large qwen2.5-0.5b`` (or another shape of
+``llm_large.SHAPES``) writes that random-weights LLM folder once into the bench cache and measures it.
+
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_gui.py [--model CKPT | --large NAME] [--tokens 20]
+        [--train-seconds 30]
 """
 
 from __future__ import annotations
@@ -142,9 +147,17 @@ def bench_beam(app, window, width: int, tokens: int) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model")
+    parser.add_argument("--large", help="a random LLM of this shape (llm_large.SHAPES), written once, as --model")
     parser.add_argument("--tokens", type=int, default=20)
     parser.add_argument("--train-seconds", type=float, default=30.0)
     args = parser.parse_args()
+    if args.large:
+        import tempfile
+
+        from llm_large import write_folder
+
+        root = Path(os.environ.get("ATTNVIZ_BENCH_CACHE", Path(tempfile.gettempdir()) / "attnviz-bench"))
+        args.model = str(write_folder(args.large, root, "float32"))
     app = make_app()
     window = MainWindow(QSettings(str(Path("/tmp") / "attnviz-bench.ini"), QSettings.Format.IniFormat))
     window.resize(1400, 900)
@@ -160,6 +173,7 @@ def main() -> None:
         translator.metadata["path"] = "random reference-A weights"
         window._on_loader_produced(translator)
     tab = window.translate_tab
+    tab.sampling_combo.setCurrentIndex(0)  # greedy, so that Max length holds (not a folder's own decoding)
     tab.playback.max_len_spin.setValue(args.tokens)
     tab.playback.instant_check.setChecked(True)
     tab.source_edit.setText(SENTENCE if window.translator.has_source else LM_PREFIX)
@@ -194,7 +208,9 @@ def main() -> None:
     training = bench_training(app, window, args.train_seconds) if os.environ.get("ATTNVIZ_DATA") else {
         "skipped": "set ATTNVIZ_DATA to the folder with the Multi30k files to measure the Train tab"}
     print(json.dumps({
-        "model": args.model or "random reference-A weights, <eos> suppressed",
+        "model": (f"{args.large}-shaped, random weights" if args.large else args.model)
+        or "random reference-A weights, <eos> suppressed",
+        "reads_prompt": bool(window.translator.kind.reads_prompt),
         "output_tokens": len(tab.document.steps),
         "attention_kind": kind,
         "grid_maps": layers * heads,

@@ -33,7 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from PySide6.QtCore import QObject, Signal, Slot
+from PySide6.QtCore import QObject, QTimer, Signal, Slot
 from shiboken6 import isValid
 
 from attnviz.engine.errors import AttnvizError
@@ -48,6 +48,7 @@ STUCK: list[tuple[threading.Thread, QObject]] = []
 _LIVE: weakref.WeakSet[Worker] = weakref.WeakSet()
 
 OUT_OF_MEMORY = "Out of memory. Close other programs or use a smaller model or batch."
+FRAME_S = 1 / 30  # the least time between two hand-overs of a job's events (``Worker``): redraws at a screen's pace
 
 
 class Job(Protocol):
@@ -105,15 +106,38 @@ class JobFailure:
 
 
 class _Runner(QObject):
-    """Lives in the GUI thread; ``run`` is called in the job's thread, so its signals reach the worker queued."""
+    """Lives in the GUI thread; ``run`` is called in the job's thread, so its signals reach the worker queued.
 
-    produced = Signal(object)
+    Events are coalesced: the job's thread appends each to ``pending`` and posts ``ready`` only when none is posted
+    yet, and the GUI thread takes everything pending at once (``take``). A job faster than the window (a tiny LLM
+    decoding hundreds of steps a second) thus leaves one event in Qt's queue, not hundreds that would starve the
+    event loop's timers and painting for seconds. Every event is taken before ``done`` arrives: it is posted after
+    the last event was appended, behind a ``ready`` that takes it."""
+
+    ready = Signal()
     failed = Signal(object)  # JobFailure
     done = Signal()
 
     def __init__(self, job: Job, stop: threading.Event, resume: threading.Event):
         super().__init__()
         self._job, self._stop, self._resume = job, stop, resume
+        self._lock = threading.Lock()
+        self._pending: list[Any] = []
+        self._posted = False  # a ``ready`` is on its way to the GUI thread
+
+    def _post(self, item: Any) -> None:
+        with self._lock:
+            self._pending.append(item)
+            if self._posted:
+                return
+            self._posted = True
+        self.ready.emit()
+
+    def take(self) -> list[Any]:
+        """Every event the job yielded since the last take, in order (GUI thread)."""
+        with self._lock:
+            items, self._pending, self._posted = self._pending, [], False
+        return items
 
     def run(self) -> None:
         winds_down = handles_stop(self._job)
@@ -122,9 +146,11 @@ class _Runner(QObject):
                 self._resume.wait()
                 if self._stop.is_set() and not winds_down:
                     break
-                self.produced.emit(item)
-        except Exception as exc:  # an AttnvizError is the user's to fix; anything else is a bug, shown not lost
-            self.failed.emit(JobFailure.of(exc))
+                self._post(item)
+        except BaseException as exc:  # tokenizers' PanicException too; the interpreter's own exits pass on
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)):
+                raise
+            self.failed.emit(JobFailure.of(exc))  # an AttnvizError is the user's to fix; anything else is a bug
         finally:
             self.done.emit()
 
@@ -133,6 +159,7 @@ class Worker(QObject):
     """Owns one job at a time. ``start(job)`` cancels any running job first."""
 
     produced = Signal(object)  # each event the job yields
+    batched = Signal(object)  # the events that arrived together, as a list (before their ``produced``)
     failed = Signal(object)  # a JobFailure
     finished = Signal()
 
@@ -140,6 +167,11 @@ class Worker(QObject):
         super().__init__(parent)
         self._thread: threading.Thread | None = None
         self._runner: _Runner | None = None
+        # events are handed on at most once a frame: between two hand-overs the event loop paints and runs timers
+        self._frame = QTimer(self)
+        self._frame.setSingleShot(True)
+        self._frame.timeout.connect(self._hand_over)
+        self._handed = 0.0  # when the last hand-over ended (time.monotonic)
         self._retired: list[tuple[threading.Thread, _Runner]] = []  # cancelled jobs still winding down: keep them
         self._stop = threading.Event()
         self._resume = threading.Event()
@@ -154,7 +186,7 @@ class Worker(QObject):
         self._stop, self._resume = threading.Event(), threading.Event()
         self._resume.set()
         runner = _Runner(job, self._stop, self._resume)
-        runner.produced.connect(self._on_runner_produced)
+        runner.ready.connect(self._on_runner_ready)
         runner.failed.connect(self._on_runner_failed)
         runner.done.connect(self._on_runner_done)
         thread = threading.Thread(target=runner.run, name=f"attnviz-job-{getattr(job, '__name__', type(job).__name__)}",
@@ -166,7 +198,7 @@ class Worker(QObject):
         """Ask the running job to stop; its remaining events are dropped."""
         self._retired = [(t, r) for t, r in self._retired if t.is_alive()]
         if self._runner is not None and self._thread is not None:
-            self._runner.produced.disconnect(self._on_runner_produced)
+            self._runner.ready.disconnect(self._on_runner_ready)
             self._runner.failed.disconnect(self._on_runner_failed)
             self._runner.done.disconnect(self._on_runner_done)
             self._retired.append((self._thread, self._runner))
@@ -194,16 +226,43 @@ class Worker(QObject):
         STUCK.extend(job for job in jobs if job[0].is_alive() and job not in STUCK)
         return not any(thread.is_alive() for thread, _ in jobs)
 
-    @Slot(object)
-    def _on_runner_produced(self, item: Any) -> None:
-        self.produced.emit(item)
+    @Slot()
+    def _on_runner_ready(self) -> None:
+        if self._frame.isActive():
+            return  # the next hand-over takes these too
+        wait = FRAME_S - (time.monotonic() - self._handed)
+        if wait > 0:
+            self._frame.start(max(1, round(wait * 1000)))
+        else:
+            self._hand_over()
+
+    @Slot()
+    def _hand_over(self) -> None:
+        """Every event the job yielded since the last hand-over: ``batched`` once, then ``produced`` each."""
+        self._frame.stop()
+        runner = self._runner
+        if runner is None:
+            return  # cancelled meanwhile: its events are dropped
+        items = runner.take()
+        if not items:
+            return
+        try:
+            self.batched.emit(items)
+            for item in items:
+                if self._runner is not runner:
+                    return  # a consumer started another job or cancelled this one: the rest is dropped
+                self.produced.emit(item)
+        finally:
+            self._handed = time.monotonic()
 
     @Slot(object)
     def _on_runner_failed(self, failure: JobFailure) -> None:
+        self._hand_over()  # the events before the failure first
         self.failed.emit(failure)
 
     @Slot()
     def _on_runner_done(self) -> None:
+        self._hand_over()  # what waits for the next frame comes before the end
         if self._thread is not None and self._runner is not None:
             self._retired.append((self._thread, self._runner))  # its thread ends right after this
         self._runner, self._thread = None, None

@@ -43,7 +43,8 @@ def test_the_strip_follows_sentence_only_and_a_folded_chip_sums_its_run(qtbot, w
     from tests.llm_folder import make_llm_folder
 
     tab = load(qtbot, window, str(make_llm_folder(tmp_path, "qwen2")))
-    tab.playback.max_len_spin.setValue(1)  # one step: the layer is picked at the first output row, as here
+    tab.sampling_combo.setCurrentIndex(0)  # greedy: Max length holds (the folder's own decoding has its own)
+    tab.playback.max_len_spin.setValue(1)  # one step: the layer is picked at the first output rows, as here
     translate(qtbot, window, "Der Hund läuft.")
     encoder, strip = tab.document.encoder, tab.source_view
     from attnviz.gui.attention.source import peaked_layer

@@ -5,6 +5,8 @@ head is worth) use a diverging blue-white-red scale centred on zero, so the sign
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from PySide6.QtGui import QColor, QImage
 
@@ -56,6 +58,50 @@ def to_image(matrix: np.ndarray, per_map: bool = False, signed: bool = False,
         rgb[i, j] = np.where(((i - j) % 3 == 0)[:, None], HIDDEN_STRIPE, HIDDEN_GREY)
     image = QImage(rgb.data, cols, rows, cols * 3, QImage.Format.Format_RGB888)
     return image.copy()  # own the pixels: the numpy buffer goes away
+
+
+def to_images(maps: np.ndarray, per_map: bool = False, signed: bool = False,
+              hidden: list[np.ndarray | None] | None = None) -> list[list[QImage]]:
+    """``maps`` [L, H, R, C] as ``to_image`` draws each [R, C] map, coloured in one pass over the whole array (a
+    grid of 24 x 14 heads took one numpy round per map); ``hidden`` per layer as ``to_image``'s."""
+    if maps.ndim != 4 or not maps.size:
+        return [[to_image(m, per_map, signed, None) for m in layer] for layer in maps]
+    clean = np.nan_to_num(maps)
+    if signed:
+        limit = np.abs(clean).max(axis=(2, 3), keepdims=True)  # ``signed_limit`` of each map: NaN is no magnitude
+        limit = np.where(limit > 0, limit, 1.0)
+        values, lut = (np.clip(clean / limit, -1.0, 1.0) + 1) / 2, DIVERGING_LUT
+    elif per_map:
+        lo, hi = maps.min(axis=(2, 3), keepdims=True), maps.max(axis=(2, 3), keepdims=True)
+        span = hi - lo
+        values = np.nan_to_num(np.divide(maps - lo, span, out=np.zeros_like(maps), where=span > 0))
+        lut = LUT
+    else:
+        values, lut = np.clip(clean, 0.0, 1.0), LUT
+    rgb = lut[(values * 255).round().astype(np.intp)]  # [L, H, R, C, 3]
+    rows, cols = maps.shape[2:]
+    images = []
+    for i in range(maps.shape[0]):
+        layer = rgb[i]
+        mask = hidden[i] if hidden is not None and i < len(hidden) else None
+        if mask is not None and mask.shape == (rows, cols) and mask.any():
+            r, c = np.nonzero(mask)
+            layer = layer.copy()
+            layer[:, r, c] = np.where(((r - c) % 3 == 0)[:, None], HIDDEN_STRIPE, HIDDEN_GREY)
+        row = []
+        for head in layer:
+            pixels = np.ascontiguousarray(head)
+            row.append(QImage(pixels.data, cols, rows, cols * 3, QImage.Format.Format_RGB888).copy())
+        images.append(row)
+    return images
+
+
+@functools.cache
+def scale_image(signed: bool = False) -> QImage:
+    """The colour scale as an image one pixel wide, its top the scale's top (a colour bar draws it stretched: one
+    image instead of a pen and a line per pixel row)."""
+    rgb = np.ascontiguousarray((DIVERGING_LUT if signed else LUT)[::-1][:, None, :])  # [256, 1, 3], top = 1
+    return QImage(rgb.data, 1, rgb.shape[0], 3, QImage.Format.Format_RGB888).copy()
 
 
 def color_at(value: float, signed: bool = False) -> QColor:

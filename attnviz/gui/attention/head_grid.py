@@ -22,7 +22,7 @@ from PySide6.QtGui import QBrush, QColor, QImage, QMouseEvent, QPainter, QPalett
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from attnviz.gui.accessible import announce
-from attnviz.gui.attention.colormap import to_image
+from attnviz.gui.attention.colormap import to_images
 from attnviz.gui.widgets import guarded_paint
 
 LABEL_W, LABEL_H, GAP = 26, 16, 4
@@ -74,10 +74,7 @@ class HeadGrid(QWidget):
         maps (an attribution) use the diverging scale centred on zero, as the large map does; ``outside`` per layer
         [R, C] (or None) marks the cells its sliding window leaves out, striped grey as the large map hatches them."""
         before = self.shape()
-        hidden = outside or []
-        self._images = [] if maps is None else [
-            [to_image(m, per_map, signed, hidden[i] if i < len(hidden) else None) for m in layer]
-            for i, layer in enumerate(maps)]
+        self._images = [] if maps is None else to_images(np.asarray(maps), per_map, signed, outside)
         if current is not None and current != self._current and current[0] not in self.shown_layers():
             self.first_layer = current[0]  # a head opened elsewhere (the large view) is shown here; clamped below
         self._current, self._marked, self.off = current, marked, set(off or ())

@@ -15,7 +15,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QImage, QMouseEve
 from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from attnviz.gui.accessible import announce
-from attnviz.gui.attention.colormap import color_at, signed_limit, to_image
+from attnviz.gui.attention.colormap import scale_image, signed_limit, to_image
 from attnviz.gui.attention.labels import DrawnLabel, plan_labels, scaled_font
 from attnviz.gui.attention.layout import AXIS_BAND, Geometry, colour_ticks, geometry, tick_digits, zoomed
 from attnviz.gui.widgets import guarded_paint
@@ -248,9 +248,7 @@ class HeatmapView(QWidget):
     def _draw_colour_bar(self, painter: QPainter, cells: QRect, text_color: QColor, d: HeatmapData,
                          g: Geometry) -> None:
         bar = QRect(cells.right() + BAR_GAP, cells.top(), 12, max(cells.height(), 60))
-        for row in range(bar.height()):
-            painter.setPen(color_at(1 - row / max(bar.height() - 1, 1), d.signed))
-            painter.drawLine(bar.left(), bar.top() + row, bar.right(), bar.top() + row)
+        painter.drawImage(bar, scale_image(d.signed))  # stretched smoothly or not, each row its value's colour
         lo, hi = self.colour_range()
         digits = tick_digits(lo, hi)
         painter.setPen(text_color)

@@ -88,6 +88,16 @@ def word_merger(src_spec: TokenizerSpec, tgt_spec: TokenizerSpec) -> Merger | No
     return functools.partial(merge_translation, src_spec=src_spec, tgt_spec=tgt_spec)
 
 
+KEPT_VIEWS = 8  # assembled translations kept (the latest): each holds [L, H, T, T] maps of its steps
+
+
+def _bound(views: dict) -> None:
+    """Keep the ``KEPT_VIEWS`` newest of ``views``: one per step shown would keep O(T^3) floats of a long decode
+    (a 256-step answer's 256 prefixes), when scrubbing needs only the steps around the one shown."""
+    while len(views) > KEPT_VIEWS:
+        views.pop(next(iter(views)))
+
+
 class DecodeDocument:
     """The Translate tab's one decode (see the module's docstring): fed events, read by views, telling listeners."""
 
@@ -95,6 +105,8 @@ class DecodeDocument:
         self._listeners: list[Listener] = []
         self._pending: deque[DocumentChange] = deque()
         self._telling = False
+        self._holding = False  # inside ``add_all``: the step or path shown waits for the batch's end
+        self._held: StepShown | PathShown | None = None
         self._clear(None, " ".join, None)
 
     def _clear(self, request: DecodeRequest | None, detokenize: Detokenize, merger: Merger | None,
@@ -118,6 +130,11 @@ class DecodeDocument:
         self._listeners.append(listener)
 
     def _tell(self, change: DocumentChange) -> None:
+        if self._holding and isinstance(change, (StepShown, PathShown)):
+            # a batch shows its last step once (``add_all``); a path shown outranks a step of it shown after
+            if not isinstance(self._held, PathShown) or isinstance(change, PathShown):
+                self._held = change
+            return
         self._pending.append(change)
         if self._telling:
             return  # told when the change being told has reached every listener
@@ -165,6 +182,19 @@ class DecodeDocument:
             self._tell(TreeGrew(tuple(added), 0))
         else:
             self._tell(SearchRanked(self.tree.chosen))
+
+    def add_all(self, events: Sequence[SearchEvent]) -> None:
+        """Events that arrived together (a worker's batch), each added as ``add`` adds it, with the step or path
+        shown told once, after the last: the views redraw once per batch, not once per step, so a fast decode
+        cannot hold the window's event loop for seconds."""
+        self._holding, self._held = True, None
+        try:
+            for event in events:
+                self.add(event)
+        finally:
+            held, self._holding, self._held = self._held, False, None
+            if held is not None:
+                self._tell(held)
 
     def finish(self) -> None:
         """The decode's worker ended (after its last event, or after a failure)."""
@@ -345,6 +375,7 @@ class DecodeDocument:
         if n not in self._cache:
             steps = self.steps[:n]
             self._cache[n] = assemble(encoder, steps, self.detokenize([s.token for s in steps]))
+            _bound(self._cache)
         return self._cache[n]
 
     def view(self, upto: int, merged: bool = False) -> Translation | WordAttention:
@@ -356,6 +387,7 @@ class DecodeDocument:
         n = len(t.tokens)
         if n not in self._merged:
             self._merged[n] = self.merger(t)
+            _bound(self._merged)
         return self._merged[n]
 
     def maps(self, kind: str, upto: int, merged: bool = False) -> np.ndarray | None:

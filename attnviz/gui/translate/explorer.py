@@ -100,6 +100,10 @@ class SearchExplorer(QObject):
         self._redraw.setSingleShot(True)
         self._redraw.setInterval(40)
         self._redraw.timeout.connect(self._on_redraw)
+        self._grown = QTimer(self)  # greedy steps that arrive together lay the tree out once, after them
+        self._grown.setSingleShot(True)
+        self._grown.setInterval(0)
+        self._grown.timeout.connect(self._on_grown)
         self.side = QTabWidget()
         self.side.setObjectName("searchTabs")
         self.side.setDocumentMode(True)  # no frame around the page: the side column is narrow
@@ -149,12 +153,14 @@ class SearchExplorer(QObject):
                 self.branch_worker.cancel()
                 self._following = True
                 self._redraw.stop()
+                self._grown.stop()
                 tree_view.set_tree(None)
                 self.panel.set_rows([], None)
             case Encoded():
                 tree_view.set_tree(self.document.tree)
             case StepAdded():
-                tree_view.refresh()
+                if not self._grown.isActive():  # laying out the whole tree per step made a long decode O(n^2)
+                    self._grown.start()
             case TreeGrew(branch=0):
                 if not self._redraw.isActive():  # steps that arrive together are drawn once
                     self._redraw.start()
@@ -185,8 +191,15 @@ class SearchExplorer(QObject):
         if self._following and tree.leader in tree.nodes:
             self.document.show_node(tree.leader, finished=False)
 
+    @Slot()
+    def _on_grown(self) -> None:
+        self.panel.tree_view.refresh()
+
     def _decoded(self) -> None:
         """The main decode ended: list the greedy path and compare with every head on."""
+        if self._grown.isActive():  # the last steps' layout, now: what follows reads it
+            self._grown.stop()
+            self.panel.tree_view.refresh()
         tree, request, translator = self.document.tree, self.document.request, self.translator
         if tree is None or request is None or translator is None:
             return

@@ -103,6 +103,7 @@ class TranslateTab(QWidget):
         header = self.step_table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)  # the side column's width, shared out
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setResizeContentsPrecision(0)  # the rows in view: all of them made each new step O(steps)
         header.setTextElideMode(Qt.TextElideMode.ElideRight)  # a narrow column ends its title in "…"
         self.step_table.verticalHeader().hide()
         self.step_table.setWordWrap(False)  # one line a step: the side column is narrow
@@ -136,7 +137,7 @@ class TranslateTab(QWidget):
         self.source_edit.returnPressed.connect(self.translate)
         self.translate_button.clicked.connect(self.translate)
         self.examples_combo.activated.connect(self._on_examples_activated)
-        self.worker.produced.connect(self._on_worker_produced)
+        self.worker.batched.connect(self._on_worker_batched)  # the events that arrived together: one redraw
         self.worker.failed.connect(self._on_worker_failed)
         self.worker.finished.connect(self._on_worker_finished)
         self.output_view.clicked.connect(self.go_to)
@@ -253,8 +254,8 @@ class TranslateTab(QWidget):
         return self.sampling_row.drawn(self.search.config(DecodeConfig(max_len=self.playback.max_len_spin.value())))
 
     @Slot(object)
-    def _on_worker_produced(self, event: SearchEvent) -> None:
-        self.document.add(event)
+    def _on_worker_batched(self, events: list[SearchEvent]) -> None:
+        self.document.add_all(events)
 
     @Slot(object)
     def _on_worker_failed(self, failure: JobFailure) -> None:
