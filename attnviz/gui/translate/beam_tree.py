@@ -148,12 +148,17 @@ class BeamTreeView(QWidget):
             painter.drawText(self.rect().adjusted(6, 0, -6, 0), Qt.AlignmentFlag.AlignCenter | Qt.TextFlag.TextWordWrap,
                              self.placeholder)
             return
+        # only what the scroll area shows: a long beam search's thousands of nodes made every repaint slow
+        exposed = event.rect().adjusted(-COL_W, -ROW_H, COL_W, ROW_H)
         self._draw_node(painter, ROOT, "<sos>")
-        for node_id in self.node_ids():
+        shown = [i for i in self.node_ids() if self.node_rect(i).united(self.node_rect(self._nodes[i].parent))
+                 .intersects(exposed)]
+        for node_id in shown:
             self._draw_edge(painter, node_id)
-        for node_id in self.node_ids():
-            node = self.tree.nodes[node_id]
-            self._draw_node(painter, node_id, f"{node.step.token} {node.step.probability:.2f}")
+        for node_id in shown:
+            if self.node_rect(node_id).intersects(exposed):
+                node = self.tree.nodes[node_id]
+                self._draw_node(painter, node_id, f"{node.step.token} {node.step.probability:.2f}")
         self._draw_branch_labels(painter)
 
     def _draw_edge(self, painter: QPainter, node_id: int) -> None:

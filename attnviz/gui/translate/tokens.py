@@ -62,6 +62,7 @@ class TokenStrip(QWidget):
         self._room: list[str] = []  # the labels the strip's height is for (``set_tokens``)
         self._roles: list[str] = []  # an LLM prompt's: each token's role (template, instruction, source)
         self._starts: list[bool] = []  # per chip: a subword piece that starts a word (SentencePiece's "▁")
+        self._widths: dict[str, int] = {}  # a label's chip width in the strip's font (a long answer lays out often)
 
     def set_placeholder(self, text: str) -> None:
         self._placeholder = text
@@ -167,8 +168,11 @@ class TokenStrip(QWidget):
         metrics, first = self.fontMetrics(), GAP + self._title_width()
         x, y, rects = first, GAP, list[QRect]()
         h, bar = metrics.height() + CHIP_PAD, SHARE_BAR + 2 if self._shares is not None else 0
+        widths = self._widths
         for tok in self._labels if labels is None else labels:
-            w = metrics.horizontalAdvance(tok) + 10
+            w = widths.get(tok)
+            if w is None:
+                w = widths[tok] = metrics.horizontalAdvance(tok) + 10
             if x + w > self.width() - GAP and x > GAP and rects:
                 x, y = GAP, y + h + GAP + bar
             rects.append(QRect(x, y, w, h))
@@ -187,6 +191,11 @@ class TokenStrip(QWidget):
     def resizeEvent(self, event) -> None:  # noqa: N802
         self.updateGeometry()
 
+    def changeEvent(self, event) -> None:  # noqa: N802
+        if event.type() == QEvent.Type.FontChange:
+            self._widths.clear()  # measured in the old font
+        super().changeEvent(event)
+
     @guarded_paint
     def paintEvent(self, event) -> None:  # noqa: N802
         painter = QPainter(self)
@@ -203,7 +212,10 @@ class TokenStrip(QWidget):
             painter.drawText(self.rect().adjusted(GAP + self._title_width(), 0, 0, 0), Qt.AlignmentFlag.AlignVCenter,
                              self._placeholder)
             return
+        exposed = event.rect()  # a long answer's strip scrolls: only the chips in view are painted
         for i, (tok, rect) in enumerate(zip(self._labels, self._rects)):
+            if not rect.adjusted(-3, -3, 3, SHARE_BAR + 3).intersects(exposed):
+                continue
             fill = pal.color(QPalette.ColorRole.AlternateBase)
             text = pal.color(QPalette.ColorRole.Text)
             if self._weights is not None and i < len(self._weights):
