@@ -24,6 +24,7 @@ from attnviz.gui.model_list import bundled_models, describe, model_summary, pick
 from attnviz.gui.precision import add_precision_menu, load_job, precision
 from attnviz.gui.prompt_menu import add_prompt_action, apply_prompt, reads_prompt
 from attnviz.gui.shortcuts import ShortcutsDialog
+from attnviz.gui.status_bar import ElidingStatusBar
 from attnviz.gui.train.tab import TrainTab
 from attnviz.gui.translate.tab import TranslateTab
 from attnviz.gui.widgets import copyable, stored
@@ -59,6 +60,7 @@ class MainWindow(ViewExports, QMainWindow):
         super().__init__()
         accessible.install()
         self.setWindowTitle("attnviz")
+        self.setStatusBar(ElidingStatusBar(self))  # a long message ends in "…" before the model's summary
         self.setAcceptDrops(True)
         self.settings = settings or QSettings()
         self.translator = None
@@ -146,10 +148,10 @@ class MainWindow(ViewExports, QMainWindow):
                      lambda: self.export_picture(self.translate_tab.attention.grid, "heads"))
         self._action(file_menu, "Export attention pa&nel as PNG...",
                      lambda: self.export_picture(self.translate_tab.attention, "panel"))
-        file_menu.addSeparator()
-        self._action(file_menu, "&Quit", self.quit_by_user, QKeySequence.StandardKey.Quit)
         self._action(file_menu, "&Copy translation", tab.translation_text.copy, "Ctrl+Shift+C",
                      "Copy the finished translation as text")
+        file_menu.addSeparator()  # Quit last, alone, as every desktop application has it
+        self._action(file_menu, "&Quit", self.quit_by_user, QKeySequence.StandardKey.Quit)
         play = self.menuBar().addMenu("Pla&yback")  # Alt+P is the Train tab's Pause
         self._action(play, "&Translate", tab.translate, "Ctrl+Return")
         self._action(play, "&Play / pause", tab.playback.toggle_play, "Ctrl+Space")

@@ -210,3 +210,26 @@ def test_a_worker_stuck_at_close_is_kept_alive_instead_of_destroyed(qtbot):
         thread.join(5)
     assert not worker_module.any_stuck()
     worker_module.STUCK.clear()
+
+
+def test_quit_is_the_file_menus_last_entry_after_a_separator(window):
+    file_menu = window.menuBar().actions()[0].menu()
+    actions = file_menu.actions()
+    assert actions[-1].text() == "&Quit" and actions[-2].isSeparator()
+    assert "&Copy translation" in [a.text() for a in actions[:-2]]
+
+
+def test_a_long_status_message_is_elided_before_the_model_label_whole_in_its_tooltip(qtbot, window):
+    window.resize(1024, 700)
+    window.show()
+    qtbot.waitExposed(window)
+    bar = window.statusBar()
+    long = "Translated: 256 tokens. " + "Stopped at the length limit of 256 tokens: raise Max length. " * 4
+    bar.showMessage(long)
+    assert bar.currentMessage() == long  # the text itself is kept whole
+    shown, room = bar.shown_message(), bar.message_room()
+    assert shown.endswith("\u2026") and long.startswith(shown[:-1]) and bar.toolTip() == long
+    assert room.right() < window.model_label.geometry().left()  # never under the model's summary
+    assert bar.fontMetrics().horizontalAdvance(shown) <= room.width()
+    bar.showMessage("Model ready")
+    assert bar.shown_message() == "Model ready" and bar.toolTip() == ""

@@ -168,3 +168,31 @@ def test_the_first_window_fits_its_screen_and_a_restored_one_is_clamped(qtbot, s
     qtbot.addWidget(again)
     assert available.contains(QRect(again.pos(), again.size())), (available, again.geometry())
 
+
+
+def test_hatched_cells_are_grey_through_with_no_dark_line_between_them(qtbot):
+    """Cells at fractional sizes, each hatched on its own, let the map's dark zero show through at their seams."""
+    view = HeatmapView()
+    qtbot.addWidget(view)
+    view.resize(517, 389)  # odd sizes: fractional cells
+    n = 13
+    future = np.triu(np.ones((n, n), dtype=bool), 1)
+    matrix = np.where(future, 0.0, 1.0 / n).astype(np.float32)
+    labels = tuple(f"t{i}" for i in range(n))
+    view.set_data(HeatmapData(matrix, labels, labels, "rows", "cols", "title", None, masked=future))
+    image = view.grab().toImage()
+    cells = view.map_rect()
+    cw, ch = cells.width() / n, cells.height() / n
+    greys = {(150, 150, 150), (110, 110, 110)}
+    for i in range(n):
+        for j in range(i + 1, n):
+            for y in range(int(cells.top() + i * ch) + 1, int(cells.top() + (i + 1) * ch) - 1):
+                for x in range(int(cells.left() + j * cw) + 1, int(cells.left() + (j + 1) * cw) - 1):
+                    c = image.pixelColor(x, y)
+                    assert (c.red(), c.green(), c.blue()) in greys, (i, j, x, y, c.name())
+    # and the seams between two hatched cells, where the line was
+    for i in range(n - 2):
+        y = round(cells.top() + (i + 1) * ch)
+        x = round(cells.left() + (n - 1 + 0.5) * cw)
+        c = image.pixelColor(x, y)
+        assert (c.red(), c.green(), c.blue()) in greys, (i, c.name())

@@ -39,6 +39,26 @@ class HeatmapData:
     outside: np.ndarray | None = None
 
 
+def masked_spans(mask: np.ndarray, cells: QRect, g: Geometry) -> list[QRect]:
+    """The rectangles (whole pixels) that cover ``mask``'s [R, C] True cells: one per run of a row, edges rounded
+    from the cells' fractional ones so that neighbouring runs meet without a gap."""
+    def edge(origin: int, size: float, k: int) -> int:
+        return round(origin + k * size)
+
+    spans = []
+    for i in range(mask.shape[0]):
+        columns = np.flatnonzero(mask[i])
+        if not columns.size:
+            continue
+        breaks = np.flatnonzero(np.diff(columns) > 1)
+        starts, ends = np.r_[columns[0], columns[breaks + 1]], np.r_[columns[breaks], columns[-1]]
+        top, bottom = edge(cells.top(), g.cell_h, i), edge(cells.top(), g.cell_h, i + 1)
+        for a, b in zip(starts, ends, strict=True):
+            left, right = edge(cells.left(), g.cell_w, int(a)), edge(cells.left(), g.cell_w, int(b) + 1)
+            spans.append(QRect(left, top, right - left, bottom - top))
+    return spans
+
+
 class HeatmapView(QWidget):
     """A labelled heatmap with a colour bar; hovering a cell shows the exact weight and the token pair.
 
@@ -201,12 +221,15 @@ class HeatmapView(QWidget):
             if mask is None or not mask.any():
                 continue
             painter.save()
+            # whole pixels, without antialiasing, one rectangle per run of a row: cells drawn one by one at
+            # fractional edges let the map's dark colour show through between them as thin lines
+            painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
             painter.setPen(Qt.PenStyle.NoPen)
+            spans = masked_spans(mask, cells, g)
             for brush in (QColor(150, 150, 150), QBrush(QColor(110, 110, 110), pattern)):
                 painter.setBrush(brush)
-                for i, j in zip(*np.nonzero(mask)):
-                    painter.drawRect(QRectF(cells.left() + j * g.cell_w, cells.top() + i * g.cell_h, g.cell_w,
-                                            g.cell_h))
+                for span in spans:
+                    painter.drawRect(span)
             painter.restore()
 
     def _draw_outlines(self, painter: QPainter, cells: QRect, d: HeatmapData, g: Geometry) -> None:
