@@ -18,9 +18,9 @@ class ElidingStatusBar(QStatusBar):
         self._permanent: list[QWidget] = []
         self.messageChanged.connect(self._on_message_changed)
 
-    def addPermanentWidget(self, widget: QWidget, stretch: int = 0) -> None:  # noqa: N802
+    def addPermanentWidget(self, widget: QWidget, stretch: int | None = 0) -> None:  # noqa: N802
         self._permanent.append(widget)
-        super().addPermanentWidget(widget, stretch)
+        super().addPermanentWidget(widget, stretch or 0)
 
     def message_room(self) -> QRect:
         """Where the message is drawn: from the left edge to the first visible permanent widget."""
