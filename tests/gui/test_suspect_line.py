@@ -63,3 +63,34 @@ def test_a_calibrated_model_gives_its_aurocs_in_the_tooltip_and_its_rule_in_the_
     assert suspect.label.text().startswith(f"Suspect score: {judge(suspect.found, calibration).text()} \u2014 ")
     assert "calibrated score" in suspect.label.text()
     assert "not calibrated" not in suspect.label.text()
+
+
+def test_the_tabs_under_the_line_stay_put_while_its_figures_arrive(qtbot, loaded):
+    """The line is as tall from "computing..." on as with its figures: the side column's tabs do not jump."""
+    loaded.resize(1366, 768)
+    loaded.show()
+    qtbot.waitExposed(loaded)
+    tab = loaded.translate_tab
+    suspect = tab.quantity.suspect
+    seen: list[tuple[str, int]] = []
+
+    def record() -> None:
+        seen.append((suspect.label.text(), tab.search.side.mapTo(tab, tab.search.side.rect().topLeft()).y()))
+
+    original = suspect.worker.start
+
+    def start(job) -> None:
+        original(job)
+        tab.layout_state.fit_side()
+        qtbot.wait(1)
+        record()  # "computing...": where the tabs are before the figures
+
+    suspect.worker.start = start
+    translate(qtbot, loaded, "q1 q2 q3 q1")
+    qtbot.waitUntil(lambda: suspect.found is not None, timeout=20000)
+    qtbot.wait(50)
+    record()
+    assert seen[0][0] == "Suspect score: computing..." and seen[-1][0].startswith("Suspect score: ")
+    label = suspect.label
+    assert label.height() >= label.heightForWidth(label.width()) - 1  # the reserve holds the whole line
+    assert seen[0][1] == seen[-1][1], seen  # the tabs did not move

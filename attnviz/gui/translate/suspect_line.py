@@ -129,6 +129,7 @@ class SuspectLine(QObject):
         self.worker.cancel()
         self.found, self._key = None, None
         self.label.clear()
+        self.label.setMinimumHeight(0)
         self.label.setToolTip(self._tip)
         self.label.hide()
 
@@ -149,8 +150,22 @@ class SuspectLine(QObject):
             return
         self.found, self._key = None, key
         self.label.setText("Suspect score: computing...")
-        self.label.show()
+        self.label.show()  # laid out in its column first: a hidden label's width is not the column's
+        parent = self.label.parentWidget()
+        width = parent.contentsRect().width() if parent is not None else self.label.width()
+        self.label.setMinimumHeight(self.reserved_height(width))
         self.worker.start(SuspectJob(translator, t))
+
+    def reserved_height(self, width: int) -> int:
+        """The px a whole line with wide figures takes in a column ``width`` px wide: the label keeps it from
+        "computing..." on, so that the tabs under it do not jump down when the figures arrive."""
+        sample = {name: -123.456 for name in SHOWN}
+        text = short_line(sample, self.calibration) if self.compact else line(sample, self.calibration)
+        shown = self.label.text()
+        self.label.setText(text)  # measured as the label lays it out (its margins and wrapping), then put back
+        height = self.label.heightForWidth(max(width, 1))
+        self.label.setText(shown)
+        return max(height, 0)
 
     @Slot(object)
     def _on_worker_produced(self, found: dict[str, float]) -> None:
