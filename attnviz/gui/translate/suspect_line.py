@@ -122,6 +122,7 @@ class SuspectLine(QObject):
         if self.found is None:
             return
         short = self.compact and self.extra_height(self.label.width()) > 0
+        self.label.setMinimumHeight(0)  # the figures are here: the reserve made for them is no longer needed
         self.label.setText(short_line(self.found, self.calibration) if short else self.text())
         self.label.setToolTip(self.text() + "\n\n" + self._tip if short else self._tip)
 
