@@ -198,6 +198,15 @@ def test_the_step_table_shows_an_llms_span_instruction_and_prefix_shares(qtbot, 
     assert "the instruction and chat template" in model.headerData(column, Qt.Orientation.Horizontal,
                                                                    Qt.ItemDataRole.ToolTipRole)
     assert model.data(model.index(0, column)) == "·".join(f"{100 * v:.0f}" for v in parts[0])
+    # readable in the narrow side column: the column takes what its figures need, at 1366x768 too
+    from PySide6.QtWidgets import QHeaderView
+
+    window.resize(1366, 768)
+    qtbot.wait(50)
+    table = tab.step_table
+    assert table.horizontalHeader().sectionResizeMode(column) == QHeaderView.ResizeMode.ResizeToContents
+    widest = max(table.fontMetrics().horizontalAdvance(model.data(model.index(r, column))) for r in range(t))
+    assert table.columnWidth(column) >= widest
 
 
 def test_a_models_own_length_limit_is_said_and_max_length_waits_for_attnvizs_decoding(qtbot, window, qwen):

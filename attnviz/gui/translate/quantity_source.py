@@ -11,7 +11,7 @@ import numpy as np
 from attnviz.engine.analysis.sinks import renormalised, sink_columns, without_sinks
 from attnviz.engine.events import ATTENTION_KINDS, AttentionKind, Translation
 from attnviz.engine.subwords import WordAttention
-from attnviz.engine.text.tokenize import visible_token
+from attnviz.engine.text.tokenize import piece_label, visible_token
 from attnviz.gui.translate.quantities import (
     ATTRIBUTION,
     LENS,
@@ -195,7 +195,7 @@ class QuantitySource:
         rows, cols = (tuple(visible_token(t) for t in axis) for axis in self._labels(kind, upto, merged))
         if kind == ATTRIBUTION.key and self.result is not None:
             n = self._sources(merged)
-            cols = cols[:n] + tuple(PREFIX_MARK + c for c in cols[n:])
+            cols = cols[:n] + tuple(PREFIX_MARK + piece_label(c) for c in cols[n:])  # "→·man", not "→▁man"
         if not self.sinks:
             cols = tuple(c for c, sink in zip(cols, sink_columns(self._labels(kind, upto, merged)[1])) if not sink) \
                 or cols

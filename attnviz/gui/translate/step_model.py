@@ -19,7 +19,9 @@ COLUMNS = ("Step", "Token", "Probability", "Entropy (nats)", "Runner-up")
 AT_LIMIT = " (cut)"  # after the last token of a translation stopped at the length limit (its tooltip says which)
 FORCED_RUNNER = "none: forced"
 SHARE = "Source share"
-PARTS = "% span·instr·prefix"  # an LLM prompt's three shares (``Attribution.shares``) in the Source share column
+# an LLM prompt's three shares (``Attribution.shares``) in the Source share column: short, since the side column is
+# narrow and the column sizes itself to it (its tooltip spells the three out)
+PARTS = "% s·i·p"
 
 
 def describe_step(step: DecodeStep) -> str:
@@ -105,8 +107,8 @@ class StepTableModel(QAbstractTableModel):
         if role == Qt.ItemDataRole.ToolTipRole and self.columns()[section] == SHARE:
             if self._parts is not None:
                 return f"{PARTS} ({self._share_name}): how much of the output token's |attribution| comes from the " \
-                       "sentence's own tokens (the source span), from the instruction and chat template, and from " \
-                       "the output prefix, in percent; the three sum to 100"
+                       "sentence's own tokens (s: the source span), from the instruction and chat template (i), and " \
+                       "from the output prefix (p), in percent; the three sum to 100"
             return f"{SHARE} ({self._share_name}): how much of the output token's attribution comes from the source; " \
                    "the rest comes from the target prefix"
         if role == Qt.ItemDataRole.DisplayRole and self.columns()[section] == SHARE and self._parts is not None:

@@ -47,7 +47,7 @@ from attnviz.gui.translate.loading import LoadingGate
 from attnviz.gui.translate.mode import ModeTexts, mode_texts
 from attnviz.gui.translate.playback import MAX_LEN_TIP, PlaybackBar, length_setting
 from attnviz.gui.translate.quantity_control import QuantityControl
-from attnviz.gui.translate.step_model import StepTableModel
+from attnviz.gui.translate.step_model import SHARE, StepTableModel
 from attnviz.gui.translate.step_views import StepViews
 from attnviz.gui.translate.text import WarningList
 from attnviz.gui.widgets import compact_rows, copyable, named, stored
@@ -104,6 +104,7 @@ class TranslateTab(QWidget):
         header.setSectionResizeMode(QHeaderView.ResizeMode.Stretch)  # the side column's width, shared out
         header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
         header.setResizeContentsPrecision(0)  # the rows in view: all of them made each new step O(steps)
+        self.step_model.modelReset.connect(self._on_step_columns_reset)
         header.setTextElideMode(Qt.TextElideMode.ElideRight)  # a narrow column ends its title in "…"
         self.step_table.verticalHeader().hide()
         self.step_table.setWordWrap(False)  # one line a step: the side column is narrow
@@ -339,6 +340,16 @@ class TranslateTab(QWidget):
         if 0 <= current < self.step_model.rowCount():
             self.step_table.selectRow(current)
         self.quantity.show(current)
+
+    @Slot()
+    def _on_step_columns_reset(self) -> None:
+        """The Source share column, when shown, takes the width its figures need ("14·42·44"), the others share
+        the rest: stretched with them, an LLM's three shares were elided to nothing in the narrow side column."""
+        header = self.step_table.horizontalHeader()
+        for column in range(1, self.step_model.columnCount()):
+            share = self.step_model.columns()[column] == SHARE
+            header.setSectionResizeMode(column, QHeaderView.ResizeMode.ResizeToContents if share
+                                        else QHeaderView.ResizeMode.Stretch)
 
     @Slot(QModelIndex)
     def _on_step_table_clicked(self, index: QModelIndex) -> None:
