@@ -7,6 +7,8 @@ from PySide6.QtCore import QRect, Qt, Slot
 from PySide6.QtGui import QPainter, QPalette
 from PySide6.QtWidgets import QStatusBar, QWidget
 
+from attnviz.gui.widgets import guarded_paint
+
 MARGIN = 6  # px between the message and the bar's left edge, and between it and the first permanent widget
 
 
@@ -36,6 +38,7 @@ class ElidingStatusBar(QStatusBar):
     def _on_message_changed(self, text: str) -> None:
         self.setToolTip(text if text and self.shown_message() != text else "")
 
+    @guarded_paint
     def paintEvent(self, event) -> None:  # noqa: N802
         if not self.currentMessage():
             super().paintEvent(event)

@@ -113,20 +113,12 @@ def _train(run: Trainer, max_steps: int, stop: threading.Event | None) -> Iterat
     busy, window_busy = 0.0, 0.0
     run.model.train()
     epoch_start, watch = run.epoch, DivergenceWatch()
-
-    def stopping() -> bool:  # every rank asks at the same points, so the collective ``agree`` stays in step
-        return ranks.agree(stop is not None and stop.is_set())
-
-    skipped = cfg.eval_every and run.step and run.step % cfg.eval_every == 0 and \
-        not any(r.step == run.step for r in run.history)
-    if skipped:  # a Stop skipped this evaluation on its way out: it comes first now
-        yield from _main_only(run, _evaluate_and_save, run, 0.0, run.epoch, run.batch_index)
-
+    yield from _redo_skipped_evaluation(run)
     for epoch in range(epoch_start, cfg.epochs + 1):
         run.epoch = epoch
         batches = run.batches(epoch)
         for index in ranks.steps(len(batches), run.batch_index if epoch == epoch_start else 0):
-            if stopping() or (max_steps and run.step >= max_steps):
+            if _stopping(ranks, stop) or (max_steps and run.step >= max_steps):
                 yield from _main_only(run, _resume_point, run, epoch, index)
                 if max_steps and run.step >= max_steps:
                     yield TrainFinished(_best_written(run), str(run.paths.last), None)
@@ -145,16 +137,14 @@ def _train(run: Trainer, max_steps: int, stop: threading.Event | None) -> Iterat
                               run.step / total, remaining_seconds(busy, run.step - first_step, total - run.step))
             run.curve.append(step_row(event))
             yield event
-            # a Stop pressed during the step skips the evaluation (minutes on a real corpus) on its way out: the
-            # next turn of the loop saves the resume point and stops
-            if cfg.eval_every and run.step % cfg.eval_every == 0 and not stopping():
+            # a Stop during the step skips the evaluation (minutes): the next turn saves the resume point and stops
+            if cfg.eval_every and run.step % cfg.eval_every == 0 and not _stopping(ranks, stop):
                 yield from _main_only(run, _evaluate_and_save, run, now - started, epoch, index + ranks.world)
                 window_tokens, window_busy = 0, 0.0
-        if (not cfg.eval_every or cfg.save_epochs) or (cfg.eval_every and run.step % cfg.eval_every):
-            if stopping():  # the epoch's end (an evaluation, an epoch file) or the run's last evaluation: skipped
-                yield from _main_only(run, _resume_point, run, epoch, len(batches))  # resumes at the skipped part
-                yield TrainStopped(run.step, str(run.paths.last))
-                return
+        if _epoch_end_work(run, epoch) and _stopping(ranks, stop):  # skipped on the way out; a resume does it
+            yield from _main_only(run, _resume_point, run, epoch, len(batches))
+            yield TrainStopped(run.step, str(run.paths.last))
+            return
         if not cfg.eval_every or cfg.save_epochs:
             yield from _main_only(run, _epoch_end, run, time.perf_counter() - started, epoch)
             window_tokens, window_busy = (0, 0.0) if not cfg.eval_every else (window_tokens, window_busy)
@@ -162,6 +152,25 @@ def _train(run: Trainer, max_steps: int, stop: threading.Event | None) -> Iterat
         yield from _main_only(run, _evaluate_and_save, run, time.perf_counter() - started, cfg.epochs + 1, 0)
     yield from _main_only(run, _run_end, run)
     yield TrainFinished(_best_written(run), str(run.paths.last), run.history[-1] if run.history else None)
+
+
+def _stopping(ranks: Ranks, stop: threading.Event | None) -> bool:
+    """Whether any rank was asked to stop; every rank asks at the same points, so the collective stays in step."""
+    return ranks.agree(stop is not None and stop.is_set())
+
+
+def _epoch_end_work(run: Trainer, epoch: int) -> bool:
+    """Whether an evaluation or an epoch file follows ``epoch``'s last step (a Stop then skips it)."""
+    cfg = run.cfg
+    return bool(not cfg.eval_every or cfg.save_epochs or (epoch == cfg.epochs and run.step % cfg.eval_every))
+
+
+def _redo_skipped_evaluation(run: Trainer) -> Iterator[TrainEvent]:
+    """A resumed run whose last step's evaluation a Stop skipped on its way out: that evaluation, first."""
+    cfg = run.cfg
+    if cfg.eval_every and run.step and run.step % cfg.eval_every == 0 and \
+            not any(r.step == run.step for r in run.history):
+        yield from _main_only(run, _evaluate_and_save, run, 0.0, run.epoch, run.batch_index)
 
 
 def _best_written(run: Trainer) -> str | None:

@@ -6,15 +6,14 @@ user picks (``show_node``); no view keeps a copy. The step table, the token stri
 explorer read the document and listen to it: each listener, a plain callable, is told every ``DocumentChange`` in
 the order they happen (a change made while listeners are being told, such as a listener moving to the new step, is
 told once the current change has reached every listener). Views cut at a step (``translation``, ``view``, ``maps``,
-``heatmap``, ``cross_row``, ``cross_column``) are cached per length, so scrubbing back is instant; ``assemble``
-builds them as it builds the engine's ``Translation``.
+``heatmap``, ``cross_row``, ``cross_column``) are assembled once per length and the latest kept (``cut_views``), so
+scrubbing back is instant.
 """
 
 from __future__ import annotations
 
-import functools
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, TypeAlias
 
@@ -30,13 +29,12 @@ from attnviz.engine.events import (
     DecodeStep,
     EncoderPass,
     Translation,
-    assemble,
 )
 from attnviz.engine.kinds import ModelKind
 from attnviz.engine.search.limit import capped_limit, limit_warning, reached_limit
 from attnviz.engine.search.tree import Graft, SearchEvent, SearchTree
-from attnviz.engine.subwords import WordAttention, merge_translation
-from attnviz.engine.text.tokenize import TokenizerSpec, visible_token
+from attnviz.engine.subwords import WordAttention
+from attnviz.engine.text.tokenize import visible_token
 from attnviz.gui.translate.changes import (
     Cleared,
     DocumentChange,
@@ -49,9 +47,8 @@ from attnviz.gui.translate.changes import (
     StepShown,
     TreeGrew,
 )
+from attnviz.gui.translate.cut_views import CutViews, Detokenize, Merger
 
-Detokenize: TypeAlias = Callable[[Sequence[str]], str]
-Merger: TypeAlias = Callable[[Translation], WordAttention]  # a subword model's piece-to-word merge
 Heatmap: TypeAlias = tuple[np.ndarray, tuple[str, ...], tuple[str, ...], int | None]  # matrix, rows, cols, highlight
 
 
@@ -81,23 +78,6 @@ class _Branch:
     graft: Graft | None
 
 
-def word_merger(src_spec: TokenizerSpec, tgt_spec: TokenizerSpec) -> Merger | None:
-    """The piece-to-word merge of a subword model's translations; None for a word or character model."""
-    if "sentencepiece" not in (src_spec.mode, tgt_spec.mode):
-        return None
-    return functools.partial(merge_translation, src_spec=src_spec, tgt_spec=tgt_spec)
-
-
-KEPT_VIEWS = 8  # assembled translations kept (the latest): each holds [L, H, T, T] maps of its steps
-
-
-def _bound(views: dict) -> None:
-    """Keep the ``KEPT_VIEWS`` newest of ``views``: one per step shown would keep O(T^3) floats of a long decode
-    (a 256-step answer's 256 prefixes), when scrubbing needs only the steps around the one shown."""
-    while len(views) > KEPT_VIEWS:
-        views.pop(next(iter(views)))
-
-
 class DecodeDocument:
     """The Translate tab's one decode (see the module's docstring): fed events, read by views, telling listeners."""
 
@@ -120,8 +100,7 @@ class DecodeDocument:
         self.finished = False
         self.branch_ends: dict[int, int] = {}  # what-if branch -> its end (a beam branch's best finished node)
         self._branch: _Branch | None = None
-        self._cache: dict[int, Translation] = {}
-        self._merged: dict[int, WordAttention] = {}
+        self._views = CutViews()  # views cut at a step, the latest kept
 
     # -- listeners ---------------------------------------------------------------------------------------------------
 
@@ -323,8 +302,7 @@ class DecodeDocument:
     # -- views cut at a step -----------------------------------------------------------------------------------------
 
     def _forget_views(self) -> None:
-        self._cache.clear()
-        self._merged.clear()
+        self._views.clear()
 
     @property
     def mergeable(self) -> bool:
@@ -372,23 +350,13 @@ class DecodeDocument:
         if encoder is None:
             raise ValueError("no encoder pass yet: nothing to assemble")
         n = len(self.steps) if upto < 0 else min(upto + 1, len(self.steps))
-        if n not in self._cache:
-            steps = self.steps[:n]
-            self._cache[n] = assemble(encoder, steps, self.detokenize([s.token for s in steps]))
-            _bound(self._cache)
-        return self._cache[n]
+        return self._views.translation(encoder, self.steps[:n], self.detokenize)
 
     def view(self, upto: int, merged: bool = False) -> Translation | WordAttention:
         """What the attention views show as of step ``upto``: the translation, or (``merged``) its pieces merged
         into words."""
         t = self.translation(upto)
-        if not merged or self.merger is None:
-            return t
-        n = len(t.tokens)
-        if n not in self._merged:
-            self._merged[n] = self.merger(t)
-            _bound(self._merged)
-        return self._merged[n]
+        return t if not merged or self.merger is None else self._views.merged(t, self.merger)
 
     def maps(self, kind: str, upto: int, merged: bool = False) -> np.ndarray | None:
         """[L, H, R, C] of one kind as of step ``upto`` (words when ``merged``)."""

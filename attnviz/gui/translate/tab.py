@@ -38,7 +38,8 @@ from attnviz.gui.attention.panel import AttentionPanel
 from attnviz.gui.shortcuts import SentenceEdit
 from attnviz.gui.translate.changes import DocumentChange, Encoded, Finished, PathShown, StepShown
 from attnviz.gui.translate.controls import SamplingRow, load_examples
-from attnviz.gui.translate.document import DecodeDocument, DecodeRequest, word_merger
+from attnviz.gui.translate.cut_views import word_merger
+from attnviz.gui.translate.document import DecodeDocument, DecodeRequest
 from attnviz.gui.translate.explorer import SearchExplorer
 from attnviz.gui.translate.jobs import DecodeJob
 from attnviz.gui.translate.languages import LanguagePicker
