@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +37,7 @@ from attnviz.engine.models.quantize import int8_summary
 from attnviz.engine.search.beam import beam_batch, beam_steps
 from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch
 from attnviz.engine.search.head_mask import heads_off
+from attnviz.engine.search.limit import BatchProgress
 from attnviz.engine.search.shortlist import Shortlist, restriction
 from attnviz.engine.text.languages import Languages, iso
 from attnviz.engine.text.source import SourceText, _fit, _read_text, _text
@@ -44,7 +45,6 @@ from attnviz.engine.text.tokenize import MULTILINGUAL, TokenizerSpec, languages_
 from attnviz.engine.text.vocab import Vocab
 
 GREEDY = DecodeConfig()
-BatchProgress = Callable[[int, int, int, int], None]  # (sentences done, of how many, a batch's step, its limit)
 SAMPLED = DecodeConfig(temperature=1.0)
 
 

@@ -10,13 +10,13 @@ order. Greedy search takes the argmax of the logits themselves (the log-softmax 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.plain.model import PlainMarian
-from attnviz.engine.search.limit import capped_limit
+from attnviz.engine.search.limit import StepCallback, capped_limit
 from attnviz.engine.search.rules import (
     Candidate,
     banned_tokens,
@@ -77,11 +77,8 @@ def constrain(scores: np.ndarray, prefixes: Sequence[Sequence[int]], t: int, lim
     return scores
 
 
-OnStep = Callable[[int, int], None] | None  # (steps done, the step limit), as the torch path's ``StepCallback``
-
-
 def greedy(model: PlainMarian, src: np.ndarray, decode: DecodeConfig, cols: Columns,
-           on_step: OnStep = None) -> list[list[int]]:
+           on_step: StepCallback | None = None) -> list[list[int]]:
     """Greedy search of a padded batch [B, S]: each sentence's attnviz ids up to (without) ``<eos>``; finished
     sentences leave the batch (``engine.search.greedy.greedy_batch``); ``on_step`` hears of each step."""
     cache = model.start(*model.encode(src))
@@ -123,7 +120,7 @@ def _candidates(scores: np.ndarray, logp: np.ndarray, width: int, cols: Columns)
 
 
 def beam(model: PlainMarian, src: np.ndarray, decode: DecodeConfig, cols: Columns,
-         on_step: OnStep = None) -> list[list[int]]:
+         on_step: StepCallback | None = None) -> list[list[int]]:
     """Beam search of a padded batch [B, S] (``engine.search.beam.beam_batch``): the first step runs one row a
     sentence, then B x beam rows, a dead slot repeating a live row at score -inf; ``on_step`` hears of each step."""
     cache = model.start(*model.encode(src))

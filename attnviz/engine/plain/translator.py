@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -27,6 +27,7 @@ from attnviz.engine.plain.model import PlainMarian
 from attnviz.engine.plain.network import ACTIVATIONS
 from attnviz.engine.plain.search import Columns, beam, greedy
 from attnviz.engine.plain.weights import finite, read_float32
+from attnviz.engine.search.limit import BatchProgress
 from attnviz.engine.text.source import SourceText, _text
 from attnviz.engine.text.vocab import PAD_ID
 
@@ -60,7 +61,7 @@ class PlainTranslator(SourceText):
 
     def translate_batch_tokens(self, texts: Sequence[str], decode: DecodeConfig | None = None,
                                batch_size: int = 128, shortlist: object = None,
-                               progress: Callable[[int, int, int, int], None] | None = None) -> list[list[str]]:
+                               progress: BatchProgress | None = None) -> list[list[str]]:
         """``Translator.translate_batch_tokens``: output tokens of many sentences, searched in batches of
         ``batch_size`` sentences of similar length, ``progress`` told of each step; empty inputs give empty outputs
         (no shortlist here)."""

@@ -21,8 +21,9 @@ from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import BeamDone, BeamNode, BeamStep, DecodeStep, EncoderPass
 from attnviz.engine.models.protocol import SearchModel
 from attnviz.engine.search.capture import capture_dtype, encoder_maps, on_host
-from attnviz.engine.search.greedy import DecodeInput, StepCallback, device_of, forcing, step_limit
+from attnviz.engine.search.greedy import DecodeInput, device_of, forcing, step_limit
 from attnviz.engine.search.head_mask import heads_off
+from attnviz.engine.search.limit import StepCallback
 from attnviz.engine.search.rules import (
     Candidate,
     Pruned,

@@ -10,7 +10,7 @@ that tests and benchmarks compare against.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import NamedTuple
 
 import torch
@@ -21,7 +21,7 @@ from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.models.protocol import Encoded, SearchModel
 from attnviz.engine.search.capture import capture_dtype, encoder_maps, on_host
 from attnviz.engine.search.head_mask import heads_off
-from attnviz.engine.search.limit import capped_limit
+from attnviz.engine.search.limit import StepCallback, capped_limit
 from attnviz.engine.search.rules import constrain, forced_token, log_probs, sampling_cut
 from attnviz.engine.search.shortlist import Restriction, step_logits
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
@@ -35,9 +35,6 @@ class DecodeInput(NamedTuple):
     forced: Sequence[int] = ()  # target ids the first steps take instead of choosing (a language model's prefix)
     warnings: Sequence[str] = ()  # about the input (tokens dropped, unknown words)
     roles: Sequence[str] = ()  # an LLM's prompt: each source token's role (``EncoderPass.roles``)
-
-
-StepCallback = Callable[[int, int], None]  # (steps done, the step limit) of a batched search
 
 
 def device_of(model: SearchModel) -> torch.device:

@@ -1,12 +1,16 @@
 """A search's step limit (the output length asked, capped by the model's target positions), whether a hypothesis
 stopped there instead of at ``<eos>``, and the one sentence that says so: the command line names ``--max-len``, the
-GUI its Max length box. Torch-free, for the GUI's document as for the search."""
+GUI its Max length box; and how a batched search reports its steps on the way (a command line's progress line).
+Torch-free, for the GUI's document as for the search and the plain runtime."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from attnviz.engine.text.vocab import EOS
+
+StepCallback = Callable[[int, int], None]  # a batched search's (steps done, its step limit), after each step
+BatchProgress = Callable[[int, int, int, int], None]  # (sentences done, of how many, the batch's step, its limit)
 
 
 def capped_limit(max_len: int, max_target_len: int) -> int:

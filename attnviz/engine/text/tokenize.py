@@ -56,7 +56,7 @@ def piece_text(token: str) -> tuple[str, bool]:
 def piece_label(token: str) -> str:
     """``token`` for an axis label: its word start marked by a small middle dot instead of "▁", blanks visible."""
     text, starts = piece_text(token)
-    return (QUIET_WORD_MARK if starts else "") + visible_token(text.replace(WORD_START, " ") if starts else text)
+    return (QUIET_WORD_MARK if starts else "") + visible_token(text)
 
 
 _TATOEBA_PUNCT = re.compile(r"([.!?])")

@@ -243,7 +243,7 @@ class AttentionPanel(QWidget):
         self._source, self._step = source, step
         self.merge_check.setEnabled(source is not None and source.mergeable)
         self._sync_kinds()
-        self._settle_peaked_layer()
+        self._settle_peaked_layer()  # the rows it waited for may have come with this step
         self.redraw()
         self.wrap_selectors()  # the selectors' items may have changed their widths
 
@@ -283,15 +283,14 @@ class AttentionPanel(QWidget):
         # without one, the last layer, the one the references show, or an LLM's most peaked one
         if self.chosen_layer is not None and self.chosen_layer < layers:
             layer = self.chosen_layer
-        elif maps is not None and layers > 1 and self._source is not None and kind is not None \
-                and self._source.opens_on_peaked_layer(kind):
-            self._peak_pending = maps.shape[-2] == 0  # no output row yet: chosen at the first one (``display``)
-            layer = layers - 1 if self._peak_pending else peaked_layer(maps)
-        else:
+        else:  # an LLM's most peaked layer is picked once there are output rows (``_settle_peaked_layer``)
+            self._peak_pending = layers > 1 and self._source is not None and kind is not None \
+                and self._source.opens_on_peaked_layer(kind)
             layer = layers - 1
         set_choices(self.layer_combo, [f"Layer {i + 1}" for i in range(layers)], layer, layers > 1)
         set_choices(self.head_combo, *head_choices(heads, self.chosen_head if self.chosen_head <= heads else 0),
                     heads > 1)
+        self._settle_peaked_layer()
 
     def restore_choice(self, kind: str | None, layer: int, head: int) -> None:
         """The kind, layer (-1: none chosen) and head index remembered from the last session."""

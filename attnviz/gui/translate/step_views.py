@@ -22,21 +22,20 @@ from attnviz.gui.translate.tokens import TokenStrip
 from attnviz.gui.translate.topk import TopKView
 from attnviz.gui.widgets import named, scrolled
 
-FOLDED = {"template": "template", "instruction": "instruction"}  # an LLM prompt's roles that fold into one chip
+FOLDED = ("template", "instruction")  # an LLM prompt's roles whose runs fold into one chip each
 
 
 def fold_prompt(tokens: Sequence[str], roles: Sequence[str]) -> tuple[list[str], list[str], list[range]]:
     """An LLM prompt as the Source strip shows it with *Prompt: sentence only*: each run of the chat template's
     tokens and each of the instruction's one chip ("template×12": no space, which a strip would draw as a glyph), the
-    sentence's tokens as they are. Returns the
-    chips' labels, their roles and the prompt positions each chip stands for."""
+    sentence's tokens as they are. Returns the chips' labels, their roles and the prompt positions of each chip."""
     labels, kept, groups = list[str](), list[str](), list[range]()
     start = 0
     for i in range(1, len(tokens) + 1):
         if i < len(tokens) and roles[i] == roles[start] and roles[i] in FOLDED:
             continue
         role = roles[start]
-        labels += [f"{FOLDED[role]}\u00d7{i - start}"] if role in FOLDED else list(tokens[start:i])
+        labels += [f"{role}\u00d7{i - start}"] if role in FOLDED else list(tokens[start:i])
         kept += [role] * (1 if role in FOLDED else i - start)
         groups += [range(start, i)] if role in FOLDED else [range(j, j + 1) for j in range(start, i)]
         start = i
