@@ -226,8 +226,16 @@ class Worker(QObject):
         STUCK.extend(job for job in jobs if job[0].is_alive() and job not in STUCK)
         return not any(thread.is_alive() for thread, _ in jobs)
 
+    def _from_current_job(self) -> bool:
+        """Whether the runner signal being delivered is the current job's. A runner's signals are queued: one that
+        ended (its thread no longer alive) may still have ``done`` on its way when a consumer starts the next job,
+        and disconnecting does not withdraw what is already posted; that late ``done`` must not end the new job."""
+        return self._runner is not None and self.sender() is self._runner
+
     @Slot()
     def _on_runner_ready(self) -> None:
+        if not self._from_current_job():
+            return  # an old job's notice: its events were dropped when it was cancelled
         if self._frame.isActive():
             return  # the next hand-over takes these too
         wait = FRAME_S - (time.monotonic() - self._handed)
@@ -257,11 +265,15 @@ class Worker(QObject):
 
     @Slot(object)
     def _on_runner_failed(self, failure: JobFailure) -> None:
+        if not self._from_current_job():
+            return
         self._hand_over()  # the events before the failure first
         self.failed.emit(failure)
 
     @Slot()
     def _on_runner_done(self) -> None:
+        if not self._from_current_job():
+            return  # a replaced job's end, delivered late: the job running now goes on
         self._hand_over()  # what waits for the next frame comes before the end
         if self._thread is not None and self._runner is not None:
             self._retired.append((self._thread, self._runner))  # its thread ends right after this

@@ -5,6 +5,7 @@ arrives, in order, before ``failed`` and ``finished``; a document shows a batch'
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -55,6 +56,36 @@ def test_a_cancelled_jobs_waiting_events_are_dropped(qtbot):
     count = len(seen)
     qtbot.wait(200)
     assert len(seen) == count and seen == list(range(count))
+
+
+def test_a_replaced_jobs_late_end_does_not_end_the_job_that_follows_it(qtbot):
+    """A job whose thread has ended still has its end on the way; a consumer that starts the next job before the
+    event loop delivers it (the foil chosen right after a result) must get every event of the new job."""
+    worker = Worker()
+    seen: list[int] = []
+    ends: list[int] = []
+    worker.produced.connect(seen.append)
+    worker.finished.connect(lambda: ends.append(len(seen)))
+    gate = threading.Event()
+
+    def quick(stop: threading.Event):
+        yield from ()
+
+    def gated(stop: threading.Event):
+        assert gate.wait(10)
+        yield from range(3)
+
+    worker.start(quick)
+    deadline = time.monotonic() + 10
+    while worker.is_running() and time.monotonic() < deadline:
+        time.sleep(0.01)  # the thread ends; its ``done`` waits in Qt's queue, undelivered
+    assert not worker.is_running()
+    worker.start(gated)
+    qtbot.wait(100)  # the first job's end is delivered now
+    assert worker.is_running() and ends == []
+    with qtbot.waitSignal(worker.finished, timeout=20000):
+        gate.set()
+    assert seen == [0, 1, 2] and ends == [3]
 
 
 def test_a_batch_tells_its_last_step_shown_once_and_every_step_added():
