@@ -1,4 +1,4 @@
-"""ALTI and value zeroing on decoder-only LLM folders (``attribution.mixing.stream``), in float64: the block
+"""ALTI and value zeroing on decoder-only LLM folders (``attribution.mixing``: one stream), in float64: the block
 decomposition is exact, rows are non-negative and sum to 1, keys a head cannot read score 0, grouped-query attention
 gives what the same model with every key/value head repeated gives, and the methods reach the CLI."""
 
@@ -13,13 +13,12 @@ import torch
 
 from attnviz.cli.main import main
 from attnviz.engine.attribution.base import Attribution, attribution_steps
-from attnviz.engine.attribution.mixing.capture import teacher_forced_ids
-from attnviz.engine.attribution.mixing.stream import block_terms, capture_stream, stream_alti
+from attnviz.engine.attribution.mixing.alti import alti_maps, block_terms, layer_contributions
+from attnviz.engine.attribution.mixing.capture import STREAM, Capture, capture, teacher_forced_ids
 from attnviz.engine.attribution.mixing.value_zeroing import (
-    StreamZeroing,
-    _distances,
-    stream_layer,
-    stream_zeroing_steps,
+    ZeroingMaps,
+    layer_scores,
+    value_zeroing,
     zeroing,
 )
 from attnviz.engine.config import DecodeConfig
@@ -42,14 +41,16 @@ def llm(request, tmp_path_factory):
     return _translator(tmp_path_factory, request.param)
 
 
-def _stream(translator, translation, model=None):
+def _stream(translator, translation, model=None) -> Capture:
     src, tgt_in = teacher_forced_ids(translator, translation.src_tokens, translation.words)
-    return capture_stream(model or translator.model, src, tgt_in)
+    cap = capture(model or translator.model, src, tgt_in)
+    assert list(cap.blocks) == list(cap.layers) == [STREAM]  # one stream, one self-attention block per layer
+    return cap
 
 
-def _zeroing(cap) -> StreamZeroing:
-    *_, maps = stream_zeroing_steps(cap)
-    assert isinstance(maps, StreamZeroing)
+def _zeroing(cap: Capture) -> ZeroingMaps:
+    maps = value_zeroing(cap)
+    assert maps.stream is not None and maps.encoder is None
     return maps
 
 
@@ -58,22 +59,22 @@ def test_the_terms_sum_to_the_blocks_output(llm):
     cap = _stream(translator, translation)
     assert cap.width == len(translation.src_tokens)  # the shown prompt; its last token is decoder input 0
     gemma = translator.model.arch.family == "gemma"
-    for block in cap.blocks:
+    for block in cap.blocks[STREAM]:
         terms, bias = block_terms(block)
         # Gemma's post-attention RMSNorm runs in float32 inside the model: the sum holds to its precision
         np.testing.assert_allclose((terms.sum(2) + bias).numpy(), block.out.numpy(), atol=1e-5 if gemma else 1e-12)
 
 
 def test_a_block_decomposed_a_few_rows_at_a_time_gives_the_same_contributions(llm, monkeypatch):
-    from attnviz.engine.attribution.mixing import stream
+    from attnviz.engine.attribution.mixing import alti
 
     translator, translation = llm
     cap = _stream(translator, translation)
-    whole = stream.stream_contributions(cap)
-    d = cap.blocks[0].x.size(-1)
-    monkeypatch.setattr(stream, "CHUNK_BYTES", 2 * 4 * whole.shape[-1] * d * 5)  # 5 rows a chunk
-    assert len(stream.row_chunks(whole.shape[-1], d)) > 2
-    np.testing.assert_allclose(stream.stream_contributions(cap), whole, atol=1e-13)  # the sums run in another order
+    whole = layer_contributions(cap)[STREAM]
+    n, d = whole.shape[-1], cap.blocks[STREAM][0].x.size(-1)
+    monkeypatch.setattr(alti, "CHUNK_BYTES", 2 * 4 * n * d * 5)  # 5 rows a chunk
+    assert len(alti.row_chunks(n, n * d)) > 2
+    np.testing.assert_allclose(layer_contributions(cap)[STREAM], whole, atol=1e-13)  # the sums in another order
 
 
 @pytest.mark.parametrize("method", ["alti-plus", "value-zeroing"])
@@ -92,7 +93,9 @@ def test_rows_are_non_negative_and_sum_to_one(llm, method):
 def test_value_zeroing_scores_exactly_zero_where_no_head_can_read(llm):
     translator, translation = llm
     cap = _stream(translator, translation)
-    maps = _zeroing(cap).maps  # [L, T, N]: the output positions' rows over the whole stream
+    stream = _zeroing(cap).stream  # [L, N, N]: every position's row over the whole stream
+    assert stream is not None
+    maps = stream[:, cap.width:]  # the output positions' rows
     t, n = maps.shape[1:]
     rows, cols = np.indices((t, n))
     rows = rows + cap.width  # each row's stream position
@@ -105,19 +108,37 @@ def test_value_zeroing_scores_exactly_zero_where_no_head_can_read(llm):
             assert np.all(maps[layer][(rows - cols < arch.sliding_window) & (cols <= rows)] > 0)
 
 
-def test_value_zeroing_equals_running_the_layer_again_with_the_value_zeroed(llm):
-    """The shortcut (the zeroed key's term taken off the attention output, the rest of the layer run again) gives
-    what re-running the whole layer with the value vector zeroed at its probe point gives."""
+def test_value_zeroing_in_batches_gives_what_one_batch_gives(llm, monkeypatch):
+    """A long stream's re-runs are split into batches, each with its own reference row: the scores do not change."""
+    from attnviz.engine.attribution.mixing import value_zeroing as vz
+
+    translator, translation = llm
+    cap = _stream(translator, translation)
+    layer = cap.layers[STREAM][-1]
+    whole = layer_scores(cap, layer)
+    n, width = layer.x.size(1), max(translator.model.cfg.ff_dim, layer.x.size(-1))
+    monkeypatch.setattr(vz, "RUN_BYTES", 4 * n * width * 4)  # 3 zeroed rows and the reference a batch
+    np.testing.assert_allclose(layer_scores(cap, layer).numpy(), whole.numpy(), atol=1e-12)
+
+
+def test_value_zeroing_scores_the_cosine_distance_of_the_layer_rerun_with_one_value_zeroed(llm):
+    """Each score is the cosine distance between a position's output of the layer run alone and its output with
+    one position's value vector zeroed at its probe point, one run at a time (nothing batched)."""
     from attnviz.engine.models.probes import attention_point, edit
 
     translator, translation = llm
     cap, model = _stream(translator, translation), translator.model
-    for layer, block in enumerate(cap.blocks):
-        n = block.x.size(1)
-        with torch.inference_mode(), edit(model, {attention_point("decoder", layer, "v"): zeroing(0, n)}):
-            out = model.run_stream_layer(layer, block.x.expand(n + 1, -1, -1))  # row j: j's value zeroed
-        rerun = _distances(out, n)[cap.width:]  # [T, N]
-        np.testing.assert_allclose(stream_layer(cap, layer).numpy(), rerun.numpy(), atol=1e-9)
+    layer = cap.layers[STREAM][0]
+    x, n = layer.x, layer.x.size(1)
+    with torch.inference_mode():
+        reference = model.run_layer("decoder", 0, x)[0]
+        torch.testing.assert_close(reference, layer.out[0], atol=1e-12, rtol=0)  # as in the whole pass
+        for j in (0, n // 2, n - 1):
+            with edit(model, {attention_point("decoder", 0, "v"): zeroing(0, 1, j)}):
+                zeroed = model.run_layer("decoder", 0, x)[0]
+            expected = (1 - torch.nn.functional.cosine_similarity(zeroed, reference, dim=-1)).clamp(min=0)
+            expected[: j] = 0  # earlier positions cannot read j
+            np.testing.assert_allclose(layer_scores(cap, layer)[:, j].numpy(), expected.numpy(), atol=1e-12)
 
 
 def _repeated(model: CausalLM) -> CausalLM:
@@ -138,8 +159,8 @@ def test_grouped_heads_give_the_maps_of_the_same_model_with_heads_repeated(tmp_p
     assert translator.model.arch.kv_heads < translator.model.cfg.heads
     grouped = _stream(translator, translation)
     twin = _stream(translator, translation, _repeated(translator.model))
-    np.testing.assert_allclose(stream_alti(twin).total, stream_alti(grouped).total, atol=1e-10)
-    np.testing.assert_allclose(_zeroing(twin).maps, _zeroing(grouped).maps, atol=1e-10)
+    np.testing.assert_allclose(alti_maps(twin).total, alti_maps(grouped).total, atol=1e-10)
+    np.testing.assert_allclose(_zeroing(twin).stream, _zeroing(grouped).stream, atol=1e-10)
 
 
 def test_a_head_switched_off_has_no_share(tmp_path_factory):
@@ -152,8 +173,8 @@ def test_a_head_switched_off_has_no_share(tmp_path_factory):
               for layer in range(model.cfg.dec_layers)}
     with edit(model, points):
         cap = _stream(translator, translation)
-    assert all(torch.all(block.weights[:, 0] == 0) for block in cap.blocks)
-    maps = stream_alti(cap).total
+    assert all(torch.all(block.weights[:, 0] == 0) for block in cap.blocks[STREAM])
+    maps = alti_maps(cap).total
     np.testing.assert_allclose(maps.sum(-1), 1.0, atol=1e-12)
 
 

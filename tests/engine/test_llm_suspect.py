@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from attnviz.engine.attribution.base import attribution_steps
-from attnviz.engine.attribution.mixing.capture import teacher_forced_ids
-from attnviz.engine.attribution.mixing.stream import capture_stream, stream_alti
+from attnviz.engine.attribution.mixing.alti import alti_maps
+from attnviz.engine.attribution.mixing.capture import capture, teacher_forced_ids
 from attnviz.engine.attribution.suspect import IGNORED, SPAN_SHORT, attention_components, prompt_span
 from attnviz.engine.attribution.suspect_corpus import suspect_sentence, suspect_steps
 from attnviz.engine.attribution.suspect_rank import SuspectRanking
@@ -66,10 +66,10 @@ def test_the_source_share_falls_when_the_output_cannot_read_the_span(llm):
         out[..., first:last] = 0
         return out
 
-    plain = stream_alti(capture_stream(llm.model, src, tgt_in), lengths).span_share((first, last))
+    plain = alti_maps(capture(llm.model, src, tgt_in), lengths).span_share((first, last))
     with edit(llm.model, {attention_point("decoder", layer, "weights"): blind
                           for layer in range(llm.config.dec_layers)}):
-        cut = stream_alti(capture_stream(llm.model, src, tgt_in), lengths).span_share((first, last))
+        cut = alti_maps(capture(llm.model, src, tgt_in), lengths).span_share((first, last))
     assert np.all(cut < plain) and cut.mean() < 0.8 * plain.mean()
 
 

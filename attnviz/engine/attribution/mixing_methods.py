@@ -2,8 +2,8 @@
 (Mohebbi et al. 2023). Torch-free: the methods are listed without a network; their math (``mixing``) is imported
 when one is computed. Both read the Transformer networks' attention blocks (value vectors, output projection,
 residual, LayerNorm), so they are defined for the kinds whose registry entry says ``value_vectors``, and for
-decoder-only LLMs (``reads_prompt``), whose RMSNorm blocks with grouped-query attention ``mixing.stream`` decomposes
-over the prompt and the output as one sequence.
+decoder-only LLMs (``reads_prompt``), whose RMSNorm blocks with grouped-query attention the same decomposition
+(``mixing.alti``) reads over the prompt and the output as one stream.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ softmax shared with its own prefix. Attn-ign-SRC and Wass-to-Unif are then compu
 the sentence's own tokens (the source SPAN of the prompt, ``EncoderPass.span``), each row renormalised to sum to 1
 over the span, so 0.2 and the uniform distribution mean what they mean for an encoder-decoder; sink mass stays the
 raw mass on the whole prompt's sinks (its BOS, template markers, line breaks, punctuation); ``alti_source_share`` is
-ALTI's share of the span (``mixing.stream``: prompt and output as one sequence), the instruction and template tokens
+ALTI's share of the span (``mixing.capture``: prompt and output as one stream), the instruction and template tokens
 not counted.
 
 - ``unk_share``: the share of output tokens (``<eos>`` not counted) that are ``<unk>``; ``repeats``: the most copies

@@ -23,9 +23,9 @@ from attnviz.engine.errors import ConfigError
 from attnviz.engine.models.cache import select_rows
 from attnviz.engine.models.layers import LayerCache, widened
 from attnviz.engine.models.llm_arch import LLMArch
-from attnviz.engine.models.llm_layers import GroupedBlock, LLMLayer, RMSNorm
-from attnviz.engine.models.probes import BlockNames, LayerNames, ProbeBoard, tap
-from attnviz.engine.models.protocol import Decoded, Encoded, IncrementalModel
+from attnviz.engine.models.llm_layers import LLMLayer, RMSNorm
+from attnviz.engine.models.probes import BlockNames, LayerNames, ProbeBoard, ProbeError, tap
+from attnviz.engine.models.protocol import AttentionBlock, Decoded, Encoded, IncrementalModel
 from attnviz.engine.models.rope import inverse_frequencies, rotations
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID
 
@@ -98,6 +98,7 @@ class LLMBody(nn.Module):
 class CausalLM(IncrementalModel):
     """A Llama-like or Gemma-like decoder (``LLMArch``) reading a prompt as its source."""
 
+    one_stream = True  # the prompt's pass and the output steps run the same layers over one sequence
     inv_freq: Tensor
     inv_freq_local: Tensor
 
@@ -288,29 +289,28 @@ class CausalLM(IncrementalModel):
     def readout(self) -> str:
         return "the final RMSNorm, then the output projection"
 
-    # -- what mixing analyses read (``attribution.mixing.stream``) ----------------------------------------------------
+    # -- what mixing analyses read (``attribution.mixing``) ------------------------------------------------------------
 
-    def grouped_block(self, layer: int) -> GroupedBlock:
-        """Layer ``layer``'s attention block as ALTI decomposes it: output projection, groups, post-norm."""
+    def attention_block(self, kind: str, layer: int) -> AttentionBlock:
+        """Layer ``layer``'s one attention block, which the prompt's pass (``encoder``) and the output steps
+        (``decoder``) both run: output projection, key/value groups, Gemma's post-attention norm."""
+        if kind not in ("encoder", "decoder"):
+            raise ProbeError(f"A decoder-only LLM has no {kind} attention block: its output reads the prompt through "
+                             "its one self-attention.")
         return self.decoder_layers()[layer].block()
 
-    def finish_layer(self, layer: int, x: Tensor, attention: Tensor) -> Tensor:
-        """Layer ``layer``'s output [..., D] from its input ``x`` [..., D] and its attention block's output before
-        the residual (and before Gemma's post-norm) ``attention`` [..., D]: the residual sum, then the feed-forward
-        (value zeroing changes the attention's output and runs the rest of the layer on it), through the output
-        steps' probe points (``dec.{l}.self.resid``, ``dec.{l}.ff.out``, ``dec.{l}.out``)."""
-        return self.decoder_layers()[layer].finish(x, attention, self.probes.plan(), prompt=False)
-
-    def run_stream_layer(self, layer: int, x: Tensor) -> Tensor:
+    def run_layer(self, side: str, layer: int, x: Tensor, mask: Tensor | None = None,
+                  memory: Tensor | None = None) -> Tensor:
         """Layer ``layer`` alone over whole sequences ``x`` [B, N, D] (the prompt's slots then the decoder inputs,
         at positions 0..N-1, every slot real), causal and (a sliding layer) windowed as in the passes. Its probe
         points fire under the output steps' names (``dec.{l}.*``), so an edit of ``dec.{l}.self.v`` reaches every
-        position's value vectors: the plain re-run that value zeroing's shortcut (``finish_layer``) is tested
-        against."""
+        position's value vectors. ``mask`` and ``memory`` are not read: one stream has neither."""
+        if side != "decoder":
+            raise ProbeError(f"A decoder-only LLM runs its layers over one stream (side 'decoder'), not {side!r}.")
         module = self.decoder_layers()[layer]
         positions = torch.arange(x.size(1), device=x.device).expand(x.size(0), -1)
-        mask = self._mask(module.sliding, positions, positions, torch.ones_like(positions, dtype=torch.bool), False)
-        out, _ = module(x, self._rope(module.sliding, positions, x.dtype), LayerCache(None, None), 0, mask, False,
+        causal = self._mask(module.sliding, positions, positions, torch.ones_like(positions, dtype=torch.bool), False)
+        out, _ = module(x, self._rope(module.sliding, positions, x.dtype), LayerCache(None, None), 0, causal, False,
                         self.probes.plan(), prompt=False)
         return out
 

@@ -8,8 +8,6 @@ heads, T new positions, K keys, D width, dh head width.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
@@ -18,6 +16,7 @@ from attnviz.engine.config import ModelConfig
 from attnviz.engine.models.layers import ACTIVATIONS, LayerCache, widened
 from attnviz.engine.models.llm_arch import LLMArch
 from attnviz.engine.models.probes import BlockNames, LayerNames, Plan, tap
+from attnviz.engine.models.protocol import AttentionBlock, BlockNorm
 from attnviz.engine.models.rope import rotate
 
 
@@ -40,21 +39,6 @@ class RMSNorm(nn.Module):
     def gain(self) -> Tensor:
         """The factor [D] x / rms(x) is multiplied by: ``weight`` (Llama) or ``1 + weight`` (Gemma)."""
         return 1.0 + self.weight if self.gemma else self.weight
-
-
-@dataclass(frozen=True)
-class GroupedBlock:
-    """What a mixing analysis (ALTI, ``attribution.mixing.stream``) needs of one layer's attention block beside
-    what passes its probe points (the stream entering it, the value vectors of its G key/value heads, the weights of
-    its H query heads, the residual sum leaving it): the output projection, and Gemma's post-attention RMSNorm (a
-    norm of the block's output before the residual adds it; None in a Llama-way layer)."""
-
-    out_weight: Tensor  # [D, H * dh] (out_features, in_features)
-    out_bias: Tensor | None  # [D]
-    heads: int  # H query heads; query head h reads key/value head h // (H / G)
-    kv_heads: int  # G
-    post_gain: Tensor | None  # [D] the post-attention norm's factor (``RMSNorm.gain``); None: no such norm
-    post_eps: float
 
 
 class GroupedAttention(nn.Module):
@@ -159,12 +143,15 @@ class LLMLayer(nn.Module):
             self.post_feedforward_layernorm = RMSNorm(cfg.d_model, cfg.ln_eps, gemma)
         self.gemma, self.sliding = gemma, arch.sliding(layer)
 
-    def block(self) -> GroupedBlock:
-        attn = self.self_attn
-        post = self.post_attention_layernorm if self.gemma else None
+    def block(self) -> AttentionBlock:
+        """The attention block as mixing analyses decompose it: Llama's pre-attention RMSNorm acts on each key's
+        input (no norm after the block); Gemma's post-attention RMSNorm reads the block's output."""
+        attn, post = self.self_attn, self.post_attention_layernorm
         bias = None if attn.o_proj.bias is None else attn.o_proj.bias.detach()
-        return GroupedBlock(attn.o_proj.weight.detach(), bias, attn.heads, attn.kv_heads,
-                            None if post is None else post.gain().detach(), self.post_attention_layernorm.eps)
+        if not self.gemma:
+            return AttentionBlock(attn.o_proj.weight.detach(), bias, attn.heads, attn.kv_heads, None, "none")
+        norm = BlockNorm(post.gain().detach(), None, post.eps, centred=False)
+        return AttentionBlock(attn.o_proj.weight.detach(), bias, attn.heads, attn.kv_heads, norm, "block")
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], cache: LayerCache, at: int, mask: Tensor | None,
                 need_weights: bool, plan: Plan | None, prompt: bool) -> tuple[Tensor, Tensor | None]:

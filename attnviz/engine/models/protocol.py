@@ -47,16 +47,37 @@ class Decoded:
 
 
 @dataclass(frozen=True)
-class AttentionBlock:
-    """What a mixing analysis (ALTI+, norm-weighted attention) needs of an attention block beside what passes its
-    probe points: the output projection and the LayerNorm of the block's residual connection."""
+class BlockNorm:
+    """A LayerNorm or RMSNorm after an attention block: z -> gain * (z - mean(z)) / sqrt(var(z) + eps) + bias
+    (``centred``, LayerNorm) or gain * z / sqrt(mean(z^2) + eps) (RMSNorm, no bias). Once the scale of the whole
+    sum is fixed it is linear, which is how mixing analyses take each term through it."""
 
-    out_weight: Tensor  # [D, D] (out_features, in_features)
+    gain: Tensor  # [D] the factor the normalised vector is multiplied by
+    bias: Tensor | None  # [D]
+    eps: float
+    centred: bool
+
+
+@dataclass(frozen=True)
+class AttentionBlock:
+    """What a mixing analysis (ALTI+, norm-weighted attention, value zeroing) needs of one attention block beside
+    what passes its probe points (the stream entering it, its value vectors, its weights, the stream leaving it):
+    the output projection, the key/value head groups and the norm its output passes.
+
+    ``norm_reads`` says where that norm sits: ``"sum"``, the residual sum (post-LN, ``LN(x + a)``); ``"block"``, the
+    block's output before the residual adds it (Gemma's post-attention norm, ``x + N(a)``); ``"none"``, no norm after
+    the block (pre-norm: the norm before it acts on each key's own input, inside that key's term)."""
+
+    out_weight: Tensor  # [D, H * dh] (out_features, in_features)
     out_bias: Tensor | None  # [D]
-    norm_weight: Tensor  # [D]
-    norm_bias: Tensor  # [D]
-    norm_eps: float
-    pre_norm: bool  # LN(x) feeds the block (pre-norm) or LN(x + block) leaves it (post-norm)
+    heads: int  # H query heads; query head h reads key/value head h // (H / G)
+    kv_heads: int  # G (H: every head its own)
+    norm: BlockNorm | None
+    norm_reads: str  # "sum", "block" or "none"
+
+    def __post_init__(self) -> None:
+        if self.norm_reads not in ("sum", "block", "none") or (self.norm is None) != (self.norm_reads == "none"):
+            raise ValueError(f"an attention block's norm reads 'sum', 'block' or 'none', not {self.norm_reads!r}")
 
 
 class IncrementalModel(nn.Module):
@@ -72,6 +93,9 @@ class IncrementalModel(nn.Module):
 
     cfg: ModelConfig
     has_source: bool = True
+    # the decoder's self-attention continues the encoder's positions through the same layers (a decoder-only LLM:
+    # the prompt's pass, then the output steps): mixing analyses read the two passes as one stream
+    one_stream: bool = False
     probes: ProbeBoard
 
     def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
@@ -121,12 +145,16 @@ class IncrementalModel(nn.Module):
         """What ``read_out`` passes a layer's output through, in words."""
         return "the output projection"
 
-    def run_layer(self, side: str, layer: int, x: Tensor, mask: Tensor, memory: Tensor | None = None) -> Tensor:
-        """One layer alone on its input (value zeroing re-runs layers), its probe points firing."""
+    def run_layer(self, side: str, layer: int, x: Tensor, mask: Tensor | None = None,
+                  memory: Tensor | None = None) -> Tensor:
+        """One layer alone on its input ``x`` [B, T, D] (value zeroing re-runs layers), its probe points firing: an
+        ``encoder`` layer with ``mask`` [B, 1, 1, T] over ``x``; a ``decoder`` layer over its causal prefix and, when
+        given, ``memory`` [B, S, D] under ``mask`` [B, 1, 1, S]. A ``one_stream`` network's decoder layer reads ``x``
+        as whole sequences (the prompt's positions, then the output's; no mask: every position real)."""
         raise ProbeError(f"A {type(self).__name__}'s layers cannot be run one at a time.")
 
     def attention_block(self, kind: str, layer: int) -> AttentionBlock:
-        """An attention block's output projection and residual LayerNorm (ALTI+, norm-weighted attention)."""
+        """The attention block ``kind`` (``encoder``, ``decoder`` self-attention, ``cross``) of ``layer``."""
         raise ProbeError(f"A {type(self).__name__} has no Transformer attention blocks.")
 
     @property
@@ -152,6 +180,7 @@ class SearchModel(Protocol):
 
     cfg: ModelConfig
     has_source: bool  # False for a language model, whose ``encode`` returns an empty source
+    one_stream: bool  # the decoder continues the encoder's positions through the same layers (a decoder-only LLM)
     probes: ProbeBoard  # the network's probe points (``engine.models.probes``)
 
     def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
@@ -180,6 +209,20 @@ class SearchModel(Protocol):
 
     def __call__(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
         """Training: logits [B, T, V] for the target inputs ``tgt_in``."""
+
+    def attention_block(self, kind: str, layer: int) -> AttentionBlock:
+        """An attention block's output projection, head groups and norm (ProbeError where it has none)."""
+
+    def run_layer(self, side: str, layer: int, x: Tensor, mask: Tensor | None = None,
+                  memory: Tensor | None = None) -> Tensor:
+        """One layer alone on its input, its probe points firing (ProbeError where it cannot)."""
+
+    def read_out(self, hidden: Tensor) -> Tensor:
+        """Any decoder layer's output [B, T, D] read as the last one's: logits [B, T, V] (the logit lens)."""
+
+    @property
+    def readout(self) -> str:
+        """What ``read_out`` passes a layer's output through, in words."""
 
     @property
     def max_target_len(self) -> int: ...

@@ -22,7 +22,7 @@ from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.models.layers import DecoderCache, DecoderLayer, Embedding, EncoderLayer, LayerCache, widened
 from attnviz.engine.models.probes import BlockNames, LayerNames, ProbeBoard, ProbeError, tap
-from attnviz.engine.models.protocol import AttentionBlock, Decoded, Encoded, IncrementalModel
+from attnviz.engine.models.protocol import AttentionBlock, BlockNorm, Decoded, Encoded, IncrementalModel
 from attnviz.engine.models.quantize import rows_of
 from attnviz.engine.text.vocab import PAD_ID
 
@@ -158,7 +158,8 @@ class Transformer(IncrementalModel):
             return "the output projection (each post-norm layer ends in its own LayerNorm)"
         return "the final LayerNorm, then the output projection"
 
-    def run_layer(self, side: str, layer: int, x: Tensor, mask: Tensor, memory: Tensor | None = None) -> Tensor:
+    def run_layer(self, side: str, layer: int, x: Tensor, mask: Tensor | None = None,
+                  memory: Tensor | None = None) -> Tensor:
         """One ``encoder`` or ``decoder`` layer alone on its input ``x`` [B, T, D] (no cache; a decoder layer sees
         its causal prefix and, when given, ``memory`` [B, S, D] under ``mask`` [B, 1, 1, S]; an encoder layer's
         ``mask`` covers ``x``): its output [B, T, D], the layer's probe points firing as in a whole pass."""
@@ -186,8 +187,11 @@ class Transformer(IncrementalModel):
             attention, residual = self.decoder_layers()[layer].cross_attn, self.decoder_layers()[layer].res_cross
         else:
             raise ProbeError(f"This network has no {kind} attention.")
-        proj, norm = attention.out_proj, residual.norm
-        return AttentionBlock(proj.weight, proj.bias, norm.weight, norm.bias, norm.eps, residual.pre_norm)
+        proj, norm, heads = attention.out_proj, residual.norm, self.cfg.heads
+        if residual.pre_norm:  # the LayerNorm acts on each key's input, inside its term
+            return AttentionBlock(proj.weight, proj.bias, heads, heads, None, "none")
+        return AttentionBlock(proj.weight, proj.bias, heads, heads, BlockNorm(norm.weight, norm.bias, norm.eps, True),
+                              "sum")
 
     def forward(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:
         """Teacher-forced logits [B, T, V] for training (a Transformer always sees the gold prefix)."""

@@ -3,29 +3,22 @@
 Both give one map per decoder layer over the source tokens then the decoder inputs (``Attribution.source`` [L, T, S]
 beside ``prefix`` [L, T, T]); ALTI+ rolled out through the layers (what an output token rests on after layer l,
 rows summing to 1, the source share its source columns' sum), value zeroing per layer as the paper shows it. A
-language model has no source: its maps have no source columns. A decoder-only LLM (a kind that ``reads_prompt``) is
-analysed over its one stream, prompt then output (``mixing.stream``): its source columns are the shown prompt, and
+language model has no source: its maps have no source columns. A decoder-only LLM (a ``one_stream`` network) is
+analysed over its one stream, prompt then output (``mixing.capture``): its source columns are the shown prompt, and
 the prompt's last token, its first decoder input, is the prefix's first column.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 
 from attnviz.engine.attribution.base import Attribution, AttributionEvent, AttributionProgress
 from attnviz.engine.attribution.mixing.alti import AltiMaps, alti_maps
-from attnviz.engine.attribution.mixing.capture import Capture, capture, teacher_forced_ids
-from attnviz.engine.attribution.mixing.stream import capture_stream, stream_alti
-from attnviz.engine.attribution.mixing.value_zeroing import (
-    StreamZeroing,
-    ZeroingMaps,
-    stream_zeroing_steps,
-    value_zeroing_steps,
-)
+from attnviz.engine.attribution.mixing.capture import STREAM, Capture, capture, teacher_forced_ids
+from attnviz.engine.attribution.mixing.value_zeroing import ZeroingMaps, value_zeroing_steps
 
 ALTI_SETTINGS = {"distance": "L1 (Manhattan)", "normalisation": "max(0, ||y||_1 - d) / row sum",
                  "layer norm": "linear with the output's own mean and variance", "rollout": True,
@@ -48,11 +41,8 @@ def capture_sentence(translator, src_tokens: Sequence[str], tokens: Sequence[str
 
 
 def sentence_alti(translator, src_tokens: Sequence[str], tokens: Sequence[str]) -> AltiMaps:
-    """ALTI and ALTI+ of one teacher-forced translation (heads switched off in this thread stay off); a decoder-only
-    LLM's over its stream (``total`` [L, T, S + T] all the same)."""
-    if translator.kind.reads_prompt:
-        src, tgt_in = teacher_forced_ids(translator, src_tokens, tokens)
-        return stream_alti(capture_stream(translator.model, src, tgt_in), (len(src_tokens), len(tokens)))
+    """ALTI and ALTI+ of one teacher-forced translation (heads switched off in this thread stay off); a one-stream
+    network's over its stream (``total`` [L, T, S + T] all the same)."""
     return alti_maps(capture_sentence(translator, src_tokens, tokens))
 
 
@@ -71,51 +61,40 @@ def alti_steps(translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...],
     source, prefix = _split(maps.total, len(src_tokens))
     notes: tuple[str, ...] = ("ALTI+ rolled out through the layers: layer l shows what each output token rests on "
                               "after decoder layer l; rows sum to 1 over the source and the prefix.",)
+    stream = STREAM in maps.layers
     if not translator.has_source:
         notes += ("A language model reads no source: this is ALTI of its decoder self-attention.",)
-    if translator.kind.reads_prompt:
+    if stream:
         notes += (LLM_NOTE,)
-    reported = LLM_ALTI_SETTINGS if translator.kind.reads_prompt else ALTI_SETTINGS
-    yield Attribution("alti-plus", dict(reported), src_tokens, tokens, source, prefix, layered=True,
-                      notes=notes)
+    yield Attribution("alti-plus", dict(LLM_ALTI_SETTINGS if stream else ALTI_SETTINGS), src_tokens, tokens,
+                      source, prefix, layered=True, notes=notes)
 
 
-Zeroed = ZeroingMaps | StreamZeroing
-
-
-def _zeroing_run(translator, src_tokens: Sequence[str], tokens: Sequence[str]
-                 ) -> tuple[int, Iterator[int | Zeroed], Callable[[Any], tuple[np.ndarray, np.ndarray]], str]:
-    """(layers, the steps, how the maps become ``source`` and ``prefix``, the note) of one sentence's run."""
-    if translator.kind.reads_prompt:
-        src, tgt_in = teacher_forced_ids(translator, src_tokens, tokens)
-        stream = capture_stream(translator.model, src, tgt_in)
-        return (len(stream.blocks), stream_zeroing_steps(stream), lambda m: m.split(len(src_tokens)),
-                "Value zeroing per layer (not rolled out) over the prompt and the output as one sequence: each "
-                "position's value zeroed in every key/value head; each row normalised over the prompt and the "
-                "prefix together. The prompt's last token, the first decoder input, is the prefix's first column "
-                "(<sos>); a later position or one outside a sliding window scores exactly 0.")
-    cap = capture_sentence(translator, src_tokens, tokens)
-    return (len(cap.layers.get("encoder", [])) + len(cap.layers["decoder"]), value_zeroing_steps(cap),
-            lambda m: _split(m.decoder, len(src_tokens)),
-            "Value zeroing per decoder layer (not rolled out): each row is normalised over the source tokens "
-            "(zeroed in cross-attention) and the decoder inputs (zeroed in self-attention) together.")
+STREAM_ZEROING_NOTE = ("Value zeroing per layer (not rolled out) over the prompt and the output as one sequence: "
+                       "each position's value zeroed in every key/value head; each row normalised over the prompt "
+                       "and the prefix together. The prompt's last token, the first decoder input, is the prefix's "
+                       "first column (<sos>); a later position or one outside a sliding window scores exactly 0.")
+ZEROING_NOTE = ("Value zeroing per decoder layer (not rolled out): each row is normalised over the source tokens "
+                "(zeroed in cross-attention) and the decoder inputs (zeroed in self-attention) together.")
 
 
 def zeroing_steps(translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...], settings,
                   stop: threading.Event | None) -> Iterator[AttributionEvent]:
     """The registered method ``value-zeroing``: the layers one by one (progress between them), per-layer maps."""
-    total, steps, split, note = _zeroing_run(translator, src_tokens, tokens)
+    cap = capture_sentence(translator, src_tokens, tokens)
+    total = sum(len(layers) for layers in cap.layers.values())
     yield AttributionProgress(0, total, "value zeroing", "layers")
     maps = None
-    for item in steps:
+    for item in value_zeroing_steps(cap):
         if stop is not None and stop.is_set():
             return
-        if isinstance(item, (ZeroingMaps, StreamZeroing)):
+        if isinstance(item, ZeroingMaps):
             maps = item
         else:
             yield AttributionProgress(item, total, "value zeroing", "layers")
     if maps is None:
         return
-    source, prefix = split(maps)
+    source, prefix = _split(maps.decoder, len(src_tokens))
+    note = STREAM_ZEROING_NOTE if maps.stream is not None else ZEROING_NOTE
     yield Attribution("value-zeroing", dict(ZEROING_SETTINGS), src_tokens, tokens, source, prefix, layered=True,
                       notes=(note,))

@@ -15,7 +15,6 @@ from torch import Tensor
 from attnviz.engine.analysis.corpus import Example, batch_order, encode_corpus
 from attnviz.engine.attribution.mixing.alti import alti_maps, layer_contributions
 from attnviz.engine.attribution.mixing.capture import Capture, capture
-from attnviz.engine.attribution.mixing.stream import StreamCapture, capture_stream, stream_alti, stream_contributions
 from attnviz.engine.attribution.suspect import component_values
 from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.search.greedy import allowed_logits, device_of, greedy_batch, step_limit
@@ -40,30 +39,22 @@ def decoded(translator, sources: Sequence[str], batch_size: int = 64) -> Iterato
     yield out
 
 
-def _pass(translator, src: Tensor, tgt_in: Tensor, with_alti: bool
-          ) -> tuple[Tensor, Tensor, Capture | StreamCapture | None]:
+def _pass(translator, src: Tensor, tgt_in: Tensor, with_alti: bool) -> tuple[Tensor, Tensor, Capture | None]:
     """Decoder output [B, T, D], the last layer's cross-attention [B, H, T, S] (an LLM's rows over its prompt) and
     (ALTI+) the captured blocks."""
     model = translator.model
-    if with_alti and translator.kind.reads_prompt:
-        stream = capture_stream(model, src, tgt_in)
-        return stream.hidden, stream.cross, stream
     if with_alti:
         cap = capture(model, src, tgt_in)
-        return cap.hidden, cap.blocks["cross"][-1].weights, cap
+        return cap.hidden, cap.cross, cap
     dec = model.decode(tgt_in, model.encode(src, need_weights=True), need_weights=True)
     return dec.hidden, dec.cross_attention[-1], None
 
 
-def _shares(cap: Capture | StreamCapture | None) -> Callable[[int, int, int, tuple[int, int] | None], np.ndarray]:
+def _shares(cap: Capture) -> Callable[[int, int, int, tuple[int, int] | None], np.ndarray]:
     """share(b, S, T, span): sentence b's ALTI+ source share per output token (an LLM: its span's), from the
     batch's contributions computed once."""
-    if isinstance(cap, StreamCapture):
-        per = stream_contributions(cap)
-        return lambda b, s, t, span: stream_alti(cap, (s, t), b, per).span_share(span)
-    assert cap is not None  # only called with a capture
-    layers = {k: v.double().cpu().numpy() for k, v in layer_contributions(cap).items()}
-    return lambda b, s, t, span: alti_maps(cap, (s, t), b, layers).source_share
+    per = layer_contributions(cap)
+    return lambda b, s, t, span: alti_maps(cap, (s, t), b, per).span_share(span)
 
 
 @torch.inference_mode()

@@ -1,26 +1,22 @@
 """Value zeroing (Mohebbi et al. 2023, "Quantifying context mixing in transformers"): a token-to-token
 context-mixing map per layer.
 
-For layer l and token j, the layer is run again on its original input with j's value vector (x_j W_V + b_V, every
-head) set to zero, the attention weights left as they were; the score of (i, j) is the cosine distance between
-token i's original output of the layer and its output without j's value. Rows are then divided by their sum (the
-paper's normalisation). Each layer's runs are one batch: row b zeroes token b, and a last row zeroes nothing and is
-the reference, so every comparison is with an output computed the same way.
+For layer l and key j, the layer is run again on its original input with j's value vector zeroed in every
+key/value head (at the block's ``v`` probe point), the attention weights left as they were; the score of (i, j) is
+the cosine distance between query i's original output of the layer and its output without j's value. Rows are then
+divided by their sum (the paper's normalisation). Each layer's runs are batches in which row b zeroes key b and a
+last row zeroes nothing and is the reference, so every comparison is with an output computed the same way. A key
+that no head of row i reads (alpha = 0 in every head: a masked pad, a later position, one outside a sliding
+window) leaves row i unchanged and scores exactly 0.
 
-Decoder layers read two contexts: the prefix through self-attention and the source through cross-attention. A
-decoder row is scored for every key of both, the source tokens' values zeroed in cross-attention and the decoder
-inputs' in self-attention, and normalised over the S + T columns together: the layer's map is [T, S + T], so its
-source columns say how much the layer's output for that position rests on the source (the same split ALTI+ makes).
-The encoder's maps are [S, S]. The rollout (optional) multiplies the per-layer maps as ALTI+ does (with no
-separate residual: value zeroing measures the whole layer).
-
-A decoder-only LLM is one stream (``mixing.stream``: the prompt's slots, then the decoder inputs) and one self-attention
-per layer: each output position's row is scored for every stream position and normalised over them all, so it
-splits into the prompt's columns and the prefix's. Since the weights are left as they were, zeroing j's value takes
-exactly its term A_ij off the attention block's output; the rest of the layer (residual, Gemma's post-norm,
-feed-forward) is run again on that (``StreamZeroing``, ``stream_layer``), which equals re-running the layer with the
-value zeroed at its probe point (tested) at a fraction of the cost: T x (N + 1) feed-forward rows instead of a whole
-layer over N x (N + 1). Names: B batch, L layers, S source, T target, D width, N stream positions.
+A layer reads one or two contexts (``contexts``): an encoder layer its source, a decoder layer the source through
+cross-attention and the prefix through self-attention. A decoder row is scored for every key of both, the source
+tokens' values zeroed in cross-attention and the decoder inputs' in self-attention, and normalised over the S + T
+columns together: the layer's map is [T, S + T], so its source columns say how much the layer's output rests on the
+source (the split ALTI+ makes). A one-stream network (a decoder-only LLM, ``capture``) reads one context, its whole
+stream of N positions: its map is [N, N], and an output token's row splits into the shown prompt's columns and the
+prefix's. The rollout multiplies the per-layer maps as ALTI+ does (with no separate residual: value zeroing
+measures the whole layer). Names: B batch, L layers, S source, T target, N stream positions, W prompt slots, D width.
 """
 
 from __future__ import annotations
@@ -33,19 +29,20 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnviz.engine.attribution.mixing.alti import decoder_rollout, rollout
-from attnviz.engine.attribution.mixing.capture import Capture, Layer
-from attnviz.engine.attribution.mixing.stream import StreamCapture, attention_terms
+from attnviz.engine.attribution.mixing.alti import decoder_rollout, rollout, stream_rows
+from attnviz.engine.attribution.mixing.capture import STREAM, Capture, Layer
 from attnviz.engine.models.probes import Edit, attention_point, edit
 
+RUN_BYTES = 512 * 2 ** 20  # what one batch of a layer's re-runs may hold of its widest activation (``_run``)
 
-def zeroing(first: int, count: int) -> Edit:
-    """An edit of a block's value vectors [B', H, Tk, dh] in which batch row ``first + j`` loses key j's value (every
-    head), for j < ``count``; the other rows keep theirs."""
+
+def zeroing(first: int, count: int, start: int = 0) -> Edit:
+    """An edit of a block's value vectors [B', G, Tk, dh] in which batch row ``first + j`` loses key ``start + j``'s
+    value (every key/value head), for j < ``count``; the other rows keep theirs."""
     def zero(values: Tensor) -> Tensor:
         out = values.clone()
         rows = torch.arange(count, device=out.device)
-        out[first + rows, :, rows] = 0
+        out[first + rows, :, start + rows] = 0
         return out
 
     return zero
@@ -53,7 +50,7 @@ def zeroing(first: int, count: int) -> Edit:
 
 def _distances(outputs: Tensor, zeroed: int) -> Tensor:
     """Cosine distances [Tq, zeroed] between each query's reference output (the last batch row) and its output
-    with key j zeroed (row j); outputs [B', Tq, D]."""
+    with key j zeroed (row j); outputs [zeroed + 1, Tq, D]."""
     ref = outputs[-1:].expand(zeroed, -1, -1)  # [zeroed, Tq, D]
     return (1 - F.cosine_similarity(outputs[:zeroed], ref, dim=-1)).clamp(min=0).transpose(0, 1)
 
@@ -62,28 +59,59 @@ def _normalise(scores: Tensor) -> Tensor:
     return scores / scores.sum(-1, keepdim=True).clamp(min=torch.finfo(scores.dtype).tiny)
 
 
-def encoder_layer(model, layer: Layer, mask: Tensor) -> Tensor:
-    """[S, S] raw scores of one encoder layer for one sentence (its input [1, S, D], mask [1, 1, 1, S])."""
-    s = layer.x.size(1)
-    with edit(model, {attention_point("encoder", layer.index, "v"): zeroing(0, s)}):
-        out = model.run_layer("encoder", layer.index, layer.x.expand(s + 1, -1, -1), mask.expand(s + 1, -1, -1, -1))
-    return _distances(out, s)
+@dataclass(frozen=True)
+class Context:
+    """Keys a layer reads through one attention block: ``count`` of them, zeroed at ``point``; ``readable`` [Tq,
+    count] True where some head of the query row gives the key a weight."""
+
+    point: str
+    count: int
+    readable: Tensor
 
 
-def decoder_layer(model, layer: Layer, memory: Tensor | None, memory_mask: Tensor) -> Tensor:
-    """[T, S + T] raw scores of one decoder layer: source keys zeroed in cross-attention, then decoder inputs in
-    self-attention (its input [1, T, D], memory [1, S, D] or None)."""
-    t = layer.x.size(1)
-    s = 0 if memory is None else memory.size(1)
-    rows = s + t + 1
-    edits = {attention_point("decoder", layer.index, "v"): zeroing(s, t)}
-    if memory is not None:  # row j < S loses source key j's value in cross-attention
-        edits[attention_point("cross", layer.index, "v")] = zeroing(0, s)
-    with edit(model, edits):
-        out = model.run_layer("decoder", layer.index, layer.x.expand(rows, -1, -1),
-                              memory_mask.expand(rows, -1, -1, -1),
-                              None if memory is None else memory.expand(rows, -1, -1))
-    return _distances(out, s + t)
+def contexts(cap: Capture, layer: Layer) -> list[Context]:
+    """What ``layer`` reads, in its map's column order: the source (encoder layers; a decoder layer's
+    cross-attention), then the prefix (a decoder layer's self-attention); a one-stream layer its stream."""
+    def context(kind: str, block_kind: str) -> Context:
+        weights = cap.blocks[block_kind][layer.index].weights[0]  # [H, Tq, Tk]
+        return Context(attention_point(kind, layer.index, "v"), weights.size(-1), weights.amax(0) > 0)
+
+    if STREAM in cap.blocks:
+        return [context("decoder", STREAM)]
+    if layer.side == "encoder":
+        return [context("encoder", "encoder")]
+    return [*([context("cross", "cross")] if "cross" in cap.blocks else []), context("decoder", "decoder")]
+
+
+def _run(cap: Capture, layer: Layer, edits: dict[str, Edit], rows: int) -> Tensor:
+    """The layer over ``rows`` copies of its input, ``edits`` in force: outputs [rows, Tq, D]."""
+    mask, memory = cap.mask, cap.encoded.memory
+    with edit(cap.model, edits):
+        if STREAM in cap.blocks:
+            return cap.model.run_layer("decoder", layer.index, layer.x.expand(rows, -1, -1))
+        if layer.side == "encoder":
+            return cap.model.run_layer("encoder", layer.index, layer.x.expand(rows, -1, -1),
+                                       mask.expand(rows, -1, -1, -1))
+        has_memory = "cross" in cap.blocks
+        return cap.model.run_layer("decoder", layer.index, layer.x.expand(rows, -1, -1),
+                                   mask.expand(rows, -1, -1, -1), memory.expand(rows, -1, -1) if has_memory else None)
+
+
+@torch.inference_mode()
+def layer_scores(cap: Capture, layer: Layer) -> Tensor:
+    """[Tq, K] raw scores of one layer of a captured sentence (batch of 1), K the keys of its ``contexts`` side by
+    side, re-run in batches of at most ``RUN_BYTES`` (each with its own reference row)."""
+    found = contexts(cap, layer)
+    width = max(cap.model.cfg.ff_dim, layer.x.size(-1))
+    per_batch = max(1, RUN_BYTES // (4 * layer.x.size(1) * width) - 1)
+    parts = []
+    for ctx in found:
+        for start in range(0, ctx.count, per_batch):
+            count = min(per_batch, ctx.count - start)
+            out = _run(cap, layer, {ctx.point: zeroing(0, count, start)}, count + 1)
+            parts.append(_distances(out, count))
+    readable = torch.cat([ctx.readable for ctx in found], -1)
+    return torch.cat(parts, -1).masked_fill(~readable, 0)
 
 
 @dataclass(frozen=True)
@@ -91,32 +119,37 @@ class ZeroingMaps:
     """One sentence's value zeroing (numpy float64): per-layer maps, rows summing to 1, and their rollouts."""
 
     encoder: np.ndarray | None  # [L, S, S]
-    decoder: np.ndarray  # [L, T, S + T]: source columns (cross-attention), then decoder inputs (self-attention)
+    decoder: np.ndarray  # [L, T, S + T]: source columns (cross-attention; a stream's prompt), then decoder inputs
     encoder_rollout: np.ndarray | None  # [L, S, S]
     total: np.ndarray  # [L, T, S + T] rolled out through the decoder (source through the encoder's rollout)
+    stream: np.ndarray | None = None  # [L, N, N] a one-stream capture's maps over its whole stream
+
+
+def _maps(cap: Capture, done: dict[str, list[Tensor]]) -> ZeroingMaps:
+    np_maps = {side: torch.stack(maps).double().cpu().numpy() for side, maps in done.items() if maps}
+    if STREAM in np_maps:
+        maps, shown = np_maps[STREAM], (cap.width, cap.hidden.size(1))
+        return ZeroingMaps(None, stream_rows(maps, cap.width, shown), None,
+                           stream_rows(rollout(maps), cap.width, shown), maps)
+    enc, dec = np_maps.get("encoder"), np_maps["decoder"]
+    s = dec.shape[-1] - dec.shape[-2]
+    enc_roll = rollout(enc) if enc is not None else None
+    cross = dec[..., :s] if enc_roll is not None else None
+    return ZeroingMaps(enc, dec, enc_roll,
+                       decoder_rollout(dec[..., s:], cross, None if enc_roll is None else enc_roll[-1]))
 
 
 def value_zeroing_steps(cap: Capture) -> Iterator[int | ZeroingMaps]:
     """Value zeroing of one captured sentence (batch of 1): the number of layers done after each layer (encoder
     first), then the ``ZeroingMaps``."""
-    model, enc_layers, dec_layers = cap.model, cap.layers.get("encoder", []), cap.layers["decoder"]
-    memory = cap.encoded.memory if enc_layers else None
-    enc, dec = [], []
-    for layer in enc_layers:
-        with torch.inference_mode():
-            enc.append(_normalise(encoder_layer(model, layer, cap.mask)))
-        yield len(enc)
-    for layer in dec_layers:
-        with torch.inference_mode():
-            dec.append(_normalise(decoder_layer(model, layer, memory, cap.mask)))
-        yield len(enc) + len(dec)
-    enc_np = torch.stack(enc).double().cpu().numpy() if enc else None
-    dec_np = torch.stack(dec).double().cpu().numpy()
-    s = dec_np.shape[-1] - dec_np.shape[-2]
-    enc_roll = rollout(enc_np) if enc_np is not None else None
-    cross = dec_np[..., :s] if enc_roll is not None else None
-    yield ZeroingMaps(enc_np, dec_np, enc_roll,
-                      decoder_rollout(dec_np[..., s:], cross, None if enc_roll is None else enc_roll[-1]))
+    done: dict[str, list[Tensor]] = {side: [] for side in cap.layers}
+    count = 0
+    for side, layers in cap.layers.items():
+        for layer in layers:
+            done[side].append(_normalise(layer_scores(cap, layer)))
+            count += 1
+            yield count
+    yield _maps(cap, done)
 
 
 def value_zeroing(cap: Capture) -> ZeroingMaps:
@@ -124,49 +157,3 @@ def value_zeroing(cap: Capture) -> ZeroingMaps:
     *_, maps = value_zeroing_steps(cap)
     assert isinstance(maps, ZeroingMaps)  # the generator ends with its result
     return maps
-
-
-@dataclass(frozen=True)
-class StreamZeroing:
-    """A decoder-only LLM's value zeroing (numpy float64): per layer, the T output positions' rows over the whole
-    stream of N positions (the W prompt slots, then the T decoder inputs), each summing to 1."""
-
-    maps: np.ndarray  # [L, T, N]
-    width: int  # W
-
-    def split(self, s: int) -> tuple[np.ndarray, np.ndarray]:
-        """``Attribution.source`` [L, T, S] (the shown prompt) and ``prefix`` [L, T, T]."""
-        t = self.maps.shape[1]
-        return (np.ascontiguousarray(self.maps[..., :s]),
-                np.ascontiguousarray(self.maps[..., self.width:self.width + t]))
-
-
-@torch.inference_mode()
-def stream_layer(cap: StreamCapture, layer: int) -> Tensor:
-    """[T, N] raw scores of one layer of a captured sentence (batch of 1): for output position i and stream
-    position j, the cosine distance between i's output of the layer and its output with j's value vector zeroed in
-    every key/value head. The weights stay as they were, so zeroing j takes its term A_ij off the attention block's
-    output (``stream.attention_terms``); the rest of the layer (residual, Gemma's post-norm, feed-forward) is run
-    again on that (``finish_layer``), the T x N variants in one batch beside the reference. A key that no query
-    head of row i reads (alpha = 0 in every head: a later position, one outside a sliding window) leaves row i
-    unchanged and scores exactly 0."""
-    block, rows = cap.blocks[layer], slice(cap.width, None)
-    terms, bias = attention_terms(block, rows)  # [1, T, N, D], [1, T, D]
-    total = terms.sum(2) + bias  # the block's output before the residual, per output row
-    variants = torch.cat([total[0, :, None] - terms[0], total[0, :, None]], 1)  # [T, N + 1, D]: the last unzeroed
-    x = block.x[0, rows].to(terms.dtype)[:, None]
-    dtype = block.x.dtype
-    out = cap.model.finish_layer(layer, x.to(dtype), variants.to(dtype)).to(terms.dtype)  # [T, N + 1, D]
-    n = terms.size(2)
-    scores = _distances(out.transpose(0, 1), n)  # [T, N]
-    return scores.masked_fill(~(block.weights[0, :, rows].amax(0) > 0), 0)
-
-
-def stream_zeroing_steps(cap: StreamCapture) -> Iterator[int | StreamZeroing]:
-    """Value zeroing of a decoder-only LLM's captured sentence over its one stream (``mixing.stream``; batch of 1):
-    the layers done after each layer, then the ``StreamZeroing``, each row normalised over the stream."""
-    maps = []
-    for layer in range(len(cap.blocks)):
-        maps.append(_normalise(stream_layer(cap, layer)))
-        yield layer + 1
-    yield StreamZeroing(torch.stack(maps).double().cpu().numpy(), cap.width)

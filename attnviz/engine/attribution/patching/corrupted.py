@@ -18,9 +18,8 @@ from torch import Tensor
 from attnviz.engine.analysis.names import is_language_tag
 from attnviz.engine.attribution.corruption import DEFAULT, Corruption
 from attnviz.engine.errors import InputError, cut
-from attnviz.engine.models.causal_lm import SPECIALS
 from attnviz.engine.text.tokenize import visible_token
-from attnviz.engine.text.vocab import EOS, PAD, SOS, UNK
+from attnviz.engine.text.vocab import EOS, PAD, SOS, SPECIALS, UNK
 
 KEPT = (SOS, EOS, PAD)  # the default corruption leaves these (and language tags) as they are
 SHOWN = 12  # tokens a message lists
@@ -74,7 +73,7 @@ def prompt_default(translator, src_tokens: Sequence[str], roles: Sequence[str]) 
 def _first_ordinary(translator) -> str:
     """The folder's first token that is no special (``<...>``, ``<|...|>``), as its vocabulary labels it."""
     vocab = translator.tgt_vocab
-    for i in range(SPECIALS, len(vocab)):
+    for i in range(len(SPECIALS), len(vocab)):
         token = vocab.token(i)
         if not (token.startswith("<") and token.endswith(">")) and token.strip():
             return token
