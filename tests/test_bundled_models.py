@@ -157,7 +157,7 @@ def test_the_bundled_model_aligns_the_set_words_when_spacy_splits_one():
 
 
 def test_the_model_picker_lists_the_english_to_german_model():
-    from attnviz.gui.model_list import bundled_models
+    from attnviz.session.model_list import bundled_models
 
     entries = {Path(e.path).name: e for e in bundled_models()}
     assert "English \u2192 German" in entries["en-de-multi30k.safetensors"].label

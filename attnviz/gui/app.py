@@ -12,11 +12,11 @@ from PySide6.QtWidgets import QApplication
 
 from attnviz.gui import collector
 from attnviz.gui.main_window import MainWindow
-from attnviz.gui.model_list import default_model_path
 from attnviz.gui.precision import KEY as PRECISION_KEY
 from attnviz.gui.widgets import stored
 from attnviz.gui.worker import any_stuck
 from attnviz.paths import resources_dir
+from attnviz.session.model_list import default_model_path
 
 
 def make_app(argv: list[str] | None = None) -> QApplication:

@@ -20,7 +20,6 @@ from attnviz.gui import accessible
 from attnviz.gui.analysis.tab import AnalysisTab
 from attnviz.gui.data_folder import DataFolder
 from attnviz.gui.export_files import ViewExports
-from attnviz.gui.model_list import bundled_models, describe, model_summary, picker_label, shown_name
 from attnviz.gui.precision import add_precision_menu, load_job, precision
 from attnviz.gui.prompt_menu import add_prompt_action, apply_prompt, reads_prompt
 from attnviz.gui.shortcuts import ShortcutsDialog
@@ -29,6 +28,7 @@ from attnviz.gui.train.tab import TrainTab
 from attnviz.gui.translate.tab import TranslateTab
 from attnviz.gui.widgets import copyable, stored
 from attnviz.gui.worker import JobFailure, Worker, live_workers, wait_all
+from attnviz.session.model_list import bundled_models, describe, model_summary, picker_label, shown_name
 
 OPEN_OTHER = "__open__"
 MAX_RECENT = 8

@@ -7,7 +7,7 @@ import numpy as np
 
 from attnviz.engine.analysis.alignment import AlignmentReady
 from attnviz.engine.analysis.run import AnalysisProgress, HeadStatsReady
-from attnviz.gui.analysis.run_document import (
+from attnviz.session.analysis.run_document import (
     AlignmentArrived,
     AnalysisRunDocument,
     Progressed,

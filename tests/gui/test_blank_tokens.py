@@ -11,11 +11,11 @@ from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.loading import load_translator
 from attnviz.engine.text.tokenize import visible_token
-from attnviz.gui.translate.document import DecodeDocument, DecodeRequest
 from attnviz.gui.translate.step_model import StepTableModel
 from attnviz.gui.translate.tokens import TokenStrip
 from attnviz.gui.translate.topk import TopKView
 from attnviz.paths import models_dir
+from attnviz.session.translate.document import DecodeDocument, DecodeRequest
 
 SPACE = "\u2423"
 

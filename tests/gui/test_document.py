@@ -10,7 +10,7 @@ import pytest
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import BeamStep, DecodeStep, EncoderPass
 from attnviz.engine.search.tree import SearchTree
-from attnviz.gui.translate.changes import (
+from attnviz.session.translate.changes import (
     Cleared,
     Encoded,
     Finished,
@@ -20,7 +20,7 @@ from attnviz.gui.translate.changes import (
     StepShown,
     TreeGrew,
 )
-from attnviz.gui.translate.document import DecodeDocument, DecodeRequest, Hypothesis
+from attnviz.session.translate.document import DecodeDocument, DecodeRequest, Hypothesis
 
 TEXT = "q1 q2 q3 q4"
 
@@ -162,7 +162,7 @@ def test_a_reset_empties_the_document(trained_translator):
 
 
 def test_the_document_imports_neither_qt_nor_torch():
-    code = ("import sys, attnviz.gui.translate.document; "
+    code = ("import sys, attnviz.session.translate.document; "
             "print(sorted(m for m in ('PySide6', 'torch') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

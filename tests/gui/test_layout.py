@@ -6,7 +6,7 @@ import pytest
 from PySide6.QtCore import QPoint, QRect
 
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
-from attnviz.gui.attention.layout import MAX_LABEL, band_cap, colour_ticks, geometry, label_every, tick_digits
+from attnviz.session.attention.layout import MAX_LABEL, band_cap, colour_ticks, geometry, label_every, tick_digits
 from tests.gui.conftest import translate
 
 

@@ -146,7 +146,7 @@ def test_a_remembered_prompt_that_no_longer_reads_is_set_aside_and_said(qtbot, w
 
 @pytest.mark.parametrize("key", ["alti-plus", "value-zeroing"])
 def test_alti_and_value_zeroing_are_offered_and_fill_the_map(qtbot, window, qwen, key):
-    from attnviz.gui.translate.quantities import ATTRIBUTION
+    from attnviz.session.translate.quantities import ATTRIBUTION
     from tests.gui.test_quantities import ready
 
     tab = load(qtbot, window, str(qwen))

@@ -159,7 +159,7 @@ def test_gui_modules_import_without_torch_or_spacy():
 
 
 def test_a_bundled_model_opened_by_a_relative_path_stays_bundled(qtbot, window, settings, monkeypatch):
-    from attnviz.gui.model_list import bundled_models
+    from attnviz.session.model_list import bundled_models
 
     names = bundled_models()[-1].path  # any bundled file, named relative to its folder's parent
     monkeypatch.chdir(os.path.dirname(os.path.dirname(names)))

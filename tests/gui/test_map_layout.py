@@ -11,7 +11,7 @@ from PySide6.QtCore import QPoint, QRect
 
 from attnviz.gui.attention.head_grid import HeadGrid
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
-from attnviz.gui.attention.layout import FIT_MAX_CELL
+from attnviz.session.attention.layout import FIT_MAX_CELL
 from tests.gui.conftest import load, translate
 
 MODELS = Path(__file__).resolve().parents[2] / "models"

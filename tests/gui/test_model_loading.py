@@ -8,7 +8,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QMessageBox
 
 from attnviz.gui.translate.loading import loading_state
-from attnviz.gui.translate.mode import mode_texts
+from attnviz.session.translate.mode import mode_texts
 from tests.gui.conftest import translate
 
 

@@ -7,7 +7,7 @@ import numpy as np
 from PySide6.QtCore import Qt
 
 from attnviz.gui.main_window import MainWindow
-from attnviz.gui.translate.quantities import ATTRIBUTION
+from attnviz.session.translate.quantities import ATTRIBUTION
 from tests.gui.conftest import translate
 from tests.gui.test_keyboard import assert_unique
 from tests.gui.test_quantities import SENTENCE, ready

@@ -47,7 +47,7 @@ def test_the_strip_follows_sentence_only_and_a_folded_chip_sums_its_run(qtbot, w
     tab.playback.max_len_spin.setValue(1)  # one step: the layer is picked at the first output rows, as here
     translate(qtbot, window, "Der Hund läuft.")
     encoder, strip = tab.document.encoder, tab.source_view
-    from attnviz.gui.attention.source import peaked_layer
+    from attnviz.session.attention.source import peaked_layer
 
     shown = tab.quantity.source().maps("cross", 0)  # no layer chosen: the most peaked one at the first row
     assert shown.shape[0] > 1 and tab.attention.layer == peaked_layer(shown)
@@ -68,7 +68,7 @@ def test_the_strip_follows_sentence_only_and_a_folded_chip_sums_its_run(qtbot, w
 
 
 def test_the_most_peaked_layer_is_the_one_whose_rows_pick_out_a_few_columns():
-    from attnviz.gui.attention.source import peaked_layer
+    from attnviz.session.attention.source import peaked_layer
 
     even = np.full((2, 3, 4), 0.25)  # [H, R, C]: every row spread evenly
     sharp = np.zeros((2, 3, 4))

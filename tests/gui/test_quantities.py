@@ -16,7 +16,7 @@ from attnviz.engine.analysis.contributions import sentence_views
 from attnviz.engine.analysis.sinks import is_sink
 from attnviz.engine.attribution.base import Attribution, AttributionMethod, AttributionProgress, registered
 from attnviz.gui.shortcuts import mnemonic_owners
-from attnviz.gui.translate.quantities import ATTRIBUTION
+from attnviz.session.translate.quantities import ATTRIBUTION
 from tests.gui.conftest import load_toy_lm, translate
 
 SENTENCE = "q1 q2 q3 q1"

@@ -8,7 +8,7 @@ import numpy as np
 from attnviz.engine.analysis.names import SIDE_BY_SIDE, SIGNED_VIEWS
 from attnviz.engine.attribution.base import all_methods
 from attnviz.engine.attribution.logit_lens import logit_lens_steps
-from attnviz.gui.translate.quantities import Quantity, quantity_title, setting_choices, value_text
+from attnviz.session.translate.quantities import Quantity, quantity_title, setting_choices, value_text
 from tests.gui.conftest import translate
 from tests.gui.test_quantities import SENTENCE, ready
 

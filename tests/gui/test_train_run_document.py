@@ -16,7 +16,7 @@ from attnviz.engine.events import (
     TrainStopped,
 )
 from attnviz.engine.records import EvalRecord
-from attnviz.gui.train.run_document import (
+from attnviz.session.train.run_document import (
     Announced,
     CheckpointsChanged,
     EvaluationAdded,

@@ -1,7 +1,7 @@
 """How the Train tab words a run's events (gui.train.jobs): plain functions, checked without a window."""
 
 from attnviz.engine.events import TrainFailed, TrainFinished, TrainStarted, TrainStep, TrainStopped
-from attnviz.gui.train.jobs import failed_text, finished_text, started_text, step_text, stopped_text
+from attnviz.session.train.jobs import failed_text, finished_text, started_text, step_text, stopped_text
 
 
 def test_started_and_step_lines_carry_the_run_figures():

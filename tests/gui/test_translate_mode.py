@@ -2,7 +2,7 @@
 
 from dataclasses import fields
 
-from attnviz.gui.translate.mode import mode_texts
+from attnviz.session.translate.mode import mode_texts
 
 
 def test_translating_names_the_source_language_and_generating_names_the_prefix():

@@ -90,8 +90,8 @@ def test_a_replaced_jobs_late_end_does_not_end_the_job_that_follows_it(qtbot):
 
 def test_a_batch_tells_its_last_step_shown_once_and_every_step_added():
     from attnviz.engine.config import DecodeConfig
-    from attnviz.gui.translate.changes import StepAdded, StepShown
-    from attnviz.gui.translate.document import DecodeDocument, DecodeRequest
+    from attnviz.session.translate.changes import StepAdded, StepShown
+    from attnviz.session.translate.document import DecodeDocument, DecodeRequest
     from tests.helpers import make_toy_translator
 
     translator = make_toy_translator(seed=0)

@@ -16,7 +16,7 @@ from attnviz.gui.attention.heatmap import BAR_GAP
 
 if TYPE_CHECKING:
     from attnviz.engine.analysis.alignment import AlignmentReady
-    from attnviz.gui.attention.layout import Geometry
+    from attnviz.session.attention.layout import Geometry
 
 BAR_WIDTH = 12  # as the heatmap draws its colour bar
 

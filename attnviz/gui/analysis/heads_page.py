@@ -23,7 +23,9 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.analysis.names import STATS, note_lines
 from attnviz.gui.analysis.llm_notes import group_size
-from attnviz.gui.analysis.run_document import (
+from attnviz.gui.analysis.widgets import AER, HeadMap, thresholds_text
+from attnviz.gui.widgets import add_labelled, copyable, named
+from attnviz.session.analysis.run_document import (
     AlignmentArrived,
     AnalysisChange,
     AnalysisRunDocument,
@@ -31,8 +33,6 @@ from attnviz.gui.analysis.run_document import (
     RunReset,
     StatsArrived,
 )
-from attnviz.gui.analysis.widgets import AER, HeadMap, thresholds_text
-from attnviz.gui.widgets import add_labelled, copyable, named
 
 
 def short_notes(notes: dict) -> str:

@@ -12,7 +12,7 @@ from PySide6.QtCore import QLineF, QRect, Qt
 from PySide6.QtGui import QColor, QPainter, QPen
 
 if TYPE_CHECKING:
-    from attnviz.gui.attention.layout import Geometry
+    from attnviz.session.attention.layout import Geometry
 
 
 def group_size(notes: dict) -> int:

@@ -35,7 +35,12 @@ from attnviz.gui.analysis.gold import GoldChoice
 from attnviz.gui.analysis.heads_page import HeadsPage
 from attnviz.gui.analysis.importance import ImportancePanel
 from attnviz.gui.analysis.llm_notes import with_kv_column
-from attnviz.gui.analysis.run_document import (
+from attnviz.gui.analysis.suspect import SuspectPanel
+from attnviz.gui.analysis.widgets import SentenceViews, StatsTableModel, run_partner
+from attnviz.gui.data_folder import DataFolder, missing_data_hint
+from attnviz.gui.widgets import add_labelled, copyable, named, show_file
+from attnviz.gui.worker import JobFailure, Worker
+from attnviz.session.analysis.run_document import (
     AnalysisChange,
     AnalysisRunDocument,
     Progressed,
@@ -43,11 +48,6 @@ from attnviz.gui.analysis.run_document import (
     RunReset,
     StatsArrived,
 )
-from attnviz.gui.analysis.suspect import SuspectPanel
-from attnviz.gui.analysis.widgets import SentenceViews, StatsTableModel, run_partner
-from attnviz.gui.data_folder import DataFolder, missing_data_hint
-from attnviz.gui.widgets import add_labelled, copyable, named, show_file
-from attnviz.gui.worker import JobFailure, Worker
 
 COMPARE_TIP = ("A second checkpoint with the same vocabularies (e.g. an earlier epoch of the run): its statistics on "
                "the same corpus, and the map of the difference")

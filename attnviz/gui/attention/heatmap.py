@@ -17,8 +17,8 @@ from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 from attnviz.gui.accessible import announce
 from attnviz.gui.attention.colormap import scale_image, signed_limit, to_image
 from attnviz.gui.attention.labels import DrawnLabel, plan_labels, scaled_font
-from attnviz.gui.attention.layout import AXIS_BAND, Geometry, colour_ticks, geometry, tick_digits, zoomed
 from attnviz.gui.widgets import guarded_paint
+from attnviz.session.attention.layout import AXIS_BAND, Geometry, colour_ticks, geometry, tick_digits, zoomed
 
 BAR_GAP = 10  # pixels between the cells and the colour bar
 

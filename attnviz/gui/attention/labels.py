@@ -10,7 +10,7 @@ from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QFont, QFontMetrics
 
 from attnviz.engine.text.tokenize import piece_label
-from attnviz.gui.attention.layout import AXIS_BAND, Geometry, shown_labels
+from attnviz.session.attention.layout import AXIS_BAND, Geometry, shown_labels
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from PySide6.QtWidgets import (
 from attnviz.gui.attention.head_grid import HeadGrid
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.attention.selector_rows import SelectorRows
-from attnviz.gui.attention.source import AttentionSource, peaked_layer
 from attnviz.gui.widgets import add_labelled, scrolled
+from attnviz.session.attention.source import AttentionSource, peaked_layer
 
 MEAN = "Mean of heads"
 

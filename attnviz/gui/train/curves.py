@@ -16,8 +16,8 @@ from PySide6.QtCore import QPointF, QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QImage, QMouseEvent, QPaintDevice, QPainter, QPainterPath, QPalette, QPen
 from PySide6.QtWidgets import QFileDialog, QGridLayout, QMessageBox, QSizePolicy, QToolTip, QWidget
 
-from attnviz.gui.train.run_document import EvaluationAdded, RunChange, RunCleared, StepsAdded
 from attnviz.gui.widgets import guarded_paint
+from attnviz.session.train.run_document import EvaluationAdded, RunChange, RunCleared, StepsAdded
 
 BLEU_WORDS = "BLEU (tokenised)"  # the evaluations' bleu_tok, said as a reader would
 

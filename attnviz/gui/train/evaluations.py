@@ -22,8 +22,8 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.events import Sample
 from attnviz.engine.records import EvalRecord
-from attnviz.gui.train.run_document import EvaluationAdded, RunChange, RunCleared
 from attnviz.gui.widgets import copyable, named
+from attnviz.session.train.run_document import EvaluationAdded, RunChange, RunCleared
 
 EVAL_COLUMNS = ("Epoch", "Step", "Val loss", "PPL", "Accuracy", "BLEU", "Time (s)")
 

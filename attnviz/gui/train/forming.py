@@ -20,8 +20,8 @@ from attnviz.engine.events import ATTENTION_KINDS, Translation
 from attnviz.gui.attention.colormap import to_image
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.attention.panel import head_choices, set_choices
-from attnviz.gui.train.run_document import EvaluationAdded, RunChange, RunCleared
 from attnviz.gui.widgets import add_labelled, guarded_paint, named
+from attnviz.session.train.run_document import EvaluationAdded, RunChange, RunCleared
 
 START_HINT = "Start training: the probe sentence's cross-attention appears at every evaluation"
 

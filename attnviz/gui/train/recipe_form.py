@@ -35,8 +35,8 @@ from attnviz.engine.errors import ConfigError
 from attnviz.engine.kinds import get_kind
 from attnviz.engine.text.tokenize import TokenizerSpec
 from attnviz.engine.training.presets import PRESETS, Recipe
-from attnviz.gui.train.setting_help import setting_help
 from attnviz.gui.widgets import copyable, named
+from attnviz.session.train.setting_help import setting_help
 
 CUSTOM = "__custom__"
 EDITABLE = (

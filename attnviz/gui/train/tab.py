@@ -29,10 +29,12 @@ from attnviz.gui.train import guard as train_guard
 from attnviz.gui.train.curves import CurvesPanel
 from attnviz.gui.train.evaluations import EvaluationsPanel
 from attnviz.gui.train.forming import FormingPanel
-from attnviz.gui.train.jobs import ONE_PROCESS, TrainJob, download_job, download_text
 from attnviz.gui.train.layout import lay_out
 from attnviz.gui.train.recipe_form import RecipeForm
-from attnviz.gui.train.run_document import (
+from attnviz.gui.widgets import named
+from attnviz.gui.worker import JobFailure, Worker
+from attnviz.session.train.jobs import ONE_PROCESS, TrainJob, download_job, download_text
+from attnviz.session.train.run_document import (
     Announced,
     CheckpointsChanged,
     MessageChanged,
@@ -40,8 +42,6 @@ from attnviz.gui.train.run_document import (
     RunChange,
     TrainRunDocument,
 )
-from attnviz.gui.widgets import named
-from attnviz.gui.worker import JobFailure, Worker
 
 REDRAW_MS = 250
 

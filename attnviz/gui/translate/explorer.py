@@ -26,7 +26,12 @@ from attnviz.engine.errors import InputError
 from attnviz.engine.heads import HeadRef, format_heads
 from attnviz.engine.search.tree import ROOT, SearchEvent
 from attnviz.engine.text.vocab import EOS
-from attnviz.gui.translate.changes import (
+from attnviz.gui.translate.head_toggles import HeadsOffPanel
+from attnviz.gui.translate.layout import PAGE_ROWS
+from attnviz.gui.translate.search_panel import SearchPanel
+from attnviz.gui.widgets import scrolled, table_height
+from attnviz.gui.worker import JobFailure, Worker
+from attnviz.session.translate.changes import (
     Cleared,
     DocumentChange,
     Encoded,
@@ -36,13 +41,8 @@ from attnviz.gui.translate.changes import (
     StepAdded,
     TreeGrew,
 )
-from attnviz.gui.translate.document import DecodeDocument, DecodeRequest
-from attnviz.gui.translate.head_toggles import HeadsOffPanel
-from attnviz.gui.translate.jobs import DecodeJob, FinalTokensJob
-from attnviz.gui.translate.layout import PAGE_ROWS
-from attnviz.gui.translate.search_panel import SearchPanel
-from attnviz.gui.widgets import scrolled, table_height
-from attnviz.gui.worker import JobFailure, Worker
+from attnviz.session.translate.document import DecodeDocument, DecodeRequest
+from attnviz.session.translate.jobs import DecodeJob, FinalTokensJob
 
 if TYPE_CHECKING:
     from attnviz.engine.translator import Translator

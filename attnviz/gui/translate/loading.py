@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from PySide6.QtWidgets import QComboBox, QLabel, QLineEdit, QPushButton
 
-from attnviz.gui.translate.mode import ModeTexts
+from attnviz.session.translate.mode import ModeTexts
 
 
 @dataclass(frozen=True)

@@ -36,12 +36,12 @@ from PySide6.QtWidgets import (
 )
 
 from attnviz.engine.text.tokenize import visible_token
-from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown, StepShown
-from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.translate.layout import PAGE_ROWS
 from attnviz.gui.translate.lens_strip import LensStrip
 from attnviz.gui.widgets import compact_rows, copyable, named, table_height
 from attnviz.gui.worker import JobFailure, Worker
+from attnviz.session.translate.changes import Cleared, DocumentChange, Finished, PathShown, StepShown
+from attnviz.session.translate.document import DecodeDocument
 
 if TYPE_CHECKING:  # the module imports torch: the window opens without it
     from attnviz.engine.attribution.logit_lens import LogitLens

@@ -16,7 +16,8 @@ from PySide6.QtCore import QSettings, Qt, QTimer, Slot
 from PySide6.QtWidgets import QCheckBox, QComboBox, QHBoxLayout, QLabel, QPushButton, QSlider, QSpinBox, QStyle, QWidget
 
 from attnviz.engine.config import DecodeConfig
-from attnviz.gui.translate.changes import (
+from attnviz.gui.widgets import named, stored
+from attnviz.session.translate.changes import (
     Cleared,
     DocumentChange,
     Encoded,
@@ -25,8 +26,7 @@ from attnviz.gui.translate.changes import (
     StepAdded,
     StepShown,
 )
-from attnviz.gui.translate.document import DecodeDocument
-from attnviz.gui.widgets import named, stored
+from attnviz.session.translate.document import DecodeDocument
 
 SPEEDS = {"Slow": 700, "Normal": 350, "Fast": 120, "Very fast": 40}  # milliseconds per token
 

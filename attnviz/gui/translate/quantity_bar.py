@@ -28,7 +28,7 @@ from PySide6.QtWidgets import (
 
 from attnviz.engine.analysis.sinks import WHY
 from attnviz.engine.attribution.corruption import DEFAULT
-from attnviz.gui.translate.quantities import ATTENTION, Quantity, value_text
+from attnviz.session.translate.quantities import ATTENTION, Quantity, value_text
 
 CANCEL_KEYS = "Ctrl+Shift+K"
 

@@ -21,11 +21,19 @@ from PySide6.QtWidgets import QTableView, QWidget
 from attnviz.engine.analysis.sinks import WHY
 from attnviz.gui.attention.heatmap import HeatmapData
 from attnviz.gui.attention.panel import AttentionPanel
-from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown, StepShown
-from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.translate.explorer import SearchExplorer
 from attnviz.gui.translate.logit_lens import LogitLensPage
-from attnviz.gui.translate.quantities import (
+from attnviz.gui.translate.quantity_bar import QuantityBar
+from attnviz.gui.translate.step_model import StepTableModel
+from attnviz.gui.translate.suspect_line import SuspectLine
+from attnviz.gui.translate.text import TranslationText
+from attnviz.gui.translate.tokens import TokenStrip
+from attnviz.gui.translate.topk import TopKView
+from attnviz.gui.widgets import stored
+from attnviz.gui.worker import JobFailure, Worker
+from attnviz.session.translate.changes import Cleared, DocumentChange, Finished, PathShown, StepShown
+from attnviz.session.translate.document import DecodeDocument
+from attnviz.session.translate.quantities import (
     ATTENTION,
     TYPED,
     Quantity,
@@ -41,15 +49,7 @@ from attnviz.gui.translate.quantities import (
     refusal,
     setting_choices,
 )
-from attnviz.gui.translate.quantity_bar import QuantityBar
-from attnviz.gui.translate.quantity_source import QuantitySource
-from attnviz.gui.translate.step_model import StepTableModel
-from attnviz.gui.translate.suspect_line import SuspectLine
-from attnviz.gui.translate.text import TranslationText
-from attnviz.gui.translate.tokens import TokenStrip
-from attnviz.gui.translate.topk import TopKView
-from attnviz.gui.widgets import stored
-from attnviz.gui.worker import JobFailure, Worker
+from attnviz.session.translate.quantity_source import QuantitySource
 
 
 class QuantityHost(Protocol):

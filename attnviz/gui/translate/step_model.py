@@ -11,9 +11,9 @@ from PySide6.QtCore import QAbstractTableModel, QModelIndex, QObject, Qt
 
 from attnviz.engine.events import DecodeStep
 from attnviz.engine.text.tokenize import piece_label
-from attnviz.gui.translate.changes import Cleared, DocumentChange, Encoded, PathShown, StepAdded
-from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.widgets import NO_PARENT, ModelIndex
+from attnviz.session.translate.changes import Cleared, DocumentChange, Encoded, PathShown, StepAdded
+from attnviz.session.translate.document import DecodeDocument
 
 COLUMNS = ("Step", "Token", "Probability", "Entropy (nats)", "Runner-up")
 AT_LIMIT = " (cut)"  # after the last token of a translation stopped at the length limit (its tooltip says which)

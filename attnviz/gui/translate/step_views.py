@@ -14,13 +14,13 @@ from PySide6.QtCore import QObject, Slot
 from PySide6.QtWidgets import QScrollArea, QVBoxLayout, QWidget
 
 from attnviz.gui.attention.panel import AttentionPanel
-from attnviz.gui.translate.changes import Cleared, DocumentChange, Encoded, Finished, PathShown, StepShown
-from attnviz.gui.translate.document import DecodeDocument
-from attnviz.gui.translate.mode import ModeTexts
 from attnviz.gui.translate.text import TranslationText
 from attnviz.gui.translate.tokens import TokenStrip
 from attnviz.gui.translate.topk import TopKView
 from attnviz.gui.widgets import named, scrolled
+from attnviz.session.translate.changes import Cleared, DocumentChange, Encoded, Finished, PathShown, StepShown
+from attnviz.session.translate.document import DecodeDocument
+from attnviz.session.translate.mode import ModeTexts
 
 FOLDED = ("template", "instruction")  # an LLM prompt's roles whose runs fold into one chip each
 

@@ -23,10 +23,10 @@ from attnviz.engine.attribution.suspect import LABELS, SPAN_NOTE
 from attnviz.engine.attribution.suspect_rule import Calibration, describe, judge
 from attnviz.engine.attribution.suspect_store import calibration_of
 from attnviz.engine.events import Translation
-from attnviz.gui.translate.changes import Cleared, DocumentChange, Finished, PathShown
-from attnviz.gui.translate.document import DecodeDocument
 from attnviz.gui.widgets import named
 from attnviz.gui.worker import JobFailure, Worker
+from attnviz.session.translate.changes import Cleared, DocumentChange, Finished, PathShown
+from attnviz.session.translate.document import DecodeDocument
 
 SHOWN = ("seq_logprob", "mean_logprob", "attn_ign_src", "sink_mass", "wass_to_unif", "alti_source_share")
 WHAT = ("Suspect-translation score of this sentence (signs of a hallucination; the Analysis tab ranks a corpus):\n"

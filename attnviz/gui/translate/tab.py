@@ -36,16 +36,11 @@ from attnviz.engine.search.tree import SearchEvent
 from attnviz.engine.text.tokenize import LANGUAGE_NAMES, MULTILINGUAL
 from attnviz.gui.attention.panel import AttentionPanel
 from attnviz.gui.shortcuts import SentenceEdit
-from attnviz.gui.translate.changes import DocumentChange, Encoded, Finished, PathShown, StepShown
 from attnviz.gui.translate.controls import SamplingRow, load_examples
-from attnviz.gui.translate.cut_views import word_merger
-from attnviz.gui.translate.document import DecodeDocument, DecodeRequest
 from attnviz.gui.translate.explorer import SearchExplorer
-from attnviz.gui.translate.jobs import DecodeJob
 from attnviz.gui.translate.languages import LanguagePicker
 from attnviz.gui.translate.layout import TranslateLayout
 from attnviz.gui.translate.loading import LoadingGate
-from attnviz.gui.translate.mode import ModeTexts, mode_texts
 from attnviz.gui.translate.playback import MAX_LEN_TIP, PlaybackBar, length_setting
 from attnviz.gui.translate.quantity_control import QuantityControl
 from attnviz.gui.translate.step_model import SHARE, StepTableModel
@@ -53,6 +48,11 @@ from attnviz.gui.translate.step_views import StepViews
 from attnviz.gui.translate.text import WarningList
 from attnviz.gui.widgets import compact_rows, copyable, named, stored
 from attnviz.gui.worker import JobFailure, Worker
+from attnviz.session.translate.changes import DocumentChange, Encoded, Finished, PathShown, StepShown
+from attnviz.session.translate.cut_views import word_merger
+from attnviz.session.translate.document import DecodeDocument, DecodeRequest
+from attnviz.session.translate.jobs import DecodeJob
+from attnviz.session.translate.mode import ModeTexts, mode_texts
 
 if TYPE_CHECKING:
     from attnviz.engine.translator import Translator

@@ -35,7 +35,7 @@ from attnviz.engine.search.limit import capped_limit, limit_warning, reached_lim
 from attnviz.engine.search.tree import Graft, SearchEvent, SearchTree
 from attnviz.engine.subwords import WordAttention
 from attnviz.engine.text.tokenize import visible_token
-from attnviz.gui.translate.changes import (
+from attnviz.session.translate.changes import (
     Cleared,
     DocumentChange,
     Encoded,
@@ -47,7 +47,7 @@ from attnviz.gui.translate.changes import (
     StepShown,
     TreeGrew,
 )
-from attnviz.gui.translate.cut_views import CutViews, Detokenize, Merger
+from attnviz.session.translate.cut_views import CutViews, Detokenize, Merger
 
 Heatmap: TypeAlias = tuple[np.ndarray, tuple[str, ...], tuple[str, ...], int | None]  # matrix, rows, cols, highlight
 

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-from attnviz.gui.listeners import Listeners
+from attnviz.session.listeners import Listeners
 
 if TYPE_CHECKING:  # the engine's analysis modules import torch: the window opens without them
     from attnviz.engine.analysis.alignment import AlignmentReady

@@ -17,7 +17,7 @@ from typing import Protocol
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass
 from attnviz.engine.search.tree import SearchEvent, SearchTree
-from attnviz.gui.translate.document import DecodeRequest
+from attnviz.session.translate.document import DecodeRequest
 
 
 class Decoder(Protocol):

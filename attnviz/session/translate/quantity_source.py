@@ -12,7 +12,7 @@ from attnviz.engine.analysis.sinks import renormalised, sink_columns, without_si
 from attnviz.engine.events import ATTENTION_KINDS, AttentionKind, Translation
 from attnviz.engine.subwords import WordAttention
 from attnviz.engine.text.tokenize import piece_label, visible_token
-from attnviz.gui.translate.quantities import (
+from attnviz.session.translate.quantities import (
     ATTRIBUTION,
     LENS,
     PREFIX_MARK,

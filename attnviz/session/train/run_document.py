@@ -26,8 +26,8 @@ from attnviz.engine.events import (
     TrainStep,
     TrainStopped,
 )
-from attnviz.gui.listeners import Listeners
-from attnviz.gui.train import jobs as wording
+from attnviz.session.listeners import Listeners
+from attnviz.session.train import jobs as wording
 
 
 @dataclass(frozen=True)

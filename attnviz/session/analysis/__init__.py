@@ -1,0 +1,1 @@
+"""The Analysis tab's run document."""
