@@ -174,6 +174,7 @@ def test_an_imported_multilingual_folder_in_the_chosen_language(tmp_path):
     result = model.translate("ein hund läuft", tgt_lang="fra_Latn", max_len=6)
     assert result.tokens[0] == "fra_Latn" and result.src_tokens[0] == "deu_Latn"
     assert any("deu_Latn" in warning for warning in result.warnings)  # the source language was guessed, and said
+    assert model.translate("ein hund läuft", max_len=6).tokens[0] == "eng_Latn"  # the choice was this sentence's
     cross = result.attention("cross", head=0)
     assert cross.matrix.shape == (len(result.tokens), len(result.src_tokens))
     np.testing.assert_allclose(cross.to_numpy().sum(1), 1.0, atol=1e-5)

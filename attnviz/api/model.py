@@ -72,23 +72,24 @@ class Model:
         """Translate one sentence, greedily or by beam search of width ``beam``, keeping every attention map of the
         chosen translation. ``heads_off`` switches heads off as ``--mask-heads`` does ("cross:3.*,enc:2.1": kind,
         layer and head counted from 1 as the app shows them); ``src_lang``/``tgt_lang`` choose a multilingual
-        model's languages ("de", "fra_Latn"; kept for the next sentences, as in the app)."""
+        model's languages ("de", "fra_Latn") for this sentence: the result keeps the languages it was made with, and the
+        next sentence takes the model's own unless it names others."""
         if not isinstance(text, str) or not text.strip():
             raise InputError("translate needs a sentence: give a non-empty string")
         if not self.translator.has_source:
             raise InputError(f"{self.name} is a language model: it continues text instead of translating it (use "
                              "attnviz generate, or model.translator.generate)")
-        if src_lang is not None or tgt_lang is not None:
-            self.translator.use_languages(src_lang, tgt_lang)
+        # the languages travel with this request: a view of the model, which stays as it is
+        translator = self.translator.choosing(src_lang, tgt_lang) if src_lang or tgt_lang else self.translator
         decode = self._decoding(beam, max_len, length_penalty, heads_off, rescale_heads)
         if decode.beam == 1:
-            return TranslationResult(text, self.translator.translate(text, decode), self.translator)
+            return TranslationResult(text, translator.translate(text, decode), translator)
         from attnviz.engine.search.tree import SearchTree
 
-        answer = SearchTree.from_events(self.translator.beam_steps(text, decode)).answer(self.translator.detokenize)
+        answer = SearchTree.from_events(translator.beam_steps(text, decode)).answer(translator.detokenize)
         if answer is None:  # cannot happen with a finite length limit: every beam ends
             raise InputError(f"the beam search of {text!r} finished no hypothesis; raise max_len")
-        return TranslationResult(text, answer, self.translator)
+        return TranslationResult(text, answer, translator)
 
     def _decoding(self, beam: int, max_len: int, length_penalty: float, heads_off: str | None,
                   rescale_heads: bool) -> DecodeConfig:

@@ -11,12 +11,13 @@ batches (greedy or beam). ``save`` writes the translator back as a self-describi
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import functools
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 import torch
 
@@ -91,10 +92,23 @@ class Translator(SourceText):
         self.src_spec = dataclasses.replace(self.src_spec, lang=iso(languages.src) if languages.src else MULTILINGUAL)
         self.tgt_spec = dataclasses.replace(self.tgt_spec, lang=iso(languages.tgt))
 
+    def choosing(self, src: str | None = None, tgt: str | None = None, prompt: str | None = None) -> Self:
+        """This model with other request settings: a view that shares the network, vocabularies and tokenizer, with
+        the languages (``use_languages``' rules) and the LLM prompt (``use_prompt``'s) chosen, None keeping each.
+        This translator is left as it is, so a decode or an analysis running on it meanwhile never reads a
+        half-changed pair; the GUI and the notebook API make a view per choice and hand each job the view it was
+        asked with (InputError, nothing made, for a choice the model refuses)."""
+        view = copy.copy(self)
+        view.metadata = dict(self.metadata)
+        view.use_languages(src, tgt)
+        view.use_prompt(prompt)
+        return view
+
     def use_languages(self, src: str | None = None, tgt: str | None = None) -> None:
         """A multilingual model translates from ``src`` ("auto": guessed from each text) into ``tgt``, each named by
         an ISO 639 code or the model's own tag (``InputError`` naming the choices for one it lacks); a model of one
-        language pair takes neither (``InputError``)."""
+        language pair takes neither (``InputError``). It changes this translator: only for one no other thread
+        uses (the command line's, just loaded); anything shared takes a view (``choosing``)."""
         if self.languages is None:
             if src is None and tgt is None:
                 return
@@ -107,7 +121,8 @@ class Translator(SourceText):
 
     def use_prompt(self, prompt: str | None) -> None:
         """A decoder-only LLM reads each sentence in the instruction ``prompt`` (``engine.hub.llm_translator``); a
-        model that translates the sentence itself takes none (``InputError``)."""
+        model that translates the sentence itself takes none (``InputError``). As ``use_languages``, it changes this
+        translator: anything shared takes a view (``choosing``)."""
         if prompt is not None:
             raise InputError("--prompt is the instruction a decoder-only LLM reads; this model translates the "
                              "sentence itself and takes no prompt.")

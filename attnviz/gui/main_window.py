@@ -91,6 +91,7 @@ class MainWindow(ViewExports, QMainWindow):
         self.loader.failed.connect(self._on_loader_failed)
         self.translate_tab.status.connect(self._on_tab_status)
         self.translate_tab.mode_changed.connect(self._on_translate_mode_changed)
+        self.translate_tab.view_chosen.connect(self.use_view)
         self.train_tab.status.connect(self._on_tab_status)
         self.train_tab.open_checkpoint.connect(self._on_open_trained)
         self.analysis_tab.status.connect(self._on_tab_status)
@@ -234,6 +235,16 @@ class MainWindow(ViewExports, QMainWindow):
             recent = [path] + [p for p in self.recent_files() if p != path]
             self.settings.setValue("models/recent", recent[:MAX_RECENT])
         self.refresh_models()
+
+    @Slot(object)
+    def use_view(self, view) -> None:
+        """The model in use with other request settings (its languages, an LLM's prompt): every tab takes the view
+        (the shown translation, made with the old settings, is cleared); jobs running keep the view they started
+        with, so none reads a half-changed setting."""
+        self.translator = view
+        self.translate_tab.set_translator(view)
+        self.analysis_tab.set_translator(view)
+        self.statusBar().showMessage("New settings for the model: translate again to see them at work.", 5000)
 
     @Slot(object)
     def _on_loader_failed(self, failure: JobFailure) -> None:

@@ -1,6 +1,7 @@
 """File > LLM prompt: the instruction a decoder-only LLM reads each sentence in, the window's counterpart of the
 command line's ``--prompt`` (``{text}`` where the sentence goes, ``{src_lang}`` and ``{tgt_lang}`` the languages'
-names), remembered between sessions under ``models/llmPrompt`` and applied to every LLM the app opens. A model that
+names), remembered between sessions under ``models/llmPrompt`` and applied to every LLM the app opens. A new
+instruction makes a view of the model (``Translator.choosing``) that the window uses from then on; a model that
 reads no prompt leaves the entry disabled.
 """
 
@@ -24,6 +25,8 @@ class _Window(Protocol):
     def translator(self) -> Any: ...  # the model in use, or None
 
     def show_status(self, text: str) -> None: ...
+
+    def use_view(self, view: Any) -> None: ...  # the model in use with other request settings
 
 
 def reads_prompt(translator: Any) -> bool:
@@ -64,9 +67,10 @@ def edit_prompt(window: _Window) -> None:
     if not ok:
         return
     try:
-        translator.use_prompt(text)
+        view = translator.choosing(prompt=text)  # a view: a job running on the old one keeps its prompt
     except InputError as exc:
         window.show_status(str(exc))
         return
+    window.use_view(view)
     window.settings.setValue(KEY, text)
     window.show_status("The LLM prompt is set: translate again to read the sentence in it.")

@@ -36,10 +36,16 @@ def test_the_languages_are_picked_in_the_translate_tab(qtbot, window, nllb_folde
     assert tab.document.steps[0].token == "eng_Latn" and tab.document.steps[0].forced
     assert_forced_first(tab, "eng_Latn")
     assert any("guessed from the text: deu_Latn" in w for w in tab.document.encoder.warnings)
+    before = window.translator
     picker.src_combo.setCurrentIndex(picker.src_combo.findData("fra_Latn"))
     picker.tgt_combo.setCurrentIndex(picker.tgt_combo.findData("deu_Latn"))
     picker.tgt_combo.activated.emit(picker.tgt_combo.currentIndex())
     assert (window.translator.languages.src, window.translator.languages.tgt) == ("fra_Latn", "deu_Latn")
+    # a view of the same network: the translator a job may still be running on keeps its pair
+    assert window.translator is not before and window.translator.model is before.model
+    assert (before.languages.src, before.languages.tgt) == (None, "eng_Latn")
+    assert tab.translator is window.translator and tab.document.request is None  # the old pair's decode is gone
+    assert (picker.src_combo.currentData(), picker.tgt_combo.currentData()) == ("fra_Latn", "deu_Latn")
     translate(qtbot, window, SENTENCE)
     assert tab.document.steps[0].token == "deu_Latn"
     assert tab.document.encoder.src_tokens[0] == "fra_Latn"

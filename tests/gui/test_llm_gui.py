@@ -121,7 +121,10 @@ def test_the_llm_prompt_is_set_from_the_file_menu_remembered_and_refused_when_ba
     tab = load(qtbot, window, str(qwen))
     assert window.prompt_action.isEnabled()
     monkeypatch.setattr(QInputDialog, "getMultiLineText", lambda *a: ("{src_lang}: {text}\n{tgt_lang}:", True))
+    before = window.translator
     edit_prompt(window)
+    assert window.translator is not before and "Translate the following text" in before.prompt_template  # a view
+    assert tab.translator is window.translator
     assert window.settings.value(KEY) == "{src_lang}: {text}\n{tgt_lang}:"
     translate(qtbot, window, SENTENCE)
     assert "German: Der Mann" in "".join(tab.document.encoder.src_tokens).replace("\u2581", " ")

@@ -136,7 +136,6 @@ def prompted_the_other_way(translator):
     """The same LLM prompted in the other direction (its prompt's languages swapped), the reverse model of a
     symmetrised alignment; refused (InputError) where the instruction names no language, since it would be the same
     prompt, or for a model that reads no prompt."""
-    import copy
 
     if not translator.kind.reads_prompt:
         raise InputError("--reverse-prompted reads the same LLM prompted the other way; this model reads no prompt: "
@@ -146,6 +145,4 @@ def prompted_the_other_way(translator):
         raise InputError("The prompt names no language ({src_lang} or {tgt_lang}), so prompting the model the other "
                          "way would be the same prompt: no reverse alignment is possible; give a prompt that names "
                          "them (--prompt), or align one way only")
-    other = copy.copy(translator)  # the same network and tokenizer; its own language specs
-    other.use_languages(translator.tgt_spec.lang, translator.src_spec.lang)
-    return other
+    return translator.choosing(translator.tgt_spec.lang, translator.src_spec.lang)  # the same network, other specs

@@ -1,13 +1,14 @@
 """The Translate tab's language picker for a multilingual model (NLLB-200, M2M100, mBART-50): the source language
 (guessed from each sentence by default, as ``engine.text.languages`` states) and the target (English by default),
-each one of the model's language tags. Hidden for a model of one language pair. A choice is applied to the
-translator at once (``Translator.use_languages``); the next translation reads it."""
+each one of the model's language tags. Hidden for a model of one language pair. A choice makes a view of the model
+with those languages (``Translator.choosing``), which the window then uses (``chosen``): a job running on the old
+view never reads a half-changed pair."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import Slot
+from PySide6.QtCore import Signal, Slot
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QWidget
 
 from attnviz.engine.text.languages import iso
@@ -28,6 +29,8 @@ def tag_label(tag: str) -> str:
 
 class LanguagePicker(QWidget):
     """'Convert [Guess from the text | tags...] into [tags...]' for the translator set last."""
+
+    chosen = Signal(object)  # a view of the translator with the languages chosen
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -73,5 +76,7 @@ class LanguagePicker(QWidget):
     def _on_combo_activated(self, index: int) -> None:
         if self.translator is None or self.translator.languages is None:
             return
-        src = self.src_combo.currentData()
-        self.translator.use_languages(src=src if src else "auto", tgt=self.tgt_combo.currentData())
+        src, tgt = self.src_combo.currentData() or "auto", self.tgt_combo.currentData()
+        languages = self.translator.languages
+        if (languages.src or "auto", languages.tgt) != (src, tgt):
+            self.chosen.emit(self.translator.choosing(src=src, tgt=tgt))

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 class TranslateTab(QWidget):
     status = Signal(str)
     mode_changed = Signal(str)  # "Translate" or "Generate", for the tab's title
+    view_chosen = Signal(object)  # a view of the model with other request settings (its languages)
 
     def __init__(self, parent: QWidget | None = None):
         super().__init__(parent)
@@ -88,6 +89,7 @@ class TranslateTab(QWidget):
                                       "Translate the sentence (Enter)")
         self.sampling_row = SamplingRow()
         self.languages = LanguagePicker()  # a multilingual model's source and target languages
+        self.languages.chosen.connect(self.view_chosen)
         self.sampling_combo, self.temperature_spin, self.seed_spin = (
             self.sampling_row.sampling_combo, self.sampling_row.temperature_spin, self.sampling_row.seed_spin)
         self.playback = PlaybackBar(self.document)
