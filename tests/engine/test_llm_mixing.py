@@ -93,9 +93,8 @@ def test_rows_are_non_negative_and_sum_to_one(llm, method):
 def test_value_zeroing_scores_exactly_zero_where_no_head_can_read(llm):
     translator, translation = llm
     cap = _stream(translator, translation)
-    stream = _zeroing(cap).stream  # [L, N, N]: every position's row over the whole stream
-    assert stream is not None
-    maps = stream[:, cap.width:]  # the output positions' rows
+    maps = _zeroing(cap).stream  # [L, T, N]: the output positions' rows over the whole stream
+    assert maps is not None
     t, n = maps.shape[1:]
     rows, cols = np.indices((t, n))
     rows = rows + cap.width  # each row's stream position
@@ -133,12 +132,15 @@ def test_value_zeroing_scores_the_cosine_distance_of_the_layer_rerun_with_one_va
     with torch.inference_mode():
         reference = model.run_layer("decoder", 0, x)[0]
         torch.testing.assert_close(reference, layer.out[0], atol=1e-12, rtol=0)  # as in the whole pass
+        rows = slice(cap.width, None)
+        torch.testing.assert_close(model.run_layer("decoder", 0, x, rows=rows)[0], reference[rows], atol=1e-12,
+                                   rtol=0)  # the output rows alone, computed without the prompt's
         for j in (0, n // 2, n - 1):
             with edit(model, {attention_point("decoder", 0, "v"): zeroing(0, 1, j)}):
                 zeroed = model.run_layer("decoder", 0, x)[0]
             expected = (1 - torch.nn.functional.cosine_similarity(zeroed, reference, dim=-1)).clamp(min=0)
             expected[: j] = 0  # earlier positions cannot read j
-            np.testing.assert_allclose(layer_scores(cap, layer)[:, j].numpy(), expected.numpy(), atol=1e-12)
+            np.testing.assert_allclose(layer_scores(cap, layer)[:, j].numpy(), expected[rows].numpy(), atol=1e-12)
 
 
 def _repeated(model: CausalLM) -> CausalLM:

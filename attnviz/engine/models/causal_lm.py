@@ -300,18 +300,20 @@ class CausalLM(IncrementalModel):
         return self.decoder_layers()[layer].block()
 
     def run_layer(self, side: str, layer: int, x: Tensor, mask: Tensor | None = None,
-                  memory: Tensor | None = None) -> Tensor:
+                  memory: Tensor | None = None, rows: slice | None = None) -> Tensor:
         """Layer ``layer`` alone over whole sequences ``x`` [B, N, D] (the prompt's slots then the decoder inputs,
-        at positions 0..N-1, every slot real), causal and (a sliding layer) windowed as in the passes. Its probe
+        at positions 0..N-1, every slot real), causal and (a sliding layer) windowed as in the passes: the output
+        [B, N, D], or of the positions ``rows`` alone, every position still giving its key and value. Its probe
         points fire under the output steps' names (``dec.{l}.*``), so an edit of ``dec.{l}.self.v`` reaches every
         position's value vectors. ``mask`` and ``memory`` are not read: one stream has neither."""
         if side != "decoder":
             raise ProbeError(f"A decoder-only LLM runs its layers over one stream (side 'decoder'), not {side!r}.")
         module = self.decoder_layers()[layer]
         positions = torch.arange(x.size(1), device=x.device).expand(x.size(0), -1)
-        causal = self._mask(module.sliding, positions, positions, torch.ones_like(positions, dtype=torch.bool), False)
+        asking = positions if rows is None else positions[:, rows]
+        causal = self._mask(module.sliding, asking, positions, torch.ones_like(positions, dtype=torch.bool), False)
         out, _ = module(x, self._rope(module.sliding, positions, x.dtype), LayerCache(None, None), 0, causal, False,
-                        self.probes.plan(), prompt=False)
+                        self.probes.plan(), prompt=False, rows=rows)
         return out
 
     def forward(self, src: Tensor, tgt_in: Tensor, teacher_forcing: float = 1.0) -> Tensor:

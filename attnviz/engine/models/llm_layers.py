@@ -62,15 +62,19 @@ class GroupedAttention(nn.Module):
         return x.view(b, t, heads, -1).transpose(1, 2)  # [B, T, heads * dh] -> [B, heads, T, dh]
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], cache: LayerCache, at: int, mask: Tensor | None,
-                need_weights: bool, plan: Plan | None, names: BlockNames) -> tuple[Tensor, Tensor | None]:
+                need_weights: bool, plan: Plan | None, names: BlockNames, rows: slice | None = None
+                ) -> tuple[Tensor, Tensor | None]:
         """Queries of ``x`` [B, T, D] against the cache's keys and this call's, written at slot ``at``; ``mask`` [B, 1,
         T, K] True where a key may be seen (None: every one); the values pass the probe points ``names``. Output
-        [B, T, D] and, when computed, weights [B, H, T, K] (float32 at half precision)."""
-        q, k, v = (self._split(self.q_proj(x), self.heads), self._split(self.k_proj(x), self.kv_heads),
+        [B, T, D] and, when computed, weights [B, H, T, K] (float32 at half precision). ``rows``: only those
+        positions ask (queries, output, a mask of theirs), every position still giving its key and value."""
+        asking = x if rows is None else x[:, rows]
+        q, k, v = (self._split(self.q_proj(asking), self.heads), self._split(self.k_proj(x), self.kv_heads),
                    self._split(self.v_proj(x), self.kv_heads))
         if self.q_norm is not None and self.k_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
-        q, k = tap(plan, names.q, rotate(q, *rope)), tap(plan, names.k, rotate(k, *rope))
+        q_rope = rope if rows is None else (rope[0][..., rows, :], rope[1][..., rows, :])
+        q, k = tap(plan, names.q, rotate(q, *q_rope)), tap(plan, names.k, rotate(k, *rope))
         k, v = cache.extend(k, tap(plan, names.v, v), at)  # [B, G, K, dh]
         scales = None
         if plan is not None and plan.wants(names.weights):
@@ -154,11 +158,13 @@ class LLMLayer(nn.Module):
         return AttentionBlock(attn.o_proj.weight.detach(), bias, attn.heads, attn.kv_heads, norm, "block")
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], cache: LayerCache, at: int, mask: Tensor | None,
-                need_weights: bool, plan: Plan | None, prompt: bool) -> tuple[Tensor, Tensor | None]:
+                need_weights: bool, plan: Plan | None, prompt: bool, rows: slice | None = None
+                ) -> tuple[Tensor, Tensor | None]:
+        """The layer over ``x`` [B, T, D]; ``rows``: the output of those positions alone (``GroupedAttention``)."""
         names, block = self.names["prompt" if prompt else "output"]
         x = tap(plan, names.input, x)
-        out, weights = self.self_attn(self.input_layernorm(x), rope, cache, at, mask, need_weights, plan, block)
-        return self.finish(x, out, plan, prompt), weights
+        out, weights = self.self_attn(self.input_layernorm(x), rope, cache, at, mask, need_weights, plan, block, rows)
+        return self.finish(x if rows is None else x[:, rows], out, plan, prompt), weights
 
     def finish(self, x: Tensor, out: Tensor, plan: Plan | None, prompt: bool) -> Tensor:
         """The rest of the layer after its attention block's output ``out`` (before the residual): the residual sum

@@ -146,11 +146,12 @@ class IncrementalModel(nn.Module):
         return "the output projection"
 
     def run_layer(self, side: str, layer: int, x: Tensor, mask: Tensor | None = None,
-                  memory: Tensor | None = None) -> Tensor:
+                  memory: Tensor | None = None, rows: slice | None = None) -> Tensor:
         """One layer alone on its input ``x`` [B, T, D] (value zeroing re-runs layers), its probe points firing: an
         ``encoder`` layer with ``mask`` [B, 1, 1, T] over ``x``; a ``decoder`` layer over its causal prefix and, when
         given, ``memory`` [B, S, D] under ``mask`` [B, 1, 1, S]. A ``one_stream`` network's decoder layer reads ``x``
-        as whole sequences (the prompt's positions, then the output's; no mask: every position real)."""
+        as whole sequences (the prompt's positions, then the output's; no mask: every position real). Its output
+        [B, T, D], or of the positions ``rows`` alone (a network may then skip the other rows' work)."""
         raise ProbeError(f"A {type(self).__name__}'s layers cannot be run one at a time.")
 
     def attention_block(self, kind: str, layer: int) -> AttentionBlock:
@@ -214,7 +215,7 @@ class SearchModel(Protocol):
         """An attention block's output projection, head groups and norm (ProbeError where it has none)."""
 
     def run_layer(self, side: str, layer: int, x: Tensor, mask: Tensor | None = None,
-                  memory: Tensor | None = None) -> Tensor:
+                  memory: Tensor | None = None, rows: slice | None = None) -> Tensor:
         """One layer alone on its input, its probe points firing (ProbeError where it cannot)."""
 
     def read_out(self, hidden: Tensor) -> Tensor:

@@ -159,10 +159,15 @@ class Transformer(IncrementalModel):
         return "the final LayerNorm, then the output projection"
 
     def run_layer(self, side: str, layer: int, x: Tensor, mask: Tensor | None = None,
-                  memory: Tensor | None = None) -> Tensor:
+                  memory: Tensor | None = None, rows: slice | None = None) -> Tensor:
         """One ``encoder`` or ``decoder`` layer alone on its input ``x`` [B, T, D] (no cache; a decoder layer sees
         its causal prefix and, when given, ``memory`` [B, S, D] under ``mask`` [B, 1, 1, S]; an encoder layer's
-        ``mask`` covers ``x``): its output [B, T, D], the layer's probe points firing as in a whole pass."""
+        ``mask`` covers ``x``): its output [B, T, D] (``rows``: of those positions, computed with the rest), the
+        layer's probe points firing as in a whole pass."""
+        out = self._run_layer(side, layer, x, mask, memory)
+        return out if rows is None else out[:, rows]
+
+    def _run_layer(self, side: str, layer: int, x: Tensor, mask: Tensor | None, memory: Tensor | None) -> Tensor:
         plan = self.probes.plan()
         if side == "encoder" and self.has_source:
             return self.encoder_layers()[layer](x, mask, False, plan)[0]

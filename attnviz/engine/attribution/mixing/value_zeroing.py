@@ -14,9 +14,11 @@ cross-attention and the prefix through self-attention. A decoder row is scored f
 tokens' values zeroed in cross-attention and the decoder inputs' in self-attention, and normalised over the S + T
 columns together: the layer's map is [T, S + T], so its source columns say how much the layer's output rests on the
 source (the split ALTI+ makes). A one-stream network (a decoder-only LLM, ``capture``) reads one context, its whole
-stream of N positions: its map is [N, N], and an output token's row splits into the shown prompt's columns and the
-prefix's. The rollout multiplies the per-layer maps as ALTI+ does (with no separate residual: value zeroing
-measures the whole layer). Names: B batch, L layers, S source, T target, N stream positions, W prompt slots, D width.
+stream of N positions; only its T output positions are scored (``run_layer``'s ``rows``: the prompt's rows are not
+computed), so its map is [T, N], each row splitting into the shown prompt's columns and the prefix's. An
+encoder-decoder's maps are rolled out as ALTI+ does (with no separate residual: value zeroing measures the whole
+layer); a stream's are not, its prompt rows not being scored. Names: B batch, L layers, S source, T target, N stream
+positions, W prompt slots, D width.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
-from attnviz.engine.attribution.mixing.alti import decoder_rollout, rollout, stream_rows
+from attnviz.engine.attribution.mixing.alti import decoder_rollout, rollout
 from attnviz.engine.attribution.mixing.capture import STREAM, Capture, Layer
 from attnviz.engine.models.probes import Edit, attention_point, edit
 
@@ -69,11 +71,16 @@ class Context:
     readable: Tensor
 
 
+def scored_rows(cap: Capture) -> slice:
+    """The query rows a layer's map scores: every one, or a one-stream capture's output positions."""
+    return slice(cap.width, None) if STREAM in cap.blocks else slice(None)
+
+
 def contexts(cap: Capture, layer: Layer) -> list[Context]:
     """What ``layer`` reads, in its map's column order: the source (encoder layers; a decoder layer's
     cross-attention), then the prefix (a decoder layer's self-attention); a one-stream layer its stream."""
     def context(kind: str, block_kind: str) -> Context:
-        weights = cap.blocks[block_kind][layer.index].weights[0]  # [H, Tq, Tk]
+        weights = cap.blocks[block_kind][layer.index].weights[0][:, scored_rows(cap)]  # [H, Tq, Tk]
         return Context(attention_point(kind, layer.index, "v"), weights.size(-1), weights.amax(0) > 0)
 
     if STREAM in cap.blocks:
@@ -88,7 +95,7 @@ def _run(cap: Capture, layer: Layer, edits: dict[str, Edit], rows: int) -> Tenso
     mask, memory = cap.mask, cap.encoded.memory
     with edit(cap.model, edits):
         if STREAM in cap.blocks:
-            return cap.model.run_layer("decoder", layer.index, layer.x.expand(rows, -1, -1))
+            return cap.model.run_layer("decoder", layer.index, layer.x.expand(rows, -1, -1), rows=scored_rows(cap))
         if layer.side == "encoder":
             return cap.model.run_layer("encoder", layer.index, layer.x.expand(rows, -1, -1),
                                        mask.expand(rows, -1, -1, -1))
@@ -99,8 +106,8 @@ def _run(cap: Capture, layer: Layer, edits: dict[str, Edit], rows: int) -> Tenso
 
 @torch.inference_mode()
 def layer_scores(cap: Capture, layer: Layer) -> Tensor:
-    """[Tq, K] raw scores of one layer of a captured sentence (batch of 1), K the keys of its ``contexts`` side by
-    side, re-run in batches of at most ``RUN_BYTES`` (each with its own reference row)."""
+    """[Tq, K] raw scores of one layer of a captured sentence (batch of 1) for its ``scored_rows``, K the keys of its
+    ``contexts`` side by side, re-run in batches of at most ``RUN_BYTES`` (each with its own reference row)."""
     found = contexts(cap, layer)
     width = max(cap.model.cfg.ff_dim, layer.x.size(-1))
     per_batch = max(1, RUN_BYTES // (4 * layer.x.size(1) * width) - 1)
@@ -121,16 +128,16 @@ class ZeroingMaps:
     encoder: np.ndarray | None  # [L, S, S]
     decoder: np.ndarray  # [L, T, S + T]: source columns (cross-attention; a stream's prompt), then decoder inputs
     encoder_rollout: np.ndarray | None  # [L, S, S]
-    total: np.ndarray  # [L, T, S + T] rolled out through the decoder (source through the encoder's rollout)
-    stream: np.ndarray | None = None  # [L, N, N] a one-stream capture's maps over its whole stream
+    total: np.ndarray | None  # [L, T, S + T] rolled out through the decoder (None for a stream)
+    stream: np.ndarray | None = None  # [L, T, N] a one-stream capture's output rows over its whole stream
 
 
 def _maps(cap: Capture, done: dict[str, list[Tensor]]) -> ZeroingMaps:
     np_maps = {side: torch.stack(maps).double().cpu().numpy() for side, maps in done.items() if maps}
     if STREAM in np_maps:
-        maps, shown = np_maps[STREAM], (cap.width, cap.hidden.size(1))
-        return ZeroingMaps(None, stream_rows(maps, cap.width, shown), None,
-                           stream_rows(rollout(maps), cap.width, shown), maps)
+        maps, t = np_maps[STREAM], cap.hidden.size(1)  # [L, T, N]
+        return ZeroingMaps(None, np.concatenate([maps[..., :cap.width], maps[..., cap.width:cap.width + t]], -1),
+                           None, None, maps)
     enc, dec = np_maps.get("encoder"), np_maps["decoder"]
     s = dec.shape[-1] - dec.shape[-2]
     enc_roll = rollout(enc) if enc is not None else None
