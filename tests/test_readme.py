@@ -11,7 +11,7 @@ from attnviz.cli.reference import commands, reference_markdown
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 TEST_COMMAND = ('<!-- test-command: .ci/run runs exactly the next line -->\n```bash\n'
-                'python3 -m venv .venv && .venv/bin/pip install -e ".[test]" && '
+                'python3 -m venv .venv && .venv/bin/pip install --no-compile -e ".[test]" && '
                 '.venv/bin/python -m pytest -n auto\n```\n')
 
 
