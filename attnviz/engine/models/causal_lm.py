@@ -21,15 +21,18 @@ from torch import Tensor, nn
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.models.cache import select_rows
+from attnviz.engine.models.gemma_layers import GemmaLayer
 from attnviz.engine.models.layers import LayerCache, widened
 from attnviz.engine.models.llm_arch import LLMArch
-from attnviz.engine.models.llm_layers import LLMLayer, RMSNorm
+from attnviz.engine.models.llm_layers import LLMLayer
 from attnviz.engine.models.probes import BlockNames, LayerNames, ProbeBoard, ProbeError, tap
 from attnviz.engine.models.protocol import AttentionBlock, Decoded, Encoded, IncrementalModel
 from attnviz.engine.models.rope import inverse_frequencies, rotations
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID
 
 SPECIALS = 4  # attnviz's ids below this are its own specials; id i >= 4 is the folder's i - 4
+# each family's layer form (``LLMArch.family``): a new form is a module of its own overriding ``LLMLayer``
+LAYER_FORMS: dict[str, type[LLMLayer]] = {"llama": LLMLayer, "gemma": GemmaLayer}
 
 
 @dataclass
@@ -89,16 +92,17 @@ class LLMBody(nn.Module):
 
     def __init__(self, cfg: ModelConfig, arch: LLMArch):
         super().__init__()
-        gemma = arch.family == "gemma"
+        form = LAYER_FORMS[arch.family]
         self.embed_tokens = nn.Embedding(arch.vocab, cfg.d_model)
-        self.layers = nn.ModuleList(LLMLayer(cfg, arch, i) for i in range(cfg.dec_layers))
-        self.norm = RMSNorm(cfg.d_model, cfg.ln_eps, gemma)
+        self.layers = nn.ModuleList(form(cfg, arch, i) for i in range(cfg.dec_layers))
+        self.norm = form.norm(cfg.d_model, cfg.ln_eps)
 
 
 class CausalLM(IncrementalModel):
     """A Llama-like or Gemma-like decoder (``LLMArch``) reading a prompt as its source."""
 
     one_stream = True  # the prompt's pass and the output steps run the same layers over one sequence
+    answers = frozenset({"attention_block", "run_layer", "read_out"})
     inv_freq: Tensor
     inv_freq_local: Tensor
 
@@ -106,12 +110,12 @@ class CausalLM(IncrementalModel):
         super().__init__()
         self.cfg, self.arch = cfg, LLMArch.from_dict(cfg.arch)
         self.arch.check_layers(cfg.dec_layers, cfg.heads)
-        arch, gemma = self.arch, self.arch.family == "gemma"
+        arch = self.arch
         self.model = LLMBody(cfg, arch)
         self.lm_head = nn.Linear(cfg.d_model, arch.vocab, bias=False)
         if cfg.tie_output:
             self.lm_head.weight = self.model.embed_tokens.weight
-        self.embed_scale = cfg.d_model ** 0.5 if gemma else 0.0
+        self.embed_scale = cfg.d_model ** 0.5 if LAYER_FORMS[arch.family].scales_embeddings else 0.0
         self.register_buffer("inv_freq", torch.empty(arch.head_dim // 2), persistent=False)
         self.register_buffer("inv_freq_local", torch.empty(arch.head_dim // 2), persistent=False)
         self.compute_buffers()

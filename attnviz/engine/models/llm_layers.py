@@ -1,9 +1,9 @@
 """The layers of a decoder-only LLM (``engine.models.causal_lm``): RMSNorm, grouped-query attention with RoPE, the
-gated feed-forward, and the layer that joins them the Llama way (two norms before the blocks) or the Gemma way (four:
-before and after each block). Module and parameter names are the Hugging Face folders' own (``q_proj``,
-``input_layernorm``, ``mlp.gate_proj``...), so a folder's weights load under their stored names without a copy.
-Every value worth reading passes a probe point (``engine.models.probes``). Names: B batch, H query heads, G key/value
-heads, T new positions, K keys, D width, dh head width.
+gated feed-forward, and the layer that joins them the Llama way (two norms before the blocks); the Gemma way (four:
+before and after each block) overrides what differs in ``gemma_layers``. Module and parameter names are the Hugging
+Face folders' own (``q_proj``, ``input_layernorm``, ``mlp.gate_proj``...), so a folder's weights load under their
+stored names without a copy. Every value worth reading passes a probe point (``engine.models.probes``). Names: B
+batch, H query heads, G key/value heads, T new positions, K keys, D width, dh head width.
 """
 
 from __future__ import annotations
@@ -16,36 +16,41 @@ from attnviz.engine.config import ModelConfig
 from attnviz.engine.models.layers import ACTIVATIONS, LayerCache, widened
 from attnviz.engine.models.llm_arch import LLMArch
 from attnviz.engine.models.probes import BlockNames, LayerNames, Plan, tap
-from attnviz.engine.models.protocol import AttentionBlock, BlockNorm
+from attnviz.engine.models.protocol import AttentionBlock
 from attnviz.engine.models.rope import rotate
 
 
 class RMSNorm(nn.Module):
-    """x / rms(x), in float32 (float64 stays float64: the exactness tests), times ``weight`` (Llama: cast back, then
-    scaled) or ``1 + weight`` (Gemma: scaled, then cast back)."""
+    """x / rms(x), in float32 (float64 stays float64: the exactness tests), cast back, then times ``weight`` (the
+    Llama way; ``gemma_layers.GemmaRMSNorm`` scales by ``1 + weight`` before the cast)."""
 
-    def __init__(self, dim: int, eps: float, gemma: bool):
+    def __init__(self, dim: int, eps: float):
         super().__init__()
-        self.weight = nn.Parameter(torch.zeros(dim) if gemma else torch.ones(dim))
-        self.eps, self.gemma = eps, gemma
+        self.weight = nn.Parameter(self.initial_weight(dim))
+        self.eps = eps
+
+    @staticmethod
+    def initial_weight(dim: int) -> Tensor:
+        return torch.ones(dim)
+
+    def normalised(self, x: Tensor) -> Tensor:
+        """x / rms(x) at float32 (float64 kept)."""
+        h = x.float() if x.dtype != torch.float64 else x
+        return h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
 
     def forward(self, x: Tensor) -> Tensor:
-        h = x.float() if x.dtype != torch.float64 else x
-        h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + self.eps)
-        if self.gemma:
-            return (h * (1.0 + self.weight.to(h.dtype))).type_as(x)
-        return self.weight * h.to(x.dtype)
+        return self.weight * self.normalised(x).to(x.dtype)
 
     def gain(self) -> Tensor:
-        """The factor [D] x / rms(x) is multiplied by: ``weight`` (Llama) or ``1 + weight`` (Gemma)."""
-        return 1.0 + self.weight if self.gemma else self.weight
+        """The factor [D] x / rms(x) is multiplied by."""
+        return self.weight
 
 
 class GroupedAttention(nn.Module):
     """Self-attention with ``kv_heads`` key/value heads, each read by ``heads // kv_heads`` query heads (GQA), RoPE on
     queries and keys (the ``q`` and ``k`` probe points hold them rotated), optional q/k RMSNorm and score softcap."""
 
-    def __init__(self, cfg: ModelConfig, arch: LLMArch):
+    def __init__(self, cfg: ModelConfig, arch: LLMArch, norm: type[RMSNorm] = RMSNorm):
         super().__init__()
         d, dh, self.heads, self.kv_heads = cfg.d_model, arch.head_dim, cfg.heads, arch.kv_heads
         self.scale, self.softcap = arch.scale, arch.attn_softcap
@@ -53,9 +58,8 @@ class GroupedAttention(nn.Module):
         self.k_proj = nn.Linear(d, self.kv_heads * dh, bias=arch.qkv_bias)
         self.v_proj = nn.Linear(d, self.kv_heads * dh, bias=arch.qkv_bias)
         self.o_proj = nn.Linear(self.heads * dh, d, bias=arch.out_bias)
-        gemma = arch.family == "gemma"
-        self.q_norm = RMSNorm(dh, cfg.ln_eps, gemma) if arch.qk_norm else None
-        self.k_norm = RMSNorm(dh, cfg.ln_eps, gemma) if arch.qk_norm else None
+        self.q_norm = norm(dh, cfg.ln_eps) if arch.qk_norm else None
+        self.k_norm = norm(dh, cfg.ln_eps) if arch.qk_norm else None
 
     def _split(self, x: Tensor, heads: int) -> Tensor:
         b, t, _ = x.shape
@@ -127,35 +131,33 @@ class GatedFeedForward(nn.Module):
 
 
 class LLMLayer(nn.Module):
-    """One decoder layer: ``x + attn(norm(x))`` then ``+ mlp(norm(.))`` (Llama), with each block's output normed
-    again before it is added (Gemma). Its probe points are named by the pass, as an encoder-decoder's: reading the
-    prompt, ``enc.{l}.in``, ``enc.{l}.attn.*``, ``enc.{l}.ff.out``, ``enc.{l}.out``; the output steps, ``dec.{l}.in``,
+    """One decoder layer the Llama way: ``x + attn(norm(x))`` then ``+ mlp(norm(.))``. Another layer form (Gemma's,
+    ``gemma_layers``) overrides what differs: its norm (``norm``), what the residual adds of the attention
+    (``post_attention``), the feed-forward sublayer (``feed_forward``) and how mixing analyses see the block
+    (``block``). Its probe points are named by the pass, as an encoder-decoder's: reading the prompt,
+    ``enc.{l}.in``, ``enc.{l}.attn.*``, ``enc.{l}.ff.out``, ``enc.{l}.out``; the output steps, ``dec.{l}.in``,
     ``dec.{l}.self.*``, ``dec.{l}.ff.out``, ``dec.{l}.out`` (``resid`` after the attention is added, ``ff.out`` what
     the feed-forward adds)."""
 
+    norm: type[RMSNorm] = RMSNorm
+    scales_embeddings = False  # the embedding is multiplied by sqrt(D) before the first layer (Gemma)
+
     def __init__(self, cfg: ModelConfig, arch: LLMArch, layer: int):
         super().__init__()
-        gemma = arch.family == "gemma"
         self.names = {"prompt": (LayerNames.of(f"enc.{layer}"), BlockNames.of(f"enc.{layer}.attn")),
                       "output": (LayerNames.of(f"dec.{layer}"), BlockNames.of(f"dec.{layer}.self"))}
-        self.self_attn = GroupedAttention(cfg, arch)
+        self.self_attn = GroupedAttention(cfg, arch, self.norm)
         self.mlp = GatedFeedForward(cfg, arch.mlp_bias)
-        self.input_layernorm = RMSNorm(cfg.d_model, cfg.ln_eps, gemma)
-        self.post_attention_layernorm = RMSNorm(cfg.d_model, cfg.ln_eps, gemma)  # Llama's: before the feed-forward
-        if gemma:
-            self.pre_feedforward_layernorm = RMSNorm(cfg.d_model, cfg.ln_eps, gemma)
-            self.post_feedforward_layernorm = RMSNorm(cfg.d_model, cfg.ln_eps, gemma)
-        self.gemma, self.sliding = gemma, arch.sliding(layer)
+        self.input_layernorm = self.norm(cfg.d_model, cfg.ln_eps)
+        self.post_attention_layernorm = self.norm(cfg.d_model, cfg.ln_eps)  # Llama's: before the feed-forward
+        self.sliding = arch.sliding(layer)
 
     def block(self) -> AttentionBlock:
-        """The attention block as mixing analyses decompose it: Llama's pre-attention RMSNorm acts on each key's
-        input (no norm after the block); Gemma's post-attention RMSNorm reads the block's output."""
-        attn, post = self.self_attn, self.post_attention_layernorm
+        """The attention block as mixing analyses decompose it: the pre-attention RMSNorm acts on each key's input,
+        and no norm follows the block."""
+        attn = self.self_attn
         bias = None if attn.o_proj.bias is None else attn.o_proj.bias.detach()
-        if not self.gemma:
-            return AttentionBlock(attn.o_proj.weight.detach(), bias, attn.heads, attn.kv_heads, None, "none")
-        norm = BlockNorm(post.gain().detach(), None, post.eps, centred=False)
-        return AttentionBlock(attn.o_proj.weight.detach(), bias, attn.heads, attn.kv_heads, norm, "block")
+        return AttentionBlock(attn.o_proj.weight.detach(), bias, attn.heads, attn.kv_heads, None, "none")
 
     def forward(self, x: Tensor, rope: tuple[Tensor, Tensor], cache: LayerCache, at: int, mask: Tensor | None,
                 need_weights: bool, plan: Plan | None, prompt: bool, rows: slice | None = None
@@ -174,11 +176,9 @@ class LLMLayer(nn.Module):
         return tap(plan, names.out, x + tap(plan, names.ff, self.feed_forward(x)))
 
     def post_attention(self, out: Tensor) -> Tensor:
-        """What the residual adds of the attention block's output [..., D]: itself (Llama) or its post-norm (Gemma)."""
-        return self.post_attention_layernorm(out) if self.gemma else out
+        """What the residual adds of the attention block's output [..., D]: itself."""
+        return out
 
     def feed_forward(self, x: Tensor) -> Tensor:
         """What the feed-forward sublayer adds to the stream ``x`` [..., D] after the attention block."""
-        if self.gemma:
-            return self.post_feedforward_layernorm(self.mlp(self.pre_feedforward_layernorm(x)))
         return self.mlp(self.post_attention_layernorm(x))
