@@ -238,16 +238,8 @@ def align_steps(translator, sources: Sequence[str | Sequence[str]], targets: Seq
     links per pair) score every configuration. A sentence given as text is its space-separated words. ``reverse``,
     a model of the other direction, adds its links turned round and ``symmetrise`` picks the combination printed.
     ``layer``/``head`` (and ``reverse_layer``/``reverse_head``, the same by default) count from 0."""
-    if symmetrise not in SYMMETRISATIONS:
-        raise InputError(f"symmetrisation must be one of {', '.join(SYMMETRISATIONS)}, not {symmetrise!r}")
-    _check_head(translator, layer, head)
-    for model in (translator, reverse):
-        check_on_cpu(model, "Word alignment")
-    if reverse is not None:
-        reverse_layer, reverse_head = (layer, head) if reverse_layer is None and reverse_head is None \
-            else (reverse_layer, reverse_head)
-        _check_head(reverse, reverse_layer, reverse_head, "--reverse-layer/--reverse-head")
-        _check_reverse_direction(translator, reverse)
+    reverse_layer, reverse_head = _checked_request(translator, reverse, symmetrise, (layer, head),
+                                                   (reverse_layer, reverse_head))
     src_words = [tuple(s.split()) if isinstance(s, str) else tuple(s) for s in sources]
     tgt_words = [tuple(t.split()) if isinstance(t, str) else tuple(t) for t in targets]
     report = TokenReport()
@@ -263,22 +255,12 @@ def align_steps(translator, sources: Sequence[str | Sequence[str]], targets: Seq
                                     batch_size, stop, None, "reverse alignment")
         if backward is None:
             return
-        turned = [{(i, j) for j, i in links} for links in backward.links[variant]]
-        symmetrised["reverse model"] = turned
-        for name, combine in SYMMETRISATIONS.items():
-            symmetrised[name] = [combine(f, b, n, m) for f, b, (n, m) in zip(lines, turned, forward.sizes,
-                                                                                 strict=True)]
+        symmetrised = _symmetrised(lines, backward.links[variant], forward.sizes)
         lines = symmetrised[symmetrise]
     chosen = (f"layer {layer + 1} head {head + 1}" if layer is not None and head is not None
               else "average of all layers and heads")
-    settings: dict[str, Any] = {
-        "method": "argmax" if threshold is None else f"weight >= {threshold:g}", "layer": None if layer is None
-        else layer + 1, "head": None if head is None else head + 1, "shift": shift,
-        "symmetrisation": symmetrise if reverse is not None else None,
-        "reverse_layer": None if reverse is None or reverse_layer is None else reverse_layer + 1,
-        "reverse_head": None if reverse is None or reverse_head is None else reverse_head + 1,
-        "predicted_links": sum(len(links) for links in lines), "output_indexing": "0-based, source-target",
-        **prompt_settings(translator, src_words, reverse)}
+    settings = _settings(threshold, (layer, head), shift, (symmetrise, reverse_layer, reverse_head), reverse, lines)
+    settings.update(prompt_settings(translator, src_words, reverse))
     texts = tuple(format_pharaoh(links) for links in lines)
     if gold is None:
         yield AlignmentReady(texts, chosen, tokens=report, settings=settings)
@@ -287,3 +269,45 @@ def align_steps(translator, sources: Sequence[str | Sequence[str]], targets: Seq
     yield AlignmentReady(texts, chosen, forward.counts[variant, "heads"].aer(), forward.counts[variant, "layers"].aer(),
                          float(forward.counts[variant, "all"].aer()), _scores(forward, gold, symmetrised),
                          report, settings)
+
+
+def _checked_request(translator, reverse, symmetrise: str, pair: tuple[int | None, int | None],
+                     reverse_pair: tuple[int | None, int | None]) -> tuple[int | None, int | None]:
+    """The request refused with one message where it cannot run; the reverse model's layer and head (by default
+    the forward model's)."""
+    if symmetrise not in SYMMETRISATIONS:
+        raise InputError(f"symmetrisation must be one of {', '.join(SYMMETRISATIONS)}, not {symmetrise!r}")
+    _check_head(translator, *pair)
+    for model in (translator, reverse):
+        check_on_cpu(model, "Word alignment")
+    if reverse is None:
+        return reverse_pair
+    chosen = pair if reverse_pair == (None, None) else reverse_pair
+    _check_head(reverse, *chosen, "--reverse-layer/--reverse-head")
+    _check_reverse_direction(translator, reverse)
+    return chosen
+
+
+def _symmetrised(lines: list[Links], backward: list[Links], sizes) -> dict[str, list[Links]]:
+    """The reverse model's links turned round, and each symmetrisation of them with the forward ones."""
+    turned = [{(i, j) for j, i in links} for links in backward]
+    out: dict[str, list[Links]] = {"reverse model": turned}
+    for name, combine in SYMMETRISATIONS.items():
+        out[name] = [combine(f, b, n, m) for f, b, (n, m) in zip(lines, turned, sizes, strict=True)]
+    return out
+
+
+def _settings(threshold: float | None, pair: tuple[int | None, int | None], shift: bool,
+              reverse_choice: tuple[str, int | None, int | None], reverse, lines: list[Links]) -> dict[str, Any]:
+    """What the alignment was made with, 1-based as the app shows layers and heads."""
+    layer, head = pair
+    symmetrise, reverse_layer, reverse_head = reverse_choice
+
+    def shown(index: int | None) -> int | None:
+        return None if index is None else index + 1
+
+    return {"method": "argmax" if threshold is None else f"weight >= {threshold:g}", "layer": shown(layer),
+            "head": shown(head), "shift": shift, "symmetrisation": symmetrise if reverse is not None else None,
+            "reverse_layer": None if reverse is None else shown(reverse_layer),
+            "reverse_head": None if reverse is None else shown(reverse_head),
+            "predicted_links": sum(len(links) for links in lines), "output_indexing": "0-based, source-target"}

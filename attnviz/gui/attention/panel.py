@@ -32,8 +32,7 @@ from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.attention.selector_rows import SelectorRows
 from attnviz.gui.widgets import add_labelled, scrolled
 from attnviz.session.attention.source import AttentionSource, peaked_layer
-
-MEAN = "Mean of heads"
+from attnviz.session.attention.wording import Marks, caption_text, head_choices
 
 
 def _combo(name: str, tip: str, least: int = 80) -> QComboBox:
@@ -55,12 +54,6 @@ def set_choices(combo: QComboBox, items: list[str], index: int, enabled: bool) -
     combo.setCurrentIndex(min(max(index, 0), len(items) - 1))
     combo.setEnabled(enabled)
     combo.blockSignals(False)
-
-
-def head_choices(heads: int, wanted: int) -> tuple[list[str], int]:
-    """A head selector's items (the mean of heads, then each head) and index: ``wanted``, except that a one-head
-    model shows its head, not a "mean" of one."""
-    return [MEAN] + [f"Head {h + 1}" for h in range(heads)], 1 if heads == 1 else wanted
 
 
 class AttentionPanel(QWidget):
@@ -320,9 +313,21 @@ class AttentionPanel(QWidget):
             self.grid.set_maps(None)
             self.caption.clear()
             return
+        title, outside, masked, window = self._draw_map(source, kind, view)
+        windows = self._draw_grid(source, kind, outside)
+        info, (_, about) = source.kind_info(kind), source.describe(kind)
+        marks = Marks(outside, masked is not None, self.layer if window is not None else None,
+                      windows is not None and any(w is not None and w.any() for w in windows),
+                      any(r.kind in source.shared(kind) for r in self.heads_off))
+        self.caption.setText(caption_text(title, info.query_axis, info.key_axis, about, marks))
+
+    def _draw_map(self, source: AttentionSource, kind: str, view) -> tuple[str, bool, np.ndarray | None,
+                                                                          np.ndarray | None]:
+        """The large map of the step: its title, whether its values leave 0..1 (then on its own scale), the cells
+        a query may not see and those outside the layer's sliding window."""
         matrix, rows, cols, highlight = view
         info = source.kind_info(kind)
-        what, about = source.describe(kind)
+        what, _ = source.describe(kind)
         masked = source.future(kind, self._step) if not self.merged else None
         head_text = "" if what and self.head_combo.count() <= 2 else " · mean of heads" if self.head is None \
             else f" · head {self.head + 1}"  # a quantity with one map per layer has no heads to name
@@ -337,6 +342,10 @@ class AttentionPanel(QWidget):
         self.heatmap.set_data(HeatmapData(matrix, tuple(rows), tuple(cols), info.query_axis, info.key_axis, title,
                                           highlight, self.per_map or outside, masked, float(matrix.min()) < 0,
                                           window))
+        return title, outside, masked, window
+
+    def _draw_grid(self, source: AttentionSource, kind: str, outside: bool) -> list | None:
+        """The grid of every head of the step; the sliding-window cells of each layer's maps (None: none)."""
         maps = source.maps(kind, self._step, self.merged)
         shared = source.shared(kind)
         self.grid.set_groups(source.kv_heads())
@@ -347,18 +356,7 @@ class AttentionPanel(QWidget):
                            {(r.layer, r.head) for r in self.heads_off if r.kind in shared},
                            signed=maps is not None and bool(maps.size) and float(np.nanmin(maps)) < 0,
                            outside=windows)
-        about += " Values fall outside 0..1: the colour scale is the map's own." if outside else ""
-        masked_text = " Hatched grey cells are future positions the decoder may not see (masked, not zero)." \
-            if masked is not None else ""
-        masked_text += (f" Cells hatched the other way lie outside layer {self.layer + 1}'s sliding window (zero by "
-                        "construction)." if window is not None else "")
-        masked_text += (" Striped grey cells in the small maps lie outside their layer's sliding window."
-                        if windows is not None and any(w is not None and w.any() for w in windows) else "")
-        off_text = " Crossed-out heads are switched off: their maps are all zero." \
-            if any(r.kind in shared for r in self.heads_off) else ""
-        self.caption.setText(f"{title}. Rows: {info.query_axis}; columns: {info.key_axis}; {about}"
-                             f"{masked_text}{off_text} Hover a cell for its exact weight; click a small map to open "
-                             "it, Ctrl+click to switch it off.")
+        return windows
 
     @Slot(int)
     def _on_kind_changed(self, index: int) -> None:

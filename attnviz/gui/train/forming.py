@@ -19,8 +19,9 @@ from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QPushButton, QSize
 from attnviz.engine.events import ATTENTION_KINDS, Translation
 from attnviz.gui.attention.colormap import to_image
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
-from attnviz.gui.attention.panel import head_choices, set_choices
+from attnviz.gui.attention.panel import set_choices
 from attnviz.gui.widgets import add_labelled, guarded_paint, named
+from attnviz.session.attention.wording import head_choices
 from attnviz.session.train.run_document import EvaluationAdded, RunChange, RunCleared
 
 START_HINT = "Start training: the probe sentence's cross-attention appears at every evaluation"
