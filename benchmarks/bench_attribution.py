@@ -66,7 +66,7 @@ def measure(translator, tokens: int, repeats: int, steps: int, only: tuple[str, 
     translation = translator.translate(SENTENCE, DecodeConfig(max_len=tokens))
     src, out = translation.src_tokens, translation.tokens
     figures: dict[str, dict] = {}
-    for method in methods_for(translator.kind).defined:
+    for method in methods_for(translator).defined:
         if only and method.name not in only:
             figures[method.name] = {"skipped": "not in --only"}
             continue
@@ -75,9 +75,9 @@ def measure(translator, tokens: int, repeats: int, steps: int, only: tuple[str, 
             translator, m, src, out, s, roles=translation.roles)), repeats)
         if "steps" in method.settings:
             figures[method.name]["steps"] = steps
-    if lens_not_defined(translator.kind) is None and (not only or "logit-lens" in only):
+    if lens_not_defined(translator) is None and (not only or "logit-lens" in only):
         figures["logit-lens"] = _timed(lambda: list(logit_lens_steps(translator, src, out)), repeats)
-    undefined = {method.name: why for method, why in methods_for(translator.kind).undefined}
+    undefined = {method.name: why for method, why in methods_for(translator).undefined}
     return {"src_tokens": len(src), "output_tokens": len(out), "translation": translation.text, "methods": figures,
             "not_defined": undefined}
 

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from attnviz.engine.analysis.run import corpus_pairs
 from attnviz.engine.attribution.base import AttributionProgress
-from attnviz.engine.attribution.suspect_calibrate import scored_pairs
-from attnviz.engine.attribution.suspect_fit import fit
-from attnviz.engine.attribution.suspect_rule import BAD_KINDS, GOOD_KINDS, judge
-from attnviz.engine.attribution.suspect_store import store_calibration
+from attnviz.engine.attribution.suspect.calibrate import scored_pairs
+from attnviz.engine.attribution.suspect.fit import fit
+from attnviz.engine.attribution.suspect.rule import BAD_KINDS, GOOD_KINDS, judge
+from attnviz.engine.attribution.suspect.store import store_calibration
 from attnviz.engine.loading import load_translator
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -88,7 +88,7 @@ def test_language_model_and_lstm(files, capsys):
     assert code == 0 and report["src_tokens"] == [] and np.array(report["source"]).shape[-1] == 0
     assert report["tokens"][:3] == ["a", "b", "c"]
     code, _, err = _run(files, capsys, "--method", "logit-lens", "q1 q2", model="rnn.safetensors")
-    assert code == 2 and "The logit lens is not defined for a " in err and "fused" in err
+    assert code == 2 and "The logit lens is not defined for a " in err and "offers no read_out" in err
     code, out, _ = _run(files, capsys, "--method", "saliency", "q1 q2", model="rnn.safetensors")
     assert code == 0 and out.startswith("method: saliency")
 
@@ -124,7 +124,8 @@ def test_method_list_says_which_methods_apply_to_the_model(files, capsys):
     names = [line.split()[0] for line in out.splitlines()]
     assert code == 0 and {"saliency", "gradient-x-input", "integrated-gradients", "logit-lens"} <= set(names)
     code, out, _ = _run(files, capsys, "--method", "list", model="rnn.safetensors")
-    assert code == 0 and out.splitlines()[-1].startswith("logit-lens             not for this model: its decoder")
+    assert code == 0 and out.splitlines()[-1].startswith("logit-lens             not for this model: its network "
+                                                          "offers no read_out")
 
 
 def test_patching_writes_its_maps_and_reads_back(files, capsys, tmp_path):

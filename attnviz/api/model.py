@@ -111,7 +111,7 @@ class Model:
         ``TranslationResult.attribute``."""
         from attnviz.engine.attribution.base import methods_for
 
-        return {method.name: method.description for method in methods_for(self.translator.kind).defined}
+        return {method.name: method.description for method in methods_for(self.translator).defined}
 
     def heads(self, sentences: list[str], targets: list[str] | None = None, *, batch_size: int = 64
               ) -> HeadStatistics:

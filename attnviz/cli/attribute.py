@@ -118,10 +118,10 @@ def _print_methods(translator) -> None:
     from attnviz.engine.attribution.base import methods_for
     from attnviz.engine.attribution.logit_lens import lens_not_defined
 
-    found = methods_for(translator.kind)
+    found = methods_for(translator)
     for method in found.defined:
         print(f"{method.name:<22} {method.label}: {method.description}")
-    lens_why = lens_not_defined(translator.kind)
+    lens_why = lens_not_defined(translator)
     if lens_why is None:
         print(f"{LENS:<22} Logit lens: what each decoder layer would predict through the output projection.")
     for method, why in found.undefined:

@@ -1,5 +1,5 @@
 """``attnviz calibrate``: measure what each suspect-score component separates on a model's own held-out sentences
-(``engine.attribution.suspect_calibrate``) and keep the calibration with the model (``suspect_store``), so that the
+(``engine.attribution.suspect.calibrate``) and keep the calibration with the model (``suspect.store``), so that the
 Translate tab's verdict, the Analysis tab's ranking and ``attnviz`` read it. Progress goes to stderr, the AUROC of
 each component to stdout.
 """
@@ -34,9 +34,9 @@ def add_command(sub) -> None:
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from attnviz.cli.progress import run_analysis
-    from attnviz.engine.attribution.suspect_calibrate import calibration_job
-    from attnviz.engine.attribution.suspect_rule import Calibration, describe
-    from attnviz.engine.attribution.suspect_store import store_calibration
+    from attnviz.engine.attribution.suspect.calibrate import calibration_job
+    from attnviz.engine.attribution.suspect.rule import Calibration, describe
+    from attnviz.engine.attribution.suspect.store import store_calibration
     from attnviz.engine.loading import load_translator
 
     translator = load_translator(args.model, args.dtype)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from types import MappingProxyType
@@ -32,6 +33,7 @@ class Registry(Generic[E]):
         self.package = package  # whose modules register the entries
         self.discovers = discovers  # which module names of the package discovery imports
         self._entries: dict[str, E] = {}
+        self._origin: dict[str, str] = {}  # the module that registered each entry
         self._discovered = False
 
     def register(self, entry: E) -> E:
@@ -39,6 +41,7 @@ class Registry(Generic[E]):
         if entry.name in self._entries and self._entries[entry.name] is not entry:
             raise ValueError(f"{self.what} {entry.name!r} is registered twice")
         self._entries[entry.name] = entry
+        self._origin.setdefault(entry.name, sys._getframe(1).f_globals.get("__name__", ""))
         return entry
 
     def unregister(self, name: str) -> None:
@@ -58,9 +61,20 @@ class Registry(Generic[E]):
             return
         self._discovered = True
         package = importlib.import_module(self.package)
-        for module in pkgutil.iter_modules(package.__path__):
-            if self.discovers(module.name):
-                importlib.import_module(f"{self.package}.{module.name}")
+        names = [module.name for module in pkgutil.iter_modules(package.__path__) if self.discovers(module.name)]
+        for name in names:
+            importlib.import_module(f"{self.package}.{name}")
+        # the package's listing order, whichever module happened to be imported first (a subpackage registering in
+        # its __init__ is imported whenever any of its modules is); entries from elsewhere (a test's) keep theirs
+        place = {f"{self.package}.{name}": i for i, name in enumerate(names)}
+
+        def rank(item: tuple[int, str]) -> tuple[int, int]:
+            origin = self._origin.get(item[1], "")
+            top = ".".join(origin.split(".")[:len(self.package.split(".")) + 1])
+            return place.get(top, len(place)), item[0]
+
+        order = sorted(enumerate(self._entries), key=rank)
+        self._entries = {name: self._entries[name] for _, name in order}
 
     def entries(self) -> Mapping[str, E]:
         """Every registered entry by name (a read-only view), once the package's modules have registered theirs."""

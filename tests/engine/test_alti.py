@@ -155,5 +155,6 @@ def test_a_language_model_gets_alti_of_its_decoder_and_the_lstm_is_refused():
     assert any("language model" in note for note in result.notes)
     lstm = make_toy_translator(0, "rnn-attention")
     with pytest.raises(InputError, match="ALTI\\+ is not defined for a LSTM encoder-decoder with Luong attention: "
-                                         "its attention is one Luong layer"):
+                                         "its network offers no attention_block, run_layer and no probe point "
+                                         "[*].[*].[*].v"):
         list(attribution_steps(lstm, "alti-plus", SRC, OUT))

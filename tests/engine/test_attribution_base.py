@@ -95,8 +95,8 @@ def test_the_registry_lists_runs_and_refuses():
     translator, lm = make_toy_translator(), make_toy_lm()
     with registered(FAKE):
         assert get_method("fake") is FAKE
-        assert FAKE in methods_for(translator.kind).defined
-        assert (FAKE, "it needs a source") in methods_for(lm.kind).undefined
+        assert FAKE in methods_for(translator).defined
+        assert (FAKE, "it needs a source") in methods_for(lm).undefined
         events = list(attribution_steps(translator, "fake", SRC, OUT, AttributionSettings(steps=4)))
         assert isinstance(events[0], AttributionProgress) and events[-1].source.shape == (1, 3, 4)
         with pytest.raises(InputError, match="Fake does not use foil: it reads only steps"):
@@ -107,3 +107,17 @@ def test_the_registry_lists_runs_and_refuses():
             list(attribution_steps(translator, "fake", SRC, ()))
     with pytest.raises(InputError, match="unknown attribution method 'fake'; choose one of"):
         get_method("fake")
+
+
+def test_the_methods_list_in_the_packages_order_whichever_module_came_first():
+    """A subpackage registers its methods in its ``__init__``, so importing any of its modules first registers them
+    early; the list still follows the package's order (the CLI's choices and the GUI's selector read it)."""
+    import subprocess
+    import sys
+
+    listing = "from attnviz.engine.attribution.base import all_methods; print(','.join(m.name for m in all_methods()))"
+    plain = subprocess.run([sys.executable, "-c", listing], capture_output=True, text=True, check=True).stdout
+    early = subprocess.run([sys.executable, "-c", "import attnviz.engine.attribution.patching.corrupted\n" + listing],
+                           capture_output=True, text=True, check=True).stdout
+    assert plain == early
+    assert plain.strip().split(",")[:3] == ["saliency", "gradient-x-input", "integrated-gradients"]

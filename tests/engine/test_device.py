@@ -101,7 +101,7 @@ def test_every_analysis_refuses_a_model_on_a_gpu_in_one_line(monkeypatch):
     from attnviz.engine.analysis.run import head_stats_steps
     from attnviz.engine.attribution.base import attribution_steps
     from attnviz.engine.attribution.lens_languages import lens_language_steps
-    from attnviz.engine.attribution.suspect_corpus import suspect_sentence, suspect_steps
+    from attnviz.engine.attribution.suspect.corpus import suspect_sentence, suspect_steps
     from attnviz.engine.translator import Translator
     from tests.helpers import make_toy_translator
 

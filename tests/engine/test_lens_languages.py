@@ -103,7 +103,7 @@ def test_a_stop_keeps_what_was_read_and_a_long_sentence_is_left_out():
     with pytest.raises(InputError, match="The corpus has no sentences"):
         list(lens_language_steps(tr, []))
     rnn = make_toy_translator(kind="rnn-attention")
-    with pytest.raises(InputError, match="The logit lens is not defined for a .*: its decoder layers run fused"):
+    with pytest.raises(InputError, match="The logit lens is not defined for a .*: its network offers no read_out"):
         list(lens_language_steps(rnn, ["q1"]))
 
 

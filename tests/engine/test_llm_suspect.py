@@ -11,9 +11,9 @@ import torch
 from attnviz.engine.attribution.base import attribution_steps
 from attnviz.engine.attribution.mixing.alti import alti_maps
 from attnviz.engine.attribution.mixing.capture import capture, teacher_forced_ids
-from attnviz.engine.attribution.suspect import IGNORED, SPAN_SHORT, attention_components, prompt_span
-from attnviz.engine.attribution.suspect_corpus import suspect_sentence, suspect_steps
-from attnviz.engine.attribution.suspect_rank import SuspectRanking
+from attnviz.engine.attribution.suspect.components import IGNORED, SPAN_SHORT, attention_components, prompt_span
+from attnviz.engine.attribution.suspect.corpus import suspect_sentence, suspect_steps
+from attnviz.engine.attribution.suspect.rank import SuspectRanking
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.loading import load_translator
 from attnviz.engine.models.probes import attention_point, edit

@@ -50,7 +50,7 @@ def test_a_language_model_has_a_lens_and_the_lstm_is_refused():
     assert np.all(forced_rank >= 1)
     rnn = make_toy_translator(kind="rnn-attention")
     out = rnn.translate("q1 q2")
-    with pytest.raises(InputError, match="The logit lens is not defined for a .*: its decoder layers run fused"):
+    with pytest.raises(InputError, match="The logit lens is not defined for a .*: its network offers no read_out"):
         _lens(rnn, out)
     with pytest.raises(InputError, match="top_k must be a whole number from 1 to 50, not 0"):
         list(logit_lens_steps(lm, (), ("a",), top_k=0))

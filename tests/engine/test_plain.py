@@ -21,6 +21,7 @@ from attnviz.engine.loading import load_translator
 from attnviz.engine.plain.network import SMALL, Dense
 from attnviz.engine.plain.translator import open_plain
 from attnviz.engine.plain.weights import read_float32
+from attnviz.engine.text.vocab import SOS_ID
 from tests.folder_samples import write_marian_folder
 
 SENTENCES = ["Zwei Hunde spielen im Schnee.", "Ein Mann fährt Fahrrad auf einer Straße.", "Kinder spielen.",
@@ -160,3 +161,25 @@ def test_it_declines_and_says_why(folder, tmp_path):
     # a damaged folder is reported by the torch path, as before
     done = _cli(tmp_path / "nan", SENTENCES[2])
     assert done.returncode == 1 and "TORCH True" in done.stderr and "damaged" in done.stderr
+
+
+def test_the_logits_match_the_torch_networks_at_every_step(folder):
+    """The numpy network against the torch one on the same teacher-forced prefix: every step's logits over
+    attnviz's ids (Marian's columns mapped back), not only the tokens a search chose."""
+    import torch
+
+    plain, _ = open_plain(folder)
+    assert plain is not None
+    translator = load_translator(folder)
+    model, cols = translator.model, plain.columns
+    for sentence in SENTENCES:
+        src = translator.prepare_source(sentence)[1]
+        out = translator.translate(sentence, DecodeConfig(max_len=12))
+        prefix = [SOS_ID, *(translator.tgt_vocab.id(t) for t in out.tokens)][:-1]
+        cache = plain.model.start(*plain.model.encode(np.asarray([src])))
+        with torch.inference_mode():
+            torch_cache = model.start(model.encode(torch.tensor([src])))
+            for t, token in enumerate(prefix):
+                ours = plain.model.step(np.asarray([token]), cache)[0, cols.col]  # [V] in attnviz's order
+                theirs = model.step(torch.tensor([token]), torch_cache, False)[0][0].numpy()
+                np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4, err_msg=f"{sentence!r} step {t}")

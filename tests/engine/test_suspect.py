@@ -1,4 +1,4 @@
-"""The suspect-translation score (engine.attribution.suspect, suspect_corpus): each component on constructed
+"""The suspect-translation score (engine.attribution.suspect: components, corpus): each component on constructed
 attention (uniform cross-attention is at Wasserstein 0 from uniform; all mass on <eos> ignores every source word),
 the percentile ranks, and the corpus ranking as events with a stop check, its batched figures equal to the
 one-sentence path (the calibrated verdict: test_suspect_calibration)."""
@@ -11,9 +11,14 @@ import numpy as np
 import pytest
 
 from attnviz.engine.attribution.base import AttributionProgress
-from attnviz.engine.attribution.suspect import COMPONENTS, attention_components, component_values, percentiles
-from attnviz.engine.attribution.suspect_corpus import suspect_sentence, suspect_steps
-from attnviz.engine.attribution.suspect_rank import SuspectRanking
+from attnviz.engine.attribution.suspect.components import (
+    COMPONENTS,
+    attention_components,
+    component_values,
+    percentiles,
+)
+from attnviz.engine.attribution.suspect.corpus import suspect_sentence, suspect_steps
+from attnviz.engine.attribution.suspect.rank import SuspectRanking
 from attnviz.engine.errors import InputError
 from tests.helpers import SRC_WORDS, make_toy_lm, make_toy_translator
 

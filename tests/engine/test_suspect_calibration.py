@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 
 from attnviz.cli.main import main
-from attnviz.engine.attribution.suspect import component_values, repeats
-from attnviz.engine.attribution.suspect_calibrate import calibration_steps, wrong_pairs
-from attnviz.engine.attribution.suspect_fit import auroc, fit
-from attnviz.engine.attribution.suspect_rank import SuspectRanking, SuspectRow
-from attnviz.engine.attribution.suspect_rule import FALLBACK_LINE, Calibration, describe, judge
-from attnviz.engine.attribution.suspect_store import calibration_of, sidecar_path, store_calibration
+from attnviz.engine.attribution.suspect.calibrate import calibration_steps, wrong_pairs
+from attnviz.engine.attribution.suspect.components import component_values, repeats
+from attnviz.engine.attribution.suspect.fit import auroc, fit
+from attnviz.engine.attribution.suspect.rank import SuspectRanking, SuspectRow
+from attnviz.engine.attribution.suspect.rule import FALLBACK_LINE, Calibration, describe, judge
+from attnviz.engine.attribution.suspect.store import calibration_of, sidecar_path, store_calibration
 from attnviz.engine.checkpoints.store import load_tensors
 from attnviz.engine.errors import InputError
 from attnviz.engine.loading import load_translator

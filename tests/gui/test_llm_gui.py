@@ -163,7 +163,7 @@ def test_alti_and_value_zeroing_are_offered_and_fill_the_map(qtbot, window, qwen
 
 
 def test_the_analysis_tab_ranks_an_llms_translations_and_says_what_it_reads(qtbot, window, qwen, tmp_path):
-    from attnviz.engine.attribution.suspect import SPAN_NOTE
+    from attnviz.engine.attribution.suspect.components import SPAN_NOTE
 
     load(qtbot, window, str(qwen))
     tab = window.analysis_tab

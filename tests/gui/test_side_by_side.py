@@ -18,10 +18,10 @@ import pytest
 from attnviz.engine.attribution import base
 from attnviz.engine.attribution.base import Attribution, attribution_steps
 from attnviz.engine.attribution.mixing import capture as mixing_capture
-from attnviz.engine.attribution.mixing import suspect_batch
-from attnviz.engine.attribution.suspect import COMPONENTS
-from attnviz.engine.attribution.suspect_corpus import suspect_steps
-from attnviz.engine.attribution.suspect_rank import SuspectRanking
+from attnviz.engine.attribution.suspect import batch as suspect_batch
+from attnviz.engine.attribution.suspect.components import COMPONENTS
+from attnviz.engine.attribution.suspect.corpus import suspect_steps
+from attnviz.engine.attribution.suspect.rank import SuspectRanking
 from attnviz.engine.heads import parse_heads
 from attnviz.engine.search.head_mask import heads_off
 from tests.gui.conftest import translate

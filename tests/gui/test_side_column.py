@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QPoint, QRect
 
-from attnviz.engine.attribution.suspect_rule import judge
+from attnviz.engine.attribution.suspect.rule import judge
 from attnviz.gui.translate.beam_tree import PAD, ROW_H
 from attnviz.gui.translate.layout import PAGE_ROWS, Needs, allocate, correct, narrowed
 from attnviz.gui.translate.suspect_line import short_line

@@ -6,11 +6,11 @@ names each component's direction and the AUROC it reached on the model, or says 
 import math
 import random
 
-from attnviz.engine.attribution.suspect import LABELS
-from attnviz.engine.attribution.suspect_calibrate import calibration_steps
-from attnviz.engine.attribution.suspect_corpus import translation_components
-from attnviz.engine.attribution.suspect_rule import judge
-from attnviz.engine.attribution.suspect_store import store_calibration
+from attnviz.engine.attribution.suspect.calibrate import calibration_steps
+from attnviz.engine.attribution.suspect.components import LABELS
+from attnviz.engine.attribution.suspect.corpus import translation_components
+from attnviz.engine.attribution.suspect.rule import judge
+from attnviz.engine.attribution.suspect.store import store_calibration
 from attnviz.gui.translate.suspect_line import SHOWN, line
 from tests.gui.conftest import translate
 from tests.helpers import toy_pair

@@ -11,9 +11,9 @@ import math
 import pytest
 from PySide6.QtCore import Qt
 
-from attnviz.engine.attribution.suspect import COMPONENTS
-from attnviz.engine.attribution.suspect_corpus import suspect_steps
-from attnviz.engine.attribution.suspect_rank import SuspectRanking
+from attnviz.engine.attribution.suspect.components import COMPONENTS
+from attnviz.engine.attribution.suspect.corpus import suspect_steps
+from attnviz.engine.attribution.suspect.rank import SuspectRanking
 from attnviz.gui.widgets import copy_rows
 
 

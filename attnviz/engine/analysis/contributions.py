@@ -6,7 +6,7 @@ left out), with f(x) = (x W_V + b_V) W_O restricted to the head's slice of W_V's
 shows ||alpha_ij f(x_j)||, divided by its row sum so that each row sums to 1 (the paper shows the raw norms; the
 normalisation makes heads comparable on the 0..1 colour scale and is stated in the view). The value vectors are
 read at each block's ``v`` probe point (``engine.models.probes``) and W_O is the network's ``attention_block``, so
-only kinds whose registry entry says ``value_vectors`` offer it.
+only networks that offer both have it (``norm_weighted_why``).
 
 Rollout: head-averaged encoder self-attention multiplied through the layers, R_l = A_l R_(l-1), either raw or with
 the residual connection modelled as 0.5 A + 0.5 I (rows renormalised); for cross-attention each decoder layer's
@@ -41,6 +41,19 @@ def norm_weighted(weights: Tensor, values: Tensor, out_weight: Tensor, normalize
     norms = head_value_vectors(values, out_weight, weights.size(1)).norm(dim=-1)  # [B, H, Tk]
     out = weights * norms[:, :, None, :]
     return out / out.sum(-1, keepdim=True).clamp(min=1e-12) if normalize else out
+
+
+def norm_weighted_why(translator) -> str | None:
+    """Why ``translator``'s network has no norm-weighted view (None where it has): it needs each block's value
+    vectors and output projection, one block per attention kind shown."""
+    model = translator.model
+    missing = model.offers("attention_block", "*.*.*.v", "*.*.*.weights")
+    if missing is not None:
+        return f"{missing}, which norm-weighting reads"
+    if model.one_stream:
+        return ("its views (the prompt, the output, the output over the prompt) are parts of one attention block, "
+                "which norm-weighting does not split")
+    return None
 
 
 @torch.inference_mode()
@@ -90,7 +103,7 @@ def sentence_views(translator, src_tokens: Sequence[str], decoder_inputs: Sequen
     src = torch.tensor([translator.src_vocab.encode(src_tokens)]) if translator.has_source else \
         torch.zeros(1, 0, dtype=torch.long)
     tgt_in = torch.tensor([translator.tgt_vocab.encode(decoder_inputs)])
-    if translator.kind.value_vectors:
+    if norm_weighted_why(translator) is None:
         passes = norm_weighted_pass(model, src, tgt_in)
         views = {"raw": {k: r for k, (r, _) in passes.items()}, "norm": {k: n for k, (_, n) in passes.items()}}
     else:

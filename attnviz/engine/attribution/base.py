@@ -25,7 +25,6 @@ from attnviz.engine.errors import ConfigError, InputError, check_on_cpu
 from attnviz.engine.plugins import Registry
 
 if TYPE_CHECKING:  # the types only: nothing here imports torch
-    from attnviz.engine.kinds import ModelKind
     from attnviz.engine.translator import Translator
 
 AGGREGATIONS = ("l2", "sum")  # over the embedding dimension: the L2 norm (>= 0) or the signed sum
@@ -200,13 +199,13 @@ Compute: TypeAlias = Callable[["Translator", tuple[str, ...], tuple[str, ...], A
 translation (``src_tokens`` with the specials the kind reads; ``tokens`` the T outputs)."""
 
 
-def _always(kind: ModelKind) -> str | None:
+def _always(translator: Translator) -> str | None:
     return None
 
 
 @dataclass(frozen=True)
 class AttributionMethod:
-    """A registered method: its names, what it is, the kinds it is defined for and its generator."""
+    """A registered method: its names, what it is, the models it is defined for and its generator."""
 
     name: str  # registry and command-line name ("gradient-x-input")
     label: str  # how a menu names it ("Gradient x input")
@@ -214,16 +213,17 @@ class AttributionMethod:
     layered: bool  # its attributions have one map per layer
     compute: Compute
     settings: tuple[str, ...] = ()  # the ``AttributionSettings`` fields it reads
-    not_defined: Callable[[ModelKind], str | None] = _always  # why it is not defined for a kind; None: it is
+    # why it is not defined for a translator (asked of its network, ``offers``, and of what it reads); None: it is
+    not_defined: Callable[[Translator], str | None] = _always
     default_aggregate: str | None = None  # the aggregation when ``settings.aggregate`` is None
     reads_roles: bool = False  # its compute takes ``roles=`` (an LLM prompt's) as a keyword
 
-    def why_not(self, kind: ModelKind) -> str | None:
-        """A sentence saying why this method is not defined for ``kind``; None where it is."""
-        return self.not_defined(kind)
+    def why_not(self, translator: Translator) -> str | None:
+        """A sentence saying why this method is not defined for ``translator``'s model; None where it is."""
+        return self.not_defined(translator)
 
-    def defined_for(self, kind: ModelKind) -> bool:
-        return self.not_defined(kind) is None
+    def defined_for(self, translator: Translator) -> bool:
+        return self.not_defined(translator) is None
 
 
 _METHODS: Registry[AttributionMethod] = Registry("attribution method", "attnviz.engine.attribution",
@@ -265,7 +265,7 @@ def attribution_steps(translator: Translator, method: str, src_tokens: Sequence[
     set on the result here, for every method, so that its ``shares`` split the prompt."""
     entry = get_method(method)
     check_on_cpu(translator, entry.label)
-    why = entry.why_not(translator.kind)
+    why = entry.why_not(translator)
     if why is not None:
         raise InputError(f"{entry.label} is not defined for a {translator.kind.title}: {why}")
     settings = settings or AttributionSettings()
@@ -293,10 +293,11 @@ class MethodList:
     undefined: tuple[tuple[AttributionMethod, str], ...] = field(default=())
 
 
-def methods_for(kind: ModelKind) -> MethodList:
+def methods_for(translator: Translator) -> MethodList:
+    """The registered methods defined for ``translator``'s model, and the others with why not."""
     defined, undefined = [], []
     for method in all_methods():
-        why = method.why_not(kind)
+        why = method.why_not(translator)
         if why is None:
             defined.append(method)
         else:

@@ -82,7 +82,7 @@ def lens_language_steps(translator, sentences: Sequence[str], decode: DecodeConf
     """A progress event per sentence, then the ``LensLanguages`` of ``sentences`` translated with ``decode``
     (default greedy; those read so far, ``stopped``, when ``stop`` is set)."""
     check_on_cpu(translator, "The logit lens")
-    why = lens_not_defined(translator.kind)
+    why = lens_not_defined(translator)
     if why is not None:
         raise InputError(f"The logit lens is not defined for a {translator.kind.title}: {why}")
     if not sentences:

@@ -31,12 +31,13 @@ from attnviz.engine.text.token_language import HEURISTIC, LANGUAGES, marks_word_
 MAX_TOP = 50
 
 
-def lens_not_defined(kind) -> str | None:
-    """Why the logit lens is not defined for a kind (None where it is)."""
-    if kind.value_vectors or kind.layer_readout:  # its layers each add to one residual stream
+def lens_not_defined(translator) -> str | None:
+    """Why the logit lens is not defined for ``translator``'s network (None where it is): it reads each decoder
+    layer's output (``dec.{l}.out``) through what follows the last layer (``read_out``)."""
+    missing = translator.model.offers("read_out", "dec.*.out")
+    if missing is None:
         return None
-    return ("its decoder layers run fused inside one LSTM and reach the output only through the attention layer, so "
-            "no layer's state can be read through the output projection on its own")
+    return f"{missing}: the logit lens reads each decoder layer's output through what follows the last layer"
 
 
 @dataclass(frozen=True)
@@ -118,7 +119,7 @@ def _layer_outputs(model, forced) -> list[torch.Tensor]:
 def logit_lens_steps(translator, src_tokens: Sequence[str], tokens: Sequence[str], top_k: int = 5,
                      stop: threading.Event | None = None) -> Iterator[AttributionProgress | LogitLens]:
     """The logit lens of one teacher-forced translation: a progress event per layer, then the ``LogitLens``."""
-    why = lens_not_defined(translator.kind)
+    why = lens_not_defined(translator)
     if why is not None:
         raise InputError(f"The logit lens is not defined for a {translator.kind.title}: {why}")
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP:

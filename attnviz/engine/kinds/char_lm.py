@@ -26,5 +26,4 @@ CHAR_LM = register(ModelKind(
     unused_settings=RECURRENT_SETTINGS | {"model.enc_layers", "train.bleu_sentences"},
     example_settings=dict(d_model=32, enc_layers=0, dec_layers=2, heads=4, ff_dim=64, dropout=0.0, norm="pre",
                           max_positions=12),
-    value_vectors=True,
 ))

@@ -81,7 +81,6 @@ LLM = register(ModelKind(
     reads_prompt=True,
     stored_precision=True,
     capture_dtype="float16",
-    layer_readout=True,
     runs_on_gpu=True,
     kv_heads=lambda cfg: LLMArch.from_dict(cfg.arch).kv_heads,
     outside_window=lambda cfg, kind, layer, src_len, rows, cols: LLMArch.from_dict(cfg.arch).outside_window(

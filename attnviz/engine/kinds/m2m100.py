@@ -30,7 +30,7 @@ def multilingual_kind(name: str, title: str, family: str, label: str, **example:
     return ModelKind(
         name=name, title=title, attention_kinds=("encoder", "decoder", "cross"), has_source=True,
         build=build_transformer, layout=encoder_decoder_layout, describe=lambda cfg: describe_multilingual(family, cfg),
-        unused_settings=RECURRENT_SETTINGS, short_label=label, source_bos=False, value_vectors=True,
+        unused_settings=RECURRENT_SETTINGS, short_label=label, source_bos=False,
         example_settings=dict(d_model=32, enc_layers=2, dec_layers=2, heads=4, ff_dim=64, dropout=0.0,
                               max_positions=24, norm="pre", tie_output=True, share_embeddings=True) | example)
 

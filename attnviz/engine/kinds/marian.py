@@ -33,5 +33,4 @@ MARIAN = register(ModelKind(
     source_bos=False,
     example_settings=dict(d_model=32, enc_layers=2, dec_layers=2, heads=4, ff_dim=64, dropout=0.0, max_positions=24,
                           positions="sinusoidal-halves", activation="swish", tie_output=True, share_embeddings=True),
-    value_vectors=True,  # attnviz's Transformer: norm-weighted attention, ALTI+ and value zeroing read its blocks
 ))

@@ -61,9 +61,6 @@ class ModelKind:
     # settings (over ModelConfig's defaults) of a small working model of this kind, built in milliseconds: what
     # the registry-wide tests, the toy models of the test suite and quick benchmarks build
     example_settings: Mapping[str, Any] = field(default_factory=dict)
-    # its attention blocks offer their value vectors (the ``v`` probe points) and describe their output projection
-    # (``attention_block``): norm-weighted attention, ALTI+, value zeroing and the logit lens are defined for it
-    value_vectors: bool = False
     # a decoder-only model reading its source as a prompt: the source's last token is the first decoder input (as
     # <sos> is an encoder-decoder's), so the source it attends to is one token shorter than the one it reads; and
     # its decoder and cross rows are the two parts of one softmax, which sum to 1 together, not each
@@ -71,9 +68,6 @@ class ModelKind:
     # ``--dtype auto`` runs its weights at their stored precision on the CPU too (an LLM's bf16 weights would take
     # twice the memory in float32); else auto means float32 on the CPU, where half precision is slower
     stored_precision: bool = False
-    # each decoder layer's output can be read through what follows the last layer (``read_out``: the logit lens);
-    # kinds with ``value_vectors`` can too
-    layer_readout: bool = False
     # decoding runs on a CUDA GPU (``load_translator(..., device="cuda")``): every tensor its network and search make
     # is made on the model's device; other kinds decode on the CPU only
     runs_on_gpu: bool = False

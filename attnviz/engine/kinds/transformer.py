@@ -45,5 +45,4 @@ TRANSFORMER = register(ModelKind(
     describe=lambda cfg: describe_transformer(cfg, f"{cfg.enc_layers}+{cfg.dec_layers}"),
     unused_settings=RECURRENT_SETTINGS,
     example_settings=dict(d_model=32, enc_layers=2, dec_layers=2, heads=4, ff_dim=64, dropout=0.1, max_positions=24),
-    value_vectors=True,
 ))

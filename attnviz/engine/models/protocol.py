@@ -96,6 +96,9 @@ class IncrementalModel(nn.Module):
     # the decoder's self-attention continues the encoder's positions through the same layers (a decoder-only LLM:
     # the prompt's pass, then the output steps): mixing analyses read the two passes as one stream
     one_stream: bool = False
+    # the protocol calls this network answers beyond search (``offers``): of "attention_block", "run_layer",
+    # "read_out"; the base class's raise ProbeError
+    answers: frozenset[str] = frozenset()
     probes: ProbeBoard
 
     def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
@@ -144,6 +147,23 @@ class IncrementalModel(nn.Module):
     def readout(self) -> str:
         """What ``read_out`` passes a layer's output through, in words."""
         return "the output projection"
+
+    def offers(self, *needs: str) -> str | None:
+        """None when the network offers every one of ``needs``: a protocol call it answers (``answers``) or a probe
+        point pattern (``dec.*.self.v``: ``*`` one dotted part); else what it lacks, in words, for a refusal."""
+        missing = [need for need in needs if need not in self.answers and not self._has_points(need)]
+        if not missing:
+            return None
+        calls, points = [n for n in missing if "." not in n], [n for n in missing if "." in n]
+        said = [", ".join(calls)] if calls else []
+        said += [f"probe point {', '.join(points)}"] if points else []
+        return f"its network offers no {' and no '.join(said)}"
+
+    def _has_points(self, pattern: str) -> bool:
+        try:
+            return bool(self.probes.resolve([pattern]))
+        except ProbeError:
+            return False
 
     def run_layer(self, side: str, layer: int, x: Tensor, mask: Tensor | None = None,
                   memory: Tensor | None = None, rows: slice | None = None) -> Tensor:
@@ -217,6 +237,10 @@ class SearchModel(Protocol):
     def run_layer(self, side: str, layer: int, x: Tensor, mask: Tensor | None = None,
                   memory: Tensor | None = None, rows: slice | None = None) -> Tensor:
         """One layer alone on its input, its probe points firing (ProbeError where it cannot)."""
+
+    def offers(self, *needs: str) -> str | None:
+        """None when the network offers every one of ``needs`` (protocol calls, probe point patterns); else what it
+        lacks, in words."""
 
     def read_out(self, hidden: Tensor) -> Tensor:
         """Any decoder layer's output [B, T, D] read as the last one's: logits [B, T, V] (the logit lens)."""

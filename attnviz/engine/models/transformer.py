@@ -30,6 +30,8 @@ from attnviz.engine.text.vocab import PAD_ID
 class Transformer(IncrementalModel):
     """``has_source`` False: a decoder-only language model (no encoder, no cross-attention)."""
 
+    answers = frozenset({"attention_block", "run_layer", "read_out"})
+
     def __init__(self, cfg: ModelConfig, has_source: bool = True):
         super().__init__()
         self.cfg, self.has_source = cfg, has_source

@@ -29,9 +29,9 @@ from PySide6.QtWidgets import (
 )
 
 from attnviz.engine.attribution.base import AttributionProgress
-from attnviz.engine.attribution.suspect import COMPONENTS, LABELS, SPAN_NOTE
-from attnviz.engine.attribution.suspect_rank import SuspectRanking
-from attnviz.engine.attribution.suspect_rule import describe
+from attnviz.engine.attribution.suspect.components import COMPONENTS, LABELS, SPAN_NOTE
+from attnviz.engine.attribution.suspect.rank import SuspectRanking
+from attnviz.engine.attribution.suspect.rule import describe
 from attnviz.gui.data_folder import missing_data_hint
 from attnviz.gui.widgets import NO_PARENT, ModelIndex, add_labelled, copyable, named
 from attnviz.gui.worker import JobFailure, Worker
@@ -201,7 +201,7 @@ class SuspectPanel(QWidget):
         if split in (None, "pairs") and not src:
             self.status.emit("Choose a source file first (Corpus: Text files...)")
             return
-        from attnviz.engine.attribution.suspect_corpus import suspect_job
+        from attnviz.engine.attribution.suspect.corpus import suspect_job
 
         translator, corpus, limit, data = self.translator, (split, src, tgt), self.limit_spin.value(), self.data_dir()
         self.set_ranking(None)

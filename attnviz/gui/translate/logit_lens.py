@@ -141,7 +141,7 @@ class LogitLensPage(QObject):
             return
         from attnviz.engine.attribution.logit_lens import lens_not_defined  # torch is loaded with the model
 
-        why = lens_not_defined(translator.kind)
+        why = lens_not_defined(translator)
         if why is not None:
             self.caption.setText(f"The logit lens is not defined for a {translator.kind.title}: {why}.")
             return

@@ -1,10 +1,10 @@
 """The suspect-translation score of the sentence shown in the Translate tab: once a translation finishes, its
-components (``engine.attribution.suspect``: sequence log-probability and per token, Attn-ign-SRC, sink mass,
+components (``engine.attribution.suspect.components``: sequence log-probability and per token, Attn-ign-SRC, sink mass,
 Wass-to-Unif, the ALTI+ source share where the model's kind has ALTI+) and a verdict, on one selectable line under the
 translated text; the tooltip says what each component is, where it comes from, which direction is suspicious and
 the AUROC it reached on this model's held-out data.
 
-The verdict is ``suspect_rule.judge``'s: the model's calibration when it has one (``suspect_store``), else log-prob
+The verdict is ``suspect.rule.judge``'s: the model's calibration when it has one (``suspect.store``), else log-prob
 per token alone, said so; an output mostly ``<unk>`` or repeating itself is flagged with that reason. The components
 are computed in a worker (the ALTI+ part is one teacher-forced pass on the output), beside the tab's other jobs on
 the model (see ``gui.worker``).
@@ -19,9 +19,9 @@ from collections.abc import Hashable, Iterator
 from PySide6.QtCore import QObject, QRect, Qt, Slot
 from PySide6.QtWidgets import QLabel
 
-from attnviz.engine.attribution.suspect import LABELS, SPAN_NOTE
-from attnviz.engine.attribution.suspect_rule import Calibration, describe, judge
-from attnviz.engine.attribution.suspect_store import calibration_of
+from attnviz.engine.attribution.suspect.components import LABELS, SPAN_NOTE
+from attnviz.engine.attribution.suspect.rule import Calibration, describe, judge
+from attnviz.engine.attribution.suspect.store import calibration_of
 from attnviz.engine.events import Translation
 from attnviz.gui.widgets import named
 from attnviz.gui.worker import JobFailure, Worker
@@ -61,7 +61,7 @@ class SuspectJob:
         self.translator, self.translation = translator, translation
 
     def __call__(self, stop: threading.Event) -> Iterator[dict[str, float]]:
-        from attnviz.engine.attribution.suspect_corpus import translation_components
+        from attnviz.engine.attribution.suspect.corpus import translation_components
 
         yield translation_components(self.translator, self.translation)
 

@@ -63,8 +63,7 @@ class Quantity:
 def contribution_quantities(translator) -> list[Quantity]:
     """Attention and the two contribution views of ``engine.analysis.contributions``, for ``translator``."""
     kinds = translator.kind.attention_kinds if translator is not None else ()
-    norm_why = "" if translator is None or translator.kind.value_vectors else \
-        "this model kind does not expose its value vectors, which norm-weighting needs"
+    norm_why = "" if translator is None else _norm_why(translator)
     roll_why = "" if "encoder" in kinds else \
         "rollout multiplies encoder self-attention through the layers; this model has none"
     return [Quantity(ATTENTION, "Attention", "The attention weights of the decode (rows sum to 1)"),
@@ -75,12 +74,18 @@ def contribution_quantities(translator) -> list[Quantity]:
                      why_not=roll_why)]
 
 
+def _norm_why(translator) -> str:
+    from attnviz.engine.analysis.contributions import norm_weighted_why  # torch is loaded with the model
+
+    return norm_weighted_why(translator) or ""
+
+
 def lens_quantity(translator) -> Quantity:
     """The logit lens as a map: per output token (rows) and decoder layer (columns), the probability the layer's
     output, read through the final norm and the output projection, gives the token chosen (nostalgebraist 2020)."""
     from attnviz.engine.attribution.logit_lens import lens_not_defined  # torch is loaded with the model
 
-    why = lens_not_defined(translator.kind) or ""
+    why = lens_not_defined(translator) or ""
     return Quantity(LENS_KEY, "Logit lens", "Each decoder layer read as if it were the last: the probability it "
                     "gives the token chosen (nostalgebraist 2020); where the row turns bright, the word is decided. "
                     "The Logit lens page lists each layer's top tokens.", layered=False, why_not=why)
@@ -96,7 +101,7 @@ def quantities(translator) -> list[Quantity]:
         return found
     found.append(lens_quantity(translator))
     for m in all_methods():
-        why = m.why_not(translator.kind) or ""
+        why = m.why_not(translator) or ""
         found.append(Quantity(m.name, m.label, m.description, m.layered, why.rstrip("."), method=m.name,
                               reads=tuple(m.settings)))
     return found

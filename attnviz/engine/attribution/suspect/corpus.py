@@ -3,7 +3,7 @@ events with a stop check between sentences: what the Analysis tab's worker runs 
 
 Each sentence is translated greedily (every attention row kept), its ALTI+ source share computed on the output
 (where the model's kind has ALTI+), and its components read (``suspect.components``); the ranking reads the model's
-calibration where it has one (``suspect_store``), and says when it has none. The corpus is read as the
+calibration where it has one (``suspect.store``), and says when it has none. The corpus is read as the
 other analysis jobs read theirs (``analysis.jobs.read_corpus``: a split of the model's corpus, or text files).
 Torch loads only when a job runs.
 """
@@ -14,9 +14,9 @@ import threading
 from collections.abc import Generator, Iterator, Sequence
 
 from attnviz.engine.attribution.base import AttributionProgress, get_method
-from attnviz.engine.attribution.suspect import SPAN_SHORT, components, prompt_span
-from attnviz.engine.attribution.suspect_rank import SuspectRanking, SuspectRow
-from attnviz.engine.attribution.suspect_store import calibration_of
+from attnviz.engine.attribution.suspect.components import SPAN_SHORT, components, prompt_span
+from attnviz.engine.attribution.suspect.rank import SuspectRanking, SuspectRow
+from attnviz.engine.attribution.suspect.store import calibration_of
 from attnviz.engine.errors import InputError, check_on_cpu
 from attnviz.engine.events import Translation
 
@@ -25,7 +25,7 @@ def decoded_with_progress(translator, sources: Sequence[str], stop: threading.Ev
                           ) -> Generator[AttributionProgress, None, list | None]:
     """Every source translated in batches, a progress event per batch; returns the decoded examples, or None once
     ``stop`` is set."""
-    from attnviz.engine.attribution.mixing.suspect_batch import decoded
+    from attnviz.engine.attribution.suspect.batch import decoded
 
     n, found = len(sources), []
     yield AttributionProgress(0, n, "decoding", "sentences")
@@ -42,7 +42,7 @@ def decoded_with_progress(translator, sources: Sequence[str], stop: threading.Ev
 def has_alti(translator) -> bool:
     """Whether ALTI+ is defined for the model's kind (asked through the registry, which lists the methods in their
     modules' order)."""
-    return get_method("alti-plus").defined_for(translator.kind)
+    return get_method("alti-plus").defined_for(translator)
 
 
 def suspect_sentence(translator, text: str) -> tuple[Translation, dict[str, float]]:
@@ -78,7 +78,7 @@ def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] 
                   stop: threading.Event | None = None) -> Iterator[AttributionProgress | SuspectRanking]:
     """Progress (decoding in batches, then scoring), then the ``SuspectRanking`` of every sentence; nothing more
     once ``stop`` is set. An empty source line raises ``InputError`` naming it (as the other analysis jobs)."""
-    from attnviz.engine.attribution.mixing.suspect_batch import batch_components
+    from attnviz.engine.attribution.suspect.batch import batch_components
 
     check_on_cpu(translator, "The suspect score")
     if not translator.has_source:

@@ -1,10 +1,10 @@
 """The verdict on one translation from its suspect-score components (``suspect``) and the model's calibration when it
-has one: what each component reached on the model's own held-out data (``suspect_calibrate`` measures it,
-``suspect_store`` keeps it with the model). Torch-free.
+has one: what each component reached on the model's own held-out data (``suspect.calibrate`` measures it,
+``suspect.store`` keeps it with the model). Torch-free.
 
 A calibration keeps, per component, its AUROC in the direction the literature gives (how well it told the model's
 own translations and the human references from three kinds of wrong pairs), its line (the value past which only
-``FALSE_ALARM`` of those good pairs lie), the good pairs' quantiles and a vote weight (``suspect_fit``). The score of
+``FALSE_ALARM`` of those good pairs lie), the good pairs' quantiles and a vote weight (``suspect.fit``). The score of
 a translation is the weighted mean of its voting components' standing among the good pairs (0: less suspect than
 every good pair, 1: more suspect than all); the verdict flags it past the score's own line, found the same way. When
 the weighted score did not separate better than the best single component, the rule is that component alone.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attnviz.engine.attribution.suspect import DIRECTION, LABELS
+from attnviz.engine.attribution.suspect.components import DIRECTION, LABELS
 
 FALSE_ALARM = 0.05  # the share of each kind of good held-out pair a line lets past (what it costs a correct output)
 UNK_LINE = 0.3  # an output this much <unk> is flagged, calibrated or not

@@ -1,5 +1,5 @@
-"""Fitting a suspect-score calibration (``suspect_rule.Calibration``) to scored pairs: each component's AUROC, line
-and vote weight, then the rule and its line. Torch-free (numpy); ``suspect_calibrate`` builds and scores the pairs.
+"""Fitting a suspect-score calibration (``suspect.rule.Calibration``) to scored pairs: each component's AUROC, line
+and vote weight, then the rule and its line. Torch-free (numpy); ``suspect.calibrate`` builds and scores the pairs.
 
 The pairs are good (the model's own translation of a held-out sentence, and its human reference) or wrong (another
 sentence's translation, the own translation with its second half replaced by another's, its first half repeated).
@@ -20,8 +20,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from attnviz.engine.attribution.suspect import COMPONENTS, DIRECTION, LABELS, percentiles
-from attnviz.engine.attribution.suspect_rule import (
+from attnviz.engine.attribution.suspect.components import COMPONENTS, DIRECTION, LABELS, percentiles
+from attnviz.engine.attribution.suspect.rule import (
     BAD_KINDS,
     FALLBACK,
     FALSE_ALARM,

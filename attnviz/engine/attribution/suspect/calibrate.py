@@ -2,11 +2,11 @@
 check between batches: what ``attnviz calibrate`` and the benchmark drive.
 
 Each sentence is translated greedily; then five pairs per sentence are scored teacher-forced in batches
-(``mixing.suspect_batch``): two good ones, the model's own translation and the human reference, and three wrong
+(``suspect.batch``): two good ones, the model's own translation and the human reference, and three wrong
 ones built from the model's own outputs, as hallucinations look (Guerreiro et al. 2023 build theirs the same way):
 the translation of another sentence (half the corpus away), the own translation with its second half replaced by
 the second half of that other translation, and the first half of the own translation said three times. The scored
-pairs are fitted (``suspect_fit``) into a ``Calibration``.
+pairs are fitted (``suspect.fit``) into a ``Calibration``.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import threading
 from collections.abc import Iterator, Sequence
 
 from attnviz.engine.attribution.base import AttributionProgress
-from attnviz.engine.attribution.suspect_fit import fit
-from attnviz.engine.attribution.suspect_rule import Calibration
+from attnviz.engine.attribution.suspect.fit import fit
+from attnviz.engine.attribution.suspect.rule import Calibration
 from attnviz.engine.errors import InputError
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID
 
@@ -57,8 +57,8 @@ def scored_pairs(translator, sources: Sequence[str], references: Sequence[str],
     """Progress (decoding, then scoring the pairs), then every pair's (kind, components); nothing more once
     ``stop`` is set."""
     from attnviz.engine.analysis.corpus import Example, encode_corpus
-    from attnviz.engine.attribution.mixing.suspect_batch import batch_components
-    from attnviz.engine.attribution.suspect_corpus import decoded_with_progress, has_alti
+    from attnviz.engine.attribution.suspect.batch import batch_components
+    from attnviz.engine.attribution.suspect.corpus import decoded_with_progress, has_alti
 
     if not translator.has_source:
         raise InputError(NO_SOURCE)

@@ -15,7 +15,7 @@ from torch import Tensor
 from attnviz.engine.analysis.corpus import Example, batch_order, encode_corpus
 from attnviz.engine.attribution.mixing.alti import alti_maps, layer_contributions
 from attnviz.engine.attribution.mixing.capture import Capture, capture
-from attnviz.engine.attribution.suspect import component_values
+from attnviz.engine.attribution.suspect.components import component_values
 from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.search.greedy import allowed_logits, device_of, greedy_batch, step_limit
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID

@@ -1,5 +1,5 @@
 """The "suspect translation" score: signs of a hallucination read from what one decode holds, each kept, and a
-ranking of a corpus by all of them together. Torch-free (numpy); ``suspect_corpus`` runs the decodes.
+ranking of a corpus by all of them together. Torch-free (numpy); ``suspect.corpus`` runs the decodes.
 
 Components of one translation (cross-attention: the last layer, heads averaged, rows = output tokens):
 
@@ -27,10 +27,10 @@ not counted.
 
 - ``unk_share``: the share of output tokens (``<eos>`` not counted) that are ``<unk>``; ``repeats``: the most copies
   in a row of any 1- to 16-token sequence of the output ("a man a man a man": 3). Not voted: each flags an output
-  past its own line (``suspect_rule``), with the reason.
+  past its own line (``suspect.rule``), with the reason.
 
-How the components make a verdict and a ranking is ``suspect_rule``'s: weighted by the separation each reached on
-the model's own held-out data (``suspect_calibrate``), or, for a model never calibrated, log-prob per token alone,
+How the components make a verdict and a ranking is ``suspect.rule``'s: weighted by the separation each reached on
+the model's own held-out data (``suspect.calibrate``), or, for a model never calibrated, log-prob per token alone,
 said so. ``seq_logprob`` and ``sink_mass`` are shown, never voted. Names: S source, T target.
 """
 

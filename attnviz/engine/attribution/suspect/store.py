@@ -1,4 +1,4 @@
-"""Where a model's suspect-score calibration (``suspect_rule.Calibration``) is kept, and reading it back.
+"""Where a model's suspect-score calibration (``suspect.rule.Calibration``) is kept, and reading it back.
 
 A checkpoint file keeps it in its card, the attnviz metadata under ``suspect_calibration``, rewritten atomically
 through the checkpoint save path (``checkpoints.store``: the tensors are written back as they were stored). An
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from attnviz.engine.attribution.suspect_rule import Calibration
+from attnviz.engine.attribution.suspect.rule import Calibration
 
 KEY = "suspect_calibration"  # the entry of a checkpoint's attnviz metadata
 SIDECAR = ".suspect.json"

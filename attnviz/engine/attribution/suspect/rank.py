@@ -1,5 +1,5 @@
-"""A corpus ranked by the suspect score (``suspect``'s components, ``suspect_rule``'s verdict), most suspect first,
-every component kept. Torch-free; ``suspect_corpus`` decodes and scores the sentences.
+"""A corpus ranked by the suspect score (``suspect``'s components, ``suspect.rule``'s verdict), most suspect first,
+every component kept. Torch-free; ``suspect.corpus`` decodes and scores the sentences.
 
 With the model's calibration, "combined" is the calibrated score (the same for a sentence whatever the corpus);
 without one it is the suspicion percentile of log-prob per token in this corpus alone, and the ranking says so.
@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from attnviz.engine.attribution.suspect import LABELS, percentiles
-from attnviz.engine.attribution.suspect_rule import FALLBACK, FALLBACK_LINE, Calibration, judge
+from attnviz.engine.attribution.suspect.components import LABELS, percentiles
+from attnviz.engine.attribution.suspect.rule import FALLBACK, FALLBACK_LINE, Calibration, judge
 
 UNCALIBRATED = ("not calibrated: combined = the suspicion percentile of log-prob per token in this corpus, the one "
                 f"component trusted without a calibration; the verdict flags log-prob / token below {FALLBACK_LINE}. "
