@@ -9,7 +9,11 @@ bundled de-en model and of a MarianMT-sized random model (kind ``marian``: 6+6 l
 vocabulary, ``<eos>`` suppressed so that every decode runs all its steps). It prints each version's median
 milliseconds per step, the median of the paired ratios (after / before) and the load average before and after.
 
+``--llm FOLDER`` adds a decoder-only LLM folder (``llm_large.py`` writes random ones of real shapes), decoded the
+same way in both versions at float32.
+
     python benchmarks/bench_probe_overhead.py --before /path/to/old/checkout [--repeats 21] [--tokens 30] [--no-marian]
+        [--llm FOLDER]
 """
 
 from __future__ import annotations
@@ -73,6 +77,14 @@ def bundled(package: str):
     return module(package, "engine.loading").load_translator(str(ROOT / "models" / "de-en-multi30k.safetensors"))
 
 
+def llm_folder(folder: Path):
+    """A maker of ``folder``'s LLM in a package's code (float32, the CPU)."""
+    def make(package: str):
+        return module(package, "engine.loading").load_translator(str(folder), "float32")
+
+    return make
+
+
 def ms_per_step(package: str, translator, tokens: int) -> float:
     decode = module(package, "engine.config").DecodeConfig(max_len=tokens)
     start = time.perf_counter()
@@ -102,6 +114,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=21)
     parser.add_argument("--tokens", type=int, default=30)
     parser.add_argument("--no-marian", action="store_true", help="skip the MarianMT-sized model")
+    parser.add_argument("--llm", type=Path, help="a decoder-only LLM folder to decode in both versions too")
     args = parser.parse_args()
     torch.set_num_threads(1)
     load_start = os.getloadavg()
@@ -111,6 +124,8 @@ def main() -> None:
         figures = {"bundled_de_en": compare(bundled, args.tokens, args.repeats)}
         if not args.no_marian:
             figures["marian_sized"] = compare(marian_sized, args.tokens, args.repeats)
+        if args.llm is not None:
+            figures["llm"] = {"folder": args.llm.name, **compare(llm_folder(args.llm), args.tokens, args.repeats)}
     print(json.dumps({"threads": 1, "tokens": args.tokens, "repeats": args.repeats, "capture": "every map",
                       "load_average_before": [round(x, 2) for x in load_start],
                       "load_average_after": [round(x, 2) for x in os.getloadavg()], **figures}, indent=2))
