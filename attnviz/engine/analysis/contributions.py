@@ -17,6 +17,7 @@ so every row sums to 1. Names: B batch, L layers, H heads, S source, T target, D
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -26,6 +27,10 @@ from attnviz.engine.analysis.corpus import forward_batch
 from attnviz.engine.analysis.names import VIEWS  # noqa: F401 (the views' names, re-exported)
 from attnviz.engine.kinds import kind_of
 from attnviz.engine.models.probes import attention_point, capture
+from attnviz.engine.models.protocol import SearchModel
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 
 def head_value_vectors(values: Tensor, out_weight: Tensor, heads: int) -> Tensor:
@@ -43,7 +48,7 @@ def norm_weighted(weights: Tensor, values: Tensor, out_weight: Tensor, normalize
     return out / out.sum(-1, keepdim=True).clamp(min=1e-12) if normalize else out
 
 
-def norm_weighted_why(translator) -> str | None:
+def norm_weighted_why(translator: Translator) -> str | None:
     """Why ``translator``'s network has no norm-weighted view (None where it has): it needs each block's value
     vectors and output projection, one block per attention kind shown."""
     model = translator.model
@@ -57,7 +62,7 @@ def norm_weighted_why(translator) -> str | None:
 
 
 @torch.inference_mode()
-def norm_weighted_pass(model, src: Tensor, tgt_in: Tensor) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+def norm_weighted_pass(model: SearchModel, src: Tensor, tgt_in: Tensor) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """A teacher-forced pass over one sentence ([1, S], [1, T]): kind -> (raw, norm-weighted), each [L, H, Tq, Tk].
     The weights and value vectors are read at the network's probe points, each block's output projection from the
     network (``attention_block``)."""
@@ -95,7 +100,7 @@ def cross_rollout(cross: np.ndarray, encoder: np.ndarray, residual: bool) -> np.
     return cross.mean(1) @ rollout(encoder, residual)[-1]
 
 
-def sentence_views(translator, src_tokens: Sequence[str], decoder_inputs: Sequence[str]
+def sentence_views(translator: Translator, src_tokens: Sequence[str], decoder_inputs: Sequence[str]
                    ) -> dict[str, dict[str, np.ndarray]]:
     """Every view of one translated sentence: view (``VIEWS``) -> kind -> [L, H, Tq, Tk] (rollouts repeat their
     head-averaged map for every head so the views share one shape). Views a model cannot give are left out."""

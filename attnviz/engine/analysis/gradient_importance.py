@@ -26,6 +26,7 @@ from attnviz.engine.analysis.importance import ImportanceProgress, kinds_to_meas
 from attnviz.engine.errors import InputError
 from attnviz.engine.heads import NUMBERING, HeadRef
 from attnviz.engine.models.probes import HeadScale, attention_point, edit, probe_names
+from attnviz.engine.models.protocol import SearchModel
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID
 from attnviz.engine.training.clock import remaining_seconds
 
@@ -64,7 +65,7 @@ class GradientImportance:
 
 
 @contextmanager
-def _open_gates(model, layout: dict[str, tuple[int, int]]) -> Iterator[dict[str, list[torch.Tensor]]]:
+def _open_gates(model: SearchModel, layout: dict[str, tuple[int, int]]) -> Iterator[dict[str, list[torch.Tensor]]]:
     """Gates of ones requiring a gradient on every measured attention block (this thread), as ``HeadScale`` edits of
     their weights; removed after."""
     offered = set(probe_names(model))

@@ -7,8 +7,13 @@ every view. Torch loads only when a job runs, so the GUI imports this module at 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-def read_corpus(translator, corpus: tuple[str | None, str | None, str | None], limit: int,
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
+
+
+def read_corpus(translator: Translator, corpus: tuple[str | None, str | None, str | None], limit: int,
                 data_dir: str | None = None, gold: tuple[str, bool | None, bool] | None = None):
     """(sources, references or None, the gold set or None) of a corpus choice: a split ``(split, None, None)``,
     text files ``(None, src, tgt)`` or an alignment set ``("pairs", file, None)`` ('source ||| target' lines).
@@ -31,7 +36,7 @@ def read_corpus(translator, corpus: tuple[str | None, str | None, str | None], l
                                     reverse=reverse)
 
 
-def analysis_job(translator, corpus: tuple[str | None, str | None, str | None], limit: int, targets: str,
+def analysis_job(translator: Translator, corpus: tuple[str | None, str | None, str | None], limit: int, targets: str,
                  gold: tuple[str, bool | None, bool] | None, compare: str | None, stop, data_dir: str | None = None):
     """Worker job: head statistics, then (with a gold file and targets) the AER of every cross-attention head, then
     (with a second checkpoint) that checkpoint's statistics on the same corpus."""
@@ -52,7 +57,7 @@ def analysis_job(translator, corpus: tuple[str | None, str | None, str | None], 
             yield HeadStatsReady(event.stats, "compare") if isinstance(event, HeadStatsReady) else event
 
 
-def importance_job(translator, corpus: tuple[str | None, str | None, str | None], limit: int, stop,
+def importance_job(translator: Translator, corpus: tuple[str | None, str | None, str | None], limit: int, stop,
                    data_dir: str | None = None, sample: int | None = None):
     """Worker job: every head (or a seeded random ``sample`` of them) switched off alone on the corpus (a split, or
     a source and a reference file)."""
@@ -68,7 +73,7 @@ def importance_job(translator, corpus: tuple[str | None, str | None, str | None]
     yield from importance_steps(translator, list(zip(sources, refs)), source=source, stop=stop, sample=sample)
 
 
-def views_job(translator, translation, compare: str | None = None):
+def views_job(translator: Translator, translation, compare: str | None = None):
     """Worker job: the sentence under every view; with a second checkpoint, its raw weights and the difference."""
     from attnviz.engine.analysis.contributions import sentence_views
     from attnviz.engine.analysis.run import load_comparable

@@ -15,14 +15,19 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
 
 from attnviz.engine.errors import InputError, cut, quoted
 from attnviz.engine.models.probes import capture, edit
+from attnviz.engine.models.protocol import SearchModel
 from attnviz.engine.text.tokenize import visible_token
 from attnviz.engine.text.vocab import PAD, PAD_ID, SOS, SOS_ID
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 GRADIENT_AT = "token embeddings after the model's embedding scale, before positions are added"
 
@@ -36,7 +41,7 @@ class Forced:
     tgt_out: Tensor
 
 
-def forced_ids(translator, src_tokens: Sequence[str], tokens: Sequence[str]) -> Forced:
+def forced_ids(translator: Translator, src_tokens: Sequence[str], tokens: Sequence[str]) -> Forced:
     """The ids of a teacher-forced translation. Source tokens the vocabulary lacks read as ``<unk>`` (as when
     translating); an output token it lacks is refused, since the model could not have produced it."""
     unknown = sorted({t for t in tokens if t not in translator.tgt_vocab})
@@ -57,7 +62,7 @@ def forced_ids(translator, src_tokens: Sequence[str], tokens: Sequence[str]) -> 
     return Forced(src, tgt_in, tgt_out)
 
 
-def foil_id(translator, text: str) -> int:
+def foil_id(translator: Translator, text: str) -> int:
     """The id of a contrastive foil: one output token, named as the vocabulary spells it or as the target tokenizer
     reads ``text``; InputError when it is unknown or more than one token."""
     vocab = translator.tgt_vocab
@@ -74,12 +79,12 @@ def foil_id(translator, text: str) -> int:
                      "knows (its top-k lists show some).")
 
 
-def _sides(model) -> list[str]:
+def _sides(model: SearchModel) -> list[str]:
     return ["embed.src", "embed.tgt"] if model.has_source else ["embed.tgt"]
 
 
 @contextmanager
-def embeddings_given(model, src_x: Tensor | None, tgt_x: Tensor) -> Iterator[None]:
+def embeddings_given(model: SearchModel, src_x: Tensor | None, tgt_x: Tensor) -> Iterator[None]:
     """Within the block the network reads ``src_x`` [B, S, D] and ``tgt_x`` [B, T, D] at its ``embed.src`` and
     ``embed.tgt`` probe points (after the embedding scale, before positions) instead of looking the ids up, in this
     thread only."""
@@ -98,7 +103,7 @@ def _replaced_by(x: Tensor) -> Callable[[Tensor], Tensor]:
     return replace
 
 
-def embedded(model, forced: Forced) -> tuple[Tensor | None, Tensor]:
+def embedded(model: SearchModel, forced: Forced) -> tuple[Tensor | None, Tensor]:
     """The token embeddings after the scale: source [S, D] (None for a language model) and decoder inputs [T, D],
     read at the network's ``embed.src`` / ``embed.tgt`` probe points in one pass."""
     device = next(model.parameters()).device
@@ -107,7 +112,7 @@ def embedded(model, forced: Forced) -> tuple[Tensor | None, Tensor]:
     return (seen["embed.src"][0] if model.has_source else None), seen["embed.tgt"][0]
 
 
-def scores(model, forced: Forced, src_x: Tensor | None, tgt_x: Tensor, positions: Tensor, foil: int | None,
+def scores(model: SearchModel, forced: Forced, src_x: Tensor | None, tgt_x: Tensor, positions: Tensor, foil: int | None,
            probability: bool) -> Tensor:
     """The attributed quantity of each row [B]: the network run on embeddings ``src_x`` [B, S, D] and ``tgt_x``
     [B, T, D], read at output position ``positions[b]``: log p(chosen) (or p(chosen) when ``probability``), minus

@@ -18,6 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Generator
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -33,7 +34,11 @@ from attnviz.engine.attribution.base import (
 )
 from attnviz.engine.attribution.forced import GRADIENT_AT, Forced, embedded, foil_id, forced_ids, quantity, scores
 from attnviz.engine.errors import InputError
+from attnviz.engine.models.protocol import SearchModel
 from attnviz.engine.text.vocab import PAD_ID, UNK_ID
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 MAX_ROWS = 128  # rows of one batched pass: the sequences of one forward and backward
 LOGIT_BUDGET = 8_000_000  # fewer rows for a large vocabulary: one pass holds rows x V log-probabilities
@@ -50,7 +55,7 @@ def _chunk_rows(vocab: int, rows: int, per_row: int = 0) -> int:
     return max(1, min(MAX_ROWS, LOGIT_BUDGET // max(vocab, 1), kept, max(8, -(-rows // 4))))
 
 
-def _kept_per_row(model, forced: Forced) -> int:
+def _kept_per_row(model: SearchModel, forced: Forced) -> int:
     """About the values one row's pass keeps for its backward: every token, every layer, 8 widths and 3 ff widths."""
     cfg = model.cfg
     tokens = forced.src.numel() + forced.tgt_in.numel()
@@ -62,9 +67,9 @@ def aggregate(values: Tensor, how: str) -> Tensor:
     return values.norm(dim=-1) if how == "l2" else values.sum(-1)
 
 
-def _path_gradients(model, forced: Forced, x: tuple[Tensor | None, Tensor], base: tuple[Tensor | None, Tensor],
-                    nodes: np.ndarray, weights: np.ndarray, foil: int | None, probability: bool,
-                    stop: threading.Event | None, phase: str, unit: str
+def _path_gradients(model: SearchModel, forced: Forced, x: tuple[Tensor | None, Tensor],
+                    base: tuple[Tensor | None, Tensor], nodes: np.ndarray, weights: np.ndarray, foil: int | None,
+                    probability: bool, stop: threading.Event | None, phase: str, unit: str
                     ) -> Generator[AttributionProgress, None, tuple[Tensor | None, Tensor, Tensor] | None]:
     """The weighted sum over ``nodes`` (alphas) of the gradients at base + alpha (x - base), for every output
     token: source [T, S, D] (None without a source), prefix [T, T, D], and the quantity at each (t, alpha) [T, K].
@@ -99,7 +104,8 @@ def _path_gradients(model, forced: Forced, x: tuple[Tensor | None, Tensor], base
     return g_src, g_tgt, values
 
 
-def _baseline(model, forced: Forced, x: tuple[Tensor | None, Tensor], name: str) -> tuple[Tensor | None, Tensor]:
+def _baseline(model: SearchModel, forced: Forced, x: tuple[Tensor | None, Tensor], name: str
+              ) -> tuple[Tensor | None, Tensor]:
     """Integrated gradients' reference input: zero vectors, or every token replaced by <pad> or <unk>."""
     if name == "zero":
         return (None if x[0] is None else torch.zeros_like(x[0])), torch.zeros_like(x[1])
@@ -108,7 +114,7 @@ def _baseline(model, forced: Forced, x: tuple[Tensor | None, Tensor], name: str)
     return embedded(model, filled)
 
 
-def _reading(translator, src_tokens, tokens, settings: AttributionSettings, default: str):
+def _reading(translator: Translator, src_tokens, tokens, settings: AttributionSettings, default: str):
     """What every gradient method reads first: the ids, the foil's id, the aggregation and the settings to report."""
     forced = forced_ids(translator, src_tokens, tokens)
     foil = None if settings.foil is None else foil_id(translator, settings.foil)
@@ -140,7 +146,7 @@ def _result(method, reported, src_tokens, tokens, maps: tuple[Tensor | None, Ten
 def _local(name: str, default: str, times_input: bool):
     """Saliency (``times_input`` False) or gradient x input: the gradient at the input itself."""
 
-    def compute(translator, src_tokens, tokens, settings, stop) -> Generator[AttributionEvent, None, None]:
+    def compute(translator: Translator, src_tokens, tokens, settings, stop) -> Generator[AttributionEvent, None, None]:
         model = translator.model
         forced, foil, how, probability, reported = _reading(translator, src_tokens, tokens, settings, default)
         x = embedded(model, forced)
@@ -180,7 +186,7 @@ def _completeness(src_sum: Tensor | None, tgt_sum: Tensor, delta: Tensor) -> tup
                  f"{100 * worst:.2g}% (the largest relative gap over the output tokens).")
 
 
-def _integrated(translator, src_tokens, tokens, settings, stop) -> Generator[AttributionEvent, None, None]:
+def _integrated(translator: Translator, src_tokens, tokens, settings, stop) -> Generator[AttributionEvent, None, None]:
     model = translator.model
     if settings.baseline == "pad" and translator.kind.reads_prompt:
         raise InputError("baseline pad is not defined for a model reading a prompt: its folder has no <pad> token "
@@ -207,8 +213,8 @@ def _integrated(translator, src_tokens, tokens, settings, stop) -> Generator[Att
 
 
 @torch.no_grad()
-def _ends(model, forced: Forced, x: tuple[Tensor | None, Tensor], base: tuple[Tensor | None, Tensor], alpha: float,
-          foil: int | None, probability: bool) -> Tensor:
+def _ends(model: SearchModel, forced: Forced, x: tuple[Tensor | None, Tensor], base: tuple[Tensor | None, Tensor],
+          alpha: float, foil: int | None, probability: bool) -> Tensor:
     """The quantity of every output token [T] at base + alpha (x - base): f(baseline) at 0, f(input) at 1."""
     t_len = forced.tgt_out.numel()
     (src_x, tgt_x), (src_b, tgt_b) = x, base

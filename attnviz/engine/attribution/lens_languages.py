@@ -16,7 +16,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,6 +25,9 @@ from attnviz.engine.attribution.logit_lens import LogitLens, lens_not_defined, l
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import InputError, check_on_cpu
 from attnviz.engine.text.token_language import HEURISTIC, LANGUAGE_LABELS, LANGUAGES
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 MAX_SKIPS_SAID = 5  # the sentences left out that the result names (all are counted)
 
@@ -76,7 +79,7 @@ class LensLanguages:
         return "\n".join(lines) + "\n"
 
 
-def lens_language_steps(translator, sentences: Sequence[str], decode: DecodeConfig | None = None,
+def lens_language_steps(translator: Translator, sentences: Sequence[str], decode: DecodeConfig | None = None,
                         settings: dict[str, Any] | None = None,
                         stop: threading.Event | None = None) -> Iterator[AttributionProgress | LensLanguages]:
     """A progress event per sentence, then the ``LensLanguages`` of ``sentences`` translated with ``decode``
@@ -111,7 +114,7 @@ def lens_language_steps(translator, sentences: Sequence[str], decode: DecodeConf
                         tuple(skipped), stop is not None and stop.is_set())
 
 
-def _lens(translator, sentence: str, decode: DecodeConfig) -> LogitLens:
+def _lens(translator: Translator, sentence: str, decode: DecodeConfig) -> LogitLens:
     """One sentence's greedy translation read by the lens (its top token per layer and step)."""
     translator.refuse_beyond_positions(sentence, "a logit lens")
     translation = translator.translate(sentence, decode)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -26,12 +26,16 @@ from attnviz.engine.attribution.base import AttributionProgress
 from attnviz.engine.attribution.forced import forced_ids, next_token_logp
 from attnviz.engine.errors import InputError
 from attnviz.engine.models.probes import capture, layer_point
+from attnviz.engine.models.protocol import SearchModel
 from attnviz.engine.text.token_language import HEURISTIC, LANGUAGES, marks_word_starts, special_label, token_language
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 MAX_TOP = 50
 
 
-def lens_not_defined(translator) -> str | None:
+def lens_not_defined(translator: Translator) -> str | None:
     """Why the logit lens is not defined for ``translator``'s network (None where it is): it reads each decoder
     layer's output (``dec.{l}.out``) through what follows the last layer (``read_out``)."""
     missing = translator.model.offers("read_out", "dec.*.out")
@@ -108,7 +112,7 @@ class LogitLens:
 
 
 @torch.inference_mode()
-def _layer_outputs(model, forced) -> list[torch.Tensor]:
+def _layer_outputs(model: SearchModel, forced) -> list[torch.Tensor]:
     """Each decoder layer's output [T, D] of the forced pass, read at its ``dec.{l}.out`` probe point."""
     device = next(model.parameters()).device
     with capture(model, ["dec.*.out"]) as seen:
@@ -116,7 +120,7 @@ def _layer_outputs(model, forced) -> list[torch.Tensor]:
     return [seen[layer_point("decoder", layer, "out")][0] for layer in range(model.cfg.dec_layers)]
 
 
-def logit_lens_steps(translator, src_tokens: Sequence[str], tokens: Sequence[str], top_k: int = 5,
+def logit_lens_steps(translator: Translator, src_tokens: Sequence[str], tokens: Sequence[str], top_k: int = 5,
                      stop: threading.Event | None = None) -> Iterator[AttributionProgress | LogitLens]:
     """The logit lens of one teacher-forced translation: a progress event per layer, then the ``LogitLens``."""
     why = lens_not_defined(translator)

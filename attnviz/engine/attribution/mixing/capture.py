@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 import torch.nn.functional as F
@@ -34,6 +35,9 @@ from attnviz.engine.models.probes import Captured, attention_point, head_scales,
 from attnviz.engine.models.probes import capture as probe_capture
 from attnviz.engine.models.protocol import AttentionBlock, Encoded, SearchModel
 from attnviz.engine.search.greedy import device_of
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 STREAM = "stream"  # the one block kind of a ``one_stream`` network
 SIDES = ("encoder", "decoder")  # a one-stream network's passes: the prompt's, then the output steps'
@@ -79,7 +83,8 @@ class Capture:
         return self.blocks["cross"][-1].weights
 
 
-def teacher_forced_ids(translator, src_tokens: Sequence[str], tokens: Sequence[str]) -> tuple[Tensor, Tensor]:
+def teacher_forced_ids(translator: Translator, src_tokens: Sequence[str], tokens: Sequence[str]
+                       ) -> tuple[Tensor, Tensor]:
     """[1, S] source ids and [1, T] decoder inputs (``<sos>`` then every output token but the last), checked as
     every attribution method checks them (``attribution.forced``), on the model's device."""
     forced = forced_ids(translator, src_tokens, tokens)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from attnviz.engine.attribution.base import Attribution, AttributionEvent, Attri
 from attnviz.engine.attribution.mixing.alti import AltiMaps, alti_maps
 from attnviz.engine.attribution.mixing.capture import STREAM, Capture, capture, teacher_forced_ids
 from attnviz.engine.attribution.mixing.value_zeroing import ZeroingMaps, value_zeroing_steps
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 ALTI_SETTINGS = {"distance": "L1 (Manhattan)", "normalisation": "max(0, ||y||_1 - d) / row sum",
                  "layer norm": "linear with the output's own mean and variance", "rollout": True,
@@ -35,12 +39,12 @@ LLM_NOTE = ("A decoder-only LLM: ALTI over the prompt and the output as one sequ
             "is the prefix's first column (<sos>). ALTI-Logit is not computed: these are mixing shares.")
 
 
-def capture_sentence(translator, src_tokens: Sequence[str], tokens: Sequence[str]) -> Capture:
+def capture_sentence(translator: Translator, src_tokens: Sequence[str], tokens: Sequence[str]) -> Capture:
     src, tgt_in = teacher_forced_ids(translator, src_tokens, tokens)
     return capture(translator.model, src, tgt_in)
 
 
-def sentence_alti(translator, src_tokens: Sequence[str], tokens: Sequence[str]) -> AltiMaps:
+def sentence_alti(translator: Translator, src_tokens: Sequence[str], tokens: Sequence[str]) -> AltiMaps:
     """ALTI and ALTI+ of one teacher-forced translation (heads switched off in this thread stay off); a one-stream
     network's over its stream (``total`` [L, T, S + T] all the same)."""
     return alti_maps(capture_sentence(translator, src_tokens, tokens))
@@ -50,7 +54,7 @@ def _split(total: np.ndarray, s: int) -> tuple[np.ndarray, np.ndarray]:
     return np.ascontiguousarray(total[..., :s]), np.ascontiguousarray(total[..., s:])
 
 
-def alti_steps(translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...], settings,
+def alti_steps(translator: Translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...], settings,
                stop: threading.Event | None) -> Iterator[AttributionEvent]:
     """The registered method ``alti-plus``: one pass, then the rollout after each decoder layer."""
     yield AttributionProgress(0, 1, "ALTI+", "passes")
@@ -78,7 +82,7 @@ ZEROING_NOTE = ("Value zeroing per decoder layer (not rolled out): each row is n
                 "(zeroed in cross-attention) and the decoder inputs (zeroed in self-attention) together.")
 
 
-def zeroing_steps(translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...], settings,
+def zeroing_steps(translator: Translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...], settings,
                   stop: threading.Event | None) -> Iterator[AttributionEvent]:
     """The registered method ``value-zeroing``: the layers one by one (progress between them), per-layer maps."""
     cap = capture_sentence(translator, src_tokens, tokens)

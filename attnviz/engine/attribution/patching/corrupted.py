@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -20,6 +21,9 @@ from attnviz.engine.attribution.corruption import DEFAULT, Corruption
 from attnviz.engine.errors import InputError, cut
 from attnviz.engine.text.tokenize import visible_token
 from attnviz.engine.text.vocab import EOS, PAD, SOS, SPECIALS, UNK
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 KEPT = (SOS, EOS, PAD)  # the default corruption leaves these (and language tags) as they are
 SHOWN = 12  # tokens a message lists
@@ -42,7 +46,7 @@ def numbered(tokens: Sequence[str]) -> str:
     return listed + (", ..." if len(tokens) > SHOWN else "")
 
 
-def corrupted_source(translator, src_tokens: Sequence[str], corruption: Corruption,
+def corrupted_source(translator: Translator, src_tokens: Sequence[str], corruption: Corruption,
                      roles: Sequence[str] = ()) -> CorruptedSource:
     """The corrupted source for the clean ``src_tokens`` (labels with the specials the kind reads); ``roles``, an
     LLM prompt's, give its default corruption: the sentence's span (see ``prompt_default``)."""
@@ -56,7 +60,7 @@ def corrupted_source(translator, src_tokens: Sequence[str], corruption: Corrupti
     return _made(translator, tokens, DEFAULT, ())
 
 
-def prompt_default(translator, src_tokens: Sequence[str], roles: Sequence[str]) -> CorruptedSource:
+def prompt_default(translator: Translator, src_tokens: Sequence[str], roles: Sequence[str]) -> CorruptedSource:
     """An LLM prompt's default corruption: every token of the sentence's span (role "source") replaced by the
     folder's first ordinary token (no special: "!" in Qwen's and Llama's vocabularies; an LLM has no <unk> of its
     own), the chat template and the instruction kept, so that only what is to be translated is taken away and the
@@ -70,7 +74,7 @@ def prompt_default(translator, src_tokens: Sequence[str], roles: Sequence[str]) 
     return _made(translator, tokens, said, ())
 
 
-def _first_ordinary(translator) -> str:
+def _first_ordinary(translator: Translator) -> str:
     """The folder's first token that is no special (``<...>``, ``<|...|>``), as its vocabulary labels it."""
     vocab = translator.tgt_vocab
     for i in range(len(SPECIALS), len(vocab)):
@@ -80,12 +84,12 @@ def _first_ordinary(translator) -> str:
     raise InputError("The folder's vocabulary holds only special tokens: give a corruption (WHICH=WORD).")
 
 
-def _made(translator, tokens: Sequence[str], said: str, notes: tuple[str, ...]) -> CorruptedSource:
+def _made(translator: Translator, tokens: Sequence[str], said: str, notes: tuple[str, ...]) -> CorruptedSource:
     ids = torch.tensor(translator.source_ids(tokens), dtype=torch.long)
     return CorruptedSource(ids, tuple(tokens), said, notes)
 
 
-def _sentence(translator, src_tokens: Sequence[str], sentence: str) -> CorruptedSource:
+def _sentence(translator: Translator, src_tokens: Sequence[str], sentence: str) -> CorruptedSource:
     labels = list(translator.prepare(sentence).src_tokens)
     if len(labels) != len(src_tokens):
         raise InputError(f"The corrupted sentence reads as {len(labels)} tokens ({numbered(labels)}) but the source "
@@ -115,7 +119,7 @@ def _position(src_tokens: Sequence[str], which: str) -> int:
                      f"{', '.join(str(i + 1) for i in found)}): name the one to edit by its position.")
 
 
-def _edit(translator, src_tokens: Sequence[str], which: str, word: str) -> CorruptedSource:
+def _edit(translator: Translator, src_tokens: Sequence[str], which: str, word: str) -> CorruptedSource:
     at = _position(src_tokens, which)
     vocab, notes = translator.src_vocab, []
     pieces = [word] if word in vocab else translator.src_spec.tokenize(word)

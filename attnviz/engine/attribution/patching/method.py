@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Generator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -30,6 +31,10 @@ from attnviz.engine.attribution.patching.corrupted import CorruptedSource, corru
 from attnviz.engine.attribution.patching.runs import Patch, Site, clean_run, patched_logp
 from attnviz.engine.kinds import kind_of
 from attnviz.engine.models.probes import attention_point, layer_point
+from attnviz.engine.models.protocol import SearchModel
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 THRESHOLD = 0.01  # nats (p changes by < 1%): below it the ratio is rounding and noise over nothing
 MAX_ROWS = 64  # patched runs per batch
@@ -47,7 +52,7 @@ class Row:
     patch: Patch
 
 
-def _depths(model) -> tuple[int, int]:
+def _depths(model: SearchModel) -> tuple[int, int]:
     """(layers over the source, layers over the decoder inputs), from the probe points the network offers: an
     LLM's prompt passes its layers under the encoder's names (``enc.{l}.out``), the output steps under the decoder's."""
     offered = set(model.probes.names)
@@ -56,14 +61,14 @@ def _depths(model) -> tuple[int, int]:
                  for side in ("encoder", "decoder"))  # type: ignore[return-value]
 
 
-def _layouts(model) -> tuple[int, int, int]:
+def _layouts(model: SearchModel) -> tuple[int, int, int]:
     """(L', encoder offset, decoder offset): the maps' layers, aligned at the last layer of each side."""
     enc, dec = _depths(model)
     depth = max(enc, dec)
     return depth, depth - enc, depth - dec
 
 
-def head_layout(model) -> dict[str, tuple[int, int]]:
+def head_layout(model: SearchModel) -> dict[str, tuple[int, int]]:
     """Attention kind -> (layers, heads) of the per-head outputs the network offers (an LLM has no cross block:
     its prompt and output columns are one softmax, patched through the ``encoder`` and ``decoder`` heads)."""
     offered = set(model.probes.names)
@@ -71,7 +76,7 @@ def head_layout(model) -> dict[str, tuple[int, int]]:
             if layers and attention_point(kind, 0, "heads") in offered}
 
 
-def plan_rows(model, s: int, t: int) -> list[Row]:
+def plan_rows(model: SearchModel, s: int, t: int) -> list[Row]:
     """Every patched run of a sentence with ``s`` source and ``t`` target tokens."""
     _, enc_at, dec_at = _layouts(model)
     enc, dec = _depths(model)
@@ -90,8 +95,9 @@ def chunk_rows(vocab: int, t: int) -> int:
     return max(1, min(MAX_ROWS, LOGIT_BUDGET // max(vocab * t, 1)))
 
 
-def patching_steps(translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...], settings: AttributionSettings,
-                   stop: threading.Event | None, roles: Sequence[str] = ()) -> Generator[AttributionEvent, None, None]:
+def patching_steps(translator: Translator, src_tokens: tuple[str, ...], tokens: tuple[str, ...],
+                   settings: AttributionSettings, stop: threading.Event | None, roles: Sequence[str] = ()
+                   ) -> Generator[AttributionEvent, None, None]:
     """The registered method ``patching``: the clean and corrupted runs, then the patched runs in batches (progress
     and a stop check after each), then the ``Attribution``. ``roles``: an LLM prompt's (its default corruption
     replaces the sentence's span)."""
@@ -125,7 +131,7 @@ def restored_fractions(patched: np.ndarray, clean: np.ndarray, corrupt: np.ndarr
     return ratio, restorable
 
 
-def _result(model, src_tokens: Sequence[str], tokens: Sequence[str], settings: AttributionSettings,
+def _result(model: SearchModel, src_tokens: Sequence[str], tokens: Sequence[str], settings: AttributionSettings,
             corrupted: CorruptedSource, rows: Sequence[Row], found: np.ndarray,
             ends: tuple[np.ndarray, np.ndarray]) -> Attribution:
     clean, corrupt = ends
@@ -150,7 +156,8 @@ def _result(model, src_tokens: Sequence[str], tokens: Sequence[str], settings: A
                        notes=_notes(model, tokens, corrupted, restorable), scores=clean - corrupt, extras=extras)
 
 
-def _notes(model, tokens: Sequence[str], corrupted: CorruptedSource, restorable: np.ndarray) -> tuple[str, ...]:
+def _notes(model: SearchModel, tokens: Sequence[str], corrupted: CorruptedSource, restorable: np.ndarray
+           ) -> tuple[str, ...]:
     notes = ["Activation patching: the share of the corruption's effect on log p(chosen) that one clean activation "
              "restores in the corrupted run, (log p patched - log p corrupted) / (log p clean - log p corrupted): 1 "
              "all of it, 0 none. Source columns: the encoder layer's (an LLM's layer over the prompt's) output at "

@@ -20,6 +20,7 @@ from torch import Tensor
 
 from attnviz.engine.attribution.forced import Forced, next_token_logp
 from attnviz.engine.models.probes import Edit, capture, edit
+from attnviz.engine.models.protocol import SearchModel
 from attnviz.engine.search.greedy import device_of
 
 
@@ -46,7 +47,7 @@ class Clean:
     values: Mapping[str, Tensor]
 
 
-def chosen_logp(model, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
+def chosen_logp(model: SearchModel, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
     """[B, T]: log p(``tgt_out[t]``) at every step of one teacher-forced pass of ``src`` [B, S], ``tgt_in`` [B, T]."""
     logits = model.project(model.decode(tgt_in, model.encode(src)).hidden)  # [B, T, V]
     chosen = tgt_out.expand(logits.size(0), -1)[..., None]  # [T] -> [B, T, 1]
@@ -54,7 +55,7 @@ def chosen_logp(model, src: Tensor, tgt_in: Tensor, tgt_out: Tensor) -> Tensor:
 
 
 @torch.inference_mode()
-def clean_run(model, forced: Forced, points: Sequence[str]) -> Clean:
+def clean_run(model: SearchModel, forced: Forced, points: Sequence[str]) -> Clean:
     """The clean pass, its values at ``points`` (names, no patterns) kept for the patches."""
     device = device_of(model)
     with capture(model, points) as seen:
@@ -89,7 +90,8 @@ def _edits(patches: Sequence[Patch], clean: Clean) -> dict[str, Edit]:
 
 
 @torch.inference_mode()
-def patched_logp(model, forced: Forced, corrupt_src: Tensor, clean: Clean, patches: Sequence[Patch]) -> Tensor:
+def patched_logp(model: SearchModel, forced: Forced, corrupt_src: Tensor, clean: Clean,
+                 patches: Sequence[Patch]) -> Tensor:
     """[B, T]: log p(chosen) at every step when row b runs the corrupted source ``corrupt_src`` [S] with
     ``patches[b]``'s sites clean (in this thread only: another thread running the model meanwhile sees nothing)."""
     device, b = device_of(model), len(patches)

@@ -7,6 +7,7 @@ layers, H heads, S source, T target.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -21,8 +22,11 @@ from attnviz.engine.search.greedy import allowed_logits, device_of, greedy_batch
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID
 from attnviz.engine.translator import GREEDY
 
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
-def decoded(translator, sources: Sequence[str], batch_size: int = 64) -> Iterator[int | list[Example]]:
+
+def decoded(translator: Translator, sources: Sequence[str], batch_size: int = 64) -> Iterator[int | list[Example]]:
     """Sentences decoded after each batch, then the examples with the model's greedy outputs as targets:
     ``<sos>``, the tokens, and ``<eos>`` where the model chose it (a decode cut at the step limit has none), as
     ``Translator.translate`` decodes one."""
@@ -39,7 +43,8 @@ def decoded(translator, sources: Sequence[str], batch_size: int = 64) -> Iterato
     yield out
 
 
-def _pass(translator, src: Tensor, tgt_in: Tensor, with_alti: bool) -> tuple[Tensor, Tensor, Capture | None]:
+def _pass(translator: Translator, src: Tensor, tgt_in: Tensor, with_alti: bool
+          ) -> tuple[Tensor, Tensor, Capture | None]:
     """Decoder output [B, T, D], the last layer's cross-attention [B, H, T, S] (an LLM's rows over its prompt) and
     (ALTI+) the captured blocks."""
     model = translator.model
@@ -58,7 +63,7 @@ def _shares(cap: Capture) -> Callable[[int, int, int, tuple[int, int] | None], n
 
 
 @torch.inference_mode()
-def batch_components(translator, examples: Sequence[Example], with_alti: bool,
+def batch_components(translator: Translator, examples: Sequence[Example], with_alti: bool,
                      spans: Sequence[tuple[int, int] | None] | None = None
                      ) -> Iterator[tuple[int, str, dict[str, float]]]:
     """(index in ``examples``, output text, components) of every example, batch by batch (in length order);

@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from attnviz.engine.attribution.base import AttributionProgress
 from attnviz.engine.attribution.suspect.fit import fit
 from attnviz.engine.attribution.suspect.rule import Calibration
 from attnviz.engine.errors import InputError
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 COPIES = 3  # the repetition pair says the first half of the translation this many times
 NO_SOURCE = "The suspect score reads a translation's source; a language model has none to calibrate."
@@ -52,7 +56,7 @@ def calibration_pairs(own: Sequence, references: Sequence, longest: int) -> list
     return out
 
 
-def scored_pairs(translator, sources: Sequence[str], references: Sequence[str],
+def scored_pairs(translator: Translator, sources: Sequence[str], references: Sequence[str],
                  stop: threading.Event | None = None) -> Iterator[AttributionProgress | list[tuple[str, dict]]]:
     """Progress (decoding, then scoring the pairs), then every pair's (kind, components); nothing more once
     ``stop`` is set."""
@@ -81,7 +85,7 @@ def scored_pairs(translator, sources: Sequence[str], references: Sequence[str],
     yield rows
 
 
-def calibration_steps(translator, sources: Sequence[str], references: Sequence[str], *, corpus: str,
+def calibration_steps(translator: Translator, sources: Sequence[str], references: Sequence[str], *, corpus: str,
                       stop: threading.Event | None = None) -> Iterator[AttributionProgress | Calibration]:
     """The progress of ``scored_pairs``, then the ``Calibration`` fitted to them."""
     for event in scored_pairs(translator, sources, references, stop):
@@ -91,7 +95,7 @@ def calibration_steps(translator, sources: Sequence[str], references: Sequence[s
             yield fit(event, f"{corpus}, {len(sources)} sentences", str(translator.metadata.get("name", "")))
 
 
-def calibration_job(translator, split: str | None, src: str | None, ref: str | None, limit: int,
+def calibration_job(translator: Translator, split: str | None, src: str | None, ref: str | None, limit: int,
                     stop: threading.Event | None = None, data_dir: str | None = None
                     ) -> Iterator[AttributionProgress | Calibration]:
     """A split of the model's corpus (its validation split by default), or a source file and its references,

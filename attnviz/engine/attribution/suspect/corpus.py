@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Generator, Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from attnviz.engine.attribution.base import AttributionProgress, get_method
 from attnviz.engine.attribution.suspect.components import SPAN_SHORT, components, prompt_span
@@ -20,8 +21,11 @@ from attnviz.engine.attribution.suspect.store import calibration_of
 from attnviz.engine.errors import InputError, check_on_cpu
 from attnviz.engine.events import Translation
 
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
-def decoded_with_progress(translator, sources: Sequence[str], stop: threading.Event | None = None
+
+def decoded_with_progress(translator: Translator, sources: Sequence[str], stop: threading.Event | None = None
                           ) -> Generator[AttributionProgress, None, list | None]:
     """Every source translated in batches, a progress event per batch; returns the decoded examples, or None once
     ``stop`` is set."""
@@ -39,13 +43,13 @@ def decoded_with_progress(translator, sources: Sequence[str], stop: threading.Ev
     return found
 
 
-def has_alti(translator) -> bool:
+def has_alti(translator: Translator) -> bool:
     """Whether ALTI+ is defined for the model's kind (asked through the registry, which lists the methods in their
     modules' order)."""
     return get_method("alti-plus").defined_for(translator)
 
 
-def suspect_sentence(translator, text: str) -> tuple[Translation, dict[str, float]]:
+def suspect_sentence(translator: Translator, text: str) -> tuple[Translation, dict[str, float]]:
     """The greedy translation of ``text`` and its suspect-score components."""
     check_on_cpu(translator, "The suspect score")
     if not translator.has_source:
@@ -54,7 +58,7 @@ def suspect_sentence(translator, text: str) -> tuple[Translation, dict[str, floa
     return translation, translation_components(translator, translation)
 
 
-def translation_components(translator, translation: Translation) -> dict[str, float]:
+def translation_components(translator: Translator, translation: Translation) -> dict[str, float]:
     """The suspect-score components of a translation already decoded (greedy or beam): ALTI+'s source share from
     one teacher-forced pass on its output where the model's kind has ALTI+, NaN where it has not (an LLM: ALTI's
     share of the prompt's sentence span)."""
@@ -67,15 +71,16 @@ def translation_components(translator, translation: Translation) -> dict[str, fl
     return components(translation, share)
 
 
-def prompt_spans(translator, sources: Sequence[str]) -> list[tuple[int, int] | None] | None:
+def prompt_spans(translator: Translator, sources: Sequence[str]) -> list[tuple[int, int] | None] | None:
     """Each sentence's span in its prompt for a kind that reads one (None otherwise)."""
     if not translator.kind.reads_prompt:
         return None
     return [prompt_span(found.src_tokens, found.roles) for found in map(translator.prepare, sources)]
 
 
-def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] | None = None, *, corpus: str = "",
-                  stop: threading.Event | None = None) -> Iterator[AttributionProgress | SuspectRanking]:
+def suspect_steps(translator: Translator, sources: Sequence[str], references: Sequence[str] | None = None, *,
+                  corpus: str = "", stop: threading.Event | None = None
+                  ) -> Iterator[AttributionProgress | SuspectRanking]:
     """Progress (decoding in batches, then scoring), then the ``SuspectRanking`` of every sentence; nothing more
     once ``stop`` is set. An empty source line raises ``InputError`` naming it (as the other analysis jobs)."""
     from attnviz.engine.attribution.suspect.batch import batch_components
@@ -105,7 +110,7 @@ def suspect_steps(translator, sources: Sequence[str], references: Sequence[str] 
     yield SuspectRanking.of(rows, corpus, notes, calibration, where)
 
 
-def suspect_job(translator, corpus: tuple[str | None, str | None, str | None], limit: int,
+def suspect_job(translator: Translator, corpus: tuple[str | None, str | None, str | None], limit: int,
                 stop: threading.Event | None = None, data_dir: str | None = None
                 ) -> Iterator[AttributionProgress | SuspectRanking]:
     """Worker job: the corpus choice of the Analysis tab (a split, or text files) ranked by suspicion."""

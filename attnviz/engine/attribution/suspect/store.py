@@ -15,9 +15,12 @@ import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from attnviz.engine.attribution.suspect.rule import Calibration
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 KEY = "suspect_calibration"  # the entry of a checkpoint's attnviz metadata
 SIDECAR = ".suspect.json"
@@ -73,7 +76,7 @@ def stored_calibration(metadata: Mapping[str, Any], path: str | os.PathLike | No
     return calibration, f"kept beside the model in {side.name}"
 
 
-def calibration_of(translator) -> tuple[Calibration | None, str]:
+def calibration_of(translator: Translator) -> tuple[Calibration | None, str]:
     """A loaded model's calibration and where it comes from (``stored_calibration``)."""
     return stored_calibration(translator.metadata, translator.metadata.get("path"))
 
