@@ -2,8 +2,8 @@
 
 A format registers itself from its own module in this package (``register(FolderFormat(...))`` at import time); the
 package's modules are discovered the first time anyone asks (an ``engine.plugins.Registry``, as the model kinds
-are), so adding a format is adding a module here, plus its torch half in a ``<name>_weights`` module, which
-discovery never imports. Code elsewhere (``engine.loading``, ``attnviz info`` and ``convert``, the app's open
+are), so adding a format is adding a module here, plus its torch half in a ``<name>_weights`` module (and, where it
+gives a Translator of its own, a ``<name>_translator`` one), which discovery never imports. Code elsewhere (``engine.loading``, ``attnviz info`` and ``convert``, the app's open
 dialog) asks the registry (``format_of(folder)``, ``all_formats()``) and never names a format. The registry and the
 formats' own modules are torch-free: a format's ``load`` imports its weights module only when it is called, so
 describing a folder (its ``ModelCard``) needs no torch, as describing a checkpoint does not.
@@ -30,7 +30,9 @@ from attnviz.engine.plugins import Registry
 if TYPE_CHECKING:  # what a format loads; importing it would import torch
     from attnviz.engine.translator import Translator
 
-WEIGHTS_SUFFIX = "_weights"  # a format's torch half: imported by its ``load``, never by discovery
+# a format's torch half (its weights' loading, ``_weights``; the Translator it gives, ``_translator``): imported by
+# its ``load``, never by discovery
+TORCH_HALVES = ("_weights", "_translator")
 
 
 def _unknown(folder: Path) -> str | None:
@@ -69,7 +71,7 @@ class FolderFormat:
 
 
 _FORMATS: Registry[FolderFormat] = Registry(
-    "folder format", "attnviz.engine.hub", lambda module: module != "registry" and not module.endswith(WEIGHTS_SUFFIX))
+    "folder format", "attnviz.engine.hub", lambda module: module != "registry" and not module.endswith(TORCH_HALVES))
 register, unregister, registered = _FORMATS.register, _FORMATS.unregister, _FORMATS.registered
 
 
