@@ -3,10 +3,11 @@
 A format registers itself from its own module in this package (``register(FolderFormat(...))`` at import time); the
 package's modules are discovered the first time anyone asks (an ``engine.plugins.Registry``, as the model kinds
 are), so adding a format is adding a module here, plus its torch half in a ``<name>_weights`` module (and, where it
-gives a Translator of its own, a ``<name>_translator`` one), which discovery never imports. Code elsewhere (``engine.loading``, ``attnviz info`` and ``convert``, the app's open
-dialog) asks the registry (``format_of(folder)``, ``all_formats()``) and never names a format. The registry and the
-formats' own modules are torch-free: a format's ``load`` imports its weights module only when it is called, so
-describing a folder (its ``ModelCard``) needs no torch, as describing a checkpoint does not.
+gives a Translator of its own, a ``<name>_translator`` one), which discovery never imports. Code elsewhere
+(``engine.loading``, ``attnviz info`` and ``convert``, the app's open dialog) asks the registry (``format_of(folder)``,
+``all_formats()``) and never names a format. The registry and the formats' own modules are torch-free: a format's
+``load`` imports its weights module only when it is called, so describing a folder (its ``ModelCard``) needs no
+torch, as describing a checkpoint does not.
 
 Every format is held to one standard (``engine.checkpoints.folder``): its ``inspect`` reads the folder's files with
 the shared JSON reader and checks, and returns a ``FolderPlan`` (the card and the tensors its config implies), which
