@@ -309,7 +309,9 @@ class CausalLM(IncrementalModel):
         at positions 0..N-1, every slot real), causal and (a sliding layer) windowed as in the passes: the output
         [B, N, D], or of the positions ``rows`` alone, every position still giving its key and value. Its probe
         points fire under the output steps' names (``dec.{l}.*``), so an edit of ``dec.{l}.self.v`` reaches every
-        position's value vectors. ``mask`` and ``memory`` are not read: one stream has neither."""
+        position's value vectors; an edit there may return several variants of them ([B', G, N, dh] for a batch of
+        one), which then share this pass's weights and give one output each. ``mask`` and ``memory`` are not read:
+        one stream has neither."""
         if side != "decoder":
             raise ProbeError(f"A decoder-only LLM runs its layers over one stream (side 'decoder'), not {side!r}.")
         module = self.decoder_layers()[layer]

@@ -80,12 +80,14 @@ class GroupedAttention(nn.Module):
         q_rope = rope if rows is None else (rope[0][..., rows, :], rope[1][..., rows, :])
         q, k = tap(plan, names.q, rotate(q, *q_rope)), tap(plan, names.k, rotate(k, *rope))
         k, v = cache.extend(k, tap(plan, names.v, v), at)  # [B, G, K, dh]
+        # an edit may make the values variants of this pass's (value zeroing: [B', G, K, dh]), the weights shared
+        variants = v.size(0) != q.size(0)
         scales = None
         if plan is not None and plan.wants(names.weights):
             scales = plan.only_head_scales(names.weights)
             need_weights = need_weights or scales is None
         weights = None
-        if need_weights or self.softcap:
+        if need_weights or self.softcap or variants:
             weights = tap(plan, names.weights, self._weighted(q, k, mask))
             heads = self._mix(weights, v)
         else:
@@ -112,8 +114,9 @@ class GroupedAttention(nn.Module):
         return widened(scores).softmax(dim=-1)
 
     def _mix(self, weights: Tensor, v: Tensor) -> Tensor:
-        b, h, t, _ = weights.shape
-        return (self._grouped(weights.to(v.dtype)) @ v).view(b, h, t, -1)  # [B, H, T, dh]
+        """The heads' outputs [B, H, T, dh] (values with more rows than the weights: one output per variant)."""
+        _, h, t, _ = weights.shape
+        return (self._grouped(weights.to(v.dtype)) @ v).view(-1, h, t, v.size(-1))
 
 
 class GatedFeedForward(nn.Module):

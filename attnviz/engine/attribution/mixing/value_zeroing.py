@@ -50,6 +50,19 @@ def zeroing(first: int, count: int, start: int = 0) -> Edit:
     return zero
 
 
+def variants_zeroing(count: int, start: int = 0) -> Edit:
+    """An edit of one pass's value vectors [1, G, Tk, dh] into ``count + 1`` variants: variant j without key
+    ``start + j``'s value (every key/value head), the last as it was. A network that takes variants of its values
+    (a one-stream network's ``run_layer``) computes the layer's weights and every key's projections once."""
+    def zero(values: Tensor) -> Tensor:
+        out = values.expand(count + 1, *values.shape[1:]).clone()
+        rows = torch.arange(count, device=out.device)
+        out[rows, :, start + rows] = 0
+        return out
+
+    return zero
+
+
 def _distances(outputs: Tensor, zeroed: int) -> Tensor:
     """Cosine distances [Tq, zeroed] between each query's reference output (the last batch row) and its output
     with key j zeroed (row j); outputs [zeroed + 1, Tq, D]."""
@@ -90,12 +103,15 @@ def contexts(cap: Capture, layer: Layer) -> list[Context]:
     return [*([context("cross", "cross")] if "cross" in cap.blocks else []), context("decoder", "decoder")]
 
 
-def _run(cap: Capture, layer: Layer, edits: dict[str, Edit], rows: int) -> Tensor:
-    """The layer over ``rows`` copies of its input, ``edits`` in force: outputs [rows, Tq, D]."""
-    mask, memory = cap.mask, cap.encoded.memory
-    with edit(cap.model, edits):
-        if STREAM in cap.blocks:
-            return cap.model.run_layer("decoder", layer.index, layer.x.expand(rows, -1, -1), rows=scored_rows(cap))
+def _run(cap: Capture, layer: Layer, point: str, count: int, start: int) -> Tensor:
+    """The layer run again with keys ``start``.. ``start + count`` zeroed one a row at ``point``, and a last row
+    with none: outputs [count + 1, Tq, D]. A one-stream layer runs once, its values made variants
+    (``variants_zeroing``); an encoder-decoder's over as many copies of its input."""
+    mask, memory, rows = cap.mask, cap.encoded.memory, count + 1
+    if STREAM in cap.blocks:
+        with edit(cap.model, {point: variants_zeroing(count, start)}):
+            return cap.model.run_layer("decoder", layer.index, layer.x, rows=scored_rows(cap))
+    with edit(cap.model, {point: zeroing(0, count, start)}):
         if layer.side == "encoder":
             return cap.model.run_layer("encoder", layer.index, layer.x.expand(rows, -1, -1),
                                        mask.expand(rows, -1, -1, -1))
@@ -115,7 +131,7 @@ def layer_scores(cap: Capture, layer: Layer) -> Tensor:
     for ctx in found:
         for start in range(0, ctx.count, per_batch):
             count = min(per_batch, ctx.count - start)
-            out = _run(cap, layer, {ctx.point: zeroing(0, count, start)}, count + 1)
+            out = _run(cap, layer, ctx.point, count, start)
             parts.append(_distances(out, count))
     readable = torch.cat([ctx.readable for ctx in found], -1)
     return torch.cat(parts, -1).masked_fill(~readable, 0)
