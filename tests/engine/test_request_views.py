@@ -21,10 +21,11 @@ DECODE = DecodeConfig(max_len=5)
 def _race(translator, choose, rounds: int = 40) -> list[tuple[str, ...]]:
     """Decode ``translator`` ``rounds`` times in a thread while the main thread keeps making views (``choose``)."""
     found: list[tuple[str, ...]] = []
-    done = threading.Event()
+    first_view, done = threading.Event(), threading.Event()
 
     def decode() -> None:
         try:
+            assert first_view.wait(30)  # the decodes start once views are being made, whatever the machine's speed
             for _ in range(rounds):
                 found.append(tuple(translator.translate(SENTENCE, DECODE).tokens))
         finally:
@@ -36,8 +37,9 @@ def _race(translator, choose, rounds: int = 40) -> list[tuple[str, ...]]:
     while not done.is_set():
         choose(views)
         views += 1
+        first_view.set()
     thread.join()
-    assert views > rounds  # the views were made while the decodes ran
+    assert views >= 1 and len(found) == rounds  # views were made while the decodes ran, and every decode ended
     return found
 
 
