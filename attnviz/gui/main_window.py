@@ -244,6 +244,7 @@ class MainWindow(ViewExports, QMainWindow):
         self.translator = view
         self.translate_tab.set_translator(view)
         self.analysis_tab.set_translator(view)
+        self.model_label.setText(model_summary(view.card))  # its languages, as the view now has them
         self.statusBar().showMessage("New settings for the model: translate again to see them at work.", 5000)
 
     @Slot(object)

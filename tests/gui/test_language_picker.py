@@ -46,6 +46,7 @@ def test_the_languages_are_picked_in_the_translate_tab(qtbot, window, nllb_folde
     assert (before.languages.src, before.languages.tgt) == (None, "eng_Latn")
     assert tab.translator is window.translator and tab.document.request is None  # the old pair's decode is gone
     assert (picker.src_combo.currentData(), picker.tgt_combo.currentData()) == ("fra_Latn", "deu_Latn")
+    assert "-> German" in window.model_label.text()  # the status bar names the view's languages
     translate(qtbot, window, SENTENCE)
     assert tab.document.steps[0].token == "deu_Latn"
     assert tab.document.encoder.src_tokens[0] == "fra_Latn"
