@@ -35,11 +35,12 @@ from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass, T
 from attnviz.engine.kinds import ModelKind, kind_of
 from attnviz.engine.models.protocol import IncrementalModel, count_parameters, stored_state
 from attnviz.engine.models.quantize import int8_summary
-from attnviz.engine.search.beam import beam_batch, beam_steps
-from attnviz.engine.search.greedy import DecodeInput, decode_steps, greedy_batch
+from attnviz.engine.search.beam import beam_steps
+from attnviz.engine.search.greedy import DecodeInput, decode_steps
 from attnviz.engine.search.head_mask import heads_off
 from attnviz.engine.search.limit import BatchProgress
 from attnviz.engine.search.shortlist import Shortlist, restriction
+from attnviz.engine.search.torch_batch import beam_batch, greedy_batch
 from attnviz.engine.text.languages import Languages, iso
 from attnviz.engine.text.source import SourceText, _fit, _read_text, _text
 from attnviz.engine.text.tokenize import MULTILINGUAL, TokenizerSpec, languages_label

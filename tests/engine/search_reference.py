@@ -19,8 +19,7 @@ import torch
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep
-from attnviz.engine.search.beam import beam_batch
-from attnviz.engine.search.greedy import greedy_batch
+from attnviz.engine.search.torch_batch import beam_batch, greedy_batch
 from tests.helpers import make_toy_lm, make_toy_translator
 
 SENTENCES = ("q1 q2 q3 q4", "q7 q0 q11 q5 q5 q2", "q3")

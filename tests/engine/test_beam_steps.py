@@ -11,7 +11,8 @@ from attnviz.engine.config import DecodeConfig
 from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.events import BeamDone, BeamStep, DecodeStep, EncoderPass
 from attnviz.engine.kinds import all_kinds
-from attnviz.engine.search.beam import Candidate, beam_batch, prune
+from attnviz.engine.search.rules import Candidate, prune
+from attnviz.engine.search.torch_batch import beam_batch
 from attnviz.engine.search.tree import ROOT, SearchTree
 from attnviz.engine.text.vocab import EOS_ID
 from tests.helpers import capture_atol, make_toy_lm, make_toy_translator, train_toy

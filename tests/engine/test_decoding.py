@@ -6,8 +6,7 @@ from attnviz.engine.config import DecodeConfig
 from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.errors import InputError
 from attnviz.engine.events import DecodeStep, EncoderPass
-from attnviz.engine.search.beam import beam_batch
-from attnviz.engine.search.greedy import greedy_batch
+from attnviz.engine.search.torch_batch import beam_batch, greedy_batch
 from tests.helpers import make_toy_translator
 
 SENTENCES = ["q1 q2 q3", "q4 q5", "q0 q7 q9 q11 q3 q2", "q6"]

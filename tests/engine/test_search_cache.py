@@ -20,8 +20,7 @@ from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.events import BeamStep, DecodeStep
 from attnviz.engine.models.cache import grouping, grow_in_place, select_rows
 from attnviz.engine.models.quantize import quantize_int8
-from attnviz.engine.search.beam import beam_batch
-from attnviz.engine.search.greedy import greedy_batch
+from attnviz.engine.search.torch_batch import beam_batch, greedy_batch
 from tests.engine.search_reference import MODELS, PREFIXES, SENTENCES, capture, toy
 
 REFERENCE = Path(__file__).parent / "data" / "search_reference.npz"

@@ -19,7 +19,7 @@ from torch import Tensor
 from attnviz.engine.corpus.batching import pad_batch
 from attnviz.engine.errors import InputError
 from attnviz.engine.models.protocol import SearchModel
-from attnviz.engine.search.greedy import device_of, greedy_batch
+from attnviz.engine.search.torch_batch import device_of, greedy_batch
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID
 
 

@@ -1,6 +1,6 @@
-"""Greedy and beam search over the numpy network (``engine.plain.model``), with the rules the torch searches follow
-(``engine.search.rules``: the scores, bans, forced tokens, pruning, ranking and stopping are the same functions or
-their numpy twins), for a padded batch of sources.
+"""The numpy network (``engine.plain.model``) as a ``BatchNetwork``: greedy and beam search of a padded batch of
+sources run the loops of ``engine.search.batch``, the torch path's own, with the rules of ``engine.search.rules``
+(the bans and forced tokens here are their numpy twins; pruning, ranking and stopping are the same functions).
 
 The network's logits come in Marian's column order; ``Columns`` maps attnviz ids to columns and back, so the
 embedding is never reordered. ``<pad>`` and ``<sos>`` share one column (attnviz's ``<sos>`` is Marian's decoder start
@@ -16,17 +16,10 @@ import numpy as np
 
 from attnviz.engine.config import DecodeConfig
 from attnviz.engine.plain.model import PlainMarian
+from attnviz.engine.search.batch import beam_search, greedy_search
 from attnviz.engine.search.limit import StepCallback, capped_limit
-from attnviz.engine.search.rules import (
-    Candidate,
-    banned_tokens,
-    forced_token,
-    normalised,
-    not_a_number,
-    prune,
-    search_settled,
-)
-from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID
+from attnviz.engine.search.rules import Candidate, banned_tokens, forced_token, not_a_number
+from attnviz.engine.text.vocab import PAD_ID, SOS_ID
 
 NEG_INF = np.float32(-np.inf)
 
@@ -77,91 +70,49 @@ def constrain(scores: np.ndarray, prefixes: Sequence[Sequence[int]], t: int, lim
     return scores
 
 
-def greedy(model: PlainMarian, src: np.ndarray, decode: DecodeConfig, cols: Columns,
+class PlainBatch:
+    """A padded batch of sources [B, S] encoded by the numpy ``model``, decoded by the loops of
+    ``engine.search.batch`` under ``decode``'s rules, ids mapped through ``cols``."""
+
+    def __init__(self, model: PlainMarian, src: np.ndarray, decode: DecodeConfig, cols: Columns):
+        self.model, self.decode, self.cols = model, decode, cols
+        self.cache = model.start(*model.encode(src))
+
+    def _logits(self, tokens: Sequence[int]) -> np.ndarray:
+        return _checked(self.model.step(np.asarray(tokens, dtype=np.int64), self.cache))
+
+    def choose(self, tokens: Sequence[int], prefixes: Sequence[Sequence[int]], t: int, limit: int) -> list[int]:
+        """The argmax of the logits themselves: the log-softmax subtracts one constant a row."""
+        logits = self._logits(tokens)
+        logits[:, self.cols.never] = NEG_INF
+        scores = constrain(logits, prefixes, t, limit, self.decode, self.cols)
+        return self.cols.ids[scores.argmax(-1)].tolist()
+
+    def log_probs(self, tokens: Sequence[int], prefixes: Sequence[Sequence[int]], t: int, limit: int) -> np.ndarray:
+        logp = log_probs(self._logits(tokens), self.decode, self.cols)
+        return constrain(logp, prefixes, t, limit, self.decode, self.cols)
+
+    def candidates(self, scores: np.ndarray, logp: np.ndarray, base: int, width: int) -> list[Candidate]:
+        """They are among each row's ``width`` best tokens (a row's extensions rank as its log-probabilities), so
+        only those are added up and sorted."""
+        rows = logp[base:base + len(scores)]
+        n, vocab = rows.shape
+        width = min(width, vocab)
+        top = np.argpartition(rows, vocab - width, axis=1)[:, vocab - width:]  # [n, width]
+        total = (scores[:, None] + np.take_along_axis(rows, top, axis=1)).ravel()
+        flat = (np.arange(n)[:, None] * vocab + top).ravel()
+        order = np.lexsort((flat, -total))[:width]  # best first; ties in the flattened index's order (as topk's)
+        return [Candidate(float(total[i]), int(flat[i]) // vocab, int(self.cols.ids[flat[i] % vocab])) for i in order]
+
+    def keep(self, rows: Sequence[int], hyps: int) -> None:
+        self.cache = self.cache.select(np.asarray(rows, dtype=np.int64), hyps)
+
+
+def search(model: PlainMarian, src: np.ndarray, decode: DecodeConfig, cols: Columns,
            on_step: StepCallback | None = None) -> list[list[int]]:
-    """Greedy search of a padded batch [B, S]: each sentence's attnviz ids up to (without) ``<eos>``; finished
-    sentences leave the batch (``engine.search.greedy.greedy_batch``); ``on_step`` hears of each step."""
-    cache = model.start(*model.encode(src))
-    b = src.shape[0]
-    outputs: list[list[int]] = [[] for _ in range(b)]
-    alive = np.arange(b)
-    tokens = np.full(b, SOS_ID, dtype=np.int64)
-    limit = capped_limit(decode.max_len, model.max_target_len)
-    for t in range(limit):
-        logits = _checked(model.step(tokens, cache))
-        logits[:, cols.never] = NEG_INF
-        scores = constrain(logits, [outputs[row] for row in alive.tolist()], t, limit, decode, cols)
-        tokens = cols.ids[scores.argmax(-1)]
-        finished = tokens == EOS_ID
-        for row, tok in zip(alive.tolist(), tokens.tolist()):
-            if tok != EOS_ID:
-                outputs[row].append(tok)
-        if on_step is not None:
-            on_step(t + 1, limit)
-        if finished.all():
-            break
-        if finished.any():
-            keep = np.flatnonzero(~finished)
-            alive, tokens, cache = alive[keep], tokens[keep], cache.select(keep, 1)
-    return outputs
-
-
-def _candidates(scores: np.ndarray, logp: np.ndarray, width: int, cols: Columns) -> list[Candidate]:
-    """The ``width`` best extensions of hypotheses with ``scores`` [n] by next-token ``logp`` [n, V], best first.
-    They are among each row's ``width`` best tokens (a row's extensions rank as its log-probabilities), so only
-    those are added up and sorted."""
-    n, vocab = logp.shape
-    width = min(width, vocab)
-    top = np.argpartition(logp, vocab - width, axis=1)[:, vocab - width:]  # [n, width]
-    total = (scores[:, None] + np.take_along_axis(logp, top, axis=1)).ravel()
-    flat = (np.arange(n)[:, None] * vocab + top).ravel()
-    order = np.lexsort((flat, -total))[:width]  # best first; ties in the order of the flattened index (as topk's)
-    return [Candidate(float(total[i]), int(flat[i]) // vocab, int(cols.ids[flat[i] % vocab])) for i in order]
-
-
-def beam(model: PlainMarian, src: np.ndarray, decode: DecodeConfig, cols: Columns,
-         on_step: StepCallback | None = None) -> list[list[int]]:
-    """Beam search of a padded batch [B, S] (``engine.search.beam.beam_batch``): the first step runs one row a
-    sentence, then B x beam rows, a dead slot repeating a live row at score -inf; ``on_step`` hears of each step."""
-    cache = model.start(*model.encode(src))
-    b, width = src.shape[0], decode.beam
-    scores = np.zeros((b, 1), dtype=np.float32)  # float32 sums, as the torch search adds them
-    tokens = np.full(b, SOS_ID, dtype=np.int64)
-    history: list[list[int]] = [[] for _ in range(b)]
-    finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
-    steps = capped_limit(decode.max_len, model.max_target_len)
-    for t in range(steps):
-        logp = constrain(log_probs(model.step(tokens, cache), decode, cols), history, t, steps, decode, cols)
-        rows, picked, new_scores, done = _advance(logp, scores, (history, finished), t, steps, decode, cols)
-        if on_step is not None:
-            on_step(t + 1, steps)
-        if t == steps - 1 or all(done):
-            break
-        history = [history[r] + [tok] for r, tok in zip(rows, picked)]
-        tokens, scores = np.asarray(picked, dtype=np.int64), new_scores
-        cache = cache.select(np.asarray(rows, dtype=np.int64), width)
-    return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
-
-
-def _advance(logp: np.ndarray, scores: np.ndarray, found: tuple[list[list[int]], list[list[tuple[float, list[int]]]]],
-             t: int, steps: int, decode: DecodeConfig, cols: Columns
-             ) -> tuple[list[int], list[int], np.ndarray, list[bool]]:
-    """One step over every sentence's rows (``engine.search.beam._advance``): finished hypotheses join ``found``'s
-    second list; returns the rows kept, their tokens, their scores [B, beam] and whether each search is settled."""
-    history, finished = found
-    b, width = scores.shape
-    new_scores = np.full((b, decode.beam), NEG_INF, dtype=np.float32)
-    rows, picked, done = [], [], []
-    for i in range(b):
-        base = i * width
-        split = prune(_candidates(scores[i], logp[base:base + width], 2 * decode.beam, cols), decode.beam,
-                      t == steps - 1)
-        for c in split.ended:
-            ids = history[base + c.origin] + ([] if c.token == EOS_ID else [c.token])
-            finished[i].append((normalised(c.score, t + 1, decode), ids))
-        for slot, c in enumerate(split.kept):
-            new_scores[i, slot] = c.score
-        rows += [base + c.origin for c in split.kept] + [base] * (decode.beam - len(split.kept))
-        picked += [c.token for c in split.kept] + [EOS_ID] * (decode.beam - len(split.kept))
-        done.append(search_settled([s for s, _ in finished[i]], float(new_scores[i].max()), t, steps, decode))
-    return rows, picked, new_scores, done
+    """Greedy (``decode.beam`` 1) or beam search of a padded batch [B, S]: each sentence's attnviz ids up to
+    (without) ``<eos>``; ``on_step`` hears of each step."""
+    net, limit = PlainBatch(model, src, decode, cols), capped_limit(decode.max_len, model.max_target_len)
+    if decode.beam > 1:
+        return beam_search(net, src.shape[0], decode, limit, on_step)
+    return greedy_search(net, src.shape[0], limit, on_step)

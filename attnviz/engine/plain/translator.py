@@ -25,7 +25,7 @@ from attnviz.engine.hub.marian_files import MODEL_TYPE, MarianParts, folder_part
 from attnviz.engine.kinds import kind_of
 from attnviz.engine.plain.model import PlainMarian
 from attnviz.engine.plain.network import ACTIVATIONS
-from attnviz.engine.plain.search import Columns, beam, greedy
+from attnviz.engine.plain.search import Columns, search
 from attnviz.engine.plain.weights import finite, read_float32
 from attnviz.engine.search.limit import BatchProgress
 from attnviz.engine.text.source import SourceText, _text
@@ -77,7 +77,6 @@ class PlainTranslator(SourceText):
                 continue
         order = sorted(prepared, key=lambda i: len(prepared[i]))
         results: list[list[str]] = [[] for _ in texts]
-        search = beam if decode.beam > 1 else greedy
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             width = max(len(prepared[i]) for i in chunk)

@@ -1,5 +1,6 @@
-"""Beam search: batched for corpora (``beam_batch``), and for one sentence as events with every attention map
-(``beam_steps``). Both rank with the same rules (``prune``, ``settled``), so they choose the same translation.
+"""Beam search of one input as events with every attention map (``beam_steps``). The batched search for corpora
+(``engine.search.torch_batch.beam_batch``, the loop of ``engine.search.batch``) ranks with the same rules
+(``prune``, ``settled``), so both choose the same translation.
 
 At each step the 2 x beam best extensions of the live hypotheses are looked at in order of total log-probability:
 the first ``beam`` that do not end are kept; an ``<eos>`` among the first ``beam`` finishes its hypothesis (the
@@ -21,9 +22,8 @@ from attnviz.engine.config import DecodeConfig
 from attnviz.engine.events import BeamDone, BeamNode, BeamStep, DecodeStep, EncoderPass
 from attnviz.engine.models.protocol import SearchModel
 from attnviz.engine.search.capture import capture_dtype, encoder_maps, on_host
-from attnviz.engine.search.greedy import DecodeInput, device_of, forcing, step_limit
+from attnviz.engine.search.greedy import DecodeInput
 from attnviz.engine.search.head_mask import heads_off
-from attnviz.engine.search.limit import StepCallback
 from attnviz.engine.search.rules import (
     Candidate,
     Pruned,
@@ -36,75 +36,10 @@ from attnviz.engine.search.rules import (
     search_settled,
     settled,  # noqa: F401 (as length_penalty)
 )
-from attnviz.engine.search.shortlist import Restriction, step_logits
+from attnviz.engine.search.torch_batch import device_of, extensions, step_limit
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID, Vocab
 
 NEG_INF = float("-inf")
-
-
-def _candidates(scores: Tensor, logp: Tensor, width: int) -> list[Candidate]:
-    """The ``width`` best extensions of hypotheses with ``scores`` [n] by next-token ``logp`` [n, V]."""
-    vocab = logp.size(-1)
-    total = (scores[:, None] + logp).view(-1)
-    top_scores, top_idx = total.topk(min(width, total.numel()))
-    return [Candidate(s, i // vocab, i % vocab) for s, i in zip(top_scores.tolist(), top_idx.tolist())]
-
-
-@torch.inference_mode()
-def beam_batch(model: SearchModel, src: Tensor, decode: DecodeConfig, forced: Sequence[int] = (),
-               restricted: Restriction | None = None, on_step: StepCallback | None = None) -> list[list[int]]:
-    """Beam search (width ``decode.beam``) for a padded batch [B, S]; each sentence's best ids without ``<eos>``,
-    the ``forced`` ids first (taken with their log-probabilities, as ``beam_steps`` takes them); ``restricted``: a
-    vocabulary shortlist (``engine.search.shortlist``); ``on_step(t, limit)`` hears of each step done.
-
-    The first step runs one row per sentence (its hypotheses all start alike); then all B x beam hypotheses run as
-    one batch with the cache, a dead slot repeating a live row at score -inf.
-    """
-    model.eval()
-    device, b, beam = device_of(model), src.size(0), decode.beam
-    with heads_off(model, decode.heads_off, decode.rescale_heads):
-        cache = model.start(model.encode(src.to(device)))
-        scores = torch.zeros((b, 1))
-        tokens = torch.full((b,), SOS_ID, dtype=torch.long, device=device)
-        history: list[list[int]] = [[] for _ in range(b)]
-        finished: list[list[tuple[float, list[int]]]] = [[] for _ in range(b)]
-        steps = step_limit(model, decode.max_len)
-        for t in range(steps):
-            logits = step_logits(model, tokens, cache, restricted)
-            logp = constrain(log_probs(logits, decode), history, t, steps, decode)
-            logp = forcing(logp, t, forced, zero=decode.configured).cpu()  # [B * rows, V]
-            rows, picked, new_scores, done = _advance(logp, scores, history, finished, t, (steps, beam), decode)
-            if on_step is not None:
-                on_step(t + 1, steps)
-            if t == steps - 1 or all(done):
-                break
-            history = [history[r] + [tok] for r, tok in zip(rows, picked)]
-            tokens, scores = torch.tensor(picked, device=device), new_scores
-            cache = cache.select(torch.tensor(rows, device=device))
-    return [max(f, key=lambda x: x[0])[1] if f else [] for f in finished]
-
-
-def _advance(logp: Tensor, scores: Tensor, history: list[list[int]], finished: list[list[tuple[float, list[int]]]],
-             t: int, limits: tuple[int, int], decode: DecodeConfig) -> tuple[list[int], list[int], Tensor, list[bool]]:
-    """One step of ``beam_batch`` over every sentence's ``scores.size(1)`` rows: the finished hypotheses join
-    ``finished``; returns the rows kept (``beam`` a sentence, a dead slot repeating its first row), their tokens,
-    their scores [B, beam] and whether each sentence's search is settled."""
-    steps, beam = limits
-    b, width = scores.shape
-    new_scores = torch.full((b, beam), NEG_INF)
-    rows, picked, done = [], [], []
-    for i in range(b):
-        base = i * width
-        split = prune(_candidates(scores[i], logp[base:base + width], 2 * beam), beam, t == steps - 1)
-        for c in split.ended:
-            ids = history[base + c.origin] + ([] if c.token == EOS_ID else [c.token])
-            finished[i].append((normalised(c.score, t + 1, decode), ids))
-        for slot, c in enumerate(split.kept):
-            new_scores[i, slot] = c.score
-        rows += [base + c.origin for c in split.kept] + [base] * (beam - len(split.kept))
-        picked += [c.token for c in split.kept] + [EOS_ID] * (beam - len(split.kept))
-        done.append(search_settled([s for s, _ in finished[i]], new_scores[i].max().item(), t, steps, decode))
-    return rows, picked, new_scores, done
 
 
 class _Expansion(NamedTuple):
@@ -159,7 +94,7 @@ def beam_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab,
             cand = Candidate(float(scores[0]) + taken, 0, int(forced[t]))
             (split.ended if cand.token == EOS_ID or t == steps - 1 else split.kept).append(cand)
         else:
-            split = prune(_candidates(scores, constrain(logp, prefixes, t, steps, decode), 2 * beam), beam,
+            split = prune(extensions(scores, constrain(logp, prefixes, t, steps, decode), 2 * beam), beam,
                           t == steps - 1)
         ruled = t < len(forced) or forced_token(t, steps, decode) is not None  # given, not chosen
         nodes = []

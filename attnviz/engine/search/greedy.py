@@ -1,5 +1,5 @@
-"""Search: step-by-step decoding (greedy or sampled) as a generator of events, and batched greedy search (beam
-search is in ``engine.search.beam``).
+"""Search: step-by-step decoding of one input (greedy or sampled) as a generator of events (beam search is in
+``engine.search.beam``, batched search in ``engine.search.torch_batch``).
 
 Every function drives a model through the incremental protocol (``encode``, ``start``, ``step``), so any model kind
 that implements it (Transformer, RNN, language model) decodes here without special cases. Heads that
@@ -21,10 +21,9 @@ from attnviz.engine.events import DecodeStep, EncoderPass
 from attnviz.engine.models.protocol import Encoded, SearchModel
 from attnviz.engine.search.capture import capture_dtype, encoder_maps, on_host
 from attnviz.engine.search.head_mask import heads_off
-from attnviz.engine.search.limit import StepCallback, capped_limit
 from attnviz.engine.search.rules import constrain, forced_token, log_probs, sampling_cut
-from attnviz.engine.search.shortlist import Restriction, step_logits
-from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID, Vocab
+from attnviz.engine.search.torch_batch import device_of, step_limit
+from attnviz.engine.text.vocab import EOS_ID, SOS_ID, Vocab
 
 
 class DecodeInput(NamedTuple):
@@ -37,15 +36,6 @@ class DecodeInput(NamedTuple):
     roles: Sequence[str] = ()  # an LLM's prompt: each source token's role (``EncoderPass.roles``)
 
 
-def device_of(model: SearchModel) -> torch.device:
-    return next(model.parameters()).device
-
-
-def step_limit(model: SearchModel, max_len: int) -> int:
-    """Output tokens a search may produce: ``max_len``, capped by the model's target position table."""
-    return capped_limit(max_len, model.max_target_len)
-
-
 def _recomputed_step(model: SearchModel, prefix: list[int], enc: Encoded,
                      need_weights: bool) -> tuple[Tensor, Tensor | None, Tensor | None]:
     out = model.decode(torch.tensor([prefix], device=device_of(model)), enc, need_weights)
@@ -54,25 +44,6 @@ def _recomputed_step(model: SearchModel, prefix: list[int], enc: Encoded,
         return logits, None, None
     self_rows, cross_rows = out.last_rows()
     return logits, self_rows, cross_rows
-
-
-def allowed_logits(logits: Tensor) -> Tensor:
-    """Float logits with ``<pad>`` and ``<sos>`` ruled out: a search may never choose them."""
-    logits = logits.float().clone()
-    logits[..., PAD_ID] = float("-inf")
-    logits[..., SOS_ID] = float("-inf")
-    return logits
-
-
-def forcing(logits: Tensor, t: int, forced: Sequence[int], zero: bool = False) -> Tensor:
-    """``logits`` [..., V] at step ``t``, every token but ``forced[t]`` ruled out while forced ids remain; the forced
-    token keeps its score, or takes log-probability 0 with ``zero`` (as transformers forces a token: a search its
-    authors configured ranks its hypotheses so)."""
-    if t >= len(forced):
-        return logits
-    kept = torch.full_like(logits, float("-inf"))
-    kept[..., forced[t]] = 0.0 if zero else logits[..., forced[t]]
-    return kept
 
 
 def _choose(logp: Tensor, decode: DecodeConfig, generator: torch.Generator | None) -> int:
@@ -136,45 +107,3 @@ def decode_steps(model: SearchModel, source: DecodeInput, tgt_vocab: Vocab, deco
         if token_id == EOS_ID:
             return
         prefix.append(token_id)
-
-
-@torch.inference_mode()
-def greedy_batch(model: SearchModel, src: Tensor, max_len: int = 50, decode: DecodeConfig | None = None,
-                 forced: Sequence[int] = (), restricted: Restriction | None = None,
-                 on_step: StepCallback | None = None) -> list[list[int]]:
-    """Greedy search for a padded batch [B, S]; returns each sentence's ids up to (without) ``<eos>``, the
-    ``forced`` ids first (a multilingual model's target language tag). ``on_step(t, limit)`` hears of each step
-    done (a command line's progress).
-
-    Finished sentences leave the batch, so a long straggler does not keep the rest computing. ``decode``'s rules
-    (``engine.search.rules``: bans, forced tokens) apply when given; ``restricted``: a vocabulary shortlist
-    (``engine.search.shortlist``).
-    """
-    model.eval()
-    src = src.to(device_of(model))
-    cache = model.start(model.encode(src))
-    b = src.size(0)
-    outputs: list[list[int]] = [[] for _ in range(b)]
-    alive = torch.arange(b)  # original index of each row still decoding
-    tokens = torch.full((b,), SOS_ID, dtype=torch.long, device=src.device)
-    limit = step_limit(model, max_len)
-    for t in range(limit):
-        logits = step_logits(model, tokens, cache, restricted)
-        if decode is None:
-            scores = allowed_logits(logits)
-        else:
-            prefixes = [outputs[row] for row in alive.tolist()]
-            scores = constrain(log_probs(logits, decode), prefixes, t, limit, decode)
-        tokens = forcing(scores, t, forced).argmax(-1)
-        finished = tokens == EOS_ID
-        for row, tok in zip(alive.tolist(), tokens.tolist()):
-            if tok != EOS_ID:
-                outputs[row].append(tok)
-        if on_step is not None:
-            on_step(t + 1, limit)
-        if finished.all():
-            break
-        if finished.any():
-            keep = (~finished).nonzero().squeeze(1)
-            alive, tokens, cache = alive[keep.cpu()], tokens[keep], cache.select(keep)
-    return outputs

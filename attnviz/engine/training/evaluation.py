@@ -12,8 +12,8 @@ from attnviz.engine.corpus.reader import Pair, load_split, read_parallel, resolv
 from attnviz.engine.errors import ConfigError
 from attnviz.engine.heads import format_heads
 from attnviz.engine.metrics import bleu_tok, chrf, sacrebleu_detok, teacher_forced_stats
-from attnviz.engine.search.greedy import device_of
 from attnviz.engine.search.head_mask import heads_off
+from attnviz.engine.search.torch_batch import device_of
 from attnviz.engine.training.presets import Recipe, get_preset
 from attnviz.engine.translator import Translator
 

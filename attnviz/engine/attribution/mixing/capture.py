@@ -34,7 +34,7 @@ from attnviz.engine.kinds import kind_of
 from attnviz.engine.models.probes import Captured, attention_point, head_scales, layer_point
 from attnviz.engine.models.probes import capture as probe_capture
 from attnviz.engine.models.protocol import AttentionBlock, Encoded, SearchModel
-from attnviz.engine.search.greedy import device_of
+from attnviz.engine.search.torch_batch import device_of
 
 if TYPE_CHECKING:
     from attnviz.engine.translator import Translator

@@ -21,7 +21,7 @@ from torch import Tensor
 from attnviz.engine.attribution.forced import Forced, next_token_logp
 from attnviz.engine.models.probes import Edit, capture, edit
 from attnviz.engine.models.protocol import SearchModel
-from attnviz.engine.search.greedy import device_of
+from attnviz.engine.search.torch_batch import device_of
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from attnviz.engine.attribution.mixing.alti import alti_maps, layer_contribution
 from attnviz.engine.attribution.mixing.capture import Capture, capture
 from attnviz.engine.attribution.suspect.components import component_values
 from attnviz.engine.corpus.batching import pad_batch
-from attnviz.engine.search.greedy import allowed_logits, device_of, greedy_batch, step_limit
+from attnviz.engine.search.torch_batch import allowed_logits, device_of, greedy_batch, step_limit
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID
 from attnviz.engine.translator import GREEDY
 
