@@ -41,16 +41,17 @@ def cmd_convert(args) -> int:
     from pathlib import Path
 
     from attnviz.engine.errors import CheckpointError
-    from attnviz.engine.hub import all_formats, find_format, format_of
+    from attnviz.engine.hub import find_format, folder_formats, format_of
     from attnviz.engine.loading import load_translator
 
-    if find_format(args.folder) is None:
+    found = find_format(args.folder)
+    if found is None or found.reads != "folder":
         if Path(args.folder).is_dir():  # a model folder of a family attnviz does not implement says which
             try:
                 format_of(args.folder)
             except CheckpointError as exc:
                 raise InputError(str(exc)) from None
-        known = "; ".join(f.title for f in all_formats())
+        known = "; ".join(f.title for f in folder_formats())
         raise InputError(f"{args.folder} is not a model folder that attnviz imports; give the folder of one of: "
                          f"{known}.")
     translator = load_translator(args.folder)  # every check translate makes: convert writes nothing it refuses

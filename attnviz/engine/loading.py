@@ -1,61 +1,46 @@
-"""Opening a model by its path: an attnviz checkpoint file, or an imported model's folder.
+"""Opening a model by its path, in any registered format (``engine.hub``): attnviz's checkpoint file, an imported
+model's folder.
 
 ``load_translator(path)`` gives a ready ``Translator``; ``read_card(path)`` its ``ModelCard`` without torch (what
 the model picker shows); ``inspect_model(path)`` the card with what was checked without reading a weight's value
-(``attnviz info``). A folder goes to the registered folder format that recognises it (``engine.hub``; a clear error
-naming the known formats when none does), a file is a checkpoint (``engine.translator.load_checkpoint``,
-``engine.checkpoints.card.checkpoint_card``). This module names no format, and holds every format to the same
-standard: the plan a format's ``inspect`` returns is checked against the weights file's index, and the model's size
-on torch's meta device, before the format loads anything; the loaded model's values are checked after, whatever the
-format did. Describing needs no torch: the translator module is imported only when a model is loaded.
+(``attnviz info``). A path goes to the registered format that recognises it (a clear error naming the known
+formats when none does). This module names no format, and holds every folder format to the same standard: the plan
+a format's ``inspect`` returns is checked against the weights file's index, and the model's size on torch's meta
+device, before the format loads anything; the loaded model's values are checked after, whatever the format did. A
+file format checks its own file (``examine``, ``plan_load``); every format's load is refused before a value is read
+when it would not fit in memory. Describing needs no torch: the translator module is imported only when a model is
+loaded.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata, checkpoint_card, stored_parameters
 from attnviz.engine.checkpoints.folder import check_weight_file
-from attnviz.engine.checkpoints.header import read_header, read_index, require_path
-from attnviz.engine.checkpoints.memory import (
-    AUTO,
-    DTYPES,
-    check_device_choice,
-    check_fits,
-    resolve_dtype,
-    stored_dtype,
-)
-from attnviz.engine.checkpoints.parts import checkpoint_parts
-from attnviz.engine.config import DEFAULT_KIND
-from attnviz.engine.errors import CheckpointError, ConfigError
-from attnviz.engine.hub import FolderPlan, format_of
+from attnviz.engine.checkpoints.header import read_index, require_path
+from attnviz.engine.checkpoints.memory import AUTO, check_device_choice, check_fits, resolve_dtype, stored_dtype
+from attnviz.engine.errors import CheckpointError
+from attnviz.engine.hub import FolderFormat, FolderPlan, format_of
 from attnviz.engine.hub.parsed import parsed_once
-from attnviz.engine.kinds import ModelKind, get_kind
+from attnviz.engine.hub.registry import NOT_CHECKED, Inspection, LoadPlan
+from attnviz.engine.kinds import ModelKind
 
 if TYPE_CHECKING:
+    from attnviz.engine.checkpoints.card import ModelCard
     from attnviz.engine.translator import Translator
 
-NOT_CHECKED = "values (run with --check to read every weight)"
 NOT_CHECKED_SIZE = "the model's size in memory (--check builds it)"
+__all__ = ["Inspection", "check_model", "inspect_model", "load_translator", "read_card"]
 
 
-@dataclass(frozen=True)
-class Inspection:
-    """A model's card and what was checked to give it (``attnviz info``)."""
-
-    card: ModelCard
-    checked: tuple[str, ...]
-    notes: tuple[str, ...] = ()
-    not_checked: tuple[str, ...] = (NOT_CHECKED,)
-
-
-def _folder_plan(folder: Path, size: bool = True) -> tuple[FolderPlan, list[str], list[str]]:
+def _folder_plan(fmt: FolderFormat, folder: Path, size: bool = True) -> tuple[FolderPlan, list[str], list[str]]:
     """A folder's plan, its model's size checked on the meta device (``size``; it needs torch), then its weights'
     index against the plan; the card says the dtype the weights are stored at (safetensors' index)."""
-    plan = format_of(folder).inspect(folder)
+    assert fmt.inspect is not None, f"folder format {fmt.name} inspects nothing"
+    plan = fmt.inspect(folder)
     if size:
         from attnviz.engine.translator import check_model_size  # torch: the model is built on the meta device
 
@@ -71,37 +56,34 @@ def _folder_plan(folder: Path, size: bool = True) -> tuple[FolderPlan, list[str]
 
 
 def load_translator(path: str | os.PathLike[str], dtype: str = AUTO, device: str = "cpu") -> Translator:
-    """A checkpoint file or an imported model's folder as a ready ``Translator`` running at ``dtype`` (one of
-    ``DTYPE_CHOICES``; ``auto``: see ``resolve_dtype``) on ``device`` (one of ``DEVICE_CHOICES``; ``cuda``: a
-    decoder-only LLM on the GPU, see ``translator.resolve_device``), refused before any weight is read if it would
-    not fit in the available memory, or the device cannot run it (``CheckpointError`` with a clear message for that
-    and anything else). The weights are read into the CPU's memory, checked, then moved to the device."""
+    """A model file or an imported model's folder, in any registered format, as a ready ``Translator`` running at
+    ``dtype`` (one of ``DTYPE_CHOICES``; ``auto``: see ``resolve_dtype``) on ``device`` (one of ``DEVICE_CHOICES``;
+    ``cuda``: a decoder-only LLM on the GPU, see ``translator.resolve_device``), refused before any weight is read if
+    it would not fit in the available memory, or the device cannot run it (``CheckpointError`` with a clear message
+    for that and anything else). The weights are read into the CPU's memory, checked, then moved to the device."""
     check_device_choice(device)
-    if not require_path(path).is_dir():
-        from attnviz.engine.translator import load_checkpoint  # torch: only when a model is loaded
-
-        meta, index = read_header(path)
-        kind = _kind(meta)
-        run = resolve_dtype(dtype, meta["dtype"] if meta.get("dtype") in DTYPES else "float32",
-                            keep_stored=kind is not None and kind.stored_precision)
-        check_fits(path, stored_parameters(index), run)
+    path = require_path(path)
+    fmt = format_of(path)
+    with parsed_once():  # planning the load and the load read the model's files once
+        plan = _load_plan(fmt, path)
+        kind = plan.kind
+        run = resolve_dtype(dtype, plan.stored_dtype, keep_stored=kind is not None and kind.stored_precision)
+        check_fits(path, plan.parameters, run)
         where = _device(device, kind)
-        if _converted_llm(meta):  # a converted LLM folder: its tokenizer,
-            # template and instruction are inside (an LLM built over attnviz's own vocabulary loads as any model)
-            from attnviz.engine.hub.llm_weights import load_llm_checkpoint
-
-            return _moved(load_llm_checkpoint(path, run), where)
-        return _moved(load_checkpoint(path, run), where)
-    folder = Path(path)
-    with parsed_once():  # the inspection and the load read the folder's files once
-        plan, _, _ = _folder_plan(folder)
-        run = resolve_dtype(dtype, plan.card.dtype, keep_stored=plan.card.kind.stored_precision)
-        check_fits(folder, plan.card.parameters, run)
-        where = _device(device, plan.card.kind)
-        translator = format_of(folder).load(folder, run)
-    _check_loaded(folder, plan.card, translator)
-    translator.metadata["dtype"] = plan.card.dtype  # what the card says the weights are stored as
+        translator = fmt.load(path, run)
+    if plan.card is not None:
+        _check_loaded(path, plan.card, translator)
+        translator.metadata["dtype"] = plan.card.dtype  # what the card says the weights are stored as
     return _moved(translator, where)
+
+
+def _load_plan(fmt: FolderFormat, path: Path) -> LoadPlan:
+    """A file format's own plan; a folder's from its format's inspection, its model's size checked on the meta
+    device and its weights' index against the plan, before the format allocates anything."""
+    if fmt.plan_load is not None:
+        return fmt.plan_load(path)
+    plan, _, _ = _folder_plan(fmt, path)
+    return LoadPlan(plan.card.dtype, plan.card.parameters, plan.card.kind, plan.card)
 
 
 def _device(device: str, kind: ModelKind | None) -> str:
@@ -120,21 +102,6 @@ def _moved(translator: Translator, device: str) -> Translator:
     return translator
 
 
-def _converted_llm(meta: dict) -> bool:
-    """Whether a checkpoint is a converted LLM folder, read by ``hub.llm_weights`` rather than ``load_checkpoint``."""
-    kind = _kind(meta)
-    return kind is not None and kind.reads_prompt and "prompt" in meta
-
-
-def _kind(meta: dict) -> ModelKind | None:
-    """A checkpoint's model kind, or None when its metadata names none the registry knows (the loader says why)."""
-    model = meta.get("model")
-    try:
-        return get_kind(str(model.get("kind", DEFAULT_KIND))) if isinstance(model, dict) else None
-    except ConfigError:
-        return None
-
-
 def _check_loaded(folder: Path, card: ModelCard, translator: Translator) -> None:
     """What every format's load must give: the model its inspection described. Its values were checked once, as
     they were read (``checkpoints.weights.read_weights``, ``hub.llm_weights``: inf and NaN refused, the tensor
@@ -146,30 +113,24 @@ def _check_loaded(folder: Path, card: ModelCard, translator: Translator) -> None
 
 
 def read_card(path: str | os.PathLike[str]) -> ModelCard:
-    """The card of a checkpoint file (from its header) or of an imported model's folder, without torch."""
-    if Path(path).is_dir():
-        return format_of(path).inspect(Path(path)).card
-    return checkpoint_card(path)
+    """The card of a model file or an imported model's folder, in any registered format, without torch."""
+    fmt = format_of(path)
+    if fmt.card is not None:
+        return fmt.card(Path(path))
+    assert fmt.inspect is not None, f"format {fmt.name} describes nothing"
+    return fmt.inspect(Path(path)).card
 
 
 def inspect_model(path: str | os.PathLike[str]) -> Inspection:
-    """The card and every check that reads no weight's value: a checkpoint's header, its tensor index against the
-    model its config builds (on the meta device: the tensors' names need the model); a folder's files and its
-    weights' index against the tensors its format says the config implies (without torch)."""
+    """The card and every check that reads no weight's value: a file format's own (a checkpoint's header and its
+    tensor index against the model its config builds on the meta device); a folder's files and its weights' index
+    against the tensors its format says the config implies (without torch)."""
     path = Path(path)
-    if path.is_dir():  # torch-free: the format's plan names every tensor and shape
-        plan, checked, notes = _folder_plan(path, size=False)
-        return Inspection(plan.card, tuple(checked), tuple(notes), (NOT_CHECKED, NOT_CHECKED_SIZE, *plan.unchecked))
-    from attnviz.engine.translator import check_index  # torch: the model on the meta device
-
-    meta, index = read_header(path)
-    if not _converted_llm(meta):  # every metadata check translate makes (vocabularies, tokenizers, tags)
-        checkpoint_parts(path, meta, index)
-    card = card_from_metadata(meta, stored_parameters(index), str(path))
-    check_index(path, card.config, index)
-    return Inspection(card, (f"{path.name}: header, metadata (settings, vocabularies, tokenizers, language tags), "
-                             "tensors against the model config: names, shapes, offsets, model size on the meta "
-                             "device",))
+    fmt = format_of(path)
+    if fmt.examine is not None:
+        return fmt.examine(path)
+    plan, checked, notes = _folder_plan(fmt, path, size=False)  # torch-free: the plan names every tensor and shape
+    return Inspection(plan.card, tuple(checked), tuple(notes), (NOT_CHECKED, NOT_CHECKED_SIZE, *plan.unchecked))
 
 
 def check_model(path: str | os.PathLike[str], dtype: str = AUTO) -> Inspection:

@@ -15,7 +15,7 @@ from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QToolBar
 
 from attnviz._version import __version__
-from attnviz.engine.hub import all_formats
+from attnviz.engine.hub import folder_formats
 from attnviz.gui import accessible
 from attnviz.gui.analysis.tab import AnalysisTab
 from attnviz.gui.data_folder import DataFolder
@@ -135,7 +135,7 @@ class MainWindow(ViewExports, QMainWindow):
         self._action(file_menu, "&Open checkpoint...", self.open_dialog, QKeySequence.StandardKey.Open,
                      "Open an attnviz .safetensors checkpoint")
         self._action(file_menu, "Open model &folder...", self.open_folder_dialog, "Ctrl+Shift+O",
-                     "Open an imported model's folder: " + "; ".join(f.title for f in all_formats()))
+                     "Open an imported model's folder: " + "; ".join(f.title for f in folder_formats()))
         self.recent_menu = file_menu.addMenu("Open &recent")
         add_precision_menu(self, file_menu)
         self.prompt_action = add_prompt_action(self, file_menu)

@@ -22,11 +22,11 @@ from safetensors.torch import load_file, save_file
 
 from attnviz.cli.main import main
 from attnviz.engine.errors import CheckpointError
-from attnviz.engine.hub import all_formats
+from attnviz.engine.hub import folder_formats
 from attnviz.engine.loading import load_translator
 from tests.folder_samples import SAMPLES
 
-FORMATS = [f.name for f in all_formats()]
+FORMATS = [f.name for f in folder_formats()]
 # every format's sample, and the variants a format reads differently ("format/variant": M2M100's vocab.json)
 VARIANTS = [name for name in SAMPLES if name.split("/")[0] in FORMATS and "/" in name]
 HOSTILE_NUMBERS = {"Infinity": "Infinity", "-Infinity": "-Infinity", "NaN": "NaN", "1e400": "1e400",

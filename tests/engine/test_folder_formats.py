@@ -4,6 +4,7 @@ translate`` and converted by ``attnviz convert``; a folder no format reads gets 
 
 from __future__ import annotations
 
+import ast
 import json
 from pathlib import Path
 
@@ -17,9 +18,10 @@ from attnviz.engine.checkpoints.folder import WeightPlan
 from attnviz.engine.checkpoints.header import read_index
 from attnviz.engine.config import DecodeConfig, ModelConfig
 from attnviz.engine.errors import CheckpointError
-from attnviz.engine.hub import FolderFormat, FolderPlan, all_formats, find_format, format_of, registered
+from attnviz.engine.hub import FolderFormat, FolderPlan, all_formats, find_format, folder_formats, format_of, registered
+from attnviz.engine.hub.checkpoint import CHECKPOINT
 from attnviz.engine.kinds import check, get_kind
-from attnviz.engine.loading import load_translator, read_card
+from attnviz.engine.loading import inspect_model, load_translator, read_card
 from attnviz.engine.models.protocol import count_parameters, stored_state
 from attnviz.engine.text.tokenize import TokenizerSpec
 from attnviz.engine.text.vocab import Vocab
@@ -113,7 +115,7 @@ def test_a_folder_no_format_reads_names_the_known_formats(tmp_path):
     (tmp_path / "notes.txt").write_text("not a model")
     with pytest.raises(CheckpointError, match="is a folder") as err:
         format_of(tmp_path)
-    assert all(f.title in str(err.value) for f in all_formats())
+    assert all(f.title in str(err.value) for f in folder_formats())
     with registered(TOY):
         with pytest.raises(CheckpointError) as err:
             read_card(tmp_path)
@@ -140,3 +142,44 @@ def test_an_unreadable_config_is_refused_with_a_message_by_every_path(tmp_path, 
             opens(tmp_path)
     assert main(["info", str(tmp_path)]) == 1
     assert "cannot be read as JSON" in capsys.readouterr().err
+
+
+# -- a file format: the loader runs any registered format, attnviz's checkpoint among them -----------------------
+
+
+def _toy_file(path: Path) -> Path:
+    """The checkpoint a ``.toyfile`` names on its one line."""
+    return Path(path.read_text(encoding="utf-8").strip())
+
+
+TOY_FILE = FolderFormat(name="toy-file", title="toy pointer file (a test format)",
+                        recognises=lambda path: path.suffix == ".toyfile", inspect=None,
+                        load=lambda path, dtype: CHECKPOINT.load(_toy_file(path), dtype), reads="file",
+                        plan_load=lambda path: CHECKPOINT.plan_load(_toy_file(path)),
+                        examine=lambda path: CHECKPOINT.examine(_toy_file(path)),
+                        card=lambda path: CHECKPOINT.card(_toy_file(path)))
+
+
+def test_attnviz_checkpoints_are_a_registered_file_format_asked_after_the_others(tmp_path):
+    translator = make_toy_translator(seed=5)
+    ckpt = tmp_path / "toy.safetensors"
+    translator.save(ckpt)
+    pointer = tmp_path / "model.toyfile"
+    pointer.write_text(str(ckpt), encoding="utf-8")
+    assert format_of(ckpt) is CHECKPOINT and CHECKPOINT.reads == "file" and CHECKPOINT not in folder_formats()
+    assert format_of(pointer) is CHECKPOINT  # any file: its reader says what is wrong with it
+    with registered(TOY_FILE):
+        assert format_of(pointer) is TOY_FILE and format_of(ckpt) is CHECKPOINT
+        assert read_card(pointer).config == translator.config
+        assert inspect_model(pointer).card.parameters == count_parameters(translator.model)
+        loaded = load_translator(pointer)
+        assert loaded.translate(TEXT, DECODE).tokens == translator.translate(TEXT, DECODE).tokens
+    with pytest.raises(CheckpointError, match="model.toyfile"):
+        load_translator(pointer)  # the checkpoint reader: not a safetensors file
+
+
+def test_the_loader_names_no_format():
+    source = (Path(__file__).resolve().parents[2] / "attnviz" / "engine" / "loading.py").read_text(encoding="utf-8")
+    imported = {node.module for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)}
+    hub = {name for name in imported if name and name.startswith("attnviz.engine.hub")}
+    assert hub == {"attnviz.engine.hub", "attnviz.engine.hub.parsed", "attnviz.engine.hub.registry"}
