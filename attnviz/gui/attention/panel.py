@@ -1,7 +1,9 @@
 """AttentionPanel: kind / layer / head selectors over the large heatmap and the grid of every layer x head.
 
-It shows an ``AttentionSource`` (the Translate tab's chosen quantity over its decode document: attention, a
-contribution view or an attribution) as of one step (``display(source, step)``) and redraws when a selector changes;
+It follows a decode document (``follow(document, source)``): at each step shown, new path, encoder pass or clearing
+it shows ``source()`` (the Translate tab's chosen quantity over that document: attention, a contribution view or an
+attribution) as of the document's step; the quantity's owner calls ``refresh`` when the source itself changes, and
+the panel redraws when a selector changes;
 ``beside`` shows a second map (attention beside an attribution) left of the main one when given data. The large map
 takes the room; the grid and the caption share a narrow column beside it (a splitter the tab remembers). Only the
 kinds the model has are offered, so an RNN (cross only) or a language model (decoder only) needs no special case.
@@ -10,6 +12,7 @@ Merging subword pieces into words is this panel's choice: it asks the source for
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import numpy as np
@@ -33,6 +36,8 @@ from attnviz.gui.attention.selector_rows import SelectorRows
 from attnviz.gui.widgets import add_labelled, scrolled
 from attnviz.session.attention.source import AttentionSource, peaked_layer
 from attnviz.session.attention.wording import Marks, caption_text, head_choices
+from attnviz.session.translate.changes import Cleared, DocumentChange, Encoded, PathShown, StepShown
+from attnviz.session.translate.document import DecodeDocument
 
 
 def _combo(name: str, tip: str, least: int = 80) -> QComboBox:
@@ -64,6 +69,8 @@ class AttentionPanel(QWidget):
         super().__init__(parent)
         self._source: AttentionSource | None = None
         self._step = -1
+        self._document: DecodeDocument | None = None  # followed (``follow``)
+        self._source_of: Callable[[], AttentionSource | None] = lambda: None
         self._chosen_kind: str | None = None  # the kind the user picked; kept across translations
         self.chosen_layer: int | None = None  # likewise the layer and head (None: not chosen, the last layer)
         self._peak_pending = False  # an LLM's peaked layer waits for the first output row (``display``)
@@ -230,6 +237,25 @@ class AttentionPanel(QWidget):
     def merged(self) -> bool:
         """Whether the maps shown are merged into words."""
         return self.merge_check.isEnabled() and self.merge_check.isChecked()
+
+    def follow(self, document: DecodeDocument, source: Callable[[], AttentionSource | None]) -> None:
+        """Show ``source()`` as of ``document``'s step from now on, told by the document itself."""
+        self._document, self._source_of = document, source
+        document.subscribe(self._on_document_changed)
+
+    def _on_document_changed(self, change: DocumentChange) -> None:
+        match change:
+            case Cleared():
+                self.display(self._source_of(), -1)
+            case Encoded() | PathShown() | StepShown():
+                self.refresh()
+
+    def refresh(self) -> None:
+        """Show the followed source again as of the document's step (the source changed: another quantity, its
+        result, its options)."""
+        if self._document is not None:
+            encoded = self._document.encoder is not None
+            self.display(self._source_of(), self._document.current if encoded else -1)
 
     def display(self, source: AttentionSource | None, step: int) -> None:
         """Display ``source`` as of ``step`` (-1: the encoder pass only)."""

@@ -31,7 +31,7 @@ from attnviz.gui.translate.tokens import TokenStrip
 from attnviz.gui.translate.topk import TopKView
 from attnviz.gui.widgets import stored
 from attnviz.gui.worker import JobFailure, Worker
-from attnviz.session.translate.changes import Cleared, DocumentChange, Finished, PathShown, StepShown
+from attnviz.session.translate.changes import Cleared, DocumentChange, Encoded, Finished, PathShown, StepShown
 from attnviz.session.translate.document import DecodeDocument
 from attnviz.session.translate.quantities import (
     ATTENTION,
@@ -105,6 +105,7 @@ class QuantityControl(QObject):
         topk_view.foil.connect(self.contrast)
         host.search.foil.connect(self.contrast)  # the same question from a what-if branch's row
         document.subscribe(self._on_document_changed)
+        panel.follow(document, self.source)  # after this controller: a cleared document has dropped its result
 
     # -- choices -----------------------------------------------------------------------------------------------------
 
@@ -167,9 +168,9 @@ class QuantityControl(QObject):
     def source(self) -> QuantitySource:
         return QuantitySource(self.document, self.result, sinks=not self.bar.sinks_hidden, span=self.bar.span_only)
 
-    def show(self, step: int) -> None:
-        """The panel (and the map beside it) as of ``step``."""
-        self.panel.display(self.source(), step)
+    def _show_extras(self, step: int) -> None:
+        """What goes with the panel's map (the panel follows the document itself): the map beside it and the
+        quantity's shares in the output strip and the step table, as of ``step``."""
         self.panel.show_beside(self.beside_data(step) if self.bar.beside and self.result is not None else None)
         share = self.result.share if self.result is not None else None
         name = self.result.quantity.label if self.result is not None else ""
@@ -241,8 +242,9 @@ class QuantityControl(QObject):
 
     def _show(self, result: QuantityResult | None) -> None:
         self.result = result
+        self.panel.refresh()
         if self.document.encoder is not None:
-            self.show(self.document.current)
+            self._show_extras(self.document.current)
 
     @Slot(str)
     def contrast(self, foil: str) -> None:
@@ -284,11 +286,18 @@ class QuantityControl(QObject):
                 self.bar.idle()
                 self.result = None
                 self._show_settings(self.wanted)
-                self.show(-1)
-            case Finished() | PathShown() if self.document.finished:
+                self._show_extras(-1)
+            case Encoded():
+                self._show_extras(self.document.current)
+            case PathShown():
+                self._show_extras(self.document.current)
+                if self.document.finished:
+                    self._refresh()
+            case Finished() if self.document.finished:
                 self._refresh()
             case StepShown():
                 self._show_settings(self.wanted)  # the foils offered are the step's candidates
+                self._show_extras(self.document.current)
 
     @Slot(str)
     def _on_bar_chosen(self, key: str, keep: bool = False) -> None:

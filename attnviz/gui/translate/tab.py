@@ -281,7 +281,7 @@ class TranslateTab(QWidget):
             self.status.emit(f"{verb}: {len(self.document.steps)} tokens.{kept}{after}")
 
     def _on_document_changed(self, change: DocumentChange) -> None:
-        """The tab's own part of a change: the map's quantity and the step table's row for the step, the warnings,
+        """The tab's own part of a change: the step table's row for the step, the warnings,
         the side column's room (the step views follow the document themselves, after this)."""
         match change:
             case Encoded(encoder=encoder):
@@ -335,14 +335,10 @@ class TranslateTab(QWidget):
     # -- rendering ---------------------------------------------------------------------------------------------------
 
     def render_step(self) -> None:
-        """The map and the step table as of the document's step (the step views follow by themselves)."""
-        doc = self.document
-        if doc.encoder is None:
-            return
-        current = doc.current
-        if 0 <= current < self.step_model.rowCount():
+        """The step table's row for the document's step (the map and the step views follow the document)."""
+        current = self.document.current
+        if self.document.encoder is not None and 0 <= current < self.step_model.rowCount():
             self.step_table.selectRow(current)
-        self.quantity.show(current)
 
     @Slot()
     def _on_step_columns_reset(self) -> None:
