@@ -20,7 +20,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -33,6 +33,9 @@ from attnviz.engine.analysis.setwords import TokenReport, WordTokens, tokenize_w
 from attnviz.engine.analysis.symmetrise import SYMMETRISATIONS, diagonal
 from attnviz.engine.errors import ConfigError, InputError, check_on_cpu
 from attnviz.engine.heads import NUMBERING
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 __all__ = ["AlignmentReady", "aer", "align_steps", "format_pharaoh", "link_matrix", "parse_pharaoh", "to_links"]
 
@@ -125,7 +128,7 @@ def _within_positions(number: int, side: str, words: WordTokens, limit: int) -> 
     return words
 
 
-def _examples(translator, sources, targets, report: TokenReport | None) -> list[tuple[Example, WordTokens,
+def _examples(translator: Translator, sources, targets, report: TokenReport | None) -> list[tuple[Example, WordTokens,
                                                                                        WordTokens, int]]:
     """Each pair as ids, with its token -> word maps and the column of its first source token (an LLM's: its
     prompt's, the span's first column: ``llm_words``)."""
@@ -150,7 +153,7 @@ def _examples(translator, sources, targets, report: TokenReport | None) -> list[
     return out
 
 
-def _check_head(translator, layer: int | None, head: int | None, flags: str = "--layer/--head") -> None:
+def _check_head(translator: Translator, layer: int | None, head: int | None, flags: str = "--layer/--head") -> None:
     if "cross" not in translator.kind.attention_kinds:
         raise ConfigError("this model has no cross-attention to align with")
     lay, heads = translator.kind.layout(translator.config)["cross"]
@@ -168,7 +171,7 @@ def _check_head(translator, layer: int | None, head: int | None, flags: str = "-
 UNKNOWN_LANGUAGE = "und"  # ISO 639's "undetermined": a folder that names no language matches any
 
 
-def _check_reverse_direction(translator, reverse) -> None:
+def _check_reverse_direction(translator: Translator, reverse: Translator) -> None:
     """The reverse model must read the forward model's target language and write its source language: given the
     forward model again, it would read the targets with the wrong vocabulary and score nonsense without a word."""
     wanted = (translator.tgt_spec.lang, translator.src_spec.lang)
@@ -178,7 +181,7 @@ def _check_reverse_direction(translator, reverse) -> None:
                          f"({wanted[1]}->{wanted[0]}) is {wanted[0]}->{wanted[1]}: give a model of that direction")
 
 
-def _read(translator, sources, targets, gold: Gold | None, layer, head, threshold, batch_size, stop,
+def _read(translator: Translator, sources, targets, gold: Gold | None, layer, head, threshold, batch_size, stop,
           report: TokenReport | None, phase: str):
     """Generator of progress; returns a ``_Pass`` (through ``yield from``)."""
     examples = _examples(translator, sources, targets, report)
@@ -229,7 +232,7 @@ def _gold_counts(gold: Gold) -> dict[str, int]:
     return {"sure_links": sure, "possible_links": sum(len(p | s) for s, p in gold) - sure}
 
 
-def align_steps(translator, sources: Sequence[str | Sequence[str]], targets: Sequence[str | Sequence[str]],
+def align_steps(translator: Translator, sources: Sequence[str | Sequence[str]], targets: Sequence[str | Sequence[str]],
                 gold: Gold | None = None, *, layer: int | None = None, head: int | None = None, shift: bool = False,
                 threshold: float | None = None, batch_size: int = 64, stop: threading.Event | None = None,
                 reverse=None, reverse_layer: int | None = None, reverse_head: int | None = None,
@@ -271,7 +274,8 @@ def align_steps(translator, sources: Sequence[str | Sequence[str]], targets: Seq
                          report, settings)
 
 
-def _checked_request(translator, reverse, symmetrise: str, pair: tuple[int | None, int | None],
+def _checked_request(translator: Translator, reverse: Translator | None, symmetrise: str,
+                     pair: tuple[int | None, int | None],
                      reverse_pair: tuple[int | None, int | None]) -> tuple[int | None, int | None]:
     """The request refused with one message where it cannot run; the reverse model's layer and head (by default
     the forward model's)."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import Tensor
@@ -21,6 +22,9 @@ from attnviz.engine.errors import InputError
 from attnviz.engine.models.protocol import SearchModel
 from attnviz.engine.search.torch_batch import device_of, greedy_batch
 from attnviz.engine.text.vocab import EOS_ID, PAD_ID, SOS_ID
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 
 @dataclass(frozen=True)
@@ -49,7 +53,7 @@ class Batch:
         return self.tgt_in if kind == "decoder" else self.src
 
 
-def encode_corpus(translator, sources: Sequence[str], targets: Sequence[str] | None) -> list[Example]:
+def encode_corpus(translator: Translator, sources: Sequence[str], targets: Sequence[str] | None) -> list[Example]:
     """Tokenize a corpus with the translator's tokenizers; ``targets`` None leaves targets empty (to be decoded).
 
     Sources and targets are cut to what the model reads; an empty source raises ``InputError`` naming its line.

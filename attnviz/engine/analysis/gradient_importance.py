@@ -17,7 +17,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -29,6 +29,9 @@ from attnviz.engine.models.probes import HeadScale, attention_point, edit, probe
 from attnviz.engine.models.protocol import SearchModel
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID
 from attnviz.engine.training.clock import remaining_seconds
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 FORMAT = "attnviz gradient head importance 1"
 
@@ -80,7 +83,7 @@ def _open_gates(model: SearchModel, layout: dict[str, tuple[int, int]]) -> Itera
         yield gates
 
 
-def _forced_pair(translator, src: str, ref: str) -> tuple[list[int], list[int], int]:
+def _forced_pair(translator: Translator, src: str, ref: str) -> tuple[list[int], list[int], int]:
     """Source ids, the target ids fed and predicted ([<sos>, lead..., ref..., <eos>]), and how many lead ids (a
     multilingual model's target tag) come first: they are given, not scored."""
     prepared = translator.prepare(src)
@@ -88,8 +91,9 @@ def _forced_pair(translator, src: str, ref: str) -> tuple[list[int], list[int], 
     return list(prepared.src_ids), [SOS_ID, *prepared.forced, *ref_ids, EOS_ID], len(prepared.forced)
 
 
-def gradient_importance_steps(translator, pairs: Sequence[tuple[str, str]], *, kinds: Sequence[str] | None = None,
-                              source: str = "corpus", stop: threading.Event | None = None
+def gradient_importance_steps(translator: Translator, pairs: Sequence[tuple[str, str]], *,
+                              kinds: Sequence[str] | None = None, source: str = "corpus",
+                              stop: threading.Event | None = None
                               ) -> Iterator[ImportanceProgress | GradientImportance]:
     """An ``ImportanceProgress`` per sentence, then the ``GradientImportance``; a stopped run yields no result."""
     if not translator.has_source:

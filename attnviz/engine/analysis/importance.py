@@ -19,7 +19,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -29,6 +29,9 @@ from attnviz.engine.config import DecodeConfig
 from attnviz.engine.errors import InputError, check_on_cpu
 from attnviz.engine.heads import KIND_ALIASES, NUMBERING, SHORT_NAMES, HeadRef
 from attnviz.engine.training.clock import remaining_seconds
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 FORMAT = "attnviz head importance 1"
 
@@ -136,7 +139,7 @@ def _interval(value: Any) -> tuple[float, float] | None:
     return low, high
 
 
-def kinds_to_measure(translator, kinds: Sequence[str] | None) -> dict[str, tuple[int, int]]:
+def kinds_to_measure(translator: Translator, kinds: Sequence[str] | None) -> dict[str, tuple[int, int]]:
     """The layout of the attention kinds to measure: all the model has, or ``kinds`` (enc/dec/cross aliases)."""
     layout = dict(translator.kind.layout(translator.config))
     if not kinds:
@@ -151,7 +154,7 @@ def kinds_to_measure(translator, kinds: Sequence[str] | None) -> dict[str, tuple
     return distinct_kinds(translator, chosen)
 
 
-def bleu_scorer(translator, pairs: Sequence[tuple[str, str]]):
+def bleu_scorer(translator: Translator, pairs: Sequence[tuple[str, str]]):
     """A function ``decode -> bleu_tok`` of the corpus translated with ``decode`` (evaluate's figure, without the
     teacher-forced pass); the references are tokenized once for all the decodes."""
     from attnviz.engine.metrics import bleu_tok
@@ -166,7 +169,7 @@ def bleu_scorer(translator, pairs: Sequence[tuple[str, str]]):
     return score
 
 
-def stats_scorer(translator, pairs: Sequence[tuple[str, str]]):
+def stats_scorer(translator: Translator, pairs: Sequence[tuple[str, str]]):
     """A function ``decode -> [N, stats]``: the corpus translated with ``decode``, as BLEU's per-sentence
     statistics (``engine.analysis.bootstrap``); their sum scores as ``bleu_tok`` does."""
     sources = [s for s, _ in pairs]
@@ -179,7 +182,7 @@ def stats_scorer(translator, pairs: Sequence[tuple[str, str]]):
     return stats
 
 
-def corpus_bleu(translator, pairs: Sequence[tuple[str, str]], decode: DecodeConfig) -> float:
+def corpus_bleu(translator: Translator, pairs: Sequence[tuple[str, str]], decode: DecodeConfig) -> float:
     """bleu_tok of the corpus translated with ``decode`` once."""
     return bleu_scorer(translator, pairs)(decode)
 
@@ -195,7 +198,7 @@ def sampled_heads(refs: Sequence[HeadRef], sample: int | None, seed: int) -> tup
     return [ref for i, ref in enumerate(refs) if i in chosen], {"measured": sample, "of": len(refs), "seed": seed}
 
 
-def importance_steps(translator, pairs: Sequence[tuple[str, str]], decode: DecodeConfig | None = None, *,
+def importance_steps(translator: Translator, pairs: Sequence[tuple[str, str]], decode: DecodeConfig | None = None, *,
                      kinds: Sequence[str] | None = None, source: str = "corpus", stop: threading.Event | None = None,
                      sample: int | None = None, seed: int = 0) -> Iterator[ImportanceProgress | ImportanceReady]:
     """Every head of ``kinds`` (default: all) switched off alone, or a random ``sample`` of them drawn with
@@ -236,7 +239,7 @@ def importance_steps(translator, pairs: Sequence[tuple[str, str]], decode: Decod
                           bootstrap=resamples.describe(), sample=drawn)
 
 
-def compute_importance(translator, pairs, decode: DecodeConfig | None = None,
+def compute_importance(translator: Translator, pairs, decode: DecodeConfig | None = None,
                        kinds: Sequence[str] | None = None) -> ImportanceReady:
     """The result without progress (tests, scripts)."""
     for event in importance_steps(translator, pairs, decode, kinds=kinds):

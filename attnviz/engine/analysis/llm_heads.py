@@ -28,10 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from attnviz.engine.hub.llm_prompt import prompt_reader
 from attnviz.engine.text.vocab import PAD_ID
 
 if TYPE_CHECKING:  # the notes are read by the GUI at start-up, before torch: only ``prompt_rows`` needs it
     from torch import Tensor
+
+    from attnviz.engine.translator import Translator
 
 PROMPT_NOTE = ("cross: each output step's row over the whole prompt (template, instruction and sentence), "
                "renormalised over the prompt's columns; the prompt's last token is the first output step's input, "
@@ -41,7 +44,7 @@ WINDOW_NOTE = ("a head of a sliding-window layer: its normalised entropy counts 
 SAME_HEADS_NOTE = "each head switched off in the prompt's pass and every output step at once: measured once"
 
 
-def kv_groups(translator) -> dict[str, Any]:
+def kv_groups(translator: Translator) -> dict[str, Any]:
     """Grouped-query attention's groups (heads numbered from 1), or nothing when every head has its own keys."""
     heads, groups = translator.config.heads, translator.kind.kv_heads(translator.config)
     if not groups or groups >= heads or heads % groups:
@@ -51,14 +54,14 @@ def kv_groups(translator) -> dict[str, Any]:
             "kv_groups": [list(range(g * size + 1, (g + 1) * size + 1)) for g in range(groups)]}
 
 
-def windowed_layers(translator) -> list[int]:
+def windowed_layers(translator: Translator) -> list[int]:
     """Layers (from 1) whose sliding window hides some key of a long enough sentence."""
     cfg, kind = translator.config, translator.kind
     return [layer + 1 for layer in range(cfg.dec_layers)
             if kind.outside_window(cfg, "encoder", layer, 0, 1024, 1024) is not None]
 
 
-def stats_notes(translator) -> dict[str, Any]:
+def stats_notes(translator: Translator) -> dict[str, Any]:
     """What an LLM's statistics are computed over (nothing for other kinds)."""
     if not translator.kind.reads_prompt:
         return {}
@@ -68,24 +71,25 @@ def stats_notes(translator) -> dict[str, Any]:
             **kv_groups(translator)}
 
 
-def prompt_card(translator, sources: Sequence[str]) -> dict[str, Any]:
+def prompt_card(translator: Translator, sources: Sequence[str]) -> dict[str, Any]:
     """What reproduces an LLM's prompts (nothing for other kinds): the instruction, the languages it names, each
     sentence's span ``[first, last)`` in its prompt and the first prompt as read."""
     if not translator.kind.reads_prompt:
         return {}
-    return {"prompt": translator.prompt_template,
+    reader = prompt_reader(translator)
+    return {"prompt": reader.prompt_template,
             "prompt_languages": [translator.src_spec.lang, translator.tgt_spec.lang],
-            "spans": [list(translator.prompt(text).span) for text in sources],
-            "first_prompt": translator.prompt(sources[0]).text if sources else None}
+            "spans": [list(reader.prompt(text).span) for text in sources],
+            "first_prompt": reader.prompt(sources[0]).text if sources else None}
 
 
-def importance_notes(translator) -> dict[str, Any]:
+def importance_notes(translator: Translator) -> dict[str, Any]:
     if not translator.kind.reads_prompt:
         return {}
     return {"same_heads": SAME_HEADS_NOTE, **kv_groups(translator)}
 
 
-def distinct_kinds(translator, layout: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
+def distinct_kinds(translator: Translator, layout: dict[str, tuple[int, int]]) -> dict[str, tuple[int, int]]:
     """``layout`` with one kind kept of those whose heads are the same heads (``ModelKind.same_heads``)."""
     out, carried = {}, set()
     for kind, shape in layout.items():
@@ -96,7 +100,7 @@ def distinct_kinds(translator, layout: dict[str, tuple[int, int]]) -> dict[str, 
     return out
 
 
-def prompt_rows(translator, kind: str, attn: Tensor, src: Tensor, tgt_in: Tensor
+def prompt_rows(translator: Translator, kind: str, attn: Tensor, src: Tensor, tgt_in: Tensor
                 ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
     """An LLM batch's ``kind`` attention [B, L, H, Tq, Tk] as ``stats.row_statistics`` reads it: (attention, real
     queries [B, Tq], key ids [B, Tk] (PAD_ID where no key), keys each row may see [B, L, Tq, Tk])."""

@@ -14,7 +14,7 @@ belongs to the first and is reported (``TokenReport.spanning``). Names: as ``set
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -22,9 +22,12 @@ from attnviz.engine.analysis.corpus import Example
 from attnviz.engine.analysis.llm_heads import prompt_card
 from attnviz.engine.analysis.setwords import TokenReport, WordTokens
 from attnviz.engine.errors import InputError
-from attnviz.engine.hub.llm_prompt import DEFAULT_PROMPT
+from attnviz.engine.hub.llm_prompt import DEFAULT_PROMPT, prompt_reader
 from attnviz.engine.models.llm_arch import LLMArch
 from attnviz.engine.text.vocab import EOS_ID, SOS_ID
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 SPAN_NOTE = ("the prompt columns of the sentence's span (template and instruction tokens left out), each output "
              "row renormalised over the span")
@@ -65,12 +68,12 @@ def _report(report: TokenReport, number: int, side: str, words: Sequence[str], t
                         for token, hit in zip(tokens.tokens, covered, strict=True) if len(hit) > 1]
 
 
-def _source(translator, number: int, words: Sequence[str]) -> tuple[tuple[int, ...], tuple[int, int], list[int],
-                                                                    list[list[int]], str]:
+def _source(translator: Translator, number: int, words: Sequence[str]
+            ) -> tuple[tuple[int, ...], tuple[int, int], list[int], list[list[int]], str]:
     """The prompt's ids (attnviz's), the sentence's span, its pieces' words and the prompt's text."""
-    text = " ".join(words)
-    found = translator.prompt(text)
-    limit = translator.model_limit()
+    text, reader = " ".join(words), prompt_reader(translator)
+    found = reader.prompt(text)
+    limit = reader.model_limit()
     if len(found.ids) > limit:
         raise InputError(f"sentence {number}: its prompt is {len(found.ids):,} tokens long, more than the {limit:,} "
                          "this model reads at once (its positions); split the pair into shorter ones, or leave it out")
@@ -78,19 +81,19 @@ def _source(translator, number: int, words: Sequence[str]) -> tuple[tuple[int, .
     if last >= len(found.ids):
         raise InputError("The prompt ends with the sentence, so its last token is the first output step's input, "
                          "not a column of attention; give a prompt with text after {text} (--prompt).")
-    encoding = translator.tokenizer.encode(found.text, add_special_tokens=translator.template is None)
+    encoding = reader.tokenizer.encode(found.text, add_special_tokens=reader.template is None)
     offsets = encoding.offsets[first:last]
     start = offsets[0][0] + found.text[offsets[0][0]:offsets[-1][1]].find(text)
     word_of, covered = pieces_to_words([(a - start, b - start) for a, b in offsets], word_ranges(words))
     return tuple(translator.src_vocab.encode(list(found.tokens))), (first, last), word_of, covered, found.text
 
 
-def llm_examples(translator, sources: Sequence[Sequence[str]], targets: Sequence[Sequence[str]],
+def llm_examples(translator: Translator, sources: Sequence[Sequence[str]], targets: Sequence[Sequence[str]],
                  report: TokenReport | None) -> tuple[list[tuple[Example, WordTokens, WordTokens, int]],
                                                       list[tuple[int, int]], list[str]]:
     """Each pair as the prompt's ids and the forced reference, with token -> word maps and the span's first column
     (what ``alignment`` reads of an encoder-decoder), each prompt's span [first, last) and each prompt's text."""
-    out, spans, prompts = [], [], []
+    out, spans, prompts, reader = [], [], [], prompt_reader(translator)
     for number, (src_words, tgt_words) in enumerate(zip(sources, targets, strict=True), 1):
         if not src_words:
             raise InputError(f"sentence {number}: the source gives the model no token to read")
@@ -98,24 +101,25 @@ def llm_examples(translator, sources: Sequence[Sequence[str]], targets: Sequence
         src = WordTokens(tuple(translator.src_vocab.token(i) for i in ids[span[0]:span[1]]), tuple(src_of),
                          len(src_words))
         tgt_text = " ".join(tgt_words)
-        encoding = translator.tokenizer.encode(tgt_text, add_special_tokens=False)
+        encoding = reader.tokenizer.encode(tgt_text, add_special_tokens=False)
         tgt_of, tgt_cover = pieces_to_words(encoding.offsets, word_ranges(tgt_words))
         limit = translator.model.max_target_len - 2
         if len(encoding.ids) > limit:
             raise InputError(f"sentence {number}: the target is {len(encoding.ids):,} tokens long, more than the "
                              f"{limit:,} this model writes at once; split the pair into shorter ones, or leave it out")
-        tgt = WordTokens(tuple(translator.reference_tokens(tgt_text)), tuple(tgt_of), len(tgt_words))
+        tgt = WordTokens(tuple(reader.reference_tokens(tgt_text)), tuple(tgt_of), len(tgt_words))
         if report is not None:
             _report(report, number, "source", src_words, src, src_cover)
             _report(report, number, "target", tgt_words, tgt, tgt_cover)
-        forced = (SOS_ID, *translator.target_ids(tgt_text), EOS_ID)
+        forced = (SOS_ID, *reader.target_ids(tgt_text), EOS_ID)
         out.append((Example(ids, forced), tgt, src, span[0]))
         spans.append(span)
         prompts.append(prompt)
     return out, spans, prompts
 
 
-def prompt_settings(translator, sources: Sequence[Sequence[str]], reverse=None) -> dict[str, Any]:
+def prompt_settings(translator: Translator, sources: Sequence[Sequence[str]],
+                    reverse: Translator | None = None) -> dict[str, Any]:
     """What reproduces an LLM's alignment (nothing for an encoder-decoder): the instruction, the languages it names,
     what is aligned (``SPAN_NOTE``), each sentence's span in its prompt and the first prompt as read; with a
     ``reverse`` LLM, its instruction and languages."""
@@ -127,12 +131,12 @@ def prompt_settings(translator, sources: Sequence[Sequence[str]], reverse=None) 
     if windowed:  # a step of these layers sees only its last keys: a span farther back gets no weight, no link
         out.update(windowed_layers=windowed, window=arch.sliding_window, window_note=WINDOW_NOTE)
     if reverse is not None and reverse.kind.reads_prompt:
-        out["reverse_prompt"] = reverse.prompt_template
+        out["reverse_prompt"] = prompt_reader(reverse).prompt_template
         out["reverse_prompt_languages"] = [reverse.src_spec.lang, reverse.tgt_spec.lang]
     return out
 
 
-def prompted_the_other_way(translator):
+def prompted_the_other_way(translator: Translator):
     """The same LLM prompted in the other direction (its prompt's languages swapped), the reverse model of a
     symmetrised alignment; refused (InputError) where the instruction names no language, since it would be the same
     prompt, or for a model that reads no prompt."""
@@ -140,7 +144,7 @@ def prompted_the_other_way(translator):
     if not translator.kind.reads_prompt:
         raise InputError("--reverse-prompted reads the same LLM prompted the other way; this model reads no prompt: "
                          "give a model of the other direction with --reverse-model")
-    template = translator.prompt_template or DEFAULT_PROMPT
+    template = prompt_reader(translator).prompt_template or DEFAULT_PROMPT
     if "{src_lang}" not in template and "{tgt_lang}" not in template:
         raise InputError("The prompt names no language ({src_lang} or {tgt_lang}), so prompting the model the other "
                          "way would be the same prompt: no reverse alignment is possible; give a prompt that names "

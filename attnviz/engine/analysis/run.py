@@ -12,6 +12,7 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from attnviz.engine.analysis.names import STATS
 from attnviz.engine.analysis.stats import HeadStats, punctuation_table, row_statistics, start_table
 from attnviz.engine.corpus.reader import load_splits, read_lines, read_parallel, resolve_data_dir
 from attnviz.engine.errors import ConfigError, InputError, check_on_cpu
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 
 @dataclass(frozen=True)
@@ -42,12 +46,12 @@ def comparable_kinds(a: Mapping[str, tuple[int, int]], b: Mapping[str, tuple[int
     return tuple(kind for kind in a if b.get(kind) == a[kind])
 
 
-def _describe_layout(translator) -> str:
+def _describe_layout(translator: Translator) -> str:
     layout = translator.kind.layout(translator.config)
     return ", ".join(f"{kind} {layers}x{heads}" for kind, (layers, heads) in layout.items())
 
 
-def load_comparable(path: str, translator):
+def load_comparable(path: str, translator: Translator) -> Translator:
     """A second checkpoint to compare with ``translator``: the one check the CLI and the GUI make before any work.
     InputError unless its vocabularies are the same and it shares an attention kind of the same layers x heads."""
     from attnviz.engine.loading import load_translator
@@ -65,7 +69,7 @@ def load_comparable(path: str, translator):
     return other
 
 
-def corpus_pairs(translator, split: str = "val", src_file: str | None = None, tgt_file: str | None = None,
+def corpus_pairs(translator: Translator, split: str = "val", src_file: str | None = None, tgt_file: str | None = None,
                  limit: int = 0, data_dir=None) -> tuple[list[str], list[str] | None]:
     """Sources and (possibly None) targets: ``src_file`` (+ ``tgt_file``), else the model's recipe's ``split``."""
     if src_file:
@@ -90,7 +94,7 @@ def corpus_pairs(translator, split: str = "val", src_file: str | None = None, tg
     return sources, targets
 
 
-def prepare_examples(translator, sources: Sequence[str], targets: Sequence[str] | None,
+def prepare_examples(translator: Translator, sources: Sequence[str], targets: Sequence[str] | None,
                      stop: threading.Event | None = None, batch_size: int = 128) -> Iterator:
     """Yield decoding progress, then the examples list (targets greedy-decoded when ``targets`` is None)."""
     if not translator.has_source:  # a language model's corpus is its texts, teacher-forced
@@ -111,7 +115,7 @@ def prepare_examples(translator, sources: Sequence[str], targets: Sequence[str] 
     yield decoded
 
 
-def head_stats_steps(translator, sources: Sequence[str], targets: Sequence[str] | None = None, *,
+def head_stats_steps(translator: Translator, sources: Sequence[str], targets: Sequence[str] | None = None, *,
                      batch_size: int = 64, stop: threading.Event | None = None
                      ) -> Iterator[AnalysisProgress | HeadStatsReady]:
     """Statistics of every head over the corpus; targets None teacher-forces the model's own greedy outputs."""
@@ -154,7 +158,7 @@ def head_stats_steps(translator, sources: Sequence[str], targets: Sequence[str] 
                                    {**stats_notes(translator), **prompt_card(translator, sources)}))
 
 
-def compute_head_stats(translator, sources: Sequence[str], targets: Sequence[str] | None = None,
+def compute_head_stats(translator: Translator, sources: Sequence[str], targets: Sequence[str] | None = None,
                        batch_size: int = 64) -> HeadStats:
     """The statistics without progress (tests, scripts)."""
     for event in head_stats_steps(translator, sources, targets, batch_size=batch_size):

@@ -10,11 +10,14 @@ German into English.\\nGerman: {text}\\nEnglish:``; ``--prompt`` replaces it wit
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from attnviz.engine.errors import InputError
 from attnviz.engine.hub.llm_tokens import render
 from attnviz.engine.text.tokenize import LANGUAGE_NAMES
+
+if TYPE_CHECKING:
+    from attnviz.engine.translator import Translator
 
 DEFAULT_PROMPT = "Translate the following text from {src_lang} into {tgt_lang}.\n{src_lang}: {text}\n{tgt_lang}:"
 FIELDS = ("text", "src_lang", "tgt_lang")
@@ -48,6 +51,32 @@ class Prompt:
     tokens: tuple[str, ...]  # their labels (the tokenizer's strings; the translator's readable labels)
     roles: tuple[str, ...]  # per token, one of ROLES
     span: tuple[int, int]  # [first, last + 1) of the tokens that overlap the sentence
+
+
+@runtime_checkable
+class PromptReader(Protocol):
+    """What a translator that reads its source inside a prompt (a decoder-only LLM's) offers beyond ``Translator``:
+    the prompt built around a sentence, its tokenizer and chat template, and the forced reference's tokens."""
+
+    tokenizer: Any
+    template: Any
+    prompt_template: str | None
+
+    def prompt(self, text: str) -> Prompt: ...
+
+    def model_limit(self) -> int: ...
+
+    def reference_tokens(self, text: str) -> list[str]: ...
+
+    def target_ids(self, text: str) -> list[int]: ...
+
+
+def prompt_reader(translator: Translator) -> PromptReader:
+    """``translator`` as the prompt reader it is (a decoder-only LLM's); an error for one that reads no prompt (a
+    caller asks ``kind.reads_prompt`` first)."""
+    if not isinstance(translator, PromptReader):
+        raise TypeError(f"a {translator.kind.name} model reads no prompt")
+    return translator
 
 
 def build_prompt(text: str, prompt: str, src: str, tgt: str, template: Any, tokenizer: Any,
