@@ -17,7 +17,6 @@ from typing import Literal
 
 import numpy as np
 from PySide6.QtCore import Qt, Signal, Slot
-from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -25,7 +24,6 @@ from PySide6.QtWidgets import (
     QLabel,
     QScrollArea,
     QSplitter,
-    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -33,6 +31,7 @@ from PySide6.QtWidgets import (
 from attnviz.gui.attention.head_grid import HeadGrid
 from attnviz.gui.attention.heatmap import HeatmapData, HeatmapView
 from attnviz.gui.attention.selector_rows import SelectorRows
+from attnviz.gui.attention.zoom import zoom_buttons
 from attnviz.gui.widgets import add_labelled, scrolled
 from attnviz.session.attention.source import AttentionSource, peaked_layer
 from attnviz.session.attention.wording import Marks, caption_text, head_choices
@@ -122,7 +121,7 @@ class AttentionPanel(QWidget):
         self.lead_row = QHBoxLayout(self.lead_box)
         self.lead_row.setContentsMargins(0, 0, 0, 0)
         self.rows = SelectorRows(controls, self.lead_box, self.display_box, self.head_combo, self)
-        for button in self._zoom_buttons():
+        for button in zoom_buttons(self, self.zoom_in, self.zoom_out, self.zoom_fit):
             controls.addWidget(button)
         self.heatmap_scroll = QScrollArea()
         self.heatmap_scroll.setObjectName("heatmapScroll")
@@ -177,29 +176,6 @@ class AttentionPanel(QWidget):
 
     def wrap_selectors(self) -> None:
         self.rows.wrap(self.width())
-
-    def _zoom_buttons(self) -> list[QToolButton]:
-        """Zoom in / out / fit, as actions (Ctrl++, Ctrl+-, Ctrl+0) shown as tool buttons beside the selectors."""
-        buttons = []
-        for text, short, keys, tip, slot in (
-                ("Zoom out", "\u2212", QKeySequence.StandardKey.ZoomOut, "Smaller cells (Ctrl+-, or Ctrl+wheel)",
-                 self.zoom_out),
-                ("Zoom in", "+", QKeySequence.StandardKey.ZoomIn, "Larger cells: every label legible; scroll to see "
-                 "the rest (Ctrl++, or Ctrl+wheel)", self.zoom_in),
-                ("Fit", "Fit", "Ctrl+0", "Fit the whole map in the view; labels thin out when cells are small (Ctrl+0)",
-                 self.zoom_fit)):
-            action = QAction(text, self)
-            action.setShortcut(QKeySequence(keys))
-            action.setToolTip(tip)
-            action.triggered.connect(slot)
-            self.addAction(action)
-            button = QToolButton()
-            button.setDefaultAction(action)
-            button.setObjectName(f"zoom{text.split()[-1].capitalize()}Button")
-            button.setAccessibleName(text)
-            button.setText(short)  # a sign on the button, the words in the action (menus, tooltip, screen reader)
-            buttons.append(button)
-        return buttons
 
     @Slot()
     def zoom_in(self) -> None:
