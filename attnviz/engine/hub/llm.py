@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from attnviz.engine.checkpoints.card import card_from_metadata
+from attnviz.engine.checkpoints.card import ModelCard, card_from_metadata
+from attnviz.engine.config import ModelConfig
 from attnviz.engine.hub.llm_config import MODEL_TYPES, refusal
 from attnviz.engine.hub.llm_files import read_folder
 from attnviz.engine.hub.llm_tokens import compile_template, read_tokenizer, token_labels
 from attnviz.engine.hub.marian_files import model_type
 from attnviz.engine.hub.registry import FolderFormat, FolderPlan, register
+from attnviz.engine.models.llm_arch import LLMArch
 from attnviz.engine.text.vocab import SPECIALS
 
 if TYPE_CHECKING:
@@ -33,13 +35,18 @@ def llm_plan(folder: Path) -> FolderPlan:
     if parts.template is not None:
         compile_template(folder / "chat_template", parts.template)
     parameters = sum(math.prod(shape) for plan in parts.plans for shape in plan.required.values())
-    vocab = [*SPECIALS, *token_labels(tokenizer, parts.arch.vocab)]
+    card = llm_card(folder.resolve().name, parts.cfg, tokenizer, parts.generation, parameters, folder)
+    return FolderPlan(card, parts.plans[0], parts.plans[1:], unchecked=parts.unchecked)
+
+
+def llm_card(name: str, cfg: ModelConfig, tokenizer: Any, generation: dict[str, Any], parameters: int,
+             path: Path) -> ModelCard:
+    """The card of an LLM (a folder's, a GGUF file's): its config, its tokenizer's labels, its decoding."""
+    vocab = [*SPECIALS, *token_labels(tokenizer, LLMArch.from_dict(cfg.arch).vocab)]
     spec = {"mode": "whitespace", "lowercase": False}
-    meta = {"name": folder.resolve().name, "model": parts.cfg.to_dict(), "src_vocab": vocab, "tgt_vocab": vocab,
-            "src_tokenizer": spec | {"lang": "de"}, "tgt_tokenizer": spec | {"lang": "en"},
-            "generation": parts.generation}
-    return FolderPlan(card_from_metadata(meta, parameters, str(folder)), parts.plans[0], parts.plans[1:],
-                      unchecked=parts.unchecked)
+    meta = {"name": name, "model": cfg.to_dict(), "src_vocab": vocab, "tgt_vocab": vocab,
+            "src_tokenizer": spec | {"lang": "de"}, "tgt_tokenizer": spec | {"lang": "en"}, "generation": generation}
+    return card_from_metadata(meta, parameters, str(path))
 
 
 def _load(folder: Path, dtype: str) -> Translator:
