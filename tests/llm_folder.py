@@ -72,11 +72,13 @@ def train_tokenizer(style: str):
 
 
 def make_llm_folder(root: Path, family: str, seed: int = 0, template: bool = True, dtype: str = "float32",
-                    shards: bool = False) -> Path:
-    """A random ``family`` model with its tokenizer and template, saved as the Hub lays a folder out."""
+                    shards: bool = False, overrides: dict | None = None) -> Path:
+    """A random ``family`` model with its tokenizer and template, saved as the Hub lays a folder out; ``overrides``
+    replace the family's extra config fields (None: the config class's default)."""
     import torch
 
     config_class, model_class, style, extra = FAMILIES[family]
+    extra = {k: v for k, v in (extra | (overrides or {})).items() if v is not None}
     tokenizer = train_tokenizer(style)
     template_text, _, bos, ends = STYLES[style]
     end_ids = [tokenizer.token_to_id(t) for t in ends]

@@ -126,7 +126,7 @@ def load(path: Path, dtype: str) -> Translator:
 GGUF_FILE = register(FolderFormat(
     name="gguf",
     title="GGUF file (llama.cpp, Ollama, LM Studio: Llama, Mistral, Qwen2/3, Gemma 2/3)",
-    recognises=is_gguf,
+    recognises=lambda path: path.suffix.lower() == ".gguf" or is_gguf(path),  # by name too: its reader says why not
     inspect=None,
     load=load,
     reads="file",

@@ -86,6 +86,11 @@ def hf_config(found: GGUFFile) -> dict[str, Any]:
     if arch == "gemma3":
         config |= {"sliding_window": get("attention.sliding_window", 4096), "rope_local_base_freq": 10000.0,
                    "final_logit_softcapping": get("final_logit_softcapping")}
+        pattern = get("attention.sliding_window_pattern")
+        if isinstance(pattern, np.ndarray):  # one flag a layer: whether it slides
+            config["layer_types"] = ["sliding_attention" if bool(f) else "full_attention" for f in pattern]
+        elif pattern is not None:
+            config["sliding_window_pattern"] = pattern
     if arch in GEMMA and isinstance(config.get("head_dim"), int) and isinstance(hidden, int) and isinstance(heads, int):
         config["query_pre_attn_scalar"] = _query_scale(arch, get, config["head_dim"], hidden, heads)
     return config

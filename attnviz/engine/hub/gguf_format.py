@@ -115,6 +115,8 @@ class _Cursor:
             raise self.fail(f"{what} is not UTF-8 text") from None
 
     def value(self, kind: int, key: str) -> Any:
+        if kind == 6:  # float32: the shortest decimal that is this float32 (1e-06, not 9.999999974752427e-07)
+            return float(str(np.float32(self.scalar("f", f"the value of {key!r:.60}"))))
         if kind in SCALARS:
             return self.scalar(SCALARS[kind], f"the value of {key!r:.60}")
         if kind == 8:

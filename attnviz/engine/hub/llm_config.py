@@ -99,7 +99,7 @@ def _layer_types(path: Path, config: dict[str, Any], model_type: str, layers: in
         if len(given) != layers or not all(t in LAYER_TYPES for t in given):
             raise CheckpointError(f"{path}: field 'layer_types' must name {layers} layers, each one of "
                                   f"{', '.join(LAYER_TYPES)}. Fix it, or {AGAIN}.")
-        return tuple(given)
+        return tuple(given) if LAYER_TYPES[1] in given else ()  # no layer slides: none to tell apart
     if model_type == "gemma2":
         return tuple(LAYER_TYPES[1] if i % 2 == 0 else LAYER_TYPES[0] for i in range(layers))
     if model_type == "gemma3_text":
