@@ -15,6 +15,7 @@ import sys
 from attnviz.cli.args import (
     HEAD_NUMBER,
     PROBABILITY,
+    add_dtype,
     add_languages,
     add_limit,
     add_model,
@@ -39,6 +40,7 @@ def add_command(sub) -> None:
                                    "the shift variant and the diagonal baseline. A decoder-only LLM is aligned from "
                                    "the sentence's span of its prompt, each row renormalised over the span.")
     add_model(p)
+    add_dtype(p)
     add_threads(p)
     p.add_argument("--text", metavar="PAIRS", help="sentence pairs, one per line: 'source ||| target', tokenised "
                    "(words separated by spaces)")
@@ -116,10 +118,10 @@ def cmd_align(args: argparse.Namespace) -> int:
     gold_set = read_set(args.text, args.src, args.tgt, args.gold, one_based=one_based, reverse=args.reverse,
                         limit=args.limit)  # refused before any model is read
     check_model(args.reverse_model)
-    translator = load_translator(args.model)
+    translator = load_translator(args.model, args.dtype)
     translator.use_languages(args.src_lang, args.tgt_lang)
     translator.use_prompt(None if args.prompt is None else args.prompt.replace("\\n", "\n"))  # \n: a new line
-    reverse = load_translator(args.reverse_model) if args.reverse_model else None
+    reverse = load_translator(args.reverse_model, args.dtype) if args.reverse_model else None
     if args.reverse_prompted:
         reverse = prompted_the_other_way(translator)
     result: AlignmentReady = run_analysis(align_steps(

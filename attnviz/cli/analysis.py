@@ -11,7 +11,7 @@ import argparse
 import sys
 
 from attnviz.cli import align
-from attnviz.cli.args import add_corpus, add_model
+from attnviz.cli.args import add_corpus, add_dtype, add_model
 from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
 from attnviz.cli.speed import add_threads, torch_threads
@@ -25,6 +25,7 @@ def add_commands(sub) -> None:
                        description="Mean entropy, max weight, sink and positional shares, diagonal distance and "
                                    "tags of every layer x head, over the model's val/test split or a text file.")
     add_model(p)
+    add_dtype(p)
     add_threads(p)
     add_corpus(p, split="val", reference="--tgt", reference_help="references aligned with --src (optional)")
     p.add_argument("--targets", choices=["reference", "greedy"],
@@ -66,7 +67,7 @@ def cmd_heads(args: argparse.Namespace) -> int:
     from attnviz.engine.analysis.stats import compare_stats
     from attnviz.engine.loading import load_translator
 
-    translator = load_translator(args.model)
+    translator = load_translator(args.model, args.dtype)
     other = load_comparable(args.compare, translator) if args.compare else None  # refused before any work
     stats = _stats(translator, args)
     if other is not None:

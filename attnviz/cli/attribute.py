@@ -18,7 +18,16 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from attnviz.cli import lens_corpus
-from attnviz.cli.args import MAX_LENGTH, add_languages, add_limit, add_model, add_prompt, int_range, output_file
+from attnviz.cli.args import (
+    MAX_LENGTH,
+    add_dtype,
+    add_languages,
+    add_limit,
+    add_model,
+    add_prompt,
+    int_range,
+    output_file,
+)
 from attnviz.cli.jsonout import json_text
 from attnviz.cli.progress import run_analysis
 from attnviz.cli.speed import add_threads, torch_threads
@@ -41,6 +50,7 @@ def add_command(sub) -> None:
                                    "decoder layer would predict (--method logit-lens). --method list prints the "
                                    "methods defined for the model, and why the others are not.")
     add_model(p)
+    add_dtype(p)
     add_threads(p)
     p.add_argument("sentence", nargs="?", metavar="SENTENCE", help="the sentence (default: standard input, one line); "
                    "a language model's prefix")
@@ -145,7 +155,7 @@ def cmd_attribute(args: argparse.Namespace) -> int:
     from attnviz.engine.loading import load_translator
 
     if args.method == "list":
-        _print_methods(load_translator(args.model))
+        _print_methods(load_translator(args.model, args.dtype))
         return 0
     _check_method(args.method)
     if args.method == LENS and (args.foil or args.steps or args.baseline or args.aggregate or args.probability

@@ -47,7 +47,7 @@ def load(args: argparse.Namespace):
     """The model, with the languages and the LLM instruction the flags choose."""
     from attnviz.engine.loading import load_translator
 
-    translator = load_translator(args.model)
+    translator = load_translator(args.model, args.dtype)
     translator.use_languages(args.src_lang, args.tgt_lang)
     translator.use_prompt(None if args.prompt is None else args.prompt.replace("\\n", "\n"))  # \n: a new line
     return translator

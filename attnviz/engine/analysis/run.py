@@ -56,7 +56,7 @@ def load_comparable(path: str, translator: Translator) -> Translator:
     InputError unless its vocabularies are the same and it shares an attention kind of the same layers x heads."""
     from attnviz.engine.loading import load_translator
 
-    other = load_translator(path)
+    other = load_translator(path, translator.dtype)  # at the same precision: differences are the models'
     name = Path(path).name
     if (other.src_vocab, other.tgt_vocab) != (translator.src_vocab, translator.tgt_vocab):
         raise InputError(f"{name} has other vocabularies than the loaded model; compare checkpoints of the same "

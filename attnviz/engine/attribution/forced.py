@@ -135,8 +135,11 @@ def scores(model: SearchModel, forced: Forced, src_x: Tensor | None, tgt_x: Tens
 
 
 def next_token_logp(logits: Tensor) -> Tensor:
-    """Log-probabilities [..., V] as decoding reports them (``search.greedy.allowed_logits``: ``<pad>`` and ``<sos>``
-    ruled out), in the logits' own precision, so float64 tests compare exactly."""
+    """Log-probabilities [..., V] as decoding reports them (``search.torch_batch.allowed_logits``: ``<pad>`` and
+    ``<sos>`` ruled out), in the logits' own precision (so float64 tests compare exactly), but at least float32: a
+    half-precision model's softmax over a large vocabulary is taken in float32, as decoding takes it."""
+    if logits.dtype in (torch.float16, torch.bfloat16):
+        logits = logits.float()
     ruled_out = torch.zeros(logits.size(-1), dtype=torch.bool, device=logits.device)
     ruled_out[[PAD_ID, SOS_ID]] = True
     return logits.masked_fill(ruled_out, float("-inf")).log_softmax(-1)

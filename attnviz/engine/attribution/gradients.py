@@ -73,20 +73,23 @@ def _path_gradients(model: SearchModel, forced: Forced, x: tuple[Tensor | None, 
                     ) -> Generator[AttributionProgress, None, tuple[Tensor | None, Tensor, Tensor] | None]:
     """The weighted sum over ``nodes`` (alphas) of the gradients at base + alpha (x - base), for every output
     token: source [T, S, D] (None without a source), prefix [T, T, D], and the quantity at each (t, alpha) [T, K].
-    Yields progress per batched pass; returns None when stopped."""
+    Yields progress per batched pass; returns None when stopped. The passes run at the model's precision; the
+    gradients and the quantity are accumulated in float32 at least (float64 for a float64 model), a
+    half-precision one's too."""
     (src_x, tgt_x), (src_b, tgt_b) = x, base
+    acc = torch.promote_types(tgt_x.dtype, torch.float32)
     t_len, k = forced.tgt_out.numel(), len(nodes)
     rows = [(t, j) for t in range(t_len) for j in range(k)]
-    g_src = None if src_x is None else torch.zeros(t_len, *src_x.shape, dtype=tgt_x.dtype, device=tgt_x.device)
-    g_tgt = torch.zeros(t_len, *tgt_x.shape, dtype=tgt_x.dtype, device=tgt_x.device)
-    values = torch.zeros(t_len, k, dtype=tgt_x.dtype)
+    g_src = None if src_x is None else torch.zeros(t_len, *src_x.shape, dtype=acc, device=tgt_x.device)
+    g_tgt = torch.zeros(t_len, *tgt_x.shape, dtype=acc, device=tgt_x.device)
+    values = torch.zeros(t_len, k, dtype=acc)
     size = _chunk_rows(model.cfg.tgt_vocab_size, len(rows), _kept_per_row(model, forced))
     for start in range(0, len(rows), size):
         chunk = rows[start:start + size]
         length = chunk[-1][0] + 1  # rows go by position: this pass reads the decoder inputs up to its last one
         pos = torch.tensor([t for t, _ in chunk], device=tgt_x.device)
         alpha = torch.tensor([nodes[j] for _, j in chunk], dtype=tgt_x.dtype, device=tgt_x.device)[:, None, None]
-        weight = torch.tensor([weights[j] for _, j in chunk], dtype=tgt_x.dtype, device=tgt_x.device)[:, None, None]
+        weight = torch.tensor([weights[j] for _, j in chunk], dtype=acc, device=tgt_x.device)[:, None, None]
         tgt_in = (tgt_b[:length] + alpha * (tgt_x[:length] - tgt_b[:length])).requires_grad_(True)  # [B, t, D]
         src_in = None if src_x is None or src_b is None else (src_b + alpha * (src_x - src_b)).requires_grad_(True)
         with torch.enable_grad():
@@ -94,10 +97,10 @@ def _path_gradients(model: SearchModel, forced: Forced, x: tuple[Tensor | None, 
                        probability)  # [B]
             leaves = [tgt_in] if src_in is None else [tgt_in, src_in]
             grads = torch.autograd.grad(f.sum(), leaves)  # rows are independent: each row's own gradient
-        g_tgt[:, :length].index_add_(0, pos, grads[0] * weight)
+        g_tgt[:, :length].index_add_(0, pos, grads[0].to(acc) * weight)
         if g_src is not None:
-            g_src.index_add_(0, pos, grads[1] * weight)
-        values[[t for t, _ in chunk], [j for _, j in chunk]] = f.detach().cpu()
+            g_src.index_add_(0, pos, grads[1].to(acc) * weight)
+        values[[t for t, _ in chunk], [j for _, j in chunk]] = f.detach().to(acc).cpu()
         yield AttributionProgress(min(start + size, len(rows)), len(rows), phase, unit)
         if stop is not None and stop.is_set():
             return None

@@ -65,7 +65,9 @@ def variants_zeroing(count: int, start: int = 0) -> Edit:
 
 def _distances(outputs: Tensor, zeroed: int) -> Tensor:
     """Cosine distances [Tq, zeroed] between each query's reference output (the last batch row) and its output
-    with key j zeroed (row j); outputs [zeroed + 1, Tq, D]."""
+    with key j zeroed (row j); outputs [zeroed + 1, Tq, D]. Taken in float32 at least: 1 - cos of a half-precision
+    pair near 1 is all rounding."""
+    outputs = outputs.float() if outputs.dtype in (torch.float16, torch.bfloat16) else outputs
     ref = outputs[-1:].expand(zeroed, -1, -1)  # [zeroed, Tq, D]
     return (1 - F.cosine_similarity(outputs[:zeroed], ref, dim=-1)).clamp(min=0).transpose(0, 1)
 
