@@ -21,9 +21,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from attnviz.engine.checkpoints.header import require_path
 from attnviz.engine.checkpoints.memory import AUTO, DEVICE_CHOICES, DTYPE_CHOICES
 from attnviz.engine.errors import CheckpointError, InputError, quoted
+from attnviz.engine.hub.names import model_path
 
 if TYPE_CHECKING:
     from attnviz.engine.config import DecodeConfig
@@ -145,11 +145,11 @@ def add_device(p: argparse.ArgumentParser) -> None:
 
 
 def check_model(path: str | None) -> None:
-    """``-m MODEL`` names a file or folder that exists: a mistyped path is said in one line (exit status 2) before
-    torch or the model is read."""
+    """``-m MODEL`` names a file or folder that exists, or a model the Hugging Face cache or Ollama holds: a
+    mistyped path is said in one line (exit status 2) before torch or the model is read."""
     if path:
         try:
-            require_path(path)
+            model_path(path)
         except CheckpointError as exc:
             raise InputError(str(exc)) from None
 

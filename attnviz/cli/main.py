@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 
 from attnviz._version import __version__
-from attnviz.cli import analysis, attribute, calibrate, convert, data, evaluate, info, train, translate
+from attnviz.cli import analysis, attribute, calibrate, convert, data, evaluate, info, models, train, translate
 from attnviz.cli.args import add_dtype, check_model
 from attnviz.engine.errors import AttnvizError, InputError
 
@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     analysis.add_commands(sub)
     attribute.add_command(sub)
     calibrate.add_command(sub)
+    models.add_commands(sub)
     return parser
 
 

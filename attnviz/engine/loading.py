@@ -20,10 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from attnviz.engine.checkpoints.folder import check_weight_file
-from attnviz.engine.checkpoints.header import read_index, require_path
+from attnviz.engine.checkpoints.header import read_index
 from attnviz.engine.checkpoints.memory import AUTO, check_device_choice, check_fits, resolve_dtype, stored_dtype
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.hub import FolderFormat, FolderPlan, format_of
+from attnviz.engine.hub.names import model_path
 from attnviz.engine.hub.parsed import parsed_once
 from attnviz.engine.hub.registry import NOT_CHECKED, Inspection, LoadPlan
 from attnviz.engine.kinds import ModelKind
@@ -62,7 +63,7 @@ def load_translator(path: str | os.PathLike[str], dtype: str = AUTO, device: str
     it would not fit in the available memory, or the device cannot run it (``CheckpointError`` with a clear message
     for that and anything else). The weights are read into the CPU's memory, checked, then moved to the device."""
     check_device_choice(device)
-    path = require_path(path)
+    path = model_path(path)
     fmt = format_of(path)
     with parsed_once():  # planning the load and the load read the model's files once
         plan = _load_plan(fmt, path)
@@ -114,6 +115,7 @@ def _check_loaded(folder: Path, card: ModelCard, translator: Translator) -> None
 
 def read_card(path: str | os.PathLike[str]) -> ModelCard:
     """The card of a model file or an imported model's folder, in any registered format, without torch."""
+    path = model_path(path)
     fmt = format_of(path)
     if fmt.card is not None:
         return fmt.card(Path(path))
@@ -125,7 +127,7 @@ def inspect_model(path: str | os.PathLike[str]) -> Inspection:
     """The card and every check that reads no weight's value: a file format's own (a checkpoint's header and its
     tensor index against the model its config builds on the meta device); a folder's files and its weights' index
     against the tensors its format says the config implies (without torch)."""
-    path = Path(path)
+    path = model_path(path)
     fmt = format_of(path)
     if fmt.examine is not None:
         return fmt.examine(path)
@@ -135,6 +137,7 @@ def inspect_model(path: str | os.PathLike[str]) -> Inspection:
 
 def check_model(path: str | os.PathLike[str], dtype: str = AUTO) -> Inspection:
     """``inspect_model`` and then every weight read and checked (finite), as loading at ``dtype`` does."""
+    path = model_path(path)
     inspection = inspect_model(path)
     load_translator(path, dtype)
     unverifiable = tuple(n for n in inspection.not_checked if n not in (NOT_CHECKED, NOT_CHECKED_SIZE))
