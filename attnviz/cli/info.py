@@ -17,7 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from attnviz.cli.args import add_dtype
 from attnviz.cli.jsonout import json_text
-from attnviz.engine.checkpoints.memory import DTYPES, memory_by_dtype, resolve_dtype, size_text
+from attnviz.engine.checkpoints.memory import (
+    DTYPES,
+    ESTIMATE_ANSWER,
+    ESTIMATE_PROMPT,
+    memory_by_dtype,
+    resolve_dtype,
+    run_bytes,
+    size_text,
+)
 from attnviz.engine.models.llm_arch import LLMArch
 
 if TYPE_CHECKING:
@@ -48,6 +56,9 @@ def _format_info(card: ModelCard, dtype: str) -> str:
         f"  parameters {card.parameters:,}  (stored as {card.dtype}, runs as {_runs_as(card, dtype)} with --dtype "
         f"{dtype})",
         f"  memory     {memory}",
+        f"  decoding   about {size_text(run_bytes(card.kind, card.config, _runs_as(card, dtype)))} more for a "
+        f"{ESTIMATE_PROMPT + ESTIMATE_ANSWER}-token decode at {_runs_as(card, dtype)} (key/value cache, every "
+        "attention map kept)",
         _vocab_line(card),
     ]
     if card.preset:
@@ -105,7 +116,9 @@ def cmd_info(args: argparse.Namespace) -> int:
         checks = {"checked": list(inspection.checked), "notes": list(inspection.notes),
                   "not_checked": list(inspection.not_checked)}
         precision = {"runs_as": _runs_as(inspection.card, args.dtype),
-                     "memory_bytes": memory_by_dtype(inspection.card.parameters)}
+                     "memory_bytes": memory_by_dtype(inspection.card.parameters),
+                     "decode_bytes": {d: run_bytes(inspection.card.kind, inspection.card.config, d) for d in DTYPES},
+                     "decode_tokens": ESTIMATE_PROMPT + ESTIMATE_ANSWER}
         print(json_text(inspection.card.to_info() | precision | {"checks": checks}, indent=2, ensure_ascii=False))
     else:
         print(_format_info(inspection.card, args.dtype) + "\n" + _format_checks(inspection))

@@ -21,7 +21,14 @@ from typing import TYPE_CHECKING
 
 from attnviz.engine.checkpoints.folder import check_weight_file
 from attnviz.engine.checkpoints.header import read_index
-from attnviz.engine.checkpoints.memory import AUTO, check_device_choice, check_fits, resolve_dtype, stored_dtype
+from attnviz.engine.checkpoints.memory import (
+    AUTO,
+    check_device_choice,
+    check_fits,
+    resolve_dtype,
+    run_bytes,
+    stored_dtype,
+)
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.hub import FolderFormat, FolderPlan, format_of
 from attnviz.engine.hub.names import model_path
@@ -69,7 +76,9 @@ def load_translator(path: str | os.PathLike[str], dtype: str = AUTO, device: str
         plan = _load_plan(fmt, path)
         kind = plan.kind
         run = resolve_dtype(dtype, plan.stored_dtype, keep_stored=kind is not None and kind.stored_precision)
-        check_fits(path, plan.parameters, run)
+        card = plan.card
+        running = None if card is None else (lambda d: run_bytes(card.kind, card.config, d))
+        check_fits(path, plan.parameters, run, running)
         where = _device(device, kind)
         translator = fmt.load(path, run)
     if plan.card is not None:

@@ -195,15 +195,23 @@ def _meminfo(tmp_path: Path, monkeypatch, kib: int) -> None:
     monkeypatch.setattr(memory, "MEMINFO", meminfo)
 
 
+def _needed(card, dtype: str) -> int:
+    return memory.model_bytes(card.parameters, dtype) + memory.run_bytes(card.kind, card.config, dtype)
+
+
 def test_a_model_larger_than_the_available_memory_is_refused_before_reading(folder, tmp_path, monkeypatch):
-    parameters = read_card(folder).parameters
-    _meminfo(tmp_path, monkeypatch, parameters * 3 // 1024)  # room at half precision, not at float32
-    needed, available = memory.size_text(parameters * 4), memory.size_text(parameters * 3 // 1024 * 1024)
-    with pytest.raises(CheckpointError, match=rf"\({parameters:,} parameters\) needs {needed} at float32, "
-                                              rf"{available} available; try --dtype bfloat16"):
+    card = read_card(folder)
+    parameters, full, half = card.parameters, _needed(card, "float32"), _needed(card, "bfloat16")
+    room = (full + half) // 2 // 1024  # room at half precision, not at float32
+    _meminfo(tmp_path, monkeypatch, room)
+    weights, decode = memory.size_text(parameters * 4), memory.size_text(full - parameters * 4)
+    with pytest.raises(CheckpointError, match=rf"\({parameters:,} parameters\) needs {memory.size_text(full)} at "
+                                              rf"float32 \(weights {weights}, key/value cache and attention maps of "
+                                              rf"a long sentence's decode {decode}\), "
+                                              rf"{memory.size_text(room * 1024)} available; try --dtype bfloat16"):
         load_translator(folder)
     assert load_translator(folder, "bfloat16").dtype == "bfloat16"
-    _meminfo(tmp_path, monkeypatch, parameters // 1024)  # not even at half precision
+    _meminfo(tmp_path, monkeypatch, half // 2 // 1024)  # not even at half precision
     with pytest.raises(CheckpointError, match="available; close other programs, or use a machine with more memory"):
         load_translator(folder, "float16")
 
@@ -212,7 +220,7 @@ def test_the_cli_refuses_a_model_too_large_with_the_numbers(folder, tmp_path, mo
     _meminfo(tmp_path, monkeypatch, 1)
     assert main(["translate", "-m", str(folder), "ein hund"]) == 1
     err = capsys.readouterr().err
-    assert err.startswith(f"attnviz: error: {folder}: the model (") and "MiB at float32, 0.0 MiB available" in err
+    assert err.startswith(f"attnviz: error: {folder}: the model (") and "decode" in err and "0.0 MiB available" in err
     assert err.count("\n") == 1
 
 
@@ -230,6 +238,8 @@ def test_info_says_parameters_memory_per_dtype_and_precision(folder, capsys):
     assert info["runs_as"] == "float32" and info["memory_bytes"] == {"float32": 4 * parameters,
                                                                      "float16": 2 * parameters,
                                                                      "bfloat16": 2 * parameters}
+    card = read_card(folder)
+    assert info["decode_bytes"]["bfloat16"] == memory.run_bytes(card.kind, card.config, "bfloat16") > 0
 
 
 def test_a_bad_dtype_on_the_command_line_gets_argparses_one_line(capsys):

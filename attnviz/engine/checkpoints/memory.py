@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -102,15 +102,44 @@ def size_text(n: int) -> str:
     return gib(n) if n >= GIB else f"{n / 2**20:,.1f} MiB"
 
 
-def check_fits(where: str | os.PathLike[str], parameters: int, dtype: str) -> None:
-    """Refuse a model whose weights at ``dtype`` need more memory than is available, saying both figures and what
-    to try; nothing is read or built before."""
+ESTIMATE_PROMPT, ESTIMATE_ANSWER = 256, 128  # the positions an estimate counts: a long sentence's prompt and answer
+
+
+def run_bytes(kind: Any, cfg: Any, dtype: str, prompt: int = ESTIMATE_PROMPT, answer: int = ESTIMATE_ANSWER) -> int:
+    """What running ``cfg``'s network of ``kind`` takes beyond its weights, for a ``prompt`` (a source) of that many
+    tokens and an ``answer`` of that many: the key/value cache at ``dtype`` (grouped heads counted once) and every
+    attention map a decode keeps (at the kind's capture precision: the prompt's or source's own maps, then each
+    output step's row over all it sees); each capped by the model's positions."""
+    prompt, answer = min(prompt, cfg.max_positions), min(answer, cfg.max_positions)
+    arch = cfg.arch if isinstance(getattr(cfg, "arch", None), dict) else {}
+    head_dim = arch.get("head_dim") or cfg.d_model // cfg.heads
+    kv_heads = kind.kv_heads(cfg) or cfg.heads
+    item, kept = ITEM_BYTES[dtype], ITEM_BYTES[kind.capture_dtype]
+    layout = kind.layout(cfg)
+    if kind.same_heads or not kind.has_source:  # one stream (a decoder-only LLM's views are its heads): one cache
+        layers, heads = layout["decoder"]  # over prompt and answer, one map of every head
+        cache = 2 * layers * kv_heads * head_dim * (prompt + answer) * item
+        return cache + layers * heads * (prompt * prompt + answer * (prompt + answer)) * kept
+    cache = 2 * cfg.dec_layers * cfg.heads * head_dim * (prompt + answer) * item  # self and cross keys and values
+    maps = sum(layers * heads * {"encoder": prompt * prompt, "cross": answer * prompt}.get(name, answer * answer)
+               for name, (layers, heads) in layout.items())
+    return cache + maps * kept
+
+
+def check_fits(where: str | os.PathLike[str], parameters: int, dtype: str,
+               running: Callable[[str], int] | None = None) -> None:
+    """Refuse a model that needs more memory than is available at ``dtype``: its weights and, given ``running``
+    (dtype -> bytes, ``run_bytes``), what a decode of a long sentence takes beside them; the message says both
+    figures and the cheaper precision that would fit. Nothing is read or built before."""
     available = available_bytes()
-    needed = model_bytes(parameters, dtype)
+    need = lambda d: model_bytes(parameters, d) + (running(d) if running else 0)  # noqa: E731
+    needed = need(dtype)
     if available is None or needed <= available:
         return
-    cheaper = [d for d in DTYPES if model_bytes(parameters, d) <= available and ITEM_BYTES[d] < ITEM_BYTES[dtype]]
+    cheaper = [d for d in DTYPES if need(d) <= available and ITEM_BYTES[d] < ITEM_BYTES[dtype]]
     advice = (f"try --dtype {'bfloat16' if 'bfloat16' in cheaper else cheaper[0]} (in the app: File > Precision)"
               if cheaper else "close other programs, or use a machine with more memory")
-    raise CheckpointError(f"{where}: the model ({parameters:,} parameters) needs {size_text(needed)} at {dtype}, "
-                          f"{size_text(available)} available; {advice}.")
+    beside = (f" (weights {size_text(model_bytes(parameters, dtype))}, key/value cache and attention maps of a long "
+              f"sentence's decode {size_text(running(dtype))})" if running else "")
+    raise CheckpointError(f"{where}: the model ({parameters:,} parameters) needs {size_text(needed)} at {dtype}"
+                          f"{beside}, {size_text(available)} available; {advice}.")
