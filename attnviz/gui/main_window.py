@@ -15,7 +15,7 @@ from PySide6.QtGui import QAction, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QComboBox, QFileDialog, QLabel, QMainWindow, QMessageBox, QTabWidget, QToolBar
 
 from attnviz._version import __version__
-from attnviz.engine.hub import folder_formats
+from attnviz.engine.hub import file_formats, folder_formats
 from attnviz.gui import accessible
 from attnviz.gui.analysis.tab import AnalysisTab
 from attnviz.gui.data_folder import DataFolder
@@ -28,7 +28,15 @@ from attnviz.gui.train.tab import TrainTab
 from attnviz.gui.translate.tab import TranslateTab
 from attnviz.gui.widgets import copyable, stored
 from attnviz.gui.worker import JobFailure, Worker, live_workers, wait_all
-from attnviz.session.model_list import bundled_models, describe, model_summary, picker_label, shown_name
+from attnviz.session.model_list import (
+    bundled_models,
+    describe,
+    model_file_filter,
+    model_summary,
+    named_entries,
+    picker_label,
+    shown_name,
+)
 
 OPEN_OTHER = "__open__"
 MAX_RECENT = 8
@@ -132,8 +140,8 @@ class MainWindow(ViewExports, QMainWindow):
     def _build_menus(self) -> None:
         tab = self.translate_tab
         file_menu = self.menuBar().addMenu("&File")
-        self._action(file_menu, "&Open checkpoint...", self.open_dialog, QKeySequence.StandardKey.Open,
-                     "Open an attnviz .safetensors checkpoint")
+        self._action(file_menu, "&Open model file...", self.open_dialog, QKeySequence.StandardKey.Open,
+                     "Open a model file: " + "; ".join(f.title for f in file_formats()))
         self._action(file_menu, "Open model &folder...", self.open_folder_dialog, "Ctrl+Shift+O",
                      "Open an imported model's folder: " + "; ".join(f.title for f in folder_formats()))
         self.recent_menu = file_menu.addMenu("Open &recent")
@@ -186,6 +194,9 @@ class MainWindow(ViewExports, QMainWindow):
         for entry in bundled_models():
             self.model_combo.addItem(entry.label, entry.path)
             self.model_combo.setItemData(self.model_combo.count() - 1, entry.tooltip, Qt.ItemDataRole.ToolTipRole)
+        for entry in named_entries():
+            self.model_combo.addItem(entry.label, entry.path)
+            self.model_combo.setItemData(self.model_combo.count() - 1, entry.tooltip, Qt.ItemDataRole.ToolTipRole)
         bundled = {self.model_combo.itemData(i) for i in range(self.model_combo.count())}
         for path in self.recent_files():
             if path not in bundled and Path(path).exists():
@@ -194,7 +205,7 @@ class MainWindow(ViewExports, QMainWindow):
         current = self.loading_path or (self.translator.metadata.get("path") if self.translator else None)
         if current and self.model_combo.findData(current) < 0:  # the model in use, dropped from the recent list
             self.model_combo.addItem(describe(Path(current), False).label, current)
-        self.model_combo.addItem("Open checkpoint...", OPEN_OTHER)
+        self.model_combo.addItem("Open model file...", OPEN_OTHER)
         index = self.model_combo.findData(current) if current else -1
         self.model_combo.setItemText(index, picker_label(self.model_combo.itemText(index), self.loading_path))
         self.model_combo.setCurrentIndex(index)
@@ -267,8 +278,8 @@ class MainWindow(ViewExports, QMainWindow):
 
     @Slot()
     def open_dialog(self) -> None:
-        path, _ = QFileDialog.getOpenFileName(self, "Open checkpoint", stored(self.settings, "models/dir", ""),
-                                              "attnviz checkpoints (*.safetensors);;All files (*)")
+        path, _ = QFileDialog.getOpenFileName(self, "Open model file", stored(self.settings, "models/dir", ""),
+                                              model_file_filter())
         self.refresh_models()
         if path:
             self.settings.setValue("models/dir", str(Path(path).parent))

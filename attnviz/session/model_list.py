@@ -1,5 +1,5 @@
-"""Which models the picker offers: the bundled checkpoints (described from their headers, without torch) and the
-recently opened files."""
+"""Which models the picker offers: the bundled checkpoints (described from their headers, without torch), the models
+the Hugging Face cache and Ollama's store hold, and the recently opened files."""
 
 from __future__ import annotations
 
@@ -7,15 +7,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from attnviz.engine.checkpoints.card import ModelCard
+from attnviz.engine.checkpoints.memory import size_text
 from attnviz.engine.errors import CheckpointError
+from attnviz.engine.hub import file_formats
+from attnviz.engine.hub.names import name_of, named_models
 from attnviz.engine.loading import read_card
 from attnviz.paths import bundled_model_files, default_model_path
 
 CHECKPOINT_SUFFIX = ".safetensors"
 
 # the default is chosen in paths
-__all__ = ["ModelEntry", "bundled_models", "default_model_path", "describe", "model_summary", "picker_label",
-           "shown_name"]
+__all__ = ["ModelEntry", "bundled_models", "default_model_path", "describe", "model_summary", "named_entries",
+           "model_file_filter", "picker_label", "shown_name"]
 
 
 @dataclass(frozen=True)
@@ -44,8 +47,25 @@ def bundled_models() -> list[ModelEntry]:
 
 
 def shown_name(path: str) -> str:
-    """How a model file or folder is named while it loads: its file name without the checkpoint suffix."""
-    return Path(path).name.removesuffix(CHECKPOINT_SUFFIX) or str(path)
+    """How a model file or folder is named while it loads: the name it goes by in the Hugging Face cache or
+    Ollama's store, else its file name without the checkpoint suffix."""
+    return name_of(path) or Path(path).name.removesuffix(CHECKPOINT_SUFFIX) or str(path)
+
+
+def model_file_filter() -> str:
+    """An open dialog's filter of every model file format (``engine.hub``), then each alone, then any file."""
+    formats = file_formats()
+    every = " ".join(f"*{suffix}" for f in formats for suffix in f.suffixes)
+    each = [f"{f.title.split(' (')[0]} ({' '.join('*' + s for s in f.suffixes)})" for f in formats if f.suffixes]
+    return ";;".join([f"Model files ({every})", *each, "All files (*)"])
+
+
+def named_entries() -> list[ModelEntry]:
+    """The picker's entries for the models the Hugging Face cache and Ollama's store hold, with their sizes (no
+    file is read: a large cache lists at once)."""
+    return [ModelEntry(str(m.path), f"{m.source}: {m.name} · {size_text(m.size)}",
+                       f"{m.name}\n{m.path}\n{size_text(m.size)} on disk ({m.source}; -m {m.name})", False)
+            for m in named_models()]
 
 
 def picker_label(label: str, loading: str | None) -> str:

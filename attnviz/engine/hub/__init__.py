@@ -5,6 +5,7 @@ from attnviz.engine.hub.registry import (
     FolderFormat,
     FolderPlan,
     all_formats,
+    file_formats,
     find_format,
     folder_formats,
     format_of,
@@ -13,5 +14,5 @@ from attnviz.engine.hub.registry import (
     unregister,
 )
 
-__all__ = ["FolderFormat", "FolderPlan", "all_formats", "find_format", "folder_formats", "format_of", "register",
-           "registered", "unregister"]
+__all__ = ["FolderFormat", "FolderPlan", "all_formats", "file_formats", "find_format", "folder_formats", "format_of",
+           "register", "registered", "unregister"]

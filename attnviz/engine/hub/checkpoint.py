@@ -87,6 +87,7 @@ CHECKPOINT = register(FolderFormat(
     inspect=None,
     load=load,
     reads="file",
+    suffixes=(".safetensors",),
     fallback=True,
     examine=examine,
     plan_load=plan_load,

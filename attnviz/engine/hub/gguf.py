@@ -130,6 +130,7 @@ GGUF_FILE = register(FolderFormat(
     inspect=None,
     load=load,
     reads="file",
+    suffixes=(".gguf",),
     examine=examine,
     plan_load=plan_load,
     card=card,

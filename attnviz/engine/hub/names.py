@@ -163,3 +163,19 @@ def named_models() -> list[NamedModel]:
             continue
         found.append(NamedModel(OLLAMA + spec, path, _size(path), "Ollama"))
     return found
+
+
+def name_of(path: str | os.PathLike[str]) -> str | None:
+    """The name a model in the Hugging Face cache or Ollama's store goes by (what ``model_path`` resolves), from
+    its path; None for any other path."""
+    path = Path(path)
+    parts = path.parts
+    if "snapshots" in parts:
+        at = len(parts) - 1 - parts[::-1].index("snapshots")
+        if at >= 1 and parts[at - 1].startswith("models--") and at + 1 < len(parts):
+            repo = parts[at - 1].removeprefix("models--").replace("--", "/", 1)
+            rest = parts[at + 2:]
+            return repo + (f"/{rest[-1]}" if rest and rest[-1].endswith(".gguf") else "")
+    if path.name.startswith("sha256-"):
+        return next((m.name for m in named_models() if m.path == path), None)
+    return None

@@ -110,6 +110,7 @@ class FolderFormat:
     examine: Callable[[Path], Inspection] | None = None
     plan_load: Callable[[Path], LoadPlan] | None = None  # a file format's LoadPlan (torch-free, no value read)
     card: Callable[[Path], ModelCard] | None = None  # a file format's card, torch-free (a folder's: ``inspect``)
+    suffixes: tuple[str, ...] = ()  # a file format's file names (".gguf"), for open dialogs' filters
 
 
 _FORMATS: Registry[FolderFormat] = Registry(
@@ -125,6 +126,11 @@ def all_formats() -> tuple[FolderFormat, ...]:
 def folder_formats() -> tuple[FolderFormat, ...]:
     """The registered formats that read a model folder, in registration order."""
     return tuple(f for f in all_formats() if f.reads == "folder")
+
+
+def file_formats() -> tuple[FolderFormat, ...]:
+    """The registered formats that read a model file, in registration order."""
+    return tuple(f for f in all_formats() if f.reads == "file")
 
 
 def find_format(path: str | os.PathLike[str]) -> FolderFormat | None:
