@@ -107,6 +107,15 @@ def _path_gradients(model: SearchModel, forced: Forced, x: tuple[Tensor | None, 
     return g_src, g_tgt, values
 
 
+def exact_inputs(model: SearchModel, x: tuple[Tensor | None, Tensor]) -> tuple[Tensor | None, Tensor]:
+    """The embeddings a gradient method differentiates: float32 for a half-precision model that computes at its
+    input's precision (its weights upcast as it goes, so bfloat16 storage keeps float32 gradients), else as given."""
+    src, tgt = x
+    if not model.computes_at_input_precision or tgt.dtype not in (torch.float16, torch.bfloat16):
+        return x
+    return (None if src is None else src.float()), tgt.float()
+
+
 def _baseline(model: SearchModel, forced: Forced, x: tuple[Tensor | None, Tensor], name: str
               ) -> tuple[Tensor | None, Tensor]:
     """Integrated gradients' reference input: zero vectors, or every token replaced by <pad> or <unk>."""
@@ -152,7 +161,7 @@ def _local(name: str, default: str, times_input: bool):
     def compute(translator: Translator, src_tokens, tokens, settings, stop) -> Generator[AttributionEvent, None, None]:
         model = translator.model
         forced, foil, how, probability, reported = _reading(translator, src_tokens, tokens, settings, default)
-        x = embedded(model, forced)
+        x = exact_inputs(model, embedded(model, forced))
         found = yield from _path_gradients(model, forced, x, x, np.ones(1), np.ones(1), foil, probability, stop,
                                            "gradients", "output tokens")
         if found is None:
@@ -197,8 +206,8 @@ def _integrated(translator: Translator, src_tokens, tokens, settings, stop) -> G
                          "baseline unk (every token the folder's first token) or zero.")
     forced, foil, how, probability, reported = _reading(translator, src_tokens, tokens, settings, "sum")
     reported |= {"steps": settings.steps, "baseline": settings.baseline, "quadrature": "Gauss-Legendre"}
-    x = embedded(model, forced)
-    base = _baseline(model, forced, x, settings.baseline)
+    x = exact_inputs(model, embedded(model, forced))
+    base = exact_inputs(model, _baseline(model, forced, x, settings.baseline))
     nodes, weights = path_nodes(settings.steps)
     found = yield from _path_gradients(model, forced, x, base, nodes, weights, foil, probability,
                                        stop, "integrated gradients", "points (output tokens x steps)")

@@ -23,6 +23,7 @@ from attnviz.engine.errors import ConfigError
 from attnviz.engine.models.cache import select_rows
 from attnviz.engine.models.gemma_layers import GemmaLayer
 from attnviz.engine.models.layers import LayerCache, widened
+from attnviz.engine.models.linear import Linear
 from attnviz.engine.models.llm_arch import LLMArch
 from attnviz.engine.models.llm_layers import LLMLayer
 from attnviz.engine.models.probes import BlockNames, LayerNames, ProbeBoard, ProbeError, tap
@@ -102,6 +103,7 @@ class CausalLM(IncrementalModel):
     """A Llama-like or Gemma-like decoder (``LLMArch``) reading a prompt as its source."""
 
     one_stream = True  # the prompt's pass and the output steps run the same layers over one sequence
+    computes_at_input_precision = True  # every projection is models.linear.Linear; norms and RoPE follow the input
     answers = frozenset({"attention_block", "run_layer", "read_out"})
     inv_freq: Tensor
     inv_freq_local: Tensor
@@ -112,7 +114,7 @@ class CausalLM(IncrementalModel):
         self.arch.check_layers(cfg.dec_layers, cfg.heads)
         arch = self.arch
         self.model = LLMBody(cfg, arch)
-        self.lm_head = nn.Linear(cfg.d_model, arch.vocab, bias=False)
+        self.lm_head = Linear(cfg.d_model, arch.vocab, bias=False)
         if cfg.tie_output:
             self.lm_head.weight = self.model.embed_tokens.weight
         self.embed_scale = cfg.d_model ** 0.5 if LAYER_FORMS[arch.family].scales_embeddings else 0.0

@@ -14,6 +14,7 @@ from torch import Tensor, nn
 
 from attnviz.engine.config import ModelConfig
 from attnviz.engine.models.layers import ACTIVATIONS, LayerCache, widened
+from attnviz.engine.models.linear import Linear
 from attnviz.engine.models.llm_arch import LLMArch
 from attnviz.engine.models.probes import BlockNames, LayerNames, Plan, tap
 from attnviz.engine.models.protocol import AttentionBlock
@@ -54,10 +55,10 @@ class GroupedAttention(nn.Module):
         super().__init__()
         d, dh, self.heads, self.kv_heads = cfg.d_model, arch.head_dim, cfg.heads, arch.kv_heads
         self.scale, self.softcap = arch.scale, arch.attn_softcap
-        self.q_proj = nn.Linear(d, self.heads * dh, bias=arch.qkv_bias)
-        self.k_proj = nn.Linear(d, self.kv_heads * dh, bias=arch.qkv_bias)
-        self.v_proj = nn.Linear(d, self.kv_heads * dh, bias=arch.qkv_bias)
-        self.o_proj = nn.Linear(self.heads * dh, d, bias=arch.out_bias)
+        self.q_proj = Linear(d, self.heads * dh, bias=arch.qkv_bias)
+        self.k_proj = Linear(d, self.kv_heads * dh, bias=arch.qkv_bias)
+        self.v_proj = Linear(d, self.kv_heads * dh, bias=arch.qkv_bias)
+        self.o_proj = Linear(self.heads * dh, d, bias=arch.out_bias)
         self.q_norm = norm(dh, cfg.ln_eps) if arch.qk_norm else None
         self.k_norm = norm(dh, cfg.ln_eps) if arch.qk_norm else None
 
@@ -124,9 +125,9 @@ class GatedFeedForward(nn.Module):
 
     def __init__(self, cfg: ModelConfig, bias: bool):
         super().__init__()
-        self.gate_proj = nn.Linear(cfg.d_model, cfg.ff_dim, bias=bias)
-        self.up_proj = nn.Linear(cfg.d_model, cfg.ff_dim, bias=bias)
-        self.down_proj = nn.Linear(cfg.ff_dim, cfg.d_model, bias=bias)
+        self.gate_proj = Linear(cfg.d_model, cfg.ff_dim, bias=bias)
+        self.up_proj = Linear(cfg.d_model, cfg.ff_dim, bias=bias)
+        self.down_proj = Linear(cfg.ff_dim, cfg.d_model, bias=bias)
         self.act = ACTIVATIONS[cfg.activation]()
 
     def forward(self, x: Tensor) -> Tensor:

@@ -99,6 +99,9 @@ class IncrementalModel(nn.Module):
     # the protocol calls this network answers beyond search (``offers``): of "attention_block", "run_layer",
     # "read_out"; the base class's raise ProbeError
     answers: frozenset[str] = frozenset()
+    # fed embeddings at a higher precision than its weights (float32 into a bfloat16 model), it computes at theirs
+    # (``models.linear.Linear``): an attribution of a half-precision model then takes float32 gradients
+    computes_at_input_precision: bool = False
     probes: ProbeBoard
 
     def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
@@ -202,6 +205,7 @@ class SearchModel(Protocol):
     cfg: ModelConfig
     has_source: bool  # False for a language model, whose ``encode`` returns an empty source
     one_stream: bool  # the decoder continues the encoder's positions through the same layers (a decoder-only LLM)
+    computes_at_input_precision: bool  # float32 embeddings into a half-precision model compute in float32
     probes: ProbeBoard  # the network's probe points (``engine.models.probes``)
 
     def encode(self, src: Tensor, need_weights: bool = False) -> Encoded:
