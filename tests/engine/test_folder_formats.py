@@ -182,4 +182,5 @@ def test_the_loader_names_no_format():
     source = (Path(__file__).resolve().parents[2] / "attnviz" / "engine" / "loading.py").read_text(encoding="utf-8")
     imported = {node.module for node in ast.walk(ast.parse(source)) if isinstance(node, ast.ImportFrom)}
     hub = {name for name in imported if name and name.startswith("attnviz.engine.hub")}
-    assert hub == {"attnviz.engine.hub", "attnviz.engine.hub.parsed", "attnviz.engine.hub.registry"}
+    assert hub == {"attnviz.engine.hub", "attnviz.engine.hub.names", "attnviz.engine.hub.parsed",
+                   "attnviz.engine.hub.registry"}  # names resolve a path; none reads a format

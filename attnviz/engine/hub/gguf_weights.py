@@ -14,8 +14,8 @@ import torch
 
 from attnviz.engine.checkpoints.assign import TORCH_DTYPES, build_loaded
 from attnviz.engine.errors import CheckpointError
-from attnviz.engine.hub.gguf import read_model
 from attnviz.engine.hub.gguf_config import architecture, row_order, value_offset
+from attnviz.engine.hub.gguf_files import read_model
 from attnviz.engine.hub.gguf_format import GGUFFile, GGUFTensor
 from attnviz.engine.hub.llm_translator import LLMTranslator
 from attnviz.engine.models.llm_arch import LLMArch
