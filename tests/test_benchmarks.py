@@ -193,3 +193,13 @@ def test_batch_size_benchmark_compares_every_size_with_the_default(tmp_path):
         assert figures[str(report["default"][name])]["vs_default"] == 1.0
         assert all(f["s_median"] >= 0 and f["vs_default"] > 0 for f in figures.values())
     assert len(report["load_average"]) == 3
+
+
+@pytest.mark.real_weights
+def test_real_weights_benchmark_measures_both_sides_on_the_same_gguf_file():
+    pytest.importorskip("transformers")
+    report = bench("bench_real", "--model", "smollm2", "--tokens", "2", "--repeats", "1", "--rounds", "1",
+                   "--threads", "1")
+    model = report["models"][0]
+    assert model["model"].endswith(".gguf") and model["attnviz"]["ms_per_token"] > 0
+    assert set(model["attnviz_over_transformers"]) == {"load_s", "first_token_ms", "ms_per_token", "peak_rss_mib"}

@@ -23,7 +23,7 @@ from tests.real_weights import gemma3_gguf, smollm2_gguf
 transformers = pytest.importorskip("transformers")
 pytestmark = [pytest.mark.real_weights, pytest.mark.slow, pytest.mark.timeout(900)]
 SENTENCES = 20
-NEW_TOKENS = 16
+NEW_TOKENS = 10
 MESSAGE = "Translate the following text from German into English.\nGerman: {}\nEnglish:"
 
 
