@@ -44,10 +44,18 @@ SHAPES = {  # name -> (transformers config class, model class, config fields)
         hidden_size=1152, num_hidden_layers=26, num_attention_heads=4, num_key_value_heads=1, intermediate_size=6912,
         vocab_size=262144, head_dim=256, sliding_window=512, query_pre_attn_scalar=256, rope_theta=1000000.0,
         rope_local_base_freq=10000.0, max_position_embeddings=32768, tie_word_embeddings=True)),
+    # issue 47's laptop size: 7.6B parameters, 15.2 GB in bfloat16 (built at --dtype directly: in float32 it would
+    # take 30 GB to write)
+    "qwen2.5-7b": ("Qwen2Config", "Qwen2ForCausalLM", dict(
+        hidden_size=3584, num_hidden_layers=28, num_attention_heads=28, num_key_value_heads=4, intermediate_size=18944,
+        vocab_size=152064, tie_word_embeddings=False, rope_theta=1000000.0, max_position_embeddings=32768)),
     "tiny": ("Qwen2Config", "Qwen2ForCausalLM", dict(  # the test suite's run of this benchmark, in seconds
         hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
         vocab_size=1000, tie_word_embeddings=True, max_position_embeddings=512)),
 }
+
+
+BUILT_AT_DTYPE = {"qwen2.5-7b"}  # shapes too large to build in float32 first
 
 
 def write_folder(name: str, root: Path, dtype: str) -> Path:
@@ -70,8 +78,16 @@ def write_folder(name: str, root: Path, dtype: str) -> Path:
     ends = [tokenizer.get_vocab_size() + 7]  # a row the tokenizer never names: random logits rarely pick it first
     config = getattr(transformers, config_name)(eos_token_id=ends, bos_token_id=None, pad_token_id=None, **fields)
     torch.manual_seed(0)
-    model = getattr(transformers, model_name)(config).to(getattr(torch, dtype)).eval()
-    model.save_pretrained(folder)
+    if name in BUILT_AT_DTYPE:
+        default = torch.get_default_dtype()
+        torch.set_default_dtype(getattr(torch, dtype))
+        try:
+            model = getattr(transformers, model_name)(config).eval()
+        finally:
+            torch.set_default_dtype(default)
+    else:
+        model = getattr(transformers, model_name)(config).to(getattr(torch, dtype)).eval()
+    model.save_pretrained(folder, max_shard_size="2GB")  # a shard is serialised whole: small ones keep the peak low
     del model
     tokenizer.save(str(folder / "tokenizer.json"))
     (folder / "tokenizer_config.json").write_text(json.dumps(TOKENIZER_CONFIG))
