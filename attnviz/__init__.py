@@ -27,7 +27,8 @@ if TYPE_CHECKING:
 
 def load(name: str | os.PathLike[str], dtype: str = "auto") -> Model:
     """Open a model for the notebook API: a bundled model by name (``bundled()`` lists them), a ``.safetensors``
-    checkpoint or an imported model's folder; see ``attnviz.api.load``."""
+    checkpoint, a GGUF file, an imported model's folder, or a Hugging Face cache / Ollama name; see
+    ``attnviz.api.load``."""
     from attnviz.api import load as _load
 
     return _load(name, dtype)

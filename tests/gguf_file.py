@@ -163,3 +163,40 @@ def write_gguf(folder: Path, out: Path, types: str | dict[str, str] = "F32", see
     writer.write_tensors_to_file()
     writer.close()
     return out
+
+
+def write_sentencepiece_gguf(out: Path, lines: list[str], add_space_prefix: bool = True) -> Path:
+    """A GGUF file holding only a tokenizer of ``tokenizer.ggml.model`` ``llama`` (what llama.cpp writes for a
+    SentencePiece model: pieces, scores, types, byte-fallback pieces as BYTE), trained here on ``lines``, under a
+    one-layer Llama's metadata."""
+    import io
+
+    import sentencepiece as spm
+    from gguf import GGUFWriter, TokenType
+
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=model, vocab_size=300,
+                                   model_type="bpe", byte_fallback=True, unk_id=0, bos_id=1, eos_id=2, pad_id=-1,
+                                   minloglevel=2)
+    sp = spm.SentencePieceProcessor(model_proto=model.getvalue())
+    pieces = [sp.id_to_piece(i) for i in range(sp.get_piece_size())]
+    types = [TokenType.UNKNOWN if sp.is_unknown(i) else TokenType.CONTROL if sp.is_control(i) else
+             TokenType.BYTE if sp.is_byte(i) else TokenType.NORMAL for i in range(len(pieces))]
+    writer = GGUFWriter(str(out), "llama")
+    for add, value in ((writer.add_block_count, 1), (writer.add_embedding_length, 32), (writer.add_head_count, 4),
+                       (writer.add_feed_forward_length, 64), (writer.add_context_length, 256)):
+        add(value)
+    writer.add_tokenizer_model("llama")
+    writer.add_token_list(pieces)
+    writer.add_token_scores([sp.get_score(i) for i in range(len(pieces))])
+    writer.add_token_types(types)
+    writer.add_bos_token_id(1)
+    writer.add_eos_token_id(2)
+    writer.add_unk_token_id(0)
+    writer.add_add_space_prefix(add_space_prefix)
+    writer.add_tensor("token_embd.weight", np.zeros((len(pieces), 32), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return out

@@ -31,7 +31,10 @@ def bundled() -> tuple[str, ...]:
 
 def resolve(name: str | os.PathLike[str]) -> str:
     """The path ``load`` opens: an existing file or folder as given, else a bundled model's name (with or without
-    ``.safetensors``); anything else is refused with the bundled names."""
+    ``.safetensors``), else a Hugging Face cache or Ollama name (``ORG/NAME``, ``ollama:NAME[:TAG]``: refused with
+    what was looked for); anything else is refused with the bundled names."""
+    from attnviz.engine.hub.names import HUB_NAME, OLLAMA, model_path
+
     if isinstance(name, os.PathLike) or (isinstance(name, str) and name.strip()):
         path = Path(name).expanduser()
         if path.exists():
@@ -39,6 +42,8 @@ def resolve(name: str | os.PathLike[str]) -> str:
         for file in bundled_model_files():
             if str(name) in (file.name, file.name.removesuffix(SUFFIX)):
                 return str(file)
+        if str(name).startswith(OLLAMA) or HUB_NAME.match(str(name)):
+            return str(model_path(name))
     names = ", ".join(bundled()) or "none (this installation has no models/ folder)"
     raise InputError(f"no model file, folder or bundled model called {name!r}; give the path of a .safetensors "
                      f"checkpoint or of a model folder, or a bundled name: {names}")
@@ -131,7 +136,9 @@ class Model:
 
 def load(name: str | os.PathLike[str], dtype: str = "auto") -> Model:
     """Open a model: a bundled one by name (``attnviz.bundled()`` lists them, e.g. "de-en-multi30k"), a
-    ``.safetensors`` checkpoint or an imported model's folder (MarianMT, NLLB, M2M100, mBART-50), running at
+    ``.safetensors`` checkpoint, a GGUF file, an imported model's folder (MarianMT, NLLB, M2M100, mBART-50, an LLM's)
+    or a model the Hugging Face cache or Ollama holds by its name ("Qwen/Qwen2.5-0.5B-Instruct",
+    "ollama:gemma3:270m"), running at
     ``dtype`` ("auto", "float32", "float16", "bfloat16"). A bad file is refused with a ``CheckpointError`` that
     says what is wrong."""
     from attnviz.engine.loading import load_translator

@@ -183,3 +183,32 @@ def test_a_nan_in_a_tensor_is_named(family, tmp_path):
     assert read_card(tmp_path / "nan.gguf").parameters == read_card(folder).parameters  # the card reads no value
     with pytest.raises(CheckpointError, match="token_embd.weight holds NaN"):
         load_translator(tmp_path / "nan.gguf")
+
+
+def test_a_sentencepiece_tokenizer_reads_as_transformers_reads_it(tmp_path):
+    from attnviz.engine.hub.gguf_tokens import gguf_tokenizer
+    from tests.gguf_file import write_sentencepiece_gguf
+    from tests.llm_folder import corpus
+
+    path = write_sentencepiece_gguf(tmp_path / "spm.gguf", corpus())
+    ours = gguf_tokenizer(read_gguf(path), "llama")
+    theirs = transformers.AutoTokenizer.from_pretrained(str(tmp_path), gguf_file=path.name)
+    for text in [SENTENCE, "  zwei  Hunde, 123 Äpfel — ok?", "Grüße! C'est déjà l'été.\nneue Zeile", "x"]:
+        for special in (True, False):
+            assert ours.encode(text, add_special_tokens=special).ids == \
+                theirs(text, add_special_tokens=special)["input_ids"], (text, special)
+        ids = theirs(text)["input_ids"]
+        assert ours.decode(ids, skip_special_tokens=True) == theirs.decode(ids, skip_special_tokens=True)
+
+
+def test_a_file_that_says_no_space_prefix_gets_none(tmp_path):
+    """llama.cpp reads tokenizer.ggml.add_space_prefix false as no leading word marker, and so does attnviz
+    (transformers' GGUF loader leaves the flag unread and adds one)."""
+    from attnviz.engine.hub.gguf_tokens import gguf_tokenizer
+    from tests.gguf_file import write_sentencepiece_gguf
+    from tests.llm_folder import corpus
+
+    spaced = gguf_tokenizer(read_gguf(write_sentencepiece_gguf(tmp_path / "a.gguf", corpus(), True)), "llama")
+    plain = gguf_tokenizer(read_gguf(write_sentencepiece_gguf(tmp_path / "b.gguf", corpus(), False)), "llama")
+    assert spaced.encode("Hund").tokens[1] == "\u2581" and plain.encode("Hund").tokens[1] != "\u2581"
+    assert plain.decode(plain.encode("Hund den").ids, skip_special_tokens=True) == "Hund den"

@@ -86,6 +86,9 @@ def test_names_resolve_offline_to_the_same_models_as_their_paths(env):
     from_file = load_translator(gguf).translate(SENTENCE, decode).tokens
     assert load_translator("ollama:tiny:q8").translate(SENTENCE, decode).tokens == from_file
     assert read_card("acme/tiny-GGUF").parameters == read_card(gguf).parameters
+    import attnviz
+
+    assert list(attnviz.load("ollama:tiny:q8").translate(SENTENCE, max_len=6).tokens) == list(from_file)
 
 
 def test_the_models_command_lists_both_stores_with_sizes(env, capsys):
