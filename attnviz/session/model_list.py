@@ -32,8 +32,9 @@ class ModelEntry:
 def describe(path: Path, bundled: bool) -> ModelEntry:
     try:
         card = read_card(path)
-    except CheckpointError as exc:
-        return ModelEntry(str(path), f"{path.name} (unreadable)", str(exc), bundled)
+    except Exception as exc:  # noqa: BLE001 - a picker entry never stops the window: what failed is its tooltip
+        text = str(exc) if isinstance(exc, CheckpointError) else f"{type(exc).__name__}: {str(exc)[:200]}"
+        return ModelEntry(str(path), f"{path.name} (unreadable)", text, bundled)
     title = card.title.replace(" -> ", " \u2192 ")
     headline = card.headline()
     label = f"{title} · {card.name or path.stem}" + (f" · {headline}" if headline else "")

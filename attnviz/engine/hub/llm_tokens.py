@@ -10,8 +10,6 @@ text, ``raise_exception`` and ``strftime_now``.
 
 from __future__ import annotations
 
-import datetime
-import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -123,31 +121,24 @@ def _raise(message: Any) -> None:
 
 
 def _environment() -> Any:
-    from jinja2.sandbox import ImmutableSandboxedEnvironment
+    from attnviz.engine.hub.llm_sandbox import sandbox  # jinja2: only when a template is compiled
 
-    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
-    env.filters["tojson"] = lambda value, indent=None, **_: json.dumps(value, ensure_ascii=False, indent=indent)
-    env.globals["raise_exception"] = _raise
-    env.globals["strftime_now"] = lambda fmt: datetime.datetime.now().strftime(str(fmt))
-    return env
+    return sandbox(_raise)
 
 
 def compile_template(path: Path | str, source: str) -> Any:
-    """The template, compiled (CheckpointError naming ``path`` when it is not valid jinja)."""
-    from jinja2 import TemplateError
-
+    """The template, compiled in the bounded sandbox (CheckpointError naming ``path`` when it is not valid jinja,
+    or compiling it fails in any other way: one line, never a traceback)."""
     try:
         return _environment().from_string(source)
-    except TemplateError as exc:
-        raise CheckpointError(f"{path}: its chat template is not a valid template ({str(exc)[:120]}); "
-                              f"{AGAIN}.") from None
+    except Exception as exc:  # jinja2's TemplateError, and whatever its compiler raises on a hostile source
+        raise CheckpointError(f"{path}: its chat template is not a valid template ({type(exc).__name__}: "
+                              f"{str(exc)[:120]}); {AGAIN}.") from None
 
 
 def render(template: Any, user: str, specials: dict[str, str]) -> str:
     """The chat template rendered for one user message, the generation prompt added; InputError when it raises,
     runs past its budget of steps or writes more than ``MAX_PROMPT_CHARS``."""
-    from jinja2 import TemplateError
-
     steps = 0
 
     def budget(frame: Any, event: str, arg: Any) -> Any:
@@ -165,7 +156,7 @@ def render(template: Any, user: str, specials: dict[str, str]) -> str:
         text = template.render(**context)
     except InputError:
         raise
-    except (TemplateError, RecursionError, TypeError, ValueError, KeyError, IndexError, AttributeError) as exc:
+    except Exception as exc:  # a template's own errors, the sandbox's refusals, 1 / 0, MemoryError, OverflowError
         raise InputError(f"The model's chat template failed ({type(exc).__name__}: {str(exc)[:120]}); give a "
                          "prompt with --prompt instead.") from None
     finally:
