@@ -48,3 +48,20 @@ def test_real_templates_render_as_before():
     small = ("{{ (2 ** 10) * 3 }} {{ 'ab' * 3 }} {{ [1] * 2 }} {{ 'x'|center(5) }}|"
              "{{ messages|tojson(indent=2)|length }}")
     assert render(compile_template("t", small), "Hallo", {}).startswith("3072 ababab [1, 1]   x  |")
+
+
+@pytest.mark.parametrize("prompt, said", [
+    ("Translate: {text:>9}", "{text:>9}"),
+    ("Translate: {text!r}", "{text!r}"),
+    ("{src_lang:^100000000}: {text}", "{src_lang:^100000000}"),
+    ("Translate {text} {text}", "exactly once"),
+    ("Translate {query}", "{query}"),
+    ("Translate {text", "not a valid template"),
+])
+def test_a_prompt_with_a_format_spec_or_a_bad_field_is_refused_in_one_line(prompt, said):
+    from attnviz.engine.hub.llm_prompt import check_prompt
+
+    with pytest.raises(InputError) as err:
+        check_prompt(prompt)
+    assert said in str(err.value) and "\n" not in str(err.value)
+    assert check_prompt("Translate from {src_lang} into {tgt_lang}: {text}")

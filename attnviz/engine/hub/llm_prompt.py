@@ -25,14 +25,22 @@ ROLES = ("template", "instruction", "source")  # outside the user's message, the
 
 
 def check_prompt(prompt: str) -> str:
-    """A prompt template holding ``{text}`` once, and no field but ``{text}``, ``{src_lang}``, ``{tgt_lang}``."""
+    """A prompt template holding ``{text}`` once, and no field but ``{text}``, ``{src_lang}``, ``{tgt_lang}``, each
+    plain (no format spec or conversion: ``{text:>9}`` would pad the sentence, ``{text!r}`` quote it)."""
     import string
 
     try:
-        names = [name for _, name, _, _ in string.Formatter().parse(prompt) if name is not None]
+        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(prompt)
+                  if name is not None]
     except ValueError as exc:
         raise InputError(f"The prompt is not a valid template ({exc}); write fields as {{text}}, and braces as "
                          "{{ and }}.") from None
+    names = [name for name, _, _ in fields]
+    formatted = next((f"{{{name}{'!' + conversion if conversion else ''}{':' + spec if spec else ''}}}"
+                      for name, spec, conversion in fields if spec or conversion), None)
+    if formatted is not None:
+        raise InputError(f"The prompt writes {formatted[:40]}: fields take no format spec or conversion; write "
+                         "{text}, {src_lang} or {tgt_lang} as they are.")
     unknown = sorted(set(names) - set(FIELDS))
     if unknown:
         raise InputError(f"The prompt names {{{unknown[0][:30]}}}; it may use {{text}}, {{src_lang}} and "
