@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from attnviz._version import __version__
 from attnviz.cli import analysis, attribute, calibrate, convert, data, evaluate, info, models, train, translate
 from attnviz.cli.args import add_dtype, check_model
-from attnviz.engine.errors import AttnvizError, InputError
+from attnviz.engine.errors import AttnvizError, InputError, is_panic
 
 
 def _add_gui(sub) -> None:
@@ -96,4 +96,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except OSError as exc:  # a file the user named cannot be written (disk full, permissions): one line, no trace
         where = f" ({exc.filename})" if exc.filename else ""
         print(f"attnviz: error: {exc.strerror or exc}{where}", file=sys.stderr)
+        return 1
+    except BaseException as exc:
+        if not is_panic(exc):
+            raise
+        said = str(exc).splitlines()[0][:160] if str(exc) else "a panic"
+        print(f"attnviz: error: the model's tokenizer failed ({said}); its tokenizer file is broken: download the "
+              "model again.", file=sys.stderr)
         return 1

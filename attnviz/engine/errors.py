@@ -56,3 +56,9 @@ class NotTextError(InputError, TypeError):
 
 class DataError(AttnvizError):
     """A corpus file is missing or malformed."""
+
+
+def is_panic(exc: BaseException) -> bool:
+    """Whether ``exc`` is a Rust library's panic (tokenizers' ``pyo3_runtime.PanicException``), which derives from
+    BaseException and so passes every ``except Exception``: a hostile tokenizer file's regex can raise it."""
+    return type(exc).__name__ == "PanicException"

@@ -65,3 +65,23 @@ def test_a_prompt_with_a_format_spec_or_a_bad_field_is_refused_in_one_line(promp
         check_prompt(prompt)
     assert said in str(err.value) and "\n" not in str(err.value)
     assert check_prompt("Translate from {src_lang} into {tgt_lang}: {text}")
+
+
+def test_a_tokenizer_panic_is_one_line_not_a_traceback(monkeypatch, capsys):
+    """tokenizers' PanicException derives from BaseException (a hostile file's regex raises it): the command line
+    says it in one line and exits 1; reading a tokenizer file maps it to the file's CheckpointError."""
+    from attnviz.cli import main as cli
+    from attnviz.engine.errors import is_panic
+
+    class PanicException(BaseException):  # as pyo3 names it
+        pass
+
+    def panics(*_):
+        raise PanicException("regex backtrack limit\nmore")
+
+    monkeypatch.setattr(cli, "check_model", panics)
+    assert cli.main(["info", "whatever"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("attnviz: error: the model's tokenizer failed (regex backtrack limit)") and \
+        err.count("\n") == 1
+    assert is_panic(PanicException()) and not is_panic(KeyboardInterrupt())

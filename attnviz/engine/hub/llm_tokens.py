@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from attnviz.engine.checkpoints.folder import AGAIN, parse_json, read_bytes, read_object
-from attnviz.engine.errors import CheckpointError, InputError
+from attnviz.engine.errors import CheckpointError, InputError, is_panic
 from attnviz.engine.text.tokenize import WORD_START
 
 MAX_TOKENIZER_BYTES = 64 * 1024 * 1024  # Gemma 3's tokenizer.json is 33 MB
@@ -54,7 +54,9 @@ def parse_tokenizer(path: Path | str, raw: bytes, vocab: int) -> Any:
 
     try:
         tokenizer = Tokenizer.from_str(raw.decode("utf-8"))
-    except Exception as exc:  # tokenizers raises its own Exception with the parser's text
+    except BaseException as exc:  # tokenizers' own Exception with the parser's text, or a panic
+        if not isinstance(exc, Exception) and not is_panic(exc):
+            raise
         raise CheckpointError(f"{path} cannot be read by the tokenizers library ({str(exc)[:120]}); "
                               f"{AGAIN}.") from None
     size = tokenizer.get_vocab_size(with_added_tokens=True)
