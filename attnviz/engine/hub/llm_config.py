@@ -56,6 +56,10 @@ def _get(config: dict[str, Any], name: str, default: Any) -> Any:
 def _rope(path: Path, config: dict[str, Any], model_type: str) -> dict[str, Any]:
     """The RoPE fields of ``LLMArch`` from either config layout."""
     params = config.get("rope_parameters")
+    for name in ("rope_parameters", "rope_scaling"):
+        if config.get(name) is not None and not isinstance(config[name], dict):
+            raise CheckpointError(f"{path}: field {name!r} is {config[name]!r:.40}, but it must be an object (its "
+                                  f"RoPE settings) or null. Fix it, or {AGAIN}.")
     full: dict[str, Any] = {}
     local_theta = config.get("rope_local_base_freq")
     if isinstance(params, dict) and isinstance(params.get("full_attention"), dict):  # Gemma 3, transformers 5

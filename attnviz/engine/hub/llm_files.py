@@ -143,7 +143,10 @@ def read_template(folder: Path) -> str | None:
     template = read_object(path).get("chat_template")
     if isinstance(template, list):
         named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
-        template = named.get("default")
+        if "default" not in named:  # transformers refuses such a list too: which template is meant is unsaid
+            raise CheckpointError(f"{path}: field 'chat_template' lists templates ({', '.join(map(str, named))[:80]})"
+                                  f" but none named \"default\"; name the one to use \"default\", or {AGAIN}.")
+        template = named["default"]
     if template is None:
         return None
     if not isinstance(template, str) or len(template) > MAX_TEMPLATE_BYTES:
@@ -179,6 +182,9 @@ def replace_length(folder: Path, generation: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(new, int):
         new = DEFAULT_NEW_TOKENS
         notes.append(f"max_length counts the prompt; answers stop after {DEFAULT_NEW_TOKENS} tokens (--max-len)")
+    if settings.get("do_sample") not in (None, True, False):
+        raise CheckpointError(f"{path}: field 'do_sample' is {settings['do_sample']!r:.40}, but it must be true or "
+                              f"false; {AGAIN}.")
     if settings.get("do_sample") is True:
         temperature = settings.get("temperature", 1.0)
         top_k, top_p = settings.get("top_k", HF_TOP_K), settings.get("top_p", 1.0)

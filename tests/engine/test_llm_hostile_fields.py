@@ -1,0 +1,47 @@
+"""LLM folder fields that used to read as something else without a word (issue 49) are refused in one line that
+names the file and the field: a template list without a "default", RoPE settings that are not an object, a
+do_sample that is not a boolean."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from attnviz.cli.main import main
+from attnviz.engine.errors import CheckpointError
+from attnviz.engine.loading import inspect_model, load_translator
+
+pytest.importorskip("transformers")
+from tests.llm_folder import make_llm_folder  # noqa: E402  (needs transformers)
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory):
+    return make_llm_folder(tmp_path_factory.mktemp("fields"), "qwen2")
+
+
+def _edit(folder, name: str, **fields):
+    data = json.loads((folder / name).read_text())
+    data.update(fields)
+    (folder / name).write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("name, fields, said", [
+    ("tokenizer_config.json", {"chat_template": [{"name": "tool_use", "template": "{{ 1 }}"}]},
+     "none named \"default\""),
+    ("config.json", {"rope_parameters": "big"}, "field 'rope_parameters' is 'big'"),
+    ("config.json", {"rope_scaling": [1, 2]}, "field 'rope_scaling' is [1, 2]"),
+    ("generation_config.json", {"do_sample": "yes"}, "field 'do_sample' is 'yes'"),
+])
+def test_a_misleading_field_is_refused_in_one_line(clean, tmp_path, capsys, name, fields, said):
+    folder = tmp_path / "model"
+    shutil.copytree(clean, folder)
+    _edit(folder, name, **fields)
+    for read in (inspect_model, load_translator):
+        with pytest.raises(CheckpointError) as err:
+            read(folder)
+        assert said in str(err.value) and name in str(err.value) and "\n" not in str(err.value)
+    assert main(["info", str(folder)]) == 1
+    assert said in capsys.readouterr().err
