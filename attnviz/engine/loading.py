@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from attnviz.engine.checkpoints.card import ModelCard
     from attnviz.engine.translator import Translator
 
+IN_ANOTHER_SHARD = "in another shard"  # how a sharded folder's plan marks the tensors of the other shards
 NOT_CHECKED_SIZE = "the model's size in memory (--check builds it)"
 __all__ = ["Inspection", "check_model", "inspect_model", "load_translator", "read_card"]
 
@@ -57,7 +58,11 @@ def _folder_plan(fmt: FolderFormat, folder: Path, size: bool = True) -> tuple[Fo
     notes: list[str] = []
     for weights in (plan.weights, *plan.more_weights):
         more_checked, more_notes = check_weight_file(weights)
-        checked, notes = checked + more_checked, notes + [n for n in more_notes if "in another shard" not in n]
+        twice = [n.split(" is not read")[0] for n in more_notes if IN_ANOTHER_SHARD in n]
+        if twice:  # which copy is meant is unsaid: loading one of them in silence could load the wrong one
+            raise CheckpointError(f"{weights.path} holds {twice[0][:80]}, which the folder's index puts in another "
+                                  "shard: the same tensor is in two shards; download the model folder again.")
+        checked, notes = checked + more_checked, notes + more_notes
     if plan.weights.path.suffix == ".safetensors":
         plan = replace(plan, card=replace(plan.card, dtype=stored_dtype(read_index(plan.weights.path)[1])))
     return plan, checked, notes

@@ -45,3 +45,20 @@ def test_a_misleading_field_is_refused_in_one_line(clean, tmp_path, capsys, name
         assert said in str(err.value) and name in str(err.value) and "\n" not in str(err.value)
     assert main(["info", str(folder)]) == 1
     assert said in capsys.readouterr().err
+
+
+def test_the_same_tensor_in_two_shards_is_refused(tmp_path, capsys):
+    from safetensors.numpy import load_file, save_file
+
+    folder = make_llm_folder(tmp_path, "qwen2", shards=True)
+    index = json.loads((folder / "model.safetensors.index.json").read_text())["weight_map"]
+    shards = sorted(set(index.values()))
+    name = next(n for n, f in index.items() if f == shards[1])  # a tensor the index puts in the second shard
+    first = load_file(folder / shards[0])
+    first[name] = load_file(folder / shards[1])[name] * 2  # a different copy of it in the first
+    save_file(first, folder / shards[0])
+    for read in (inspect_model, load_translator):
+        with pytest.raises(CheckpointError, match=f"{shards[0]} holds {name}, which the folder's index puts in "
+                                                  "another shard: the same tensor is in two shards"):
+            read(folder)
+    assert main(["info", str(folder)]) == 1 and "in two shards" in capsys.readouterr().err
