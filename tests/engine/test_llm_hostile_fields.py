@@ -62,3 +62,15 @@ def test_the_same_tensor_in_two_shards_is_refused(tmp_path, capsys):
                                                   "another shard: the same tensor is in two shards"):
             read(folder)
     assert main(["info", str(folder)]) == 1 and "in two shards" in capsys.readouterr().err
+
+
+def test_a_tokenizer_whose_tokens_share_an_id_is_refused(clean, tmp_path):
+    folder = tmp_path / "model"
+    shutil.copytree(clean, folder)
+    data = json.loads((folder / "tokenizer.json").read_text())
+    vocab = data["model"]["vocab"]
+    first, second = list(vocab)[40:42]
+    vocab[second] = vocab[first]
+    (folder / "tokenizer.json").write_text(json.dumps(data))
+    with pytest.raises(CheckpointError, match=rf"tokenizer.json: tokens .* share the id {vocab[first]}"):
+        load_translator(folder)

@@ -61,6 +61,10 @@ def parse_tokenizer(path: Path | str, raw: bytes, vocab: int) -> Any:
                               f"{AGAIN}.") from None
     size = tokenizer.get_vocab_size(with_added_tokens=True)
     top = max(tokenizer.get_vocab(with_added_tokens=True).values(), default=-1)
+    shared = _shared_id(data["model"].get("vocab"))
+    if shared is not None:
+        raise CheckpointError(f"{path}: tokens {shared[1][:2]!r} share the id {shared[0]:,}, so reading them back "
+                              f"would be ambiguous; {AGAIN}.")
     if top >= vocab:
         raise CheckpointError(f"{path} has token id {top:,}, but the model's embedding has {vocab:,} rows "
                               f"(config.json vocab_size); the tokenizer and the model do not belong together: "
@@ -68,6 +72,18 @@ def parse_tokenizer(path: Path | str, raw: bytes, vocab: int) -> Any:
     if size < 16:
         raise CheckpointError(f"{path} holds only {size} tokens; it cannot spell a language's text: {AGAIN}.")
     return tokenizer
+
+
+def _shared_id(vocab: Any) -> tuple[int, list[str]] | None:
+    """An id two tokens of a BPE model's vocabulary share (and those tokens), or None."""
+    if not isinstance(vocab, dict):
+        return None
+    seen: dict[Any, str] = {}
+    for token, index in vocab.items():
+        if index in seen:
+            return index, [seen[index], token]
+        seen[index] = token
+    return None
 
 
 def _byte_alphabet() -> dict[str, int]:
