@@ -14,6 +14,7 @@ from typing import Any
 
 from attnviz.engine.errors import CheckpointError
 from attnviz.engine.hub.gguf_format import AGAIN_GGUF, GGUFFile
+from attnviz.engine.hub.llm_tokens import byte_alphabet
 
 CONTROL, USER_DEFINED = 3, 4  # llama.cpp's token types
 LLAMA3_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
@@ -23,18 +24,6 @@ QWEN2_SPLIT = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[
 SPLITS = {"llama3": LLAMA3_SPLIT, "llama-v3": LLAMA3_SPLIT, "llama-bpe": LLAMA3_SPLIT, "smaug-bpe": LLAMA3_SPLIT,
           "qwen2": QWEN2_SPLIT, "deepseek-r1-qwen": QWEN2_SPLIT}
 MODELS = ("gpt2", "llama")
-
-
-def _bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's printable spelling of each byte."""
-    kept = [*range(ord("!"), ord("~") + 1), *range(ord("\xa1"), ord("\xac") + 1), *range(ord("\xae"), 256)]
-    spelled, extra = list(kept), 0
-    for b in range(256):
-        if b not in kept:
-            kept.append(b)
-            spelled.append(256 + extra)
-            extra += 1
-    return dict(zip(kept, map(chr, spelled)))
 
 
 def _merge_pairs(found: GGUFFile) -> list[tuple[str, str]]:
@@ -67,7 +56,7 @@ def _merges_from(vocab: dict[str, int], scores: dict[str, float]) -> list[tuple[
 def _byte_level(found: GGUFFile, tokens: list[str]) -> Any:
     from tokenizers import Regex, Tokenizer, decoders, models, pre_tokenizers
 
-    spelling = _bytes_to_unicode()
+    spelling = {b: c for c, b in byte_alphabet().items()}  # GPT-2's printable spelling of each byte
     alphabet = set(spelling.values())
     vocab = {t if set(t) <= alphabet else "".join(spelling[b] for b in t.encode("utf-8")): i
              for i, t in enumerate(tokens)}

@@ -86,7 +86,7 @@ def _shared_id(vocab: Any) -> tuple[int, list[str]] | None:
     return None
 
 
-def _byte_alphabet() -> dict[str, int]:
+def byte_alphabet() -> dict[str, int]:
     """GPT-2's byte-level alphabet, reversed: the printable character standing for each byte -> the byte."""
     printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
     chars, extra = list(printable), 0
@@ -107,7 +107,7 @@ def token_labels(tokenizer: Any, vocab: int) -> list[str]:
     raw = [tokenizer.id_to_token(i) or f"<unused:{i}>" for i in range(vocab)]
     if not isinstance(tokenizer.decoder, decoders.ByteLevel):
         return raw
-    alphabet = _byte_alphabet()
+    alphabet = byte_alphabet()
     special = {t.content for t in tokenizer.get_added_tokens_decoder().values()}
     labels, seen = [], set(raw)
     for token in raw:
